@@ -1,0 +1,20 @@
+# Two commands do everything: `make demo` and `make test`. Both install what is missing first.
+VENV ?= .venv
+PY   := $(VENV)/bin/python
+
+.PHONY: setup demo test bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@$(VENV)/bin/climio survey
+
+test: setup
+	@$(PY) -m pytest -q tests
+
+bench: setup
+	@bash bench/probe_vs_fio.sh
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,1 @@
+"""Benchmark studies: one module per study, each a parameter grid over the measurement core."""

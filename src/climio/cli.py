@@ -1,0 +1,180 @@
+"""The `climio` command. Subcommands parse options and delegate; no study logic lives here."""
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .errors import ClimioError
+from .progressbar import err_line, info
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Measure, explain and fix the I/O performance of climate data work "
+                       "(netCDF-4/HDF5, MPI-IO, parallel file systems). Results are JSON lines "
+                       "(records.jsonl) plus an HTML report in a run directory.")
+bench_app = typer.Typer(no_args_is_help=True, help="Run a benchmark study and write its records and report.")
+app.add_typer(bench_app, name="bench")
+
+
+@app.command("make-data")
+def make_data_cmd(
+    outdir: Path = typer.Argument(..., help="Directory for the files (created if missing)."),
+    size: str = typer.Option("256MiB", help="Bytes of data per file, e.g. 512MiB, 4GiB (larger than RAM is fine: written in blocks)."),
+    kind: str = typer.Option("1d", help="Which files: 1d (data1d.nc + data1d.bin, float64 contiguous), 4d (field4d.nc), or 1d,4d."),
+    shape: Optional[str] = typer.Option(None, help="4-D shape T,Z,Y,X (default: derived from --size)."),
+    chunks: Optional[str] = typer.Option(None, help="4-D chunk shape: contiguous, default, or T,Z,Y,X."),
+    deflate: int = typer.Option(0, min=0, max=9, help="Deflate level for the 4-D variable (0 = none)."),
+    shuffle: bool = typer.Option(False, help="Byte-shuffle filter before deflate."),
+    dtype: str = typer.Option("f8", help="4-D variable type: f4 or f8."),
+    random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
+    seed: int = typer.Option(0, help="Seed: the same seed gives the same bytes."),
+):
+    """Write synthetic test files with CF metadata, streaming in bounded memory."""
+    from .data import make_data
+    from .data.chunks import parse_chunks
+    from .progressbar import BytesProgress
+    from .rundir import writable_dir
+    from .units import format_size, parse_size
+
+    kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
+    if not kinds or any(k not in ("1d", "4d") for k in kinds):
+        raise ClimioError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
+    shape4d = _parse_shape(shape) if shape else None
+    nbytes = parse_size(size)
+    out = writable_dir(outdir)
+    total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)
+    with BytesProgress(total, "make-data") as bar:
+        made = make_data(out, size=nbytes, kinds=kinds, shape4d=shape4d, chunks=parse_chunks(chunks) if chunks else None,
+                         deflate=deflate, shuffle=shuffle, dtype=dtype, random=random, seed=seed, progress=bar.callback)
+    for key, path in made.items():
+        if key != "bytes":
+            info(f"{key}: {path}")
+    info(f"wrote {format_size(made['bytes'])}")
+
+
+def _parse_shape(text: str):
+    from .errors import InputError
+    try:
+        dims = [int(x) for x in text.strip("[] ").split(",")]
+    except ValueError:
+        raise InputError(f"malformed --shape '{text}': use T,Z,Y,X") from None
+    if len(dims) != 4 or min(dims) < 1:
+        raise InputError(f"--shape '{text}' must be four positive integers T,Z,Y,X")
+    return dims
+
+
+@bench_app.command("read-stack")
+def read_stack_cmd(
+    file: Optional[Path] = typer.Option(None, help="netCDF-4 file with a 1-D float64 variable (see --var)."),
+    bin_file: Optional[Path] = typer.Option(None, help="Plain binary file for the c-posix, py-file and numpy layers."),
+    var: str = typer.Option("data", help="Variable to read from --file."),
+    size: Optional[str] = typer.Option(None, help="Generate files of this size instead (e.g. 1GiB) in --data-dir or a temporary directory."),
+    data_dir: Optional[Path] = typer.Option(None, help="Keep generated files here (default: a temporary directory, removed afterwards)."),
+    layers: Optional[str] = typer.Option(None, help="Comma list of c-posix, c-netcdf, py-file, numpy, netcdf4-python, h5py, h5netcdf, xarray (default all)."),
+    patterns: Optional[str] = typer.Option(None, help="Comma list of sequential, strided, random (default all)."),
+    buffers: Optional[str] = typer.Option(None, help="Buffer sizes: 512B,4KiB,1MiB or a range 512B..1GiB (doubling) or 512B..1GiB:4."),
+    reps: Optional[int] = typer.Option(None, min=1, help="Repetitions per configuration (default 3)."),
+    cache: str = typer.Option("cold", help="cold (evict with posix_fadvise, verified with mincore) or warm."),
+    budget: Optional[float] = typer.Option(None, min=0, help="Seconds per configuration before it is recorded as did-not-finish (0 = none)."),
+    odirect: bool = typer.Option(False, help="c-posix layer opens with O_DIRECT."),
+    syscalls: bool = typer.Option(True, help="Count the read syscalls of every layer in an untimed strace pass."),
+    quick: bool = typer.Option(False, "--quick", help="A small grid that finishes in about a minute."),
+    full: bool = typer.Option(False, "--full", help="The thesis's grid: 512 B to 1 GiB on a 1 GiB file."),
+    seed: int = typer.Option(1, help="Seed of the random read offsets."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default climio-runs/read-stack-TIMESTAMP)."),
+    report: bool = typer.Option(True, help="Render report.html at the end."),
+):
+    """Serial read rate through the software stack (thesis ch. 3): layers x patterns x buffer sizes."""
+    from .bench import read_stack as rs
+    from .rundir import default_run_dir
+
+    preset = rs.PRESETS["quick" if quick else "full" if full else "survey"]
+    if cache not in ("cold", "warm"):
+        raise ClimioError(f"unknown --cache '{cache}': use cold or warm")
+    run_dir = out or default_run_dir("read-stack")
+    with _data_dir(data_dir) as ddir:
+        files = rs.prepare_files(str(file) if file else None, str(bin_file) if bin_file else None,
+                                 size or preset["size"], ddir)
+        grid = rs.grid_from_options(files, layers, patterns, buffers or preset["buffers"], reps or preset["reps"],
+                                    cache, preset["budget_s"] if budget is None else budget, variable=var,
+                                    seed=seed, odirect=odirect, trace_syscalls=syscalls)
+        _run_studies(run_dir, ddir, [lambda run: rs.run_study(run, files, grid)], report)
+
+
+@app.command("report")
+def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory holding records.jsonl.")):
+    """Render RUN_DIR/report.html from the records (figures, summary tables, provenance)."""
+    from .report import render_report
+    info(f"report: {render_report(run_dir)}")
+
+
+@app.command("survey")
+def survey_cmd(
+    quick: bool = typer.Option(False, "--quick", help="Finish within about 2 minutes (smaller files, fewer sizes)."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default climio-runs/survey-TIMESTAMP)."),
+    data_dir: Optional[Path] = typer.Option(None, help="Where to generate the data (default: a temporary directory on local disk)."),
+):
+    """Run every study at a laptop-sized default and write one report."""
+    from .rundir import default_run_dir
+    from .survey import survey_steps
+
+    run_dir = out or default_run_dir("survey")
+    with _data_dir(data_dir) as ddir:
+        _run_studies(run_dir, ddir, survey_steps(ddir, quick), True)
+
+
+class _data_dir:
+    """A user's data directory, or a temporary one on local disk removed afterwards."""
+
+    def __init__(self, path):
+        self.path, self.tmp = path, None
+
+    def __enter__(self):
+        from .rundir import writable_dir
+        if self.path:
+            return str(writable_dir(self.path))
+        self.tmp = tempfile.mkdtemp(prefix="climio-data-")
+        return self.tmp
+
+    def __exit__(self, *exc):
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _run_studies(run_dir, data_dir, steps, report: bool) -> None:
+    from .rundir import RunDir
+    with RunDir(run_dir, data_dir) as run:
+        for step in steps:
+            step(run)
+    info(f"records: {Path(run_dir) / 'records.jsonl'}")
+    if report:
+        from .report import render_report
+        info(f"report: {render_report(run_dir)}")
+
+
+def main(argv=None) -> None:
+    """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> exit 130."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except ClimioError as exc:
+        err_line(f"climio: error: {exc}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_line("climio: interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and friends
+        import click
+        if isinstance(exc, click.exceptions.ClickException):
+            err_line(f"climio: error: {exc.format_message()}")
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            err_line("climio: aborted")
+            sys.exit(1)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Locating and running climio's native programs (built by CMake at install time)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from .errors import NativeError
+
+
+def program(name: str) -> str:
+    """Absolute path of native program `name`; CLIMIO_NATIVE_BIN overrides the search."""
+    dirs = [os.environ.get("CLIMIO_NATIVE_BIN"), str(Path(sys.executable).parent), sysconfig.get_path("scripts")]
+    for d in dirs:
+        if d and os.access(os.path.join(d, name), os.X_OK):
+            return os.path.join(d, name)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise NativeError(f"native program {name} not found: install climio with `make setup` (or set CLIMIO_NATIVE_BIN)")
+
+
+def build_info() -> dict:
+    """Versions of the C layer recorded by CMake when the probes were built."""
+    for base in (sysconfig.get_path("data"), sys.prefix):
+        p = Path(base) / "share" / "climio" / "build_info.json"
+        if p.is_file():
+            return json.loads(p.read_text())
+    return {}
+
+
+def run_json(args, timeout=60) -> dict:
+    """Run a native program that prints one JSON object (e.g. `--version`)."""
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NativeError(f"{Path(args[0]).name} failed: {_first_line(exc)}") from None
+    return json.loads(out.stdout)
+
+
+def _first_line(exc) -> str:
+    stderr = getattr(exc, "stderr", None)
+    text = (stderr or str(exc)).strip()
+    return text.splitlines()[-1] if text else type(exc).__name__

@@ -1,0 +1,127 @@
+"""Provenance: what machine, file system and library versions a measurement ran on."""
+
+import hashlib
+from importlib import metadata
+import json
+import os
+import platform as _pf
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from . import __version__, native
+from .errors import ClimioError
+
+_PY_LIBS = ("numpy", "netCDF4", "h5py", "h5netcdf", "xarray", "dask", "distributed", "mpi4py", "matplotlib")
+
+
+def _read(path) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def cpu_info() -> dict:
+    model = next((l.split(":", 1)[1].strip() for l in _read("/proc/cpuinfo").splitlines()
+                  if l.startswith("model name")), _pf.processor())
+    return {"model": model, "logical_cpus": os.cpu_count()}
+
+
+def ram_bytes() -> int:
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def filesystem_of(path) -> dict:
+    """The mount holding `path`: type, source, mount point and options (from /proc/self/mountinfo)."""
+    target = os.path.realpath(path)
+    best = None
+    for line in _read("/proc/self/mountinfo").splitlines():
+        left, _, right = line.partition(" - ")
+        f, r = left.split(), right.split()
+        if len(f) < 6 or len(r) < 2:
+            continue
+        mnt = f[4].replace("\\040", " ")
+        if (target == mnt or target.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best["mount_point"])):
+            best = {"mount_point": mnt, "type": r[0], "source": r[1], "options": f[5],
+                    "super_options": r[2] if len(r) > 2 else ""}
+    best = best or {"mount_point": "?", "type": "unknown", "source": "?", "options": "", "super_options": ""}
+    best["path"] = target
+    best["stripe"] = stripe_info(target, best["type"])
+    return best
+
+
+def stripe_info(path, fstype) -> dict:
+    if fstype != "lustre":
+        return {"applicable": False, "reason": f"{fstype} has no stripes"}
+    lfs = shutil.which("lfs")
+    if not lfs:
+        return {"applicable": True, "error": "lfs not found"}
+    out = subprocess.run([lfs, "getstripe", "-d", path], capture_output=True, text=True)
+    return {"applicable": True, "getstripe": out.stdout.strip() or out.stderr.strip()}
+
+
+def python_versions() -> dict:
+    v = {"python": sys.version.split()[0], "climio": __version__}
+    for name in _PY_LIBS:
+        try:
+            v[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            v[name] = None
+    # The wheels bundle their own netCDF-C / HDF5, which may differ from the C layer's.
+    try:
+        import netCDF4
+        v["netCDF4.netcdf_c"] = netCDF4.__netcdf4libversion__
+        v["netCDF4.hdf5"] = netCDF4.__hdf5libversion__
+    except ImportError:
+        pass
+    try:
+        import h5py
+        v["h5py.hdf5"] = h5py.version.hdf5_version
+    except ImportError:
+        pass
+    return v
+
+
+def native_versions() -> dict:
+    v = {"build": native.build_info()}
+    try:
+        v["netcdf_c_runtime"] = native.run_json([native.program("climio-probe-netcdf"), "--version"])["netcdf_c"]
+    except (ClimioError, KeyError, ValueError) as exc:
+        v["netcdf_c_runtime"] = f"unavailable: {exc}"
+    for tool, args in (("strace", ["-V"]), ("fio", ["--version"]), ("mpirun", ["--version"])):
+        exe = shutil.which(tool)
+        if exe:
+            out = subprocess.run([exe, *args], capture_output=True, text=True)
+            v[tool] = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else "?"
+        else:
+            v[tool] = None
+    return v
+
+
+def collect(target_dir) -> dict:
+    """Everything a reader needs to judge where the numbers came from."""
+    uname = _pf.uname()
+    os_release = dict(l.split("=", 1) for l in _read("/etc/os-release").splitlines() if "=" in l)
+    info = {
+        "host": socket.gethostname(),
+        "os": os_release.get("PRETTY_NAME", "").strip('"') or uname.system,
+        "kernel": uname.release,
+        "machine": uname.machine,
+        "cpu": cpu_info(),
+        "ram_bytes": ram_bytes(),
+        "filesystem": filesystem_of(target_dir),
+        "versions": {"python": python_versions(), "native": native_versions()},
+    }
+    info["platform_id"] = platform_id(info)
+    return info
+
+
+def platform_id(info: dict) -> str:
+    body = {k: v for k, v in info.items() if k != "platform_id"}
+    return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,50 @@
+"""A run directory: records.jsonl, platform.json and the report, in one place per run."""
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+from . import platform
+from .errors import DataError
+from .records import RecordWriter, atomic_write_text
+
+
+def writable_dir(path, create=True) -> Path:
+    """`path` as a directory we can write, or a one-line DataError."""
+    p = Path(path).expanduser()
+    if create:
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"cannot create directory {p}: {exc.strerror}") from None
+    if not p.is_dir():
+        raise DataError(f"directory {p} does not exist")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise DataError(f"directory {p} is not writable")
+    return p
+
+
+def default_run_dir(study: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("climio-runs") / f"{study}-{stamp}"
+
+
+class RunDir:
+    """Opens a run directory, records the platform of `data_dir` and appends records."""
+
+    def __init__(self, path, data_dir):
+        self.path = writable_dir(path)
+        self.platform = platform.collect(data_dir)
+        atomic_write_text(self.path / "platform.json", json.dumps(self.platform, indent=2, sort_keys=True))
+        self.platform_id = self.platform["platform_id"]
+        self.writer = RecordWriter(self.path / "records.jsonl")
+
+    def close(self):
+        self.writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
