@@ -1,0 +1,38 @@
+/* Building one JSON object and printing it as one line (JSON Lines), flushed at once
+ * so an orchestrator reading the pipe sees every record as soon as it is measured. */
+#ifndef CLIMIO_JSONL_H
+#define CLIMIO_JSONL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSONL_MAX_DEPTH 8
+
+struct jsonl {
+    char *buf;
+    size_t len, cap;
+    int depth;
+    int count[JSONL_MAX_DEPTH]; /* members written at each open level */
+};
+
+void jsonl_init(struct jsonl *j);
+void jsonl_free(struct jsonl *j);
+
+/* key is NULL only for the outermost object. */
+void jsonl_begin(struct jsonl *j, const char *key);
+void jsonl_end(struct jsonl *j);
+
+void jsonl_str(struct jsonl *j, const char *key, const char *value);
+void jsonl_u64(struct jsonl *j, const char *key, uint64_t value);
+void jsonl_bool(struct jsonl *j, const char *key, int value);
+/* %.9g, always with a '.' or exponent so readers see a float; null if not finite. */
+void jsonl_double(struct jsonl *j, const char *key, double value);
+
+/* Write the finished object and a newline to fp, flush, and reset for the next one. */
+void jsonl_emit(struct jsonl *j, FILE *fp);
+
+/* Append `s` to j as a quoted JSON string: quotes, backslashes and control characters
+ * escaped; invalid UTF-8 bytes become U+FFFD so the line is always valid UTF-8. */
+void jsonl_quote(struct jsonl *j, const char *s);
+
+#endif

@@ -1,0 +1,285 @@
+#include "series.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "checksum.h"
+#include "fail.h"
+#include "jsonl.h"
+#include "marker.h"
+#include "pattern.h"
+#include "timer.h"
+
+#define STUDY "read-stack"
+#define DIRECT_ALIGN 4096u
+#define VALUE_ALIGN 8u
+
+uint64_t series_align(const struct reader *r)
+{
+    return r->odirect ? DIRECT_ALIGN : VALUE_ALIGN;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* One configuration: what every record of it shares. */
+struct config {
+    const struct reader *r;
+    const struct probe_args *a;
+    const char *path;        /* absolute path of the data file */
+    enum pattern pattern;
+    uint64_t buffer;
+    struct plan plan;
+    uint64_t planned_bytes;
+};
+
+/* What one repetition measured. */
+struct outcome {
+    const char *status;      /* "ok" | "dnf" | "error" */
+    char error[SERIES_ERRLEN];
+    uint64_t bytes, ops;
+    struct timer_result t;
+    int have_checksum;
+    uint64_t checksum;
+    struct cache_state cache;
+    int cache_known;
+};
+
+static void iso_now(char out[32])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+}
+
+static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, const struct outcome *o)
+{
+    const struct reader *r = c->r;
+    const struct probe_args *a = c->a;
+    char when[32];
+    iso_now(when);
+
+    jsonl_begin(j, NULL);
+    jsonl_str(j, "study", STUDY);
+    jsonl_str(j, "status", o->status);
+    jsonl_u64(j, "rep", rep);
+    jsonl_str(j, "time", when);
+    jsonl_str(j, "platform_id", a->platform_id);
+
+    jsonl_begin(j, "params");
+    jsonl_str(j, "layer", r->layer);
+    jsonl_str(j, "pattern", pattern_name(c->pattern));
+    jsonl_u64(j, "buffer_bytes", c->buffer);
+    jsonl_str(j, "file", c->path);
+    jsonl_u64(j, "file_bytes", r->file_bytes);
+    jsonl_u64(j, "planned_ops", c->plan.ops);
+    jsonl_u64(j, "planned_bytes", c->planned_bytes);
+    jsonl_u64(j, "random_count", a->random_count);
+    jsonl_u64(j, "seed", a->seed);
+    jsonl_str(j, "api", r->api);
+    jsonl_bool(j, "odirect", r->odirect);
+    if (r->variable)
+        jsonl_str(j, "variable", r->variable);
+    if (r->library)
+        jsonl_str(j, "library", r->library);
+    jsonl_u64(j, "max_ops", a->max_ops);
+    jsonl_end(j);
+
+    jsonl_begin(j, "metrics");
+    if (strcmp(o->status, "error") == 0) {
+        jsonl_str(j, "error", o->error);
+    } else {
+        jsonl_u64(j, "bytes", o->bytes);
+        jsonl_u64(j, "ops", o->ops);
+        jsonl_double(j, "wall_s", o->t.wall_s);
+        jsonl_double(j, "user_s", o->t.user_s);
+        jsonl_double(j, "sys_s", o->t.sys_s);
+        jsonl_double(j, "cpu_s", o->t.user_s + o->t.sys_s);
+        if (o->t.wall_s > 0)
+            jsonl_double(j, "rate_MBps", (double)o->bytes / o->t.wall_s / 1e6);
+        if (o->have_checksum) {
+            char hex[17];
+            checksum_hex(o->checksum, hex);
+            jsonl_str(j, "checksum", hex);
+        }
+        if (strcmp(o->status, "dnf") == 0) {
+            jsonl_u64(j, "planned_bytes", c->planned_bytes);
+            jsonl_double(j, "budget_s", a->budget_s);
+            jsonl_double(j, "rate_bound_MBps", (double)c->planned_bytes / a->budget_s / 1e6);
+        }
+    }
+    jsonl_end(j);
+
+    jsonl_begin(j, "cache");
+    if (o->cache_known) {
+        jsonl_str(j, "state", o->cache.state);
+        jsonl_str(j, "requested", o->cache.requested);
+        jsonl_str(j, "method", o->cache.method);
+        jsonl_double(j, "resident_fraction", round(o->cache.resident_fraction * 1e6) / 1e6);
+        jsonl_str(j, "verified_by", "mincore");
+    } else {
+        /* Not verified: never claim a cold cache. */
+        jsonl_str(j, "state", "warm");
+        jsonl_str(j, "requested", a->cache_warm ? "warm" : "cold");
+        jsonl_str(j, "method", r->odirect ? "O_DIRECT" : a->cache_warm ? "pre-read" : "posix_fadvise(DONTNEED)");
+        jsonl_double(j, "resident_fraction", NAN);
+        jsonl_str(j, "verified_by", "none");
+    }
+    jsonl_end(j);
+
+    jsonl_end(j);
+    jsonl_emit(j, stdout);
+}
+
+/* One repetition: mark, open, timed reads, close. Returns 0 unless the status is "error". */
+static int run_rep(struct config *c, uint64_t rep, struct reader *r, struct marker *mk,
+                   unsigned char *buf, uint64_t cap, struct outcome *o)
+{
+    const struct probe_args *a = c->a;
+    struct checksum sum;
+    struct timer t;
+    uint64_t off, len, got;
+    int failed = 0;
+
+    /* The library's reads when opening (netCDF/HDF5 header) go to an "open" phase of their
+     * own, so per-request syscall counts hold only what the requests themselves cost. */
+    marker_mark(mk, "open", 0, rep);
+    if (r->open(r, c->path, o->error, sizeof o->error) != 0) {
+        o->status = "error";
+        return -1;
+    }
+    marker_mark(mk, pattern_name(c->pattern), c->buffer, rep);
+    checksum_init(&sum);
+    plan_rewind(&c->plan);
+    o->status = "ok";
+
+    timer_start(&t);
+    while (plan_next(&c->plan, &off, &len)) {
+        if (r->read_at(r, off, len, buf, cap, &got, o->error, sizeof o->error) != 0) {
+            failed = 1;
+            break;
+        }
+        if (a->verify)
+            checksum_update(&sum, buf, (size_t)got);
+        o->bytes += got;
+        o->ops++;
+        if (a->budget_s > 0 && timer_elapsed(&t) > a->budget_s) {
+            if (o->ops < c->plan.ops)
+                o->status = "dnf";
+            break;
+        }
+    }
+    timer_stop(&t, &o->t);
+    r->close(r);
+
+    if (failed) {
+        o->status = "error";
+        return -1;
+    }
+    if (a->verify) {
+        o->have_checksum = 1;
+        o->checksum = checksum_value(&sum);
+    }
+    return 0;
+}
+
+static void run_config(struct config *c, struct reader *r, struct marker *mk, struct jsonl *j)
+{
+    const struct probe_args *a = c->a;
+    /* A buffer larger than the file reads the file: no need to allocate all of it. */
+    uint64_t cap = c->buffer;
+    if (cap > r->file_bytes)
+        cap = round_up(r->file_bytes ? r->file_bytes : 1, DIRECT_ALIGN);
+    uint64_t alloc = round_up(cap, DIRECT_ALIGN);
+    void *buf = NULL;
+    int rc = alloc > SIZE_MAX ? ENOMEM : posix_memalign(&buf, DIRECT_ALIGN, (size_t)alloc);
+
+    for (uint64_t rep = 0; rep < a->reps; rep++) {
+        struct outcome o;
+        memset(&o, 0, sizeof o);
+        if (rc != 0) {
+            o.status = "error";
+            snprintf(o.error, sizeof o.error, "%s", strerror(rc));
+            emit_record(j, c, rep, &o);
+            break;
+        }
+        if (cache_prepare(c->path, a->cache_warm, rep == 0, r->odirect, &o.cache,
+                          o.error, sizeof o.error) != 0) {
+            o.status = "error";
+            emit_record(j, c, rep, &o);
+            break;
+        }
+        o.cache_known = 1;
+        run_rep(c, rep, r, mk, buf, cap, &o);
+        emit_record(j, c, rep, &o);
+        if (strcmp(o.status, "ok") != 0)
+            break;  /* dnf or error: the configuration's remaining repetitions are skipped */
+    }
+    free(buf);
+}
+
+static void print_offsets(const struct reader *r, const struct probe_args *a)
+{
+    static char obuf[1 << 16];
+    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+    for (size_t p = 0; p < a->npatterns; p++) {
+        for (size_t b = 0; b < a->nbuffers; b++) {
+            struct plan plan;
+            uint64_t off, len;
+            plan_init(&plan, a->patterns[p], r->file_bytes, a->buffers[b], a->random_count,
+                      a->seed, series_align(r), a->max_ops);
+            printf("# %s %llu\n", pattern_name(a->patterns[p]), (unsigned long long)a->buffers[b]);
+            while (plan_next(&plan, &off, &len))
+                printf("%llu %llu\n", (unsigned long long)off, (unsigned long long)len);
+        }
+    }
+    fflush(stdout);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+int series_main(struct reader *r, const struct probe_args *a)
+{
+    for (size_t b = 0; b < a->nbuffers; b++)
+        if (a->buffers[b] % r->unit)
+            fail("buffer size %llu is not a multiple of %llu bytes",
+                 (unsigned long long)a->buffers[b], (unsigned long long)r->unit);
+
+    if (a->print_offsets) {
+        print_offsets(r, a);
+        return 0;
+    }
+
+    char *path = realpath(a->file, NULL);
+    if (!path)
+        fail("cannot resolve %s: %s", a->file, strerror(errno));
+
+    struct marker mk;
+    if (marker_open(&mk) != 0)
+        fail("cannot open /dev/null for markers: %s", strerror(errno));
+
+    struct jsonl j;
+    jsonl_init(&j);
+    for (size_t p = 0; p < a->npatterns; p++) {
+        for (size_t b = 0; b < a->nbuffers; b++) {
+            struct config c = {.r = r, .a = a, .path = path, .pattern = a->patterns[p],
+                               .buffer = a->buffers[b]};
+            plan_init(&c.plan, c.pattern, r->file_bytes, c.buffer, a->random_count, a->seed,
+                      series_align(r), a->max_ops);
+            c.planned_bytes = plan_bytes(&c.plan);
+            run_config(&c, r, &mk, &j);
+        }
+    }
+    jsonl_free(&j);
+    marker_close(&mk);
+    free(path);
+    return 0;
+}
