@@ -44,6 +44,7 @@ def run_config(reader, args, pattern, buffer, reads, marker, emit, base_params):
     """All reps of one (pattern, buffer); stops with one dnf record when over budget."""
     for rep in range(args.reps):
         cache_state = cache.prepare([args.file], args.cache)
+        marker.mark("open", 0, rep)  # header reads of the open go to a phase of their own
         reader.open(args.file, args.var)
         marker.mark(pattern, buffer, rep)
         summer = StreamChecksum() if args.verify else None

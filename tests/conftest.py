@@ -1,0 +1,45 @@
+"""Shared fixtures: small real files made by the generator, and the installed native probes.
+
+Nothing is skipped: a missing probe, strace or library makes the tests that need it fail.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from climio import native
+from climio.data import make_data
+
+# Not a multiple of any buffer size, so the last read of a sequential pass is partial.
+ONE_D_BYTES = (1 << 20) + 3 * 8
+
+
+@pytest.fixture(scope="session")
+def files_1d(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data1d")
+    made = make_data(d, size=ONE_D_BYTES, kinds=("1d",), random=True, seed=7)
+    return {"nc": str(made["1d_nc"]), "bin": str(made["1d_bin"]), "seed": 7}
+
+
+def run_probe(name, *args, check=True):
+    """Run a native probe; return its records."""
+    out = subprocess.run([native.program(name), *map(str, args)], capture_output=True, text=True)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")], out
+
+
+def run_worker(layer, *args):
+    out = subprocess.run([sys.executable, "-m", "climio.bench.read_stack_worker", "--layer", layer, *map(str, args)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+
+
+def run_cli(*args, cwd=None, timeout=600):
+    """The installed `climio` command, as a user runs it."""
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)

@@ -1,0 +1,116 @@
+"""The `climio` command end to end on small real files, and its answers to bad input."""
+
+import json
+import os
+
+import pytest
+
+from climio.records import read_records
+from conftest import run_cli
+
+
+def test_help_explains_subcommands():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for cmd in ("make-data", "bench", "report", "survey"):
+        assert cmd in out.stdout
+    out = run_cli("bench", "read-stack", "--help")
+    assert out.returncode == 0 and "--buffers" in out.stdout and "--layers" in out.stdout
+
+
+def test_read_stack_end_to_end(tmp_path):
+    run = tmp_path / "run"
+    out = run_cli("bench", "read-stack", "--size", "2MiB", "--layers", "c-posix,c-netcdf,numpy,netcdf4-python",
+                  "--patterns", "sequential,strided", "--buffers", "64KiB,1MiB", "--reps", "2",
+                  "--data-dir", tmp_path / "data", "--out", run)
+    assert out.returncode == 0, out.stderr
+    recs = read_records(run)
+    assert len(recs) == 4 * 2 * 2 * 2
+    assert {r["params"]["layer"] for r in recs} == {"c-posix", "c-netcdf", "numpy", "netcdf4-python"}
+    platform = json.loads((run / "platform.json").read_text())
+    assert all(r["platform_id"] == platform["platform_id"] for r in recs)
+    assert platform["filesystem"]["type"] and platform["versions"]["python"]["netCDF4"]
+    for r in recs:
+        assert r["metrics"]["bytes"] == 2 << 20 if r["params"]["pattern"] == "sequential" else True
+        assert r["metrics"]["syscalls"]["tool"] == "strace"
+        assert r["cache"]["state"] == "cold"
+    html = (run / "report.html").read_text()
+    assert "read-stack" in html and "data:image/png;base64," in html
+    # Generated data kept where asked; the run directory lists only results.
+    assert (tmp_path / "data" / "data1d.nc").exists()
+
+
+def test_report_command_rerenders(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("bench", "read-stack", "--size", "1MiB", "--layers", "c-posix", "--buffers", "1MiB",
+                   "--reps", "1", "--no-syscalls", "--no-report", "--out", run).returncode == 0
+    assert not (run / "report.html").exists()
+    out = run_cli("report", run)
+    assert out.returncode == 0, out.stderr
+    assert (run / "report.html").exists()
+
+
+def one_line_error(out, code):
+    assert out.returncode == code, (out.returncode, out.stderr)
+    lines = [l for l in out.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr and lines[0].startswith("climio: error:")
+    return lines[0]
+
+
+def test_unknown_layer(tmp_path):
+    msg = one_line_error(run_cli("bench", "read-stack", "--size", "1MiB", "--layers", "fortran",
+                                 "--out", tmp_path / "r"), 2)
+    assert "fortran" in msg and "c-posix" in msg
+
+
+def test_unknown_pattern(tmp_path):
+    one_line_error(run_cli("bench", "read-stack", "--size", "1MiB", "--patterns", "zigzag", "--out", tmp_path / "r"), 2)
+
+
+def test_malformed_size(tmp_path):
+    msg = one_line_error(run_cli("bench", "read-stack", "--size", "12 parsecs", "--out", tmp_path / "r"), 2)
+    assert "12 parsecs" in msg
+
+
+def test_missing_file(tmp_path):
+    one_line_error(run_cli("bench", "read-stack", "--file", tmp_path / "nope.nc", "--out", tmp_path / "r"), 3)
+
+
+def test_missing_variable(files_1d, tmp_path):
+    msg = one_line_error(run_cli("bench", "read-stack", "--file", files_1d["nc"], "--var", "tas",
+                                 "--layers", "netcdf4-python", "--out", tmp_path / "r"), 3)
+    assert "tas" in msg
+
+
+def test_unwritable_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            # root ignores mode bits: use a path under a regular file instead, which nobody can create.
+            target = tmp_path / "afile"
+            target.write_text("x")
+            target = target / "sub"
+        else:
+            target = locked / "sub"
+        one_line_error(run_cli("make-data", target, "--size", "1MiB"), 3)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_too_little_disk_leaves_nothing(tmp_path):
+    msg = one_line_error(run_cli("make-data", tmp_path / "d", "--size", "900TiB"), 4)
+    assert "free" in msg
+    assert list((tmp_path / "d").iterdir()) == []
+
+
+def test_survey_quick(tmp_path):
+    out = run_cli("survey", "--quick", "--out", tmp_path / "survey", timeout=300)
+    assert out.returncode == 0, out.stderr
+    recs = read_records(tmp_path / "survey")
+    layers = {r["params"]["layer"] for r in recs}
+    assert layers == {"c-posix", "c-netcdf", "py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray"}
+    assert (tmp_path / "survey" / "report.html").exists()
+    assert str(tmp_path / "survey" / "report.html") in out.stdout + out.stderr

@@ -1,0 +1,121 @@
+"""Every layer delivers exactly the bytes asked for, cold, with its syscalls counted."""
+
+import os
+
+import numpy as np
+import pytest
+
+from climio import cache
+from climio.bench import read_stack as rs
+from climio.data.fields import values_1d
+from climio.patterns import StreamChecksum, plan
+from conftest import ONE_D_BYTES, run_probe, run_worker
+
+BUFFERS = (512, 4096, 65536, 1 << 20)
+
+
+def expected_checksum(pattern, buffer, seed):
+    """What a correct layer must deliver, computed from the generator's values, not from the file."""
+    values = values_1d(0, ONE_D_BYTES // 8, seed=seed, random=True).astype("<f8")
+    raw = values.tobytes()
+    c = StreamChecksum()
+    for off, n in plan(pattern, ONE_D_BYTES, buffer):
+        c.update(raw[off:off + n])
+    return c.hexdigest()
+
+
+def layer_records(layer, files, *extra):
+    path = files[rs.file_kind(layer)]
+    args = ["--file", path, "--buffers", ",".join(map(str, BUFFERS)), "--reps", "1", "--verify", *extra]
+    if layer in rs.NATIVE_LAYERS:
+        return run_probe(rs.NATIVE_LAYERS[layer], *args)[0]
+    return run_worker(layer, *args)
+
+
+@pytest.mark.parametrize("layer", rs.LAYERS)
+def test_layer_returns_exactly_the_requested_bytes(files_1d, layer):
+    recs = layer_records(layer, files_1d)
+    assert len(recs) == 3 * len(BUFFERS)
+    for r in recs:
+        p, m = r["params"], r["metrics"]
+        assert r["status"] == "ok", r
+        assert p["layer"] == layer and p["file_bytes"] == ONE_D_BYTES
+        assert m["bytes"] == p["planned_bytes"] and m["ops"] == p["planned_ops"]
+        assert m["checksum"] == expected_checksum(p["pattern"], p["buffer_bytes"], files_1d["seed"]), (p["pattern"], p["buffer_bytes"])
+        assert m["wall_s"] > 0 and m["cpu_s"] == pytest.approx(m["user_s"] + m["sys_s"])
+        assert r["cache"]["state"] == "cold" and r["cache"]["resident_fraction"] <= cache.COLD_THRESHOLD
+
+
+def test_odirect_reads_the_same_bytes(files_1d):
+    recs = run_probe("climio-probe-posix", "--file", files_1d["bin"], "--buffers", "65536,1048576",
+                     "--patterns", "sequential,strided", "--reps", "1", "--verify", "--odirect")[0]
+    assert recs and all(r["status"] == "ok" and r["params"]["odirect"] for r in recs)
+    for r in recs:
+        assert r["metrics"]["checksum"] == expected_checksum(r["params"]["pattern"], r["params"]["buffer_bytes"],
+                                                             files_1d["seed"])
+
+
+def test_python_eviction_is_verified(files_1d):
+    path = files_1d["bin"]
+    cache.warm(path)
+    assert cache.resident_fraction(path) > 0.99
+    state = cache.prepare([path], "cold")
+    assert state["state"] == "cold" and state["resident_fraction"] <= cache.COLD_THRESHOLD
+    assert cache.resident_fraction(path) <= cache.COLD_THRESHOLD
+    assert cache.prepare([path], "warm")["state"] == "warm"
+
+
+def test_c_probe_eviction_is_verified(files_1d):
+    cache.warm(files_1d["bin"])
+    cold = run_probe("climio-probe-posix", "--file", files_1d["bin"], "--buffers", "65536",
+                     "--patterns", "sequential", "--reps", "1")[0][0]
+    assert cold["cache"]["state"] == "cold" and cold["cache"]["resident_fraction"] <= cache.COLD_THRESHOLD
+    # After a cold sequential pass the whole file was read into the cache again.
+    assert cache.resident_fraction(files_1d["bin"]) > 0.9
+    warm = run_probe("climio-probe-posix", "--file", files_1d["bin"], "--buffers", "65536",
+                     "--patterns", "sequential", "--reps", "1", "--cache", "warm")[0][0]
+    assert warm["cache"]["state"] == "warm" and warm["cache"]["resident_fraction"] > 0.99
+
+
+def test_unevictable_file_is_recorded_warm(files_1d, monkeypatch):
+    """A file whose pages stay resident must not be passed off as cold."""
+    monkeypatch.setattr(cache, "evict", lambda p: cache.warm(p))
+    state = cache.prepare([files_1d["bin"]], "cold")
+    assert state["requested"] == "cold" and state["state"] == "warm"
+
+
+def test_syscall_pass_shows_what_each_layer_issues(files_1d):
+    grid = rs.Grid(layers=["c-posix", "h5py"], patterns=["sequential", "random"], buffers=[512, 65536], reps=1)
+    posix = rs.trace_layer("c-posix", files_1d["bin"], grid)
+    # The C probe issues exactly one read of the requested size per request.
+    for (pattern, buf), s in posix.items():
+        assert s["calls_per_request"] == pytest.approx(1.0, abs=0.01), (pattern, buf, s)
+        assert s["sizes"].get(str(buf), 0) >= s["requests"] - 1
+    h5 = rs.trace_layer("h5py", files_1d["nc"], grid)
+    # HDF5 reads far more than 512 B per 512 B sequential request (its sieve buffer) ...
+    seq = h5[("sequential", 512)]
+    assert seq["read_calls"] > 0 and seq["max_call_bytes"] >= 4096
+    # ... and random 512 B requests each cost at least one syscall of at least 4 KiB.
+    rnd = h5[("random", 512)]
+    assert rnd["calls_per_request"] >= 0.9 and rnd["bytes_per_request"] >= 4096
+
+
+def test_budget_records_did_not_finish_with_rate_bound(files_1d):
+    recs = run_worker("h5netcdf", "--file", files_1d["nc"], "--buffers", "512", "--patterns", "sequential",
+                      "--reps", "3", "--budget", "0.05")
+    assert len(recs) == 1, "a configuration over budget ends its repetitions with one dnf record"
+    r = recs[0]
+    assert r["status"] == "dnf"
+    m = r["metrics"]
+    assert m["bytes"] < m["planned_bytes"] == ONE_D_BYTES
+    assert m["rate_bound_MBps"] == pytest.approx(ONE_D_BYTES / 0.05 / 1e6)
+    c = run_probe("climio-probe-posix", "--file", files_1d["bin"], "--buffers", "512", "--patterns", "sequential",
+                  "--budget", "0.000001")[0]
+    assert len(c) == 1 and c[0]["status"] == "dnf" and c[0]["metrics"]["rate_bound_MBps"] > 0
+
+
+def test_netcdf_probe_reports_its_library(files_1d):
+    r = run_probe("climio-probe-netcdf", "--file", files_1d["nc"], "--buffers", "1048576",
+                  "--patterns", "sequential", "--reps", "1")[0][0]
+    assert r["params"]["library"].startswith("netCDF-C") or "4." in r["params"]["library"]
+    assert r["params"]["variable"] == "data"
