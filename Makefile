@@ -14,7 +14,7 @@ test: setup
 	@$(PY) -m pytest -q tests
 
 bench: setup
-	@bash bench/probe_vs_fio.sh
+	@$(PY) bench/probe_vs_fio.py
 
 clean:
 	rm -rf build $(VENV)
