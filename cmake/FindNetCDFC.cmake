@@ -1,3 +1,6 @@
+# The version and feature variables are not cached, so every configure (also a re-run in an
+# existing build directory) goes through the discovery below.
+#
 # Find the netCDF-C library, preferring a parallel (MPI) build.
 #
 # Order: nc-config on PATH (HPC environment modules, source builds), then
@@ -9,6 +12,7 @@
 find_program(NC_CONFIG nc-config)
 find_package(PkgConfig QUIET)
 
+set(_nc_found FALSE)
 if(NC_CONFIG)
   execute_process(COMMAND ${NC_CONFIG} --includedir OUTPUT_VARIABLE _nc_inc OUTPUT_STRIP_TRAILING_WHITESPACE)
   execute_process(COMMAND ${NC_CONFIG} --libdir OUTPUT_VARIABLE _nc_libdir OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -19,9 +23,10 @@ if(NC_CONFIG)
   set(NETCDFC_FOUND_BY "nc-config")
   find_path(NETCDFC_INCLUDE_DIR netcdf.h HINTS "${_nc_inc}" NO_DEFAULT_PATH)
   find_library(NETCDFC_LIBRARY NAMES netcdf HINTS "${_nc_libdir}" NO_DEFAULT_PATH)
+  set(_nc_found TRUE)
 endif()
 
-if(NOT NETCDFC_LIBRARY AND PKG_CONFIG_FOUND)
+if(NOT _nc_found AND PKG_CONFIG_FOUND)
   foreach(_mod netcdf-mpi netcdf)
     pkg_check_modules(_NCPC QUIET ${_mod})
     if(_NCPC_FOUND)

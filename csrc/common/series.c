@@ -104,6 +104,8 @@ static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, c
         jsonl_double(j, "user_s", o->t.user_s);
         jsonl_double(j, "sys_s", o->t.sys_s);
         jsonl_double(j, "cpu_s", o->t.user_s + o->t.sys_s);
+        if (o->t.storage_read_bytes >= 0)
+            jsonl_u64(j, "storage_read_bytes", (uint64_t)o->t.storage_read_bytes);
         if (o->t.wall_s > 0)
             jsonl_double(j, "rate_MBps", (double)o->bytes / o->t.wall_s / 1e6);
         if (o->have_checksum) {

@@ -3,20 +3,20 @@
 import sys
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn, TransferSpeedColumn)
 
 console = Console(stderr=True)
 
 
-class StudyProgress:
-    """Counts configurations x repetitions; shows the last rate measured."""
+class _Bar:
+    """A rich progress bar drawn on stderr, only when it is a terminal unless `enabled` says."""
 
-    def __init__(self, total: int, label: str, enabled=None):
+    def __init__(self, total, label, enabled, *columns, **fields):
         self.enabled = console.is_terminal if enabled is None else enabled
-        self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                           TextColumn("{task.fields[last]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+        self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), *columns,
                            console=console, disable=not self.enabled)
-        self._task = self._p.add_task(label, total=total, last="")
+        self._task = self._p.add_task(label, total=total, **fields)
 
     def __enter__(self):
         self._p.__enter__()
@@ -24,6 +24,14 @@ class StudyProgress:
 
     def __exit__(self, *exc):
         self._p.__exit__(*exc)
+
+
+class StudyProgress(_Bar):
+    """Counts configurations x repetitions; shows the last rate measured."""
+
+    def __init__(self, total: int, label: str, enabled=None):
+        super().__init__(total, label, enabled, MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                         TimeElapsedColumn(), TimeRemainingColumn(), last="")
 
     def note(self, text: str) -> None:
         self._p.update(self._task, description=text)
@@ -37,22 +45,12 @@ class StudyProgress:
         self._p.update(self._task, advance=n, last=last)
 
 
-class BytesProgress:
+class BytesProgress(_Bar):
     """A bar over bytes written, with throughput; `callback` plugs into the data writers."""
 
     def __init__(self, total: int, label: str, enabled=None):
-        from rich.progress import DownloadColumn, TransferSpeedColumn
-        self.enabled = console.is_terminal if enabled is None else enabled
-        self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
-                           TransferSpeedColumn(), TimeRemainingColumn(), console=console, disable=not self.enabled)
-        self._task = self._p.add_task(label, total=total)
-
-    def __enter__(self):
-        self._p.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._p.__exit__(*exc)
+        super().__init__(total, label, enabled, DownloadColumn(binary_units=True), TransferSpeedColumn(),
+                         TimeRemainingColumn())
 
     def callback(self, nbytes: int) -> None:
         self._p.update(self._task, advance=nbytes)

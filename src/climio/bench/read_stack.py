@@ -20,7 +20,7 @@ from .read_stack_layers import LAYERS, NATIVE_LAYERS, file_kind
 STUDY = "read-stack"
 FULL_BUFFERS = "512B..1GiB"          # the thesis's range, capped by the file size
 QUICK_BUFFERS = "4KiB,64KiB,1MiB,16MiB"
-TRACE_MAX_OPS = 2000                  # requests traced per configuration: enough for per-request ratios
+TRACE_MAX_OPS = 1000                  # requests traced per configuration: enough for per-request ratios
 
 
 @dataclass
@@ -150,7 +150,7 @@ PRESETS = {
     # The thesis's grid: 512 B doubling to 1 GiB (capped by the file), 3 cold repeats.
     "full": {"size": "1GiB", "buffers": FULL_BUFFERS, "reps": 3, "budget_s": 60.0},
     # What `climio survey` runs: the same shape at a size that finishes in minutes on a laptop.
-    "survey": {"size": "256MiB", "buffers": "512B..256MiB:4", "reps": 3, "budget_s": 5.0},
+    "survey": {"size": "128MiB", "buffers": "512B..128MiB:4", "reps": 3, "budget_s": 4.0},
     "quick": {"size": "16MiB", "buffers": QUICK_BUFFERS, "reps": 2, "budget_s": 3.0},
 }
 
