@@ -21,9 +21,23 @@ apt_packages=(
   netcdf-bin hdf5-tools fio strace pkg-config cmake make gcc
 )
 
+# Without apt (HPC modules), say what is missing before a long build fails on it.
+check_tools() {
+  local t
+  for t in cmake cc; do
+    command -v "$t" >/dev/null || die "$t not found on PATH (load a module that provides it)"
+  done
+  command -v nc-config >/dev/null || pkg-config --exists netcdf-mpi netcdf 2>/dev/null \
+    || die "netCDF-C not found: load a netCDF-C module (nc-config on PATH) or set PKG_CONFIG_PATH"
+  for t in h5pcc h5cc pnetcdf-config mpicc strace fio; do
+    command -v "$t" >/dev/null || say "note: $t not on PATH; studies that need it will say so"
+  done
+}
+
 install_system_packages() {
   if [ -n "${CLIMIO_NO_APT:-}" ]; then
     say "CLIMIO_NO_APT set: using the netCDF-C, HDF5, MPI and PnetCDF found on PATH"
+    check_tools
     return
   fi
   local missing=()

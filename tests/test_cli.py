@@ -3,7 +3,6 @@
 import json
 import os
 
-import pytest
 
 from climio.records import read_records
 from conftest import run_cli

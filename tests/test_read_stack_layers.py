@@ -1,8 +1,6 @@
 """Every layer delivers exactly the bytes asked for, cold, with its syscalls counted."""
 
-import os
 
-import numpy as np
 import pytest
 
 from climio import cache

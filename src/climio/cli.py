@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .errors import ClimioError
+from .errors import ClimioError, InputError
 from .progressbar import err_line, info
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -41,7 +41,7 @@ def make_data_cmd(
 
     kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
     if not kinds or any(k not in ("1d", "4d") for k in kinds):
-        raise ClimioError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
+        raise InputError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
     shape4d = _parse_shape(shape) if shape else None
     nbytes = parse_size(size)
     out = writable_dir(outdir)
@@ -56,7 +56,6 @@ def make_data_cmd(
 
 
 def _parse_shape(text: str):
-    from .errors import InputError
     try:
         dims = [int(x) for x in text.strip("[] ").split(",")]
     except ValueError:
@@ -80,6 +79,7 @@ def read_stack_cmd(
     cache: str = typer.Option("cold", help="cold (evict with posix_fadvise, verified with mincore) or warm."),
     budget: Optional[float] = typer.Option(None, min=0, help="Seconds per configuration before it is recorded as did-not-finish (0 = none)."),
     odirect: bool = typer.Option(False, help="c-posix layer opens with O_DIRECT."),
+    c_api: str = typer.Option("read", help="c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the thesis's appendix C)."),
     syscalls: bool = typer.Option(True, help="Count the read syscalls of every layer in an untimed strace pass."),
     quick: bool = typer.Option(False, "--quick", help="A small grid that finishes in about a minute."),
     full: bool = typer.Option(False, "--full", help="The thesis's grid: 512 B to 1 GiB on a 1 GiB file."),
@@ -93,14 +93,16 @@ def read_stack_cmd(
 
     preset = rs.PRESETS["quick" if quick else "full" if full else "survey"]
     if cache not in ("cold", "warm"):
-        raise ClimioError(f"unknown --cache '{cache}': use cold or warm")
+        raise InputError(f"unknown --cache '{cache}': use cold or warm")
+    if c_api not in ("read", "fread"):
+        raise InputError(f"unknown --c-api '{c_api}': use read or fread")
     run_dir = out or default_run_dir("read-stack")
     with _data_dir(data_dir) as ddir:
         files = rs.prepare_files(str(file) if file else None, str(bin_file) if bin_file else None,
                                  size or preset["size"], ddir)
         grid = rs.grid_from_options(files, layers, patterns, buffers or preset["buffers"], reps or preset["reps"],
                                     cache, preset["budget_s"] if budget is None else budget, variable=var,
-                                    seed=seed, odirect=odirect, trace_syscalls=syscalls)
+                                    seed=seed, odirect=odirect, c_api=c_api, trace_syscalls=syscalls)
         _run_studies(run_dir, ddir, [lambda run: rs.run_study(run, files, grid)], report)
 
 

@@ -34,6 +34,7 @@ class Grid:
     random_count: int = 100
     seed: int = 1
     odirect: bool = False
+    c_api: str = "read"      # c-posix: read(2), or unbuffered fread as in the thesis's appendix C
     verify: bool = False
     trace_syscalls: bool = True
     variable: str = "data"
@@ -76,7 +77,7 @@ def layer_command(layer, path, grid: Grid, platform_id="", reps=None, cache=None
     if grid.verify:
         common.append("--verify")
     if layer in NATIVE_LAYERS:
-        extra = ["--odirect"] if grid.odirect and layer == "c-posix" else []
+        extra = ["--api", grid.c_api, *(["--odirect"] if grid.odirect else [])] if layer == "c-posix" else []
         return [native.program(NATIVE_LAYERS[layer]), *common, *extra]
     return [sys.executable, "-m", "climio.bench.read_stack_worker", "--layer", layer, *common]
 
