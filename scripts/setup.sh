@@ -27,7 +27,7 @@ check_tools() {
   for t in cmake cc; do
     command -v "$t" >/dev/null || die "$t not found on PATH (load a module that provides it)"
   done
-  command -v nc-config >/dev/null || pkg-config --exists netcdf-mpi netcdf 2>/dev/null \
+  command -v nc-config >/dev/null || pkg-config --exists netcdf-mpi 2>/dev/null || pkg-config --exists netcdf 2>/dev/null \
     || die "netCDF-C not found: load a netCDF-C module (nc-config on PATH) or set PKG_CONFIG_PATH"
   for t in h5pcc h5cc pnetcdf-config mpicc strace fio; do
     command -v "$t" >/dev/null || say "note: $t not on PATH; studies that need it will say so"
