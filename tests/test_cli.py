@@ -113,3 +113,16 @@ def test_survey_quick(tmp_path):
     assert layers == {"c-posix", "c-netcdf", "py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray"}
     assert (tmp_path / "survey" / "report.html").exists()
     assert str(tmp_path / "survey" / "report.html") in out.stdout + out.stderr
+
+
+def test_usage_errors_are_one_line():
+    one_line_error(run_cli("make-data"), 2)
+    one_line_error(run_cli("bench", "read-stack", "--bogus"), 2)
+    one_line_error(run_cli("bench", "read-stack", "--reps", "0"), 2)
+
+
+def test_impossible_chunk_shape_leaves_no_file(tmp_path):
+    msg = one_line_error(run_cli("make-data", tmp_path, "--kind", "4d", "--shape", "10,4,30,60",
+                                 "--chunks", "0,1,10,10"), 2)
+    assert "impossible" in msg
+    assert list(tmp_path.iterdir()) == []

@@ -167,16 +167,15 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:
         err_line("climio: interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors and friends
-        import click
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # Usage errors of the option parser (typer ships its own copy of click, so match by shape).
+        if callable(getattr(exc, "format_message", None)) and hasattr(exc, "exit_code"):
             err_line(f"climio: error: {exc.format_message()}")
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             err_line("climio: aborted")
             sys.exit(1)
         raise
-
 
 if __name__ == "__main__":
     main()
