@@ -57,6 +57,29 @@ class Timer:
         return m
 
 
+def nbytes_of(data) -> int:
+    return data.nbytes if hasattr(data, "nbytes") else len(data)
+
+
+def timed_requests(requests, read, budget_s=0.0, checksum=None):
+    """Issue `read(request)` for each request inside one Timer, stopping once past `budget_s`.
+
+    Returns (timer, bytes delivered, requests done). The budget is checked after each request:
+    a request in flight cannot be interrupted, so the last one may overrun.
+    """
+    nbytes = ops = 0
+    with Timer() as t:
+        for req in requests:
+            data = read(req)
+            if checksum is not None:
+                checksum.update(data)
+            nbytes += nbytes_of(data)
+            ops += 1
+            if budget_s and t.elapsed() > budget_s:
+                break
+    return t, nbytes, ops
+
+
 class Marker:
     """Writes `climio-mark ...` to /dev/null between configurations.
 

@@ -52,6 +52,9 @@ class StreamChecksum:
         self.value = np.uint64(0)
 
     def update(self, data) -> None:
+        """Add the raw bytes of `data` (bytes, or any array, masked arrays included)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = np.ascontiguousarray(np.ma.getdata(data))
         words = np.frombuffer(memoryview(data).cast("B"), dtype="<u8")
         weights = np.arange(2 * self.k + 1, 2 * (self.k + len(words)) + 1, 2, dtype=np.uint64)
         with np.errstate(over="ignore"):

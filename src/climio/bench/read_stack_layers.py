@@ -152,9 +152,3 @@ READERS = {
     "h5py": H5py, "h5netcdf": H5netcdf, "xarray": Xarray,
 }
 
-
-def as_bytes(data) -> memoryview:
-    """The raw bytes a layer delivered (masked arrays from netCDF4-python included)."""
-    if isinstance(data, (bytes, bytearray)):
-        return memoryview(data)
-    return memoryview(np.ascontiguousarray(np.ma.getdata(data))).cast("B")

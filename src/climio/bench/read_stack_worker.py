@@ -10,10 +10,10 @@ import os
 import sys
 
 from .. import cache
-from ..measure import Marker, Timer
+from ..measure import Marker, timed_requests
 from ..patterns import PATTERNS, StreamChecksum, plan
 from ..records import make_record
-from .read_stack_layers import ITEMSIZE, READERS, as_bytes, file_kind
+from .read_stack_layers import ITEMSIZE, READERS, file_kind
 
 
 def parse_args(argv):
@@ -48,18 +48,8 @@ def run_config(reader, args, pattern, buffer, reads, marker, emit, base_params):
         reader.open(args.file, args.var)
         marker.mark(pattern, buffer, rep)
         summer = StreamChecksum() if args.verify else None
-        nbytes = ops = 0
-        finished = True
-        with Timer() as t:
-            for off, length in reads:
-                data = reader.read(int(off), int(length))
-                if summer is not None:
-                    summer.update(as_bytes(data))
-                nbytes += int(length)
-                ops += 1
-                if args.budget and t.elapsed() > args.budget:
-                    finished = ops == len(reads)
-                    break
+        t, nbytes, ops = timed_requests(reads, lambda r: reader.read(int(r[0]), int(r[1])), args.budget, summer)
+        finished = ops == len(reads)
         reader.close()
         metrics = {"bytes": nbytes, "ops": ops, **t.metrics()}
         if summer is not None:

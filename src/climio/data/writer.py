@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
 from ..units import format_size
 from . import fields
@@ -210,30 +211,35 @@ def planned_bytes_4d(shape, chunks=None, dtype="f8", deflate=0, max_block_bytes=
 
 
 def write_4d(path, shape, chunks=None, dtype="f8", deflate=0, shuffle=False, seed=0, random=False,
-             var="ta", progress=None, max_block_bytes=DEFAULT_BLOCK_BYTES) -> int:
+             var="ta", progress=None, max_block_bytes=DEFAULT_BLOCK_BYTES, compression=None, values=None) -> int:
     """netCDF-4 file with var[time, lev, lat, lon] and CF coordinates; returns the data bytes.
 
     chunks: None (contiguous; library default chunks if deflate > 0), 'contiguous', 'default'
     (netCDF library's choice) or [t,z,y,x]. shuffle applies only with deflate, as in netCDF.
-    Written in blocks that are unions of whole chunks, in C order, so each chunk is compressed
+    `compression` (a data.compression.Compression) replaces deflate/shuffle when given, for
+    quantization and other codecs. `values(sel) -> array` replaces the synthetic field, e.g. to
+    copy a real variable into a new layout. Written in blocks that are unions of whole chunks, in C order, so each chunk is compressed
     and written once.
     """
-    plan = plan_4d(shape, chunks, dtype, deflate, max_block_bytes)
+    if compression is None:
+        plan = plan_4d(shape, chunks, dtype, deflate, max_block_bytes)
+        compression = Compression("zlib", int(deflate), bool(shuffle)) if deflate else NONE
+    else:
+        plan = plan_4d(shape, chunks, dtype, 1 if compression.filtered else 0, max_block_bytes)
     shape, dt, contiguous, chunk = plan["shape"], plan["dtype"], plan["contiguous"], plan["chunk"]
     check_space([(path, plan["bound"])])
+    if values is None:
+        def values(sel):
+            return fields.values_4d(shape, sel, seed=seed, random=random, dtype=dt)
     with _staged(path) as (tmp,):
         with _closing(_create_nc(tmp)) as ds:
-            v = _define_4d(ds, shape, dt, contiguous, chunk, deflate, shuffle, var, seed, random, max_block_bytes)
+            v = _define_4d(ds, shape, dt, contiguous, chunk, compression, var, seed, random, max_block_bytes)
             for sel in _blocks(v, shape, dt.itemsize, max_block_bytes):
-                _write_block(v, shape, sel, seed, random, dt, progress)
+                block = np.asarray(values(sel), dtype=dt)
+                v[sel] = block
+                if progress:
+                    progress(block.nbytes)
     return plan["bytes"]
-
-
-def _write_block(v, shape, sel, seed, random, dt, progress) -> None:
-    values = fields.values_4d(shape, sel, seed=seed, random=random, dtype=dt)
-    v[sel] = values
-    if progress:
-        progress(values.nbytes)
 
 
 def _check_chunk_fits(chunk, itemsize, max_block_bytes) -> None:
@@ -243,12 +249,11 @@ def _check_chunk_fits(chunk, itemsize, max_block_bytes) -> None:
                          f"more than the {format_size(max_block_bytes)} write block")
 
 
-def _define_4d(ds, shape, dt, contiguous, chunk, deflate, shuffle, var, seed, random, max_block_bytes):
+def _define_4d(ds, shape, dt, contiguous, chunk, compression, var, seed, random, max_block_bytes):
     _global_attrs(ds, "climio synthetic 4-D field", seed, random)
     _define_coords(ds, shape, max_block_bytes)
     kw = {"contiguous": True} if contiguous else {"chunksizes": chunk}
-    if deflate:
-        kw.update(compression="zlib", complevel=int(deflate), shuffle=bool(shuffle))
+    kw.update(compression.netcdf4_kwargs())
     v = ds.createVariable(var, dt, ("time", "lev", "lat", "lon"), endian="little", fill_value=False, **kw)
     v.set_auto_maskandscale(False)
     if random:

@@ -1,0 +1,86 @@
+"""Compression settings of a netCDF-4 variable: parse `deflate4+shuffle`, `bitround12+deflate4`,
+`zstd3`, label them, and turn them into netCDF4-python createVariable arguments.
+
+Grammar of one setting: `none`, or `+`-joined parts in any order:
+    deflateN (zlib level 1-9) | zstdN (level 1-22) | shuffle |
+    bitgroomN / granularbrN (N significant decimal digits) | bitroundN (N significant bits)
+Quantization (netCDF-C >= 4.9) is the modern form of the thesis's bit grooming.
+"""
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+QUANTIZE_MODES = {"bitgroom": "BitGroom", "granularbr": "GranularBitRound", "bitround": "BitRound"}
+CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22)}
+_PART = re.compile(r"^([a-z]+)(\d*)$")
+
+
+@dataclass(frozen=True)
+class Compression:
+    codec: str = "none"           # none | zlib | zstd
+    level: int = 0
+    shuffle: bool = False
+    quantize: str = ""            # "" | BitGroom | GranularBitRound | BitRound
+    nsd: int = 0                  # significant digits (bits for BitRound)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether the variable needs chunks (every HDF5 filter does)."""
+        return self.codec != "none" or self.shuffle
+
+    @property
+    def label(self) -> str:
+        parts = []
+        if self.quantize:
+            short = {v: k for k, v in QUANTIZE_MODES.items()}[self.quantize]
+            parts.append(f"{short}{self.nsd}")
+        if self.codec != "none":
+            parts.append(f"{'deflate' if self.codec == 'zlib' else self.codec}{self.level}")
+        if self.shuffle:
+            parts.append("shuffle")
+        return "+".join(parts) or "none"
+
+    def netcdf4_kwargs(self) -> dict:
+        kw = {"shuffle": self.shuffle}  # explicit: netCDF4-python turns shuffle on by default
+        if self.codec != "none":
+            kw.update(compression=self.codec, complevel=self.level)
+        if self.quantize:
+            kw.update(significant_digits=self.nsd, quantize_mode=self.quantize)
+        return kw
+
+
+NONE = Compression()
+
+
+def parse_compression(text: str) -> Compression:
+    text = text.strip().lower()
+    if text in ("none", "", "0"):
+        return NONE
+    codec, level, shuffle, quantize, nsd = "none", 0, False, "", 0
+    for part in text.split("+"):
+        m = _PART.match(part.strip())
+        name, num = (m.group(1), m.group(2)) if m else (part, "")
+        if name == "shuffle" and not num:
+            shuffle = True
+        elif name in CODECS and num and codec == "none":
+            codec, lo, hi = CODECS[name]
+            level = int(num)
+            if not lo <= level <= hi:
+                raise InputError(f"compression '{text}': {name} level must be {lo}..{hi}")
+        elif name in QUANTIZE_MODES and num and not quantize:
+            quantize, nsd = QUANTIZE_MODES[name], int(num)
+            if nsd < 1:
+                raise InputError(f"compression '{text}': {name} needs at least 1 significant digit")
+        else:
+            raise InputError(f"unknown compression '{text}': use none or parts like deflate4, zstd3, shuffle, "
+                             "bitgroom3, granularbr3, bitround12 joined by +")
+    return Compression(codec, level, shuffle, quantize, nsd)
+
+
+def parse_compression_list(text: str) -> list:
+    items = [parse_compression(t) for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise InputError(f"no compression setting in '{text}'")
+    return list(dict.fromkeys(items))
