@@ -13,56 +13,75 @@
 enum {
     OPT_FILE = 256, OPT_VAR, OPT_PATTERNS, OPT_BUFFERS, OPT_REPS, OPT_CACHE, OPT_RANDOM_COUNT,
     OPT_SEED, OPT_BUDGET, OPT_MAX_OPS, OPT_VERIFY, OPT_PRINT_OFFSETS, OPT_PLATFORM_ID,
-    OPT_VERSION, OPT_API, OPT_ODIRECT, OPT_HELP
+    OPT_VERSION, OPT_API, OPT_ODIRECT, OPT_HELP, OPT_SLICES, OPT_CHUNK_CACHE, OPT_LABEL
 };
 
 struct option_spec {
     struct option opt;
-    unsigned only;   /* 0: every probe; else ARGS_*_OPTIONS */
+    unsigned only;     /* 0: every probe; else ARGS_*_OPTIONS */
+    const char *help;  /* line of --help, or NULL */
 };
 
+/* In the order of --help. */
 static const struct option_spec specs[] = {
-    {{"file", required_argument, NULL, OPT_FILE}, 0},
-    {{"patterns", required_argument, NULL, OPT_PATTERNS}, 0},
-    {{"buffers", required_argument, NULL, OPT_BUFFERS}, 0},
-    {{"reps", required_argument, NULL, OPT_REPS}, 0},
-    {{"cache", required_argument, NULL, OPT_CACHE}, 0},
-    {{"random-count", required_argument, NULL, OPT_RANDOM_COUNT}, 0},
-    {{"seed", required_argument, NULL, OPT_SEED}, 0},
-    {{"budget", required_argument, NULL, OPT_BUDGET}, 0},
-    {{"max-ops", required_argument, NULL, OPT_MAX_OPS}, 0},
-    {{"verify", no_argument, NULL, OPT_VERIFY}, 0},
-    {{"print-offsets", no_argument, NULL, OPT_PRINT_OFFSETS}, 0},
-    {{"platform-id", required_argument, NULL, OPT_PLATFORM_ID}, 0},
-    {{"version", no_argument, NULL, OPT_VERSION}, 0},
-    {{"help", no_argument, NULL, OPT_HELP}, 0},
-    {{"var", required_argument, NULL, OPT_VAR}, ARGS_NETCDF_OPTIONS},
-    {{"api", required_argument, NULL, OPT_API}, ARGS_POSIX_OPTIONS},
-    {{"odirect", no_argument, NULL, OPT_ODIRECT}, ARGS_POSIX_OPTIONS},
+    {{"file", required_argument, NULL, OPT_FILE}, 0, NULL},
+    {{"patterns", required_argument, NULL, OPT_PATTERNS}, ARGS_PLAN_OPTIONS,
+     "  --patterns LIST      " PATTERN_NAMES " (default all three)"},
+    {{"buffers", required_argument, NULL, OPT_BUFFERS}, ARGS_PLAN_OPTIONS,
+     "  --buffers LIST       read sizes in bytes, comma separated (required)"},
+    {{"reps", required_argument, NULL, OPT_REPS}, 0,
+     "  --reps N             repetitions per configuration (default 3)"},
+    {{"cache", required_argument, NULL, OPT_CACHE}, 0,
+     "  --cache cold|warm    page-cache state before each repetition (default cold)"},
+    {{"random-count", required_argument, NULL, OPT_RANDOM_COUNT}, ARGS_PLAN_OPTIONS,
+     "  --random-count N     reads of the random pattern (default 100)"},
+    {{"seed", required_argument, NULL, OPT_SEED}, ARGS_PLAN_OPTIONS,
+     "  --seed S             splitmix64 seed of the random pattern (default 1)"},
+    {{"budget", required_argument, NULL, OPT_BUDGET}, 0,
+     "  --budget SECONDS     time budget per repetition, 0 = none (default 60)"},
+    {{"max-ops", required_argument, NULL, OPT_MAX_OPS}, ARGS_PLAN_OPTIONS,
+     "  --max-ops N          stop each repetition after N reads, 0 = no limit"},
+    {{"verify", no_argument, NULL, OPT_VERIFY}, 0,
+     "  --verify             add the stream checksum of the delivered bytes"},
+    {{"print-offsets", no_argument, NULL, OPT_PRINT_OFFSETS}, ARGS_PLAN_OPTIONS,
+     "  --print-offsets      print the planned \"offset length\" reads and exit"},
+    {{"platform-id", required_argument, NULL, OPT_PLATFORM_ID}, 0,
+     "  --platform-id ID     copied into the records"},
+    {{"version", no_argument, NULL, OPT_VERSION}, 0,
+     "  --version            print the library versions as JSON and exit"},
+    {{"help", no_argument, NULL, OPT_HELP}, 0, NULL},
+    {{"var", required_argument, NULL, OPT_VAR}, ARGS_NETCDF_OPTIONS,
+     "  --var NAME           1-D double variable to read (default data)"},
+    {{"var", required_argument, NULL, OPT_VAR}, ARGS_SLAB_OPTIONS,
+     "  --var NAME           variable to read: 1 to 8 dimensions, any numeric type (required)"},
+    {{"slices", required_argument, NULL, OPT_SLICES}, ARGS_SLAB_OPTIONS,
+     "  --slices FILE        hyperslabs, one a line: n starts then n counts (required)"},
+    {{"chunk-cache", required_argument, NULL, OPT_CHUNK_CACHE}, ARGS_SLAB_OPTIONS,
+     "  --chunk-cache SPEC   default, or BYTES,NELEMS,PREEMPTION for nc_set_var_chunk_cache"},
+    {{"label", required_argument, NULL, OPT_LABEL}, ARGS_SLAB_OPTIONS,
+     "  --label KEY=VALUE    add a string to the records' params (repeatable)"},
+    {{"api", required_argument, NULL, OPT_API}, ARGS_POSIX_OPTIONS,
+     "  --api read|fread     read(2) or unbuffered stdio fread (default read)"},
+    {{"odirect", no_argument, NULL, OPT_ODIRECT}, ARGS_POSIX_OPTIONS,
+     "  --odirect            open with O_DIRECT (4096-aligned random offsets)"},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
+static int enabled(const struct option_spec *s, unsigned extra)
+{
+    return !s->only || (s->only & extra);
+}
+
 static void usage(unsigned extra)
 {
-    printf("usage: %s --file PATH --buffers B1,B2,...%s [options]\n", fail_program(),
-           (extra & ARGS_NETCDF_OPTIONS) ? " [--var NAME]" : "");
-    printf("  --patterns LIST      " PATTERN_NAMES " (default all three)\n"
-           "  --buffers LIST       read sizes in bytes, comma separated (required)\n"
-           "  --reps N             repetitions per configuration (default 3)\n"
-           "  --cache cold|warm    page-cache state before each repetition (default cold)\n"
-           "  --random-count N     reads of the random pattern (default 100)\n"
-           "  --seed S             splitmix64 seed of the random pattern (default 1)\n"
-           "  --budget SECONDS     time budget per configuration, 0 = none (default 60)\n"
-           "  --max-ops N          stop each repetition after N reads, 0 = no limit\n"
-           "  --verify             add the stream checksum of the delivered bytes\n"
-           "  --print-offsets      print the planned \"offset length\" reads and exit\n"
-           "  --platform-id ID     copied into the records\n"
-           "  --version            print the library versions as JSON and exit\n");
-    if (extra & ARGS_NETCDF_OPTIONS)
-        printf("  --var NAME           1-D double variable to read (default data)\n");
-    if (extra & ARGS_POSIX_OPTIONS)
-        printf("  --api read|fread     read(2) or unbuffered stdio fread (default read)\n"
-               "  --odirect            open with O_DIRECT (4096-aligned random offsets)\n");
+    if (extra & ARGS_SLAB_OPTIONS)
+        printf("usage: %s --file PATH --var NAME --slices FILE [options]\n", fail_program());
+    else
+        printf("usage: %s --file PATH --buffers B1,B2,...%s [options]\n", fail_program(),
+               (extra & ARGS_NETCDF_OPTIONS) ? " [--var NAME]" : "");
+    for (size_t i = 0; i < NSPECS; i++)
+        if (specs[i].help && enabled(&specs[i], extra))
+            printf("%s\n", specs[i].help);
     exit(0);
 }
 
@@ -174,10 +193,54 @@ static void parse_buffers(const char *text, struct probe_args *a)
     free(storage);
 }
 
+/* "default" (the library's chunk cache) or BYTES,NELEMS,PREEMPTION, PREEMPTION in [0, 1]. */
+static void parse_chunk_cache(const char *text, struct probe_args *a)
+{
+    static const char *const what = "--chunk-cache";
+    if (strcmp(text, "default") == 0) {
+        a->chunk_cache_set = 0;
+        return;
+    }
+    char *storage;
+    size_t n;
+    char **items = split_list(text, what, &n, &storage);
+    if (n != 3)
+        fail("%s must be default or BYTES,NELEMS,PREEMPTION, not '%s'", what, text);
+    a->chunk_cache_bytes = args_u64(items[0], "--chunk-cache BYTES");
+    a->chunk_cache_nelems = args_u64(items[1], "--chunk-cache NELEMS");
+    char *end;
+    errno = 0;
+    double p = strtod(items[2], &end);
+    if (end == items[2] || *end != '\0' || errno == ERANGE || !(p >= 0.0 && p <= 1.0))
+        fail("--chunk-cache PREEMPTION must be a number from 0 to 1, not '%s'", items[2]);
+    a->chunk_cache_preemption = p;
+    a->chunk_cache_set = 1;
+    free(items);
+    free(storage);
+}
+
+static void add_label(const char *text, struct probe_args *a)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text)
+        fail("--label must be KEY=VALUE with a non-empty KEY, not '%s'", text);
+    char *key = strdup(text);
+    struct args_label *labels = realloc(a->labels, (a->nlabels + 1) * sizeof *labels);
+    if (!key || !labels)
+        fail("out of memory");
+    a->labels = labels;
+    key[eq - text] = '\0';
+    for (size_t i = 0; i < a->nlabels; i++)
+        if (strcmp(a->labels[i].key, key) == 0)
+            fail("--label %s given twice", key);
+    a->labels[a->nlabels].key = key;
+    a->labels[a->nlabels].value = key + (eq - text) + 1;
+    a->nlabels++;
+}
+
 static void set_defaults(struct probe_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->var = "data";
     a->reps = 3;
     a->random_count = 100;
     a->seed = 1;
@@ -193,7 +256,7 @@ void args_parse(int argc, char **argv, unsigned extra, struct probe_args *a)
 
     set_defaults(a);
     for (size_t i = 0; i < NSPECS; i++)
-        if (!specs[i].only || (specs[i].only & extra))
+        if (enabled(&specs[i], extra))
             longopts[n++] = specs[i].opt;
     memset(&longopts[n], 0, sizeof longopts[n]);
 
@@ -238,6 +301,13 @@ void args_parse(int argc, char **argv, unsigned extra, struct probe_args *a)
                 fail("--api must be read or fread, not '%s'", optarg);
             break;
         case OPT_ODIRECT: a->odirect = 1; break;
+        case OPT_SLICES:
+            if (!*optarg)
+                fail("--slices needs a path");
+            a->slices = optarg;
+            break;
+        case OPT_CHUNK_CACHE: parse_chunk_cache(optarg, a); break;
+        case OPT_LABEL: add_label(optarg, a); break;
         case OPT_HELP: usage(extra); break;
         case ':':
             fail("option %s needs a value", argv[optind - 1]);
@@ -250,10 +320,20 @@ void args_parse(int argc, char **argv, unsigned extra, struct probe_args *a)
     }
     if (optind < argc)
         fail("unexpected argument '%s' (see --help)", argv[optind]);
+    if (!a->var && (extra & ARGS_NETCDF_OPTIONS))
+        a->var = "data";
     if (a->version)
         return;
     if (!a->file)
         fail("--file PATH is required");
+    if (extra & ARGS_SLAB_OPTIONS) {
+        if (!a->var)
+            fail("--var NAME is required");
+        if (!a->slices)
+            fail("--slices FILE is required (hyperslabs, one a line)");
+    }
+    if (!(extra & ARGS_PLAN_OPTIONS))
+        return;
     if (!a->nbuffers)
         fail("--buffers LIST is required (read sizes in bytes)");
     if (!a->npatterns) {
@@ -271,6 +351,11 @@ void args_free(struct probe_args *a)
 {
     free(a->patterns);
     free(a->buffers);
+    for (size_t i = 0; i < a->nlabels; i++)
+        free(a->labels[i].key);
+    free(a->labels);
     a->patterns = NULL;
     a->buffers = NULL;
+    a->labels = NULL;
+    a->nlabels = 0;
 }

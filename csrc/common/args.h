@@ -8,13 +8,24 @@
 
 #include "pattern.h"
 
-/* Probe-specific options a probe accepts in addition to the common ones. */
+/* Option groups a probe accepts in addition to the common ones (--file, --reps, --cache,
+ * --budget, --verify, --platform-id, --version, --help). */
 #define ARGS_POSIX_OPTIONS  1u  /* --api read|fread, --odirect */
-#define ARGS_NETCDF_OPTIONS 2u  /* --var NAME */
+#define ARGS_NETCDF_OPTIONS 2u  /* --var NAME (default "data") */
+#define ARGS_PLAN_OPTIONS   4u  /* the read plans: --patterns, --buffers (required), --random-count,
+                                   --seed, --max-ops, --print-offsets */
+#define ARGS_SLAB_OPTIONS   8u  /* hyperslabs: --var NAME and --slices FILE (both required),
+                                   --chunk-cache, --label */
+
+/* One --label KEY=VALUE. */
+struct args_label {
+    char *key;                    /* owns the copy; value points into it */
+    const char *value;
+};
 
 struct probe_args {
     const char *file;
-    const char *var;              /* --var (netCDF), default "data" */
+    const char *var;              /* --var (netCDF: default "data"; slab: required) */
     enum pattern *patterns;
     size_t npatterns;
     uint64_t *buffers;
@@ -31,9 +42,15 @@ struct probe_args {
     const char *platform_id;
     int use_fread;                /* --api fread (POSIX) */
     int odirect;                  /* --odirect (POSIX) */
+    const char *slices;           /* --slices FILE (slab) */
+    int chunk_cache_set;          /* --chunk-cache BYTES,NELEMS,PREEMPTION given (not "default") */
+    uint64_t chunk_cache_bytes, chunk_cache_nelems;
+    double chunk_cache_preemption;
+    struct args_label *labels;    /* --label KEY=VALUE, in command-line order, keys distinct */
+    size_t nlabels;
 };
 
-/* Parse argv into *a (defaults first). With --version, --file and --buffers are optional. */
+/* Parse argv into *a (defaults first). With --version the required options are optional. */
 void args_parse(int argc, char **argv, unsigned extra_options, struct probe_args *a);
 void args_free(struct probe_args *a);
 

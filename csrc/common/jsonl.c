@@ -116,20 +116,32 @@ static void key_(struct jsonl *j, const char *key)
     }
 }
 
-void jsonl_begin(struct jsonl *j, const char *key)
+static void open_(struct jsonl *j, const char *key, char open, char close)
 {
     if (j->depth >= JSONL_MAX_DEPTH)
         fail("JSON nesting too deep");
     key_(j, key);
-    put(j, "{", 1);
+    put(j, &open, 1);
+    j->close[j->depth] = close;
     j->count[j->depth++] = 0;
+}
+
+void jsonl_begin(struct jsonl *j, const char *key)
+{
+    open_(j, key, '{', '}');
+}
+
+void jsonl_begin_array(struct jsonl *j, const char *key)
+{
+    open_(j, key, '[', ']');
 }
 
 void jsonl_end(struct jsonl *j)
 {
+    char close = '}';
     if (j->depth > 0)
-        j->depth--;
-    put(j, "}", 1);
+        close = j->close[--j->depth];
+    put(j, &close, 1);
 }
 
 void jsonl_str(struct jsonl *j, const char *key, const char *value)
@@ -150,14 +162,20 @@ void jsonl_bool(struct jsonl *j, const char *key, int value)
     puts_(j, value ? "true" : "false");
 }
 
+void jsonl_null(struct jsonl *j, const char *key)
+{
+    key_(j, key);
+    puts_(j, "null");
+}
+
 void jsonl_double(struct jsonl *j, const char *key, double value)
 {
     char tmp[40];
-    key_(j, key);
     if (!isfinite(value)) {
-        puts_(j, "null");
+        jsonl_null(j, key);
         return;
     }
+    key_(j, key);
     snprintf(tmp, sizeof tmp, "%.9g", value);
     puts_(j, tmp);
     if (!strpbrk(tmp, ".e"))

@@ -13,18 +13,22 @@ struct jsonl {
     size_t len, cap;
     int depth;
     int count[JSONL_MAX_DEPTH]; /* members written at each open level */
+    char close[JSONL_MAX_DEPTH]; /* '}' or ']' for each open level */
 };
 
 void jsonl_init(struct jsonl *j);
 void jsonl_free(struct jsonl *j);
 
-/* key is NULL only for the outermost object. */
+/* key is NULL for the outermost object and for the elements of an array. */
 void jsonl_begin(struct jsonl *j, const char *key);
+void jsonl_begin_array(struct jsonl *j, const char *key);
+/* Close the innermost open object or array. */
 void jsonl_end(struct jsonl *j);
 
 void jsonl_str(struct jsonl *j, const char *key, const char *value);
 void jsonl_u64(struct jsonl *j, const char *key, uint64_t value);
 void jsonl_bool(struct jsonl *j, const char *key, int value);
+void jsonl_null(struct jsonl *j, const char *key);
 /* %.9g, always with a '.' or exponent so readers see a float; null if not finite. */
 void jsonl_double(struct jsonl *j, const char *key, double value);
 

@@ -30,28 +30,28 @@ static uint64_t round_up(uint64_t x, uint64_t to)
     return (x + to - 1) / to * to;
 }
 
-/* One configuration: what every record of it shares. */
-struct config {
-    const struct reader *r;
-    const struct probe_args *a;
-    const char *path;        /* absolute path of the data file */
-    enum pattern pattern;
-    uint64_t buffer;
-    struct plan plan;
-    uint64_t planned_bytes;
-};
+/* ---- the repetition loop of any study ---- */
 
-/* What one repetition measured. */
-struct outcome {
-    const char *status;      /* "ok" | "dnf" | "error" */
-    char error[SERIES_ERRLEN];
-    uint64_t bytes, ops;
-    struct timer_result t;
-    int have_checksum;
-    uint64_t checksum;
-    struct cache_state cache;
-    int cache_known;
-};
+void series_io_open(struct series_io *io)
+{
+    if (marker_open(&io->mk) != 0)
+        fail("cannot open /dev/null for markers: %s", strerror(errno));
+    jsonl_init(&io->j);
+}
+
+void series_io_close(struct series_io *io)
+{
+    jsonl_free(&io->j);
+    marker_close(&io->mk);
+}
+
+char *series_abspath(const char *file)
+{
+    char *path = realpath(file, NULL);
+    if (!path)
+        fail("cannot resolve %s: %s", file, strerror(errno));
+    return path;
+}
 
 static void iso_now(char out[32])
 {
@@ -61,37 +61,21 @@ static void iso_now(char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
 }
 
-static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, const struct outcome *o)
+static void emit_record(struct jsonl *j, const struct series_config *c, const struct probe_args *a,
+                        uint64_t rep, const struct series_outcome *o)
 {
-    const struct reader *r = c->r;
-    const struct probe_args *a = c->a;
     char when[32];
     iso_now(when);
 
     jsonl_begin(j, NULL);
-    jsonl_str(j, "study", STUDY);
+    jsonl_str(j, "study", c->study);
     jsonl_str(j, "status", o->status);
     jsonl_u64(j, "rep", rep);
     jsonl_str(j, "time", when);
     jsonl_str(j, "platform_id", a->platform_id);
 
     jsonl_begin(j, "params");
-    jsonl_str(j, "layer", r->layer);
-    jsonl_str(j, "pattern", pattern_name(c->pattern));
-    jsonl_u64(j, "buffer_bytes", c->buffer);
-    jsonl_str(j, "file", c->path);
-    jsonl_u64(j, "file_bytes", r->file_bytes);
-    jsonl_u64(j, "planned_ops", c->plan.ops);
-    jsonl_u64(j, "planned_bytes", c->planned_bytes);
-    jsonl_u64(j, "random_count", a->random_count);
-    jsonl_u64(j, "seed", a->seed);
-    jsonl_str(j, "api", r->api);
-    jsonl_bool(j, "odirect", r->odirect);
-    if (r->variable)
-        jsonl_str(j, "variable", r->variable);
-    if (r->library)
-        jsonl_str(j, "library", r->library);
-    jsonl_u64(j, "max_ops", a->max_ops);
+    c->params(c->ctx, j);
     jsonl_end(j);
 
     jsonl_begin(j, "metrics");
@@ -113,10 +97,15 @@ static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, c
             checksum_hex(o->checksum, hex);
             jsonl_str(j, "checksum", hex);
         }
+        if (c->metrics)
+            c->metrics(c->ctx, j, o);
+        if (c->budget == SERIES_BUDGET_SAMPLE)
+            jsonl_bool(j, "sampled", o->ops < c->planned_ops);
         if (strcmp(o->status, "dnf") == 0) {
+            uint64_t bound = c->budget == SERIES_BUDGET_SAMPLE ? o->bytes : c->planned_bytes;
             jsonl_u64(j, "planned_bytes", c->planned_bytes);
             jsonl_double(j, "budget_s", a->budget_s);
-            jsonl_double(j, "rate_bound_MBps", (double)c->planned_bytes / a->budget_s / 1e6);
+            jsonl_double(j, "rate_bound_MBps", (double)bound / a->budget_s / 1e6);
         }
     }
     jsonl_end(j);
@@ -132,7 +121,7 @@ static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, c
         /* Not verified: never claim a cold cache. */
         jsonl_str(j, "state", "warm");
         jsonl_str(j, "requested", a->cache_warm ? "warm" : "cold");
-        jsonl_str(j, "method", r->odirect ? "O_DIRECT" : a->cache_warm ? "pre-read" : "posix_fadvise(DONTNEED)");
+        jsonl_str(j, "method", c->odirect ? "O_DIRECT" : a->cache_warm ? "pre-read" : "posix_fadvise(DONTNEED)");
         jsonl_double(j, "resident_fraction", NAN);
         jsonl_str(j, "verified_by", "none");
     }
@@ -142,31 +131,38 @@ static void emit_record(struct jsonl *j, const struct config *c, uint64_t rep, c
     jsonl_emit(j, stdout);
 }
 
-/* One repetition: mark, open, timed reads, close. Returns 0 unless the status is "error". */
-static int run_rep(struct config *c, uint64_t rep, struct reader *r, struct marker *mk,
-                   unsigned char *buf, uint64_t cap, struct outcome *o)
+/* The status of a repetition the budget cut with requests left. */
+static const char *cut_status(const struct series_config *c, uint64_t ops)
 {
-    const struct probe_args *a = c->a;
+    if (c->budget == SERIES_BUDGET_SAMPLE &&
+        (ops >= SERIES_MIN_SAMPLE || (double)ops >= SERIES_MIN_SHARE * (double)c->planned_ops))
+        return "ok";
+    return "dnf";
+}
+
+/* One repetition: mark, open, timed requests, close. Returns 0 unless the status is "error". */
+static int run_rep(const struct series_config *c, const struct probe_args *a, uint64_t rep,
+                   struct marker *mk, unsigned char *buf, struct series_outcome *o)
+{
     struct checksum sum;
     struct timer t;
-    uint64_t off, len, got;
-    int failed = 0;
+    uint64_t got;
+    int rc, failed = 0;
 
     /* The library's reads when opening (netCDF/HDF5 header) go to an "open" phase of their
      * own, so per-request syscall counts hold only what the requests themselves cost. */
     marker_mark(mk, "open", 0, rep);
-    if (r->open(r, c->path, o->error, sizeof o->error) != 0) {
+    if (c->open(c->ctx, c->path, o->error, sizeof o->error) != 0) {
         o->status = "error";
         return -1;
     }
-    marker_mark(mk, pattern_name(c->pattern), c->buffer, rep);
+    marker_mark(mk, c->mark, c->mark_value, rep);
     checksum_init(&sum);
-    plan_rewind(&c->plan);
     o->status = "ok";
 
     timer_start(&t);
-    while (plan_next(&c->plan, &off, &len)) {
-        if (r->read_at(r, off, len, buf, cap, &got, o->error, sizeof o->error) != 0) {
+    while ((rc = c->next(c->ctx, buf, c->buffer_bytes, &got, o->error, sizeof o->error)) != 0) {
+        if (rc < 0) {
             failed = 1;
             break;
         }
@@ -175,13 +171,13 @@ static int run_rep(struct config *c, uint64_t rep, struct reader *r, struct mark
         o->bytes += got;
         o->ops++;
         if (a->budget_s > 0 && timer_elapsed(&t) > a->budget_s) {
-            if (o->ops < c->plan.ops)
-                o->status = "dnf";
+            if (o->ops < c->planned_ops)
+                o->status = cut_status(c, o->ops);
             break;
         }
     }
     timer_stop(&t, &o->t);
-    r->close(r);
+    c->close(c->ctx);
 
     if (failed) {
         o->status = "error";
@@ -194,39 +190,93 @@ static int run_rep(struct config *c, uint64_t rep, struct reader *r, struct mark
     return 0;
 }
 
-static void run_config(struct config *c, struct reader *r, struct marker *mk, struct jsonl *j)
+void series_run(const struct series_config *c, const struct probe_args *a, struct series_io *io)
 {
-    const struct probe_args *a = c->a;
-    /* A buffer larger than the file reads the file: no need to allocate all of it. */
-    uint64_t cap = c->buffer;
-    if (cap > r->file_bytes)
-        cap = round_up(r->file_bytes ? r->file_bytes : 1, DIRECT_ALIGN);
-    uint64_t alloc = round_up(cap, DIRECT_ALIGN);
+    uint64_t alloc = round_up(c->buffer_bytes ? c->buffer_bytes : 1, DIRECT_ALIGN);
     void *buf = NULL;
     int rc = alloc > SIZE_MAX ? ENOMEM : posix_memalign(&buf, DIRECT_ALIGN, (size_t)alloc);
 
     for (uint64_t rep = 0; rep < a->reps; rep++) {
-        struct outcome o;
+        struct series_outcome o;
         memset(&o, 0, sizeof o);
         if (rc != 0) {
             o.status = "error";
-            snprintf(o.error, sizeof o.error, "%s", strerror(rc));
-            emit_record(j, c, rep, &o);
+            snprintf(o.error, sizeof o.error, "cannot allocate %llu bytes: %s",
+                     (unsigned long long)alloc, strerror(rc));
+            emit_record(&io->j, c, a, rep, &o);
             break;
         }
-        if (cache_prepare(c->path, a->cache_warm, rep == 0, r->odirect, &o.cache,
+        if (cache_prepare(c->path, a->cache_warm, rep == 0, c->odirect, &o.cache,
                           o.error, sizeof o.error) != 0) {
             o.status = "error";
-            emit_record(j, c, rep, &o);
+            emit_record(&io->j, c, a, rep, &o);
             break;
         }
         o.cache_known = 1;
-        run_rep(c, rep, r, mk, buf, cap, &o);
-        emit_record(j, c, rep, &o);
+        run_rep(c, a, rep, &io->mk, buf, &o);
+        emit_record(&io->j, c, a, rep, &o);
         if (strcmp(o.status, "ok") != 0)
             break;  /* dnf or error: the configuration's remaining repetitions are skipped */
     }
     free(buf);
+}
+
+/* ---- the read-stack study ---- */
+
+/* One configuration: a pattern and a buffer size over the reader. */
+struct rs_config {
+    struct reader *r;
+    const struct probe_args *a;
+    const char *path;        /* absolute path of the data file */
+    enum pattern pattern;
+    uint64_t buffer;
+    struct plan plan;
+    uint64_t planned_bytes;
+};
+
+static int rs_open(void *ctx, const char *path, char *err, size_t errlen)
+{
+    struct rs_config *c = ctx;
+    plan_rewind(&c->plan);
+    return c->r->open(c->r, path, err, errlen);
+}
+
+static int rs_next(void *ctx, void *buf, uint64_t cap, uint64_t *got, char *err, size_t errlen)
+{
+    struct rs_config *c = ctx;
+    uint64_t off, len;
+    if (!plan_next(&c->plan, &off, &len))
+        return 0;
+    return c->r->read_at(c->r, off, len, buf, cap, got, err, errlen) != 0 ? -1 : 1;
+}
+
+static void rs_close(void *ctx)
+{
+    struct rs_config *c = ctx;
+    c->r->close(c->r);
+}
+
+static void rs_params(void *ctx, struct jsonl *j)
+{
+    const struct rs_config *c = ctx;
+    const struct reader *r = c->r;
+    const struct probe_args *a = c->a;
+    jsonl_str(j, "layer", r->layer);
+    jsonl_str(j, "pattern", pattern_name(c->pattern));
+    jsonl_u64(j, "buffer_bytes", c->buffer);
+    jsonl_str(j, "file", c->path);
+    jsonl_u64(j, "file_bytes", r->file_bytes);
+    jsonl_u64(j, "planned_ops", c->plan.ops);
+    jsonl_u64(j, "planned_bytes", c->planned_bytes);
+    jsonl_u64(j, "random_count", a->random_count);
+    jsonl_u64(j, "seed", a->seed);
+    jsonl_str(j, "api", r->api);
+    jsonl_bool(j, "odirect", r->odirect);
+    if (r->variable)
+        jsonl_str(j, "variable", r->variable);
+    if (r->library)
+        jsonl_str(j, "library", r->library);
+    jsonl_u64(j, "max_ops", a->max_ops);
 }
 
 static void print_offsets(const struct reader *r, const struct probe_args *a)
@@ -260,28 +310,31 @@ int series_main(struct reader *r, const struct probe_args *a)
         return 0;
     }
 
-    char *path = realpath(a->file, NULL);
-    if (!path)
-        fail("cannot resolve %s: %s", a->file, strerror(errno));
-
-    struct marker mk;
-    if (marker_open(&mk) != 0)
-        fail("cannot open /dev/null for markers: %s", strerror(errno));
-
-    struct jsonl j;
-    jsonl_init(&j);
+    char *path = series_abspath(a->file);
+    struct series_io io;
+    series_io_open(&io);
     for (size_t p = 0; p < a->npatterns; p++) {
         for (size_t b = 0; b < a->nbuffers; b++) {
-            struct config c = {.r = r, .a = a, .path = path, .pattern = a->patterns[p],
-                               .buffer = a->buffers[b]};
-            plan_init(&c.plan, c.pattern, r->file_bytes, c.buffer, a->random_count, a->seed,
+            struct rs_config rc = {.r = r, .a = a, .path = path, .pattern = a->patterns[p],
+                                   .buffer = a->buffers[b]};
+            plan_init(&rc.plan, rc.pattern, r->file_bytes, rc.buffer, a->random_count, a->seed,
                       series_align(r), a->max_ops);
-            c.planned_bytes = plan_bytes(&c.plan);
-            run_config(&c, r, &mk, &j);
+            rc.planned_bytes = plan_bytes(&rc.plan);
+            /* A buffer larger than the file reads the file: no need to allocate all of it. */
+            uint64_t cap = rc.buffer;
+            if (cap > r->file_bytes)
+                cap = round_up(r->file_bytes ? r->file_bytes : 1, DIRECT_ALIGN);
+            struct series_config c = {
+                .study = STUDY, .path = path, .mark = pattern_name(rc.pattern), .mark_value = rc.buffer,
+                .planned_ops = rc.plan.ops, .planned_bytes = rc.planned_bytes, .buffer_bytes = cap,
+                .odirect = r->odirect, .budget = SERIES_BUDGET_DNF, .ctx = &rc,
+                .open = rs_open, .next = rs_next, .close = rs_close, .params = rs_params,
+                .metrics = NULL,
+            };
+            series_run(&c, a, &io);
         }
     }
-    jsonl_free(&j);
-    marker_close(&mk);
+    series_io_close(&io);
     free(path);
     return 0;
 }

@@ -106,6 +106,37 @@ def read_stack_cmd(
         _run_studies(run_dir, ddir, [lambda run: rs.run_study(run, files, grid)], report)
 
 
+@bench_app.command("chunking")
+def chunking_cmd(
+    shape: Optional[str] = typer.Option(None, help="Variable shape T,Z,Y,X (default 48,8,96,192; the thesis used 430,430,430,430)."),
+    chunks: Optional[str] = typer.Option(None, help="Chunk shapes: letters A-G as in the thesis (A contiguous, B hypercube 1/10, C ~16 KB tiles, D ~16.2 KB tiles, E xy, F xt, G xyt), default, balanced, or [t,z,y,x]; comma separated."),
+    read: Optional[str] = typer.Option(None, "--read", help="Read shapes: xy, xt, xyt, or templates such as 1,1,Y,X (separate templates with ';')."),
+    compression: Optional[str] = typer.Option(None, help="Settings, comma separated: none, deflate1..9, +shuffle, zstdN, bitgroomN/granularbrN (digits), bitroundN (bits), e.g. bitround12+deflate4+shuffle."),
+    compress_chunks: Optional[str] = typer.Option(None, help="Chunk labels that get the compressed settings (default: default,E as in the thesis; 'all' for every chunked shape)."),
+    layers: str = typer.Option("netcdf4-python", help="Comma list of netcdf4-python, h5py, c-netcdf."),
+    caches: Optional[str] = typer.Option(None, help="Chunk-cache settings: default (the library's) and/or fit (sized to hold every chunk one read touches)."),
+    reps: Optional[int] = typer.Option(None, min=1, help="Cold repetitions per cell (default 3)."),
+    budget: Optional[float] = typer.Option(None, min=0, help="Seconds per repetition; a cell cut short reads a sample, one that reads almost nothing is did-not-finish."),
+    sample: int = typer.Option(0, min=0, help="Read a random sample of this many slices per cell (in file order); 0 = all."),
+    dtype: str = typer.Option("f8", help="Type of the generated variable: f4 or f8."),
+    source: Optional[str] = typer.Option(None, help="Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type)."),
+    data_dir: Optional[Path] = typer.Option(None, help="Keep the layout files here (default: a temporary directory, removed afterwards)."),
+    quick: bool = typer.Option(False, "--quick", help="A small grid that finishes in about a minute."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default climio-runs/chunking-TIMESTAMP)."),
+    report: bool = typer.Option(True, help="Render report.html at the end."),
+):
+    """Read rate of xy / xt / xyt reads for chunk shapes x compression x chunk cache (thesis ch. 4)."""
+    from .bench import chunking as ck
+    from .rundir import default_run_dir
+
+    grid = ck.build_grid(shape, chunks, read, compression, compress_chunks, layers, caches, reps, budget, sample,
+                         dtype, source or "", preset="quick" if quick else "full")
+    run_dir = out or default_run_dir("chunking")
+    with _data_dir(data_dir) as ddir:
+        ck.check_space(grid, ddir)
+        _run_studies(run_dir, ddir, [lambda run: ck.run_study(run, grid, ddir)], report)
+
+
 @app.command("report")
 def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory holding records.jsonl.")):
     """Render RUN_DIR/report.html from the records (figures, summary tables, provenance)."""

@@ -3,6 +3,9 @@
 Each study contributes a step `step(run)`; later studies add themselves to STEPS.
 """
 
+import os
+
+from .bench import chunking as ck
 from .bench import read_stack as rs
 
 
@@ -17,7 +20,18 @@ def read_stack_step(data_dir, quick):
     return step
 
 
-STEPS = (read_stack_step,)
+def chunking_step(data_dir, quick):
+    def step(run):
+        grid = ck.build_grid(preset="quick" if quick else "survey")
+        layouts_dir = os.path.join(data_dir, "chunking")
+        os.makedirs(layouts_dir, exist_ok=True)
+        ck.check_space(grid, layouts_dir)
+        ck.run_study(run, grid, layouts_dir)
+
+    return step
+
+
+STEPS = (read_stack_step, chunking_step)
 
 
 def survey_steps(data_dir, quick: bool) -> list:

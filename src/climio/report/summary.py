@@ -137,15 +137,18 @@ def config_key(rec: dict, ignore=PER_REP_PARAMS) -> tuple:
     return rec.get("study", "?"), json.dumps(params, sort_keys=True, default=str)
 
 
-def group_configs(records, ignore=PER_REP_PARAMS) -> list:
-    """Configurations in order of first appearance, each with all its records (ordered by rep)."""
+def group_configs(records, ignore=PER_REP_PARAMS, key=None) -> list:
+    """Configurations in order of first appearance, each with all its records (ordered by rep).
+
+    `key(rec)`, when given, replaces config_key: records with equal keys form one configuration
+    whose params are those of its first record (a study whose cells are a few named parameters)."""
     out = OrderedDict()
     for rec in records:
-        key = config_key(rec, ignore)
-        if key not in out:
-            out[key] = Config(rec.get("study", "?"),
-                              {k: v for k, v in rec.get("params", {}).items() if k not in ignore})
-        out[key].records.append(rec)
+        key_ = key(rec) if key else config_key(rec, ignore)
+        if key_ not in out:
+            out[key_] = Config(rec.get("study", "?"),
+                               {k: v for k, v in rec.get("params", {}).items() if k not in ignore})
+        out[key_].records.append(rec)
     for cfg in out.values():
         cfg.records.sort(key=lambda r: (r.get("rep", 0), r.get("time", "")))
     return list(out.values())
@@ -392,19 +395,21 @@ def syscall_table(records) -> list:
     return rows
 
 
+def config_row(c: Config) -> dict:
+    """One row of the full table (html.config_cells renders it): stats of rate, wall and CPU time."""
+    wall, cpu = c.stats(WALL), c.stats(CPU)
+    return {
+        "config": c, "params": c.params, "status": c.status, "n": c.n, "n_ok": c.n_ok,
+        "n_dnf": len(c.dnf), "n_error": len(c.errors),
+        "rate": c.stats(RATE), "wall": wall, "cpu": cpu,
+        "cpu_over_wall": (cpu.mean / wall.mean) if wall and cpu and wall.mean > 0 else None,
+        "dnf_bound": c.dnf_bound if c.dnf else None, "cache": c.cache_label(),
+    }
+
+
 def config_rows(records) -> list:
     """The full table: one row per configuration with stats of rate, wall and CPU time."""
-    rows = []
-    for c in sorted(group_configs(records), key=config_sort_key):
-        wall, cpu = c.stats(WALL), c.stats(CPU)
-        rows.append({
-            "config": c, "params": c.params, "status": c.status, "n": c.n, "n_ok": c.n_ok,
-            "n_dnf": len(c.dnf), "n_error": len(c.errors),
-            "rate": c.stats(RATE), "wall": wall, "cpu": cpu,
-            "cpu_over_wall": (cpu.mean / wall.mean) if wall and cpu and wall.mean > 0 else None,
-            "dnf_bound": c.dnf_bound if c.dnf else None, "cache": c.cache_label(),
-        })
-    return rows
+    return [config_row(c) for c in sorted(group_configs(records), key=config_sort_key)]
 
 
 def varying_params(configs, skip=()) -> list:

@@ -1,0 +1,310 @@
+"""The chunking x compression study (thesis ch. 4) on a [t, z, y, x] variable.
+
+For every layout (chunk shape x compression) one file is written; every read shape is then
+read from it through each layer, cold, with the library's default chunk cache and with a cache
+sized to hold every chunk one read touches, so the report can separate the penalty of the
+layout from the penalty of a too-small cache. Geometry (chunks touched, bytes decoded per
+byte delivered) comes from climio.layout; the time from the layer processes.
+"""
+
+import math
+import os
+import random
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import layout, native
+from ..data.compression import NONE, parse_compression_list
+from ..errors import DataError, InputError, NativeError
+from ..measure import stream_records
+from ..records import make_record
+
+STUDY = "chunking"
+LAYERS = ("netcdf4-python", "h5py", "c-netcdf")
+DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,bitgroom3+deflate4+shuffle,"
+                       "granularbr3+deflate4+shuffle,bitround12+deflate4+shuffle,zstd3")
+PRESETS = {
+    # Every chunk shape of the thesis plus the library default and Rew's balanced shape; the
+    # compression settings on the default and xy chunks, as the thesis's section 4.1.2.
+    "full": {"shape": "48,8,96,192", "chunks": "A,B,C,D,E,F,G,default,balanced", "reads": "xy,xt,xyt",
+             "compression": DEFAULT_COMPRESSION, "compress_chunks": "default,E", "caches": "default,fit",
+             "reps": 3, "budget_s": 20.0},
+    "survey": {"shape": "24,4,64,128", "chunks": "A,B,C,E,F,G,default", "reads": "xy,xt,xyt",
+               "compression": "none,deflate4+shuffle,bitround12+deflate4+shuffle", "compress_chunks": "default,E",
+               "caches": "default,fit", "reps": 2, "budget_s": 5.0},
+    "quick": {"shape": "16,4,32,64", "chunks": "A,E,F,default", "reads": "xy,xt",
+              "compression": "none,deflate4+shuffle", "compress_chunks": "default,E", "caches": "default,fit",
+              "reps": 2, "budget_s": 5.0},
+}
+CACHE_SETTINGS = ("default", "fit")
+
+
+@dataclass
+class Layout:
+    label: str           # A..G, default, balanced, custom
+    chunks: object       # None = contiguous, else list
+    compression: object  # data.compression.Compression
+    path: str = ""
+    error: str = ""      # why the file could not be written (e.g. codec unavailable)
+
+    @property
+    def name(self) -> str:
+        shape = "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))
+        return f"ta_{self.label}_{shape}_{self.compression.label.replace('+', '_')}.nc"
+
+
+@dataclass
+class Grid:
+    shape: list
+    layouts: list
+    reads: list               # (name, count)
+    layers: list
+    caches: list
+    reps: int = 3
+    budget_s: float = 20.0
+    sample: int = 0           # 0 = every slice
+    seed: int = 1
+    dtype: str = "f8"
+    source: str = ""          # "FILE:VAR" or "" for the generator
+    extra: dict = field(default_factory=dict)
+
+    def runs(self) -> int:
+        n = 0
+        for lay in self.layouts:
+            caches = [c for c in self.caches if lay.chunks is not None or c == "default"]
+            n += len(self.reads) * len(self.layers) * len(caches)
+        return n
+
+
+def _parse_shape(text) -> list:
+    try:
+        dims = [int(x) for x in str(text).strip("[] ").split(",")]
+    except ValueError:
+        raise InputError(f"malformed shape '{text}': use T,Z,Y,X") from None
+    if len(dims) != 4 or min(dims) < 1:
+        raise InputError(f"shape '{text}' must be four positive integers T,Z,Y,X")
+    return dims
+
+
+def _choices(text, allowed, what) -> list:
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    bad = [s for s in items if s not in allowed]
+    if bad or not items:
+        raise InputError(f"unknown {what} '{','.join(bad) or text}': choose from {', '.join(allowed)}")
+    return items
+
+
+def split_reads(text) -> list:
+    """`xy,xt` -> named shapes; templates contain commas, so `1,1,Y,X;T,1,1,X` separates by `;`."""
+    text = str(text).strip()
+    if ";" in text:
+        return [t.strip() for t in text.split(";") if t.strip()]
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    return items if all(t in layout.READ_SHAPES for t in items) else [text]
+
+
+def open_source(spec):
+    """(shape, dtype, values(sel)) of a real variable given as FILE:VAR."""
+    import netCDF4
+    path, _, var = str(spec).rpartition(":")
+    if not path or not var:
+        raise InputError(f"--source '{spec}' must be FILE:VAR")
+    if not os.path.isfile(path):
+        raise DataError(f"no such file: {path}")
+    try:
+        ds = netCDF4.Dataset(path)
+    except OSError as exc:
+        raise DataError(f"cannot open {path} as netCDF: {exc}") from None
+    if var not in ds.variables:
+        raise DataError(f"no variable {var!r} in {path}")
+    v = ds.variables[var]
+    if v.ndim != 4:
+        raise DataError(f"variable {var!r} in {path} has {v.ndim} dimensions; the chunking study needs [t,z,y,x]")
+    v.set_auto_maskandscale(False)
+    return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
+
+
+def build_grid(shape=None, chunks=None, reads=None, compression=None, compress_chunks=None, layers=None,
+               caches=None, reps=None, budget_s=None, sample=0, dtype="f8", source="", preset="full") -> Grid:
+    p = PRESETS[preset]
+    if source:
+        shape_list, dtype, _ = open_source(source)
+    else:
+        shape_list = _parse_shape(shape or p["shape"])
+    itemsize = np.dtype(dtype).itemsize
+    shapes = layout.parse_chunk_spec(chunks or p["chunks"], shape_list, itemsize)
+    comps = parse_compression_list(compression or p["compression"])
+    compressed_for = set(_choices(compress_chunks or p["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
+                                  "chunk label for compression"))
+    layouts = []
+    for label, ch in shapes:
+        for comp in comps:
+            if comp == NONE:
+                layouts.append(Layout(label, ch, comp))
+            elif ch is not None and ("all" in compressed_for or label in compressed_for):
+                layouts.append(Layout(label, ch, comp))
+    read_list = [(name, layout.parse_read(name, shape_list)) for name in split_reads(reads or p["reads"])]
+    return Grid(shape=shape_list, layouts=layouts, reads=read_list,
+                layers=_choices(layers or "netcdf4-python", LAYERS, "layer"),
+                caches=_choices(caches or p["caches"], CACHE_SETTINGS, "cache setting"),
+                reps=reps or p["reps"], budget_s=p["budget_s"] if budget_s is None else budget_s,
+                sample=sample, dtype=dtype, source=source)
+
+
+# --- files ------------------------------------------------------------------------------------------
+
+def check_space(grid: Grid, data_dir) -> None:
+    """Room for every layout file (uncompressed bound, edge chunks padded) before writing any."""
+    from ..data.writer import check_space as check
+    itemsize = np.dtype(grid.dtype).itemsize
+
+    def bound(chunks):
+        dims = grid.shape if chunks is None else [-(-d // c) * c for d, c in zip(grid.shape, chunks)]
+        return math.prod(dims) * itemsize
+
+    check([(Path(data_dir) / lay.name, bound(lay.chunks)) for lay in grid.layouts])
+
+
+def write_layouts(grid: Grid, data_dir, progress=None) -> None:
+    """One file per layout; a codec the Python netCDF stack lacks is recorded, not fatal."""
+    from ..data.writer import write_4d
+    values = open_source(grid.source)[2] if grid.source else None
+    for lay in grid.layouts:
+        lay.path = str(Path(data_dir) / lay.name)
+        if os.path.exists(lay.path):
+            continue
+        try:
+            write_4d(lay.path, grid.shape, chunks=lay.chunks if lay.chunks is not None else "contiguous",
+                     dtype=grid.dtype, compression=lay.compression, values=values,
+                     progress=progress, seed=grid.seed)
+        except (RuntimeError, ValueError) as exc:  # netCDF-C refusing a filter it was built without
+            if lay.compression == NONE:
+                raise
+            lay.error = f"{lay.compression.label} cannot be written by netCDF4-python here: {exc}"
+
+
+def stored_bytes(path, var="ta") -> int:
+    """Bytes the variable occupies on disk (all chunks, after filters)."""
+    import h5py
+    import hdf5plugin  # noqa: F401
+    with h5py.File(path, "r") as fh:
+        return int(fh[var].id.get_storage_size())
+
+
+# --- geometry and cache sizing ----------------------------------------------------------------------
+
+def plan_slices(shape, count, sample, seed) -> tuple:
+    """(slices to read in file order, description of the sample)."""
+    slices = layout.slice_starts(shape, count)
+    if sample and sample < len(slices):
+        picked = sorted(random.Random(seed).sample(range(len(slices)), sample))
+        return [slices[i] for i in picked], f"random {sample} of {len(slices)}"
+    return slices, "all"
+
+
+def geometry(shape, chunks, slices, itemsize) -> dict:
+    touched = [layout.chunks_touched(shape, chunks, s, c) if chunks is not None else 0 for s, c in slices]
+    decoded = sum(layout.bytes_decoded(shape, chunks, s, c, itemsize) for s, c in slices)
+    wanted = sum(layout.bytes_wanted(c, itemsize) for _, c in slices)
+    return {"chunks_touched_per_slice": float(np.mean(touched)) if chunks is not None else None,
+            "max_chunks_touched": max(touched) if chunks is not None else None,
+            "bytes_decoded_per_byte": decoded / wanted if wanted else None}
+
+
+def fit_cache(chunks, max_touched, itemsize):
+    """A chunk cache holding every chunk one read touches (uncompressed), with headroom."""
+    nbytes = int(max_touched * layout.chunk_bytes(chunks, itemsize) * 1.1) + (1 << 20)
+    return nbytes, _prime_at_least(max(1009, 10 * max_touched)), 0.75
+
+
+def _prime_at_least(n: int) -> int:
+    def is_prime(k):
+        return k > 1 and all(k % d for d in range(2, int(math.isqrt(k)) + 1))
+    while not is_prime(n):
+        n += 1
+    return n
+
+
+# --- running ----------------------------------------------------------------------------------------
+
+def layer_command(layer, path, slices_file, grid: Grid, cache_spec, platform_id) -> list:
+    common = ["--file", path, "--var", "ta", "--slices", slices_file, "--reps", str(grid.reps), "--cache", "cold",
+              "--chunk-cache", cache_spec, "--budget", str(grid.budget_s), "--platform-id", platform_id]
+    if layer == "c-netcdf":
+        return [native.program("climio-probe-netcdf-slab"), *common]
+    return [sys.executable, "-m", "climio.bench.chunking_worker", "--layer", layer, *common]
+
+
+def unavailable_record(lay, layer, read_name, cache_setting, reason, platform_id) -> dict:
+    params = {"layer": layer, "chunk_label": lay.label, "chunking": layout.format_chunks(lay.chunks),
+              "read_shape": read_name, "compression": lay.compression.label, "cache_setting": cache_setting,
+              "unavailable": True}
+    return make_record(STUDY, params, {"error": reason}, {"state": "cold", "method": "not measured"}, 0,
+                       "error", platform_id)
+
+
+def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int:
+    """Write the layouts, run every cell, write records; return the number of records."""
+    write_layouts(grid, data_dir)
+    itemsize = np.dtype(grid.dtype).itemsize
+    uncompressed = math.prod(grid.shape) * itemsize
+    count = 0
+    with tempfile.TemporaryDirectory(prefix="climio-slices-") as tmp:
+        for lay in grid.layouts:
+            file_info = {}
+            if not lay.error:
+                stored = stored_bytes(lay.path)
+                file_info = {"compression_ratio": uncompressed / stored if stored else None,
+                             "stored_bytes": stored, "file_bytes": os.path.getsize(lay.path)}
+            for read_name, rcount in grid.reads:
+                slices, sample = plan_slices(grid.shape, rcount, grid.sample, grid.seed)
+                geo = geometry(grid.shape, lay.chunks, slices, itemsize)
+                sfile = os.path.join(tmp, f"{read_name.replace(',', '_')}.txt")
+                with open(sfile, "w") as fh:
+                    fh.writelines(" ".join(map(str, (*s, *c))) + "\n" for s, c in slices)
+                for layer in grid.layers:
+                    for cache_setting in grid.caches:
+                        if lay.chunks is None and cache_setting != "default":
+                            continue  # a contiguous variable has no chunk cache
+                        extra_p = {"chunk_label": lay.label, "chunking": layout.format_chunks(lay.chunks),
+                                   "read_shape": read_name, "read_count": list(rcount),
+                                   "compression": lay.compression.label, "cache_setting": cache_setting,
+                                   "sample": sample, "source": grid.source or "generated", **grid.extra}
+                        extra_m = {**geo, **file_info}
+
+                        def on_record(rec, extra_p=extra_p, extra_m=extra_m):
+                            nonlocal count
+                            rec["params"].update(extra_p)
+                            rec["metrics"].update({k: v for k, v in extra_m.items() if v is not None})
+                            writer.write(rec)
+                            count += 1
+                            if progress:
+                                progress.advance(grid.reps - rec["rep"] if rec["status"] != "ok" else 1, rec)
+
+                        if lay.error:
+                            on_record(unavailable_record(lay, layer, read_name, cache_setting, lay.error, platform_id))
+                            continue
+                        spec = "default"
+                        if cache_setting == "fit":
+                            spec = ",".join(map(str, fit_cache(lay.chunks, geo["max_chunks_touched"], itemsize)))
+                        cmd = layer_command(layer, lay.path, sfile, grid, spec, platform_id)
+                        try:
+                            stream_records(cmd, on_record)
+                        except NativeError as exc:
+                            if lay.compression == NONE:
+                                raise
+                            # e.g. a netCDF-C built without zstd cannot read the file: say so in a record.
+                            on_record(unavailable_record(lay, layer, read_name, cache_setting,
+                                                         f"{layer} cannot read {lay.compression.label}: {exc}",
+                                                         platform_id))
+    return count
+
+
+def run_study(run, grid: Grid, data_dir, progress=True) -> int:
+    from ..progressbar import StudyProgress
+    with StudyProgress(grid.runs() * grid.reps, "chunking", enabled=None if progress else False) as bar:
+        return run_grid(grid, data_dir, run.writer, run.platform_id, bar)

@@ -1,0 +1,557 @@
+"""Geometry of chunked and contiguous layouts: what a hyperslab read costs before it is timed.
+
+Shapes, chunk shapes, starts and counts are sequences of ints over the variable's dimensions,
+slowest first (C order; the studies use [t, z, y, x]). `chunks=None` means a contiguous
+(unchunked) variable. HDF5 stores every chunk separately and allocates edge chunks at full chunk
+size even where the chunk shape does not divide the dimension (the thesis's 430 / 45), so bytes
+allocated and bytes decoded count whole chunks.
+
+Everything here is pure arithmetic except `library_default_chunks`, which asks the installed
+netCDF-C library which chunk shape it picks by default (in memory, nothing written).
+
+Conventions for the corner cases:
+  * a contiguous variable has no chunks: `chunks_touched` and `partial_chunks` return 0;
+  * an empty hyperslab (a zero count) touches nothing, has no runs, and its amplification is 1.0;
+  * `slice_starts` always returns (start, count) pairs; the last hyperslab along a dimension is
+    clipped at the array end when the read count does not divide the dimension.
+"""
+
+import functools
+import itertools
+import math
+import numbers
+import re
+import uuid
+
+from .errors import InputError
+
+DIMS = ("t", "z", "y", "x")
+READ_SHAPES = ("xy", "xt", "xyt")
+CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles", "D": "~16.2 KB xy tiles",
+                "E": "xy", "F": "xt", "G": "xyt", "default": "library default", "balanced": "balanced (Rew)"}
+
+# The thesis's file-system stripe: "64 KB", decimal; four C tiles fit in it, four D tiles do not.
+STRIPE_BYTES = 64000
+# slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.
+MAX_SLICES = 2_000_000
+
+
+# --- validation -------------------------------------------------------------------------------------
+
+def _fmt(seq) -> str:
+    return "[" + ",".join(str(v) for v in seq) + "]"
+
+
+def _int(v) -> int:
+    """An int from an integer (numpy ints welcome); None for bools, floats, strings."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        return None
+    return int(v)
+
+
+def _shape(shape) -> tuple:
+    try:
+        dims = tuple(_int(d) for d in shape)
+    except TypeError:
+        raise InputError(f"shape {shape!r} must be a list of positive integers") from None
+    if not dims or any(d is None or d < 1 for d in dims):
+        raise InputError(f"shape {_fmt(shape) if dims else shape!r} must be a list of positive integers")
+    return dims
+
+
+def validate_chunks(shape, chunks) -> None:
+    """InputError (one line) unless `chunks` is None (contiguous) or one int 1 <= c <= d per dimension."""
+    shape = _shape(shape)
+    if chunks is None:
+        return
+    try:
+        vals = [_int(c) for c in chunks]
+    except TypeError:
+        raise InputError(f"chunk shape {chunks!r} impossible for shape {_fmt(shape)}: "
+                         "give one integer per dimension") from None
+    text = f"chunk shape {_fmt(chunks)} impossible for shape {_fmt(shape)}"
+    if len(vals) != len(shape):
+        raise InputError(f"{text}: {len(vals)} chunk dimensions for {len(shape)} array dimensions")
+    for i, (c, d) in enumerate(zip(vals, shape), 1):
+        if c is None:
+            raise InputError(f"{text}: chunk dimension {i} ({chunks[i - 1]!r}) is not an integer")
+        if c < 1:
+            raise InputError(f"{text}: chunk dimension {i} ({c}) must be at least 1")
+        if c > d:
+            raise InputError(f"{text}: chunk dimension {i} ({c}) exceeds the dimension ({d})")
+
+
+def _chunks(shape, chunks) -> tuple:
+    validate_chunks(shape, chunks)
+    return None if chunks is None else tuple(int(c) for c in chunks)
+
+
+def _slab(shape, start, count) -> tuple:
+    """(start, count) as int tuples inside the array; InputError otherwise."""
+    try:
+        s = tuple(_int(v) for v in start)
+        n = tuple(_int(v) for v in count)
+    except TypeError:
+        raise InputError(f"hyperslab start {start!r} count {count!r} must be lists of integers") from None
+    text = f"hyperslab start {_fmt(start)} count {_fmt(count)}"
+    if len(s) != len(shape) or len(n) != len(shape):
+        raise InputError(f"{text} does not match the {len(shape)} dimensions of shape {_fmt(shape)}")
+    for i, (a, b, d) in enumerate(zip(s, n, shape), 1):
+        if a is None or b is None or a < 0 or b < 0 or a + b > d:
+            raise InputError(f"{text} outside shape {_fmt(shape)} in dimension {i}")
+    return s, n
+
+
+def _itemsize(itemsize) -> int:
+    i = _int(itemsize)
+    if i is None or i < 1:
+        raise InputError(f"item size {itemsize!r} must be a positive integer number of bytes")
+    return i
+
+
+# --- chunk geometry ---------------------------------------------------------------------------------
+
+def chunk_grid(shape, chunks) -> tuple:
+    """Chunks per dimension, ceil(d / c)."""
+    shape = _shape(shape)
+    chunks = _chunks(shape, chunks)
+    if chunks is None:
+        raise InputError("a contiguous variable has no chunk grid")
+    return tuple(-(-d // c) for d, c in zip(shape, chunks))
+
+
+def chunk_bytes(chunks, itemsize) -> int:
+    """Bytes of one (full) chunk."""
+    return math.prod(int(c) for c in chunks) * _itemsize(itemsize)
+
+
+def allocated_bytes(shape, chunks, itemsize) -> int:
+    """Data bytes HDF5 allocates for the variable (uncompressed): edge chunks count whole."""
+    shape = _shape(shape)
+    if chunks is None:
+        return math.prod(shape) * _itemsize(itemsize)
+    return math.prod(chunk_grid(shape, chunks)) * chunk_bytes(chunks, itemsize)
+
+
+def _dim_pieces(s, n, c, d) -> list:
+    """How the range [s, s+n) of one dimension meets the chunks along it.
+
+    A list of (length of the intersection, number of chunks with that length, whether the
+    intersection covers the chunk's in-array part, whether it covers the chunk's allocated extent
+    c). At most three entries (first chunk, interior chunks, last chunk)."""
+    if n == 0:
+        return []
+    j0, j1 = s // c, (s + n - 1) // c
+    end = s + n
+
+    def piece(j):
+        lo, hi = j * c, min((j + 1) * c, d)
+        m = min(hi, end) - max(lo, s)
+        return m, 1, m == hi - lo, m == c
+
+    if j0 == j1:
+        return [piece(j0)]
+    middle = [(c, j1 - j0 - 1, True, True)] if j1 - j0 > 1 else []
+    return [piece(j0), *middle, piece(j1)]
+
+
+def chunks_touched(shape, chunks, start, count) -> int:
+    """Chunks the hyperslab intersects (0 for a contiguous variable or an empty hyperslab)."""
+    shape = _shape(shape)
+    chunks = _chunks(shape, chunks)
+    start, count = _slab(shape, start, count)
+    if chunks is None:
+        return 0
+    return math.prod(sum(k for _, k, _, _ in _dim_pieces(s, n, c, d))
+                     for s, n, c, d in zip(start, count, chunks, shape))
+
+
+def partial_chunks(shape, chunks, start, count) -> int:
+    """Touched chunks the hyperslab does not cover entirely.
+
+    An edge chunk clipped by the array end counts as covered when the hyperslab covers all of its
+    in-array part. 0 for a contiguous variable."""
+    shape = _shape(shape)
+    chunks = _chunks(shape, chunks)
+    start, count = _slab(shape, start, count)
+    if chunks is None:
+        return 0
+    pieces = [_dim_pieces(s, n, c, d) for s, n, c, d in zip(start, count, chunks, shape)]
+    touched = math.prod(sum(k for _, k, _, _ in p) for p in pieces)
+    full = math.prod(sum(k for _, k, covered, _ in p if covered) for p in pieces)
+    return touched - full
+
+
+def _runs_in_box(counts, extents) -> int:
+    """C-order runs of a box with `counts` inside an array of `extents`: one run per index of the
+    dimensions before the last one the box does not span entirely."""
+    if any(n == 0 for n in counts):
+        return 0
+    last = max((i for i, (n, e) in enumerate(zip(counts, extents)) if n != e), default=-1)
+    return math.prod(counts[:last]) if last > 0 else 1
+
+
+def contiguous_runs(shape, chunks, start, count) -> int:
+    """Maximal runs of consecutive bytes on disk that the hyperslab's elements occupy.
+
+    Contiguous layout: C-order runs in the whole array. Chunked: every touched chunk is stored
+    separately in the C order of its full (allocated) chunk shape, so the runs inside each chunk
+    are counted against the chunk shape (padding of an edge chunk breaks runs) and summed."""
+    shape = _shape(shape)
+    chunks = _chunks(shape, chunks)
+    start, count = _slab(shape, start, count)
+    if chunks is None:
+        return _runs_in_box(count, shape)
+    pieces = [_dim_pieces(s, n, c, d) for s, n, c, d in zip(start, count, chunks, shape)]
+    if any(not p for p in pieces):
+        return 0
+    total = 0
+    # At most 3 distinct pieces per dimension: sum over their combinations, weighted by multiplicity.
+    for combo in itertools.product(*pieces):
+        runs = _runs_in_box([m for m, _, _, _ in combo], chunks)
+        total += runs * math.prod(k for _, k, _, _ in combo)
+    return total
+
+
+def bytes_wanted(count, itemsize) -> int:
+    return math.prod(int(n) for n in count) * _itemsize(itemsize)
+
+
+def bytes_decoded(shape, chunks, start, count, itemsize) -> int:
+    """Bytes the library must read and decode: exactly the bytes wanted from a contiguous
+    variable; every touched chunk in full from a chunked one."""
+    if chunks is None:
+        _slab(_shape(shape), start, count)
+        return bytes_wanted(count, itemsize)
+    return chunks_touched(shape, chunks, start, count) * chunk_bytes(chunks, itemsize)
+
+
+def amplification(shape, chunks, start, count, itemsize) -> float:
+    """bytes_decoded / bytes_wanted (1.0 for an empty hyperslab: nothing read, nothing wasted)."""
+    wanted = bytes_wanted(count, itemsize)
+    decoded = bytes_decoded(shape, chunks, start, count, itemsize)
+    return decoded / wanted if wanted else 1.0
+
+
+# --- read shapes ------------------------------------------------------------------------------------
+
+def _need_4d(shape, what) -> tuple:
+    shape = _shape(shape)
+    if len(shape) != 4:
+        raise InputError(f"{what} needs a 4-D [t,z,y,x] variable, not shape {_fmt(shape)}")
+    return shape
+
+
+def read_count(read_shape, shape) -> tuple:
+    """Count of one named read over [t,z,y,x]: xy (1,1,Y,X), xt (T,1,1,X), xyt (T,1,Y,X)."""
+    if read_shape not in READ_SHAPES:
+        raise InputError(f"unknown read shape '{read_shape}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
+    t, _, y, x = _need_4d(shape, f"read shape '{read_shape}'")
+    return {"xy": (1, 1, y, x), "xt": (t, 1, 1, x), "xyt": (t, 1, y, x)}[read_shape]
+
+
+def _template(text, shape, what, check_range=True) -> tuple:
+    """`T,1,10,X` / `[1,1,Y,X]` -> ints; a letter means the whole dimension.
+
+    For a 4-D shape a letter must name its position (T,Z,Y,X); for other ranks any of the four
+    letters means the whole dimension at that position."""
+    items = [s.strip() for s in text.strip().strip("[]").split(",")]
+    if len(items) != len(shape):
+        raise InputError(f"{what} '{text}' has {len(items)} entries for the {len(shape)} dimensions "
+                         f"of shape {_fmt(shape)}")
+    out = []
+    for i, (item, d) in enumerate(zip(items, shape)):
+        letter = item.upper()
+        if letter in ("T", "Z", "Y", "X"):
+            if len(shape) == 4 and letter != DIMS[i].upper():
+                raise InputError(f"{what} '{text}': entry {i + 1} is '{item}', but dimension {i + 1} "
+                                 f"is {DIMS[i].upper()}")
+            out.append(d)
+        elif re.fullmatch(r"\d+", item):
+            n = int(item)
+            if check_range and not 1 <= n <= d:
+                name = f" ({DIMS[i]})" if len(shape) == 4 else ""
+                raise InputError(f"{what} '{text}': entry {i + 1}{name} is {n}, outside 1..{d}")
+            out.append(n)
+        else:
+            raise InputError(f"{what} '{text}': entry {i + 1} '{item}' is neither a count nor one of T,Z,Y,X")
+    return tuple(out)
+
+
+def parse_read(spec, shape) -> tuple:
+    """A named read (xy, xt, xyt) or a count template (`1,1,Y,X`, `T,1,10,X`, `24,1,Y,X`) -> count."""
+    shape = _shape(shape)
+    text = str(spec).strip()
+    if text.lower() in READ_SHAPES:
+        return read_count(text.lower(), shape)
+    if "," not in text and len(shape) > 1:
+        raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
+    return _template(text, shape, "read count")
+
+
+def n_slices(shape, count) -> int:
+    """Hyperslabs of `count` needed to tile the array (the last along a dimension may be clipped)."""
+    shape = _shape(shape)
+    count = _count(shape, count)
+    return math.prod(-(-d // n) for d, n in zip(shape, count))
+
+
+def _count(shape, count) -> tuple:
+    try:
+        n = tuple(_int(v) for v in count)
+    except TypeError:
+        raise InputError(f"read count {count!r} must be a list of integers") from None
+    if len(n) != len(shape) or any(v is None or not 1 <= v <= d for v, d in zip(n, shape)):
+        raise InputError(f"read count {_fmt(count)} impossible for shape {_fmt(shape)}: "
+                         "need one count 1..d per dimension")
+    return n
+
+
+def slice_starts(shape, count) -> list:
+    """(start, count) pairs tiling the array with hyperslabs of `count`, in C order of the starts
+    (the thesis's loop: an xy read loops over t, then z). The last hyperslab along a dimension is
+    clipped to the array end, so counts differ from `count` only there.
+
+    InputError past MAX_SLICES hyperslabs (the list is built in memory)."""
+    shape = _shape(shape)
+    count = _count(shape, count)
+    total = n_slices(shape, count)
+    if total > MAX_SLICES:
+        raise InputError(f"read count {_fmt(count)} tiles shape {_fmt(shape)} with {total} hyperslabs "
+                         f"(more than {MAX_SLICES}): read larger hyperslabs")
+    per_dim = [[(s, min(n, d - s)) for s in range(0, d, n)] for d, n in zip(shape, count)]
+    return [(tuple(s for s, _ in combo), tuple(n for _, n in combo)) for combo in itertools.product(*per_dim)]
+
+
+# --- chunk shapes -----------------------------------------------------------------------------------
+
+_NC_TYPES = {1: "i1", 2: "i2", 4: "f4", 8: "f8"}
+
+
+@functools.lru_cache(maxsize=128)
+def _library_default(shape: tuple, itemsize: int, unlimited: bool) -> tuple:
+    import netCDF4
+    if itemsize not in _NC_TYPES:
+        raise InputError(f"item size {itemsize} has no netCDF type: use 1, 2, 4 or 8 bytes")
+    name = f"climio-default-chunks-{uuid.uuid4().hex}.nc"
+    ds = netCDF4.Dataset(name, "w", format="NETCDF4", diskless=True, persist=False)
+    try:
+        dims = []
+        for i, d in enumerate(shape):
+            dims.append(f"d{i}")
+            ds.createDimension(dims[-1], None if (unlimited and i == 0) else d)
+        # contiguous=False alone leaves a fixed-size variable contiguous in netCDF-C >= 4.7 (it calls
+        # no nc_def_var_chunking); a filter makes the library pick its default chunk shape, which
+        # does not depend on the filter. Nothing is written: the dataset lives in memory.
+        var = ds.createVariable("v", _NC_TYPES[itemsize], dims, zlib=True, complevel=1, contiguous=False)
+        got = var.chunking()
+    finally:
+        ds.close()
+    if got == "contiguous":
+        raise InputError(f"the netCDF library chose no chunks for shape {_fmt(shape)}")
+    return tuple(int(c) for c in got)
+
+
+def library_default_chunks(shape, itemsize, unlimited=False) -> list:
+    """The chunk shape the installed netCDF-C library picks when chunking is left to it (as for
+    the thesis's 'default' files); the first dimension unlimited if `unlimited`. Cached."""
+    return list(_library_default(_shape(shape), _itemsize(itemsize), bool(unlimited)))
+
+
+def _balanced_counts(shape, n_chunks) -> list:
+    """Real chunk counts per dimension at the minimax level (see balanced_chunks)."""
+    rank = len(shape)
+    lead, (Y, X) = shape[:-2], shape[-2:]
+
+    def counts(level):
+        n = [min(max(level, 1.0), d) for d in lead]
+        per_map = min(max(level, 1.0), Y * X)
+        ny = nx = math.sqrt(per_map)
+        if ny > Y:
+            ny, nx = Y, per_map / Y
+        elif nx > X:
+            ny, nx = per_map / X, X
+        return n + [ny, nx]
+
+    assert rank >= 2
+    lo, hi = 0.0, math.log(max(list(lead) + [Y * X]))
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if math.prod(counts(math.exp(mid))) < n_chunks:
+            lo = mid
+        else:
+            hi = mid
+    return counts(math.exp(hi))
+
+
+def _worst_cost(shape, chunks) -> int:
+    """Most chunks any balanced access touches: a 1-D series along a leading dimension, or the map."""
+    n = [-(-d // c) for d, c in zip(shape, chunks)]
+    return max(n[:-2] + [n[-2] * n[-1]])
+
+
+def balanced_chunks(shape, itemsize, chunk_bytes=4 * 2**20) -> list:
+    """Russ Rew's "balanced" chunk shape (Unidata blog, 2013), generalised to N dimensions.
+
+    Rew balances two accesses of a [t, y, x] variable: a 1-D time series at one point and a 2-D
+    map at one time. Counting, per dimension, n_i = ceil(d_i / c_i) chunks, the series touches n_t
+    chunks and the map n_y * n_x. Here every dimension before the last two is a series dimension
+    (t, z, ...) and the last two are the map:
+
+      1. Aim at chunks of V = chunk_bytes / itemsize values, i.e. P = prod(d) / V chunks in all.
+      2. Pick the real counts that minimise the worst access cost max(n_t, n_z, ..., n_y * n_x)
+         subject to prod(n) = P and 1 <= n_i <= d_i: a common level K for every series dimension
+         and for the map (clipped to the dimension where a dimension is too short), the map's K
+         split evenly between y and x (n_y = n_x = sqrt(K), so 1-D series along y and along x
+         cost the same, sqrt(K) <= K). K is found by bisection on prod(n(K)) = P.
+      3. Round: per dimension try the two integer counts around n_i, each with the smallest chunk
+         extent giving that count, c_i = ceil(d_i / n_i) (so edge chunks waste as little as
+         possible); keep the combination with the smallest |log(size / V)| + |log(worst / K)|,
+         i.e. off by the smallest product of factors in size and in balance.
+      4. If rounding left the size off by more than a factor 2 (short dimensions), re-fit the
+         longest chunk dimensions to V.
+
+    A 1-D variable gets one run of V values; a variable no larger than V is one chunk. The result
+    satisfies 1 <= c_i <= d_i, and its size is within a factor 2 of chunk_bytes when the variable
+    is larger than that.
+    """
+    shape = _shape(shape)
+    itemsize = _itemsize(itemsize)
+    target = max(1.0, float(chunk_bytes) / itemsize)
+    total = math.prod(shape)
+    if total <= target:
+        return list(shape)
+    if len(shape) == 1:
+        return [min(shape[0], max(1, round(target)))]
+    real = _balanced_counts(shape, total / target)
+    options = []
+    for n, d in zip(real, shape):
+        ks = {min(max(math.floor(n), 1), d), min(max(math.ceil(n), 1), d)}
+        options.append(sorted({-(-d // k) for k in ks}))
+    level = max(real[:-2] + [real[-2] * real[-1]])
+
+    def score(c):  # how far off, as log factors: size from V plus worst cost from the ideal level
+        return (abs(math.log(math.prod(c) / target)) + abs(math.log(_worst_cost(shape, c) / level)),
+                _worst_cost(shape, c), c)
+
+    best = min(itertools.product(*options), key=score)
+    chunks = list(best)
+    for j in sorted(range(len(shape)), key=lambda i: -chunks[i]):
+        size = math.prod(chunks)
+        if target / 2 <= size <= target * 2:
+            break
+        others = size // chunks[j]
+        chunks[j] = min(shape[j], max(1, round(target / others)))
+    return chunks
+
+
+def named_chunk_shapes(shape, itemsize) -> dict:
+    """The thesis's chunk shapes (section 4.1.1) for a [T,Z,Y,X] variable, plus the library default
+    and the balanced shape; None is contiguous.
+
+    C: [1,1,n,n] with n the largest tile of which four fit the 64 KB (64000 B) stripe,
+    4*n*n*itemsize <= 64000 (44 for float64: 15.5 KB); D: one larger (45 for float64: 16.2 KB,
+    four exceed the stripe). The thesis wrote C as [1,1,43,43]; the rule gives 44. Tiles are
+    clipped to Y and X."""
+    t, z, y, x = _need_4d(shape, "the named chunk shapes")
+    itemsize = _itemsize(itemsize)
+    n = max(1, math.isqrt(STRIPE_BYTES // (4 * itemsize)))
+    m = n + 1
+    return {
+        "A": None,
+        "B": [-(-d // 10) for d in (t, z, y, x)],
+        "C": [1, 1, min(n, y), min(n, x)],
+        "D": [1, 1, min(m, y), min(m, x)],
+        "E": [1, 1, y, x],
+        "F": [t, 1, 1, x],
+        "G": [t, 1, y, x],
+        "default": library_default_chunks((t, z, y, x), itemsize),
+        "balanced": balanced_chunks((t, z, y, x), itemsize),
+    }
+
+
+def format_chunks(chunks) -> str:
+    """'contiguous' or '[1,1,45,45]'."""
+    if chunks is None or chunks == "contiguous":
+        return "contiguous"
+    if isinstance(chunks, str):
+        return chunks
+    return _fmt(chunks)
+
+
+def _split_top(text, seps) -> list:
+    """Split on any of `seps` outside brackets."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch in seps and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [s.strip() for s in out]
+
+
+def _is_bare_shape(piece, rank) -> bool:
+    items = [s.strip() for s in piece.split(",")]
+    return len(items) == rank and all(re.fullmatch(r"\d+|[TZYXtzyx]", s) for s in items) \
+        and any(s.isdigit() for s in items)
+
+
+def parse_chunk_spec(text, shape, itemsize) -> list:
+    """User --chunks -> [(label, chunks)], chunks None for contiguous.
+
+    Items separated by commas or semicolons: a letter A..G (thesis section 4.1.1, 4-D only),
+    `default`, `balanced`, `contiguous` (= A), or a shape in brackets `[10,1,20,40]` (letters
+    T,Z,Y,X mean the whole dimension), labelled custom, custom2, ... A bare `10,1,20,40` (with no
+    other items, or between semicolons) is one shape too. Repeated items are kept once."""
+    shape = _shape(shape)
+    itemsize = _itemsize(itemsize)
+    src = str(text).strip()
+    items = []
+    for piece in _split_top(src, ";"):
+        if _is_bare_shape(piece, len(shape)):
+            items.append("[" + piece + "]")
+        else:
+            items.extend(_split_top(piece, ","))
+    items = [s for s in items if s]
+    if not items:
+        raise InputError(f"no chunk shapes in '{text}': use e.g. A,E,F,default,[10,1,20,40]")
+    named = None
+    out, seen, customs = [], set(), []
+    for item in items:
+        key = item.upper() if len(item) == 1 else item.lower()
+        if item.startswith("["):
+            if not item.endswith("]"):
+                raise InputError(f"malformed chunk shape '{item}' in '{text}': use e.g. [10,1,20,40]")
+            chunks = list(_template(item, shape, "chunk shape", check_range=False))
+            if chunks in customs:
+                continue
+            customs.append(chunks)
+            label = "custom" if len(customs) == 1 else f"custom{len(customs)}"
+        elif key in ("contiguous", "A"):
+            label, chunks = "A", None
+        elif key == "default":
+            label, chunks = key, library_default_chunks(shape, itemsize)
+        elif key == "balanced":
+            label, chunks = key, balanced_chunks(shape, itemsize)
+        elif key in CHUNK_LABELS:
+            if named is None:
+                named = named_chunk_shapes(_need_4d(shape, f"chunk shape {key}"), itemsize)
+            label, chunks = key, named[key]
+        elif re.fullmatch(r"\d+", item):
+            raise InputError(f"chunk item '{item}' in '{text}' is not a label: write a chunk shape in "
+                             "brackets, e.g. [10,1,20,40]")
+        else:
+            raise InputError(f"unknown chunk shape '{item}' in '{text}': use A-G, default, balanced, "
+                             "contiguous or [t,z,y,x]")
+        if label in seen:
+            continue
+        seen.add(label)
+        validate_chunks(shape, chunks)
+        out.append((label, chunks))
+    return out

@@ -1,0 +1,168 @@
+"""The chunking study on small real files: layouts as asked, bytes as written, honest records."""
+
+import math
+
+import netCDF4
+import numpy as np
+import pytest
+
+from climio import layout
+from climio.bench import chunking as ck
+from climio.data.fields import values_4d
+from climio.patterns import StreamChecksum
+from climio.records import read_records
+from conftest import run_cli
+
+SHAPE = [8, 3, 20, 30]   # small, and 20 / 30 are not multiples of the tile chunks: uneven edges
+
+
+class ListWriter:
+    def __init__(self):
+        self.records = []
+
+    def write(self, rec):
+        self.records.append(rec)
+
+
+def small_grid(**kw):
+    args = dict(shape=",".join(map(str, SHAPE)), chunks="A,B,C,E,F,G,default,balanced,[3,2,7,11]",
+                reads="xy,xt,xyt", compression="none,deflate4+shuffle,bitround10+deflate1",
+                compress_chunks="B,F,custom", caches="default,fit", reps=1, budget_s=0)
+    args.update(kw)
+    return ck.build_grid(**args)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    grid = small_grid()
+    d = tmp_path_factory.mktemp("layouts")
+    ck.write_layouts(grid, d)
+    return grid, d
+
+
+def test_every_chunk_shape_is_applied_as_asked(written):
+    grid, _ = written
+    assert {lay.label for lay in grid.layouts} >= {"A", "B", "C", "E", "F", "G", "default", "balanced", "custom"}
+    for lay in grid.layouts:
+        with netCDF4.Dataset(lay.path) as ds:
+            v = ds.variables["ta"]
+            got = v.chunking()
+            assert got == ("contiguous" if lay.chunks is None else list(lay.chunks)), lay.label
+            filters = v.filters()
+            assert bool(filters["zlib"]) == (lay.compression.codec == "zlib"), lay.name
+            assert bool(filters["shuffle"]) == lay.compression.shuffle
+
+
+def expected_checksum(lay, grid, slices):
+    """What a correct read delivers: the generator's values, or for lossy settings the stored ones."""
+    c = StreamChecksum()
+    if lay.compression.quantize:
+        with netCDF4.Dataset(lay.path) as ds:
+            full = ds.variables["ta"][:]
+    else:
+        full = values_4d(grid.shape, seed=grid.seed, dtype=grid.dtype)
+    for s, n in slices:
+        c.update(np.ascontiguousarray(full[tuple(slice(a, a + b) for a, b in zip(s, n))]))
+    return c.hexdigest()
+
+
+@pytest.mark.parametrize("layer", ["netcdf4-python", "h5py", "c-netcdf"])
+def test_data_read_equals_data_written(written, tmp_path, layer):
+    grid, _ = written
+    for lay in grid.layouts:
+        for name, count in grid.reads:
+            slices, _ = ck.plan_slices(grid.shape, count, 0, 1)
+            sfile = tmp_path / "s.txt"
+            sfile.write_text("".join(" ".join(map(str, (*s, *c))) + "\n" for s, c in slices))
+            recs = []
+            from climio.measure import stream_records
+            cmd = ck.layer_command(layer, lay.path, str(sfile), grid, "default", "") + ["--verify"]
+            stream_records(cmd, recs.append)
+            assert len(recs) == 1 and recs[0]["status"] == "ok", recs
+            m = recs[0]["metrics"]
+            assert m["slices_read"] == len(slices)
+            assert m["bytes"] == len(slices) * math.prod(count) * 8
+            assert m["checksum"] == expected_checksum(lay, grid, slices), (layer, lay.name, name)
+
+
+def test_quantization_error_is_bounded(written):
+    grid, _ = written
+    lay = next(l for l in grid.layouts if l.compression.quantize)
+    with netCDF4.Dataset(lay.path) as ds:
+        stored = ds.variables["ta"][:]
+    orig = values_4d(grid.shape, seed=grid.seed, dtype=grid.dtype)
+    rel = np.abs(stored - orig) / np.maximum(np.abs(orig), 1e-300)
+    assert 0 < rel.max() <= 2.0 ** -10   # BitRound keeps 10 significant bits
+    assert not np.array_equal(stored, orig)
+
+
+def test_records_carry_geometry_ratio_and_cache(tmp_path):
+    grid = small_grid(chunks="A,F,[3,2,7,11]", compression="none,deflate4+shuffle", compress_chunks="F", reps=1)
+    w = ListWriter()
+    ck.run_grid(grid, tmp_path, w, "pid")
+    recs = w.records
+    assert recs and all(r["status"] == "ok" for r in recs)
+    itemsize = 8
+    for r in recs:
+        p, m = r["params"], r["metrics"]
+        assert p["chunk_label"] in ("A", "F", "custom") and p["read_shape"] in ("xy", "xt", "xyt")
+        lay = next(l for l in grid.layouts if l.label == p["chunk_label"] and l.compression.label == p["compression"])
+        stored = ck.stored_bytes(lay.path)
+        assert m["compression_ratio"] == pytest.approx(math.prod(SHAPE) * itemsize / stored)
+        if p["compression"] == "none" and p["chunk_label"] in ("A", "F"):
+            assert m["compression_ratio"] == pytest.approx(1.0)   # shapes divide evenly: no padding
+        if p["compression"] == "none" and p["chunk_label"] == "custom":
+            assert m["compression_ratio"] < 1.0                   # padded edge chunks cost space
+        if p["compression"] != "none":
+            assert m["compression_ratio"] > 1.05
+        if p["chunk_label"] == "A":
+            assert p["cache_setting"] == "default" and "chunks_touched_per_slice" not in m
+        else:
+            count = p["read_count"]
+            start = [0, 0, 0, 0]
+            assert m["chunks_touched_per_slice"] >= 1
+            if p["chunk_label"] == "F" and p["read_shape"] == "xt":
+                assert m["chunks_touched_per_slice"] == 1 and m["bytes_decoded_per_byte"] == 1
+            if p["chunk_label"] == "F" and p["read_shape"] == "xy":
+                assert m["bytes_decoded_per_byte"] == pytest.approx(SHAPE[0])
+            assert layout.chunks_touched(SHAPE, lay.chunks, start, count) >= 1
+        if p["cache_setting"] == "fit":
+            need = m["max_chunks_touched"] if "max_chunks_touched" in m else None
+            assert p["chunk_cache"]["size"] >= layout.chunk_bytes(lay.chunks, itemsize) * (need or 1)
+        assert r["cache"]["state"] == "cold"
+    settings = {(r["params"]["chunk_label"], r["params"]["cache_setting"]) for r in recs}
+    assert ("F", "fit") in settings and ("F", "default") in settings and ("A", "fit") not in settings
+
+
+def test_codec_the_c_build_lacks_is_recorded_unavailable(tmp_path):
+    grid = small_grid(chunks="E", reads="xy", compression="zstd3", compress_chunks="E", layers="c-netcdf",
+                      caches="default")
+    w = ListWriter()
+    ck.run_grid(grid, tmp_path, w, "")
+    assert len(w.records) == 1
+    r = w.records[0]
+    assert r["status"] == "error" and r["params"]["unavailable"] and "zstd3" in r["metrics"]["error"]
+
+
+@pytest.mark.parametrize("args,code,needle", [
+    (["--shape", "8,3,20,30", "--chunks", "[9,1,1,30]"], 2, "exceeds"),
+    (["--shape", "8,3,20,30", "--read", "zt"], 2, "zt"),
+    (["--shape", "8,3,20,30", "--compression", "lz4"], 2, "lz4"),
+    (["--shape", "8,3,20"], 2, "T,Z,Y,X"),
+    (["--source", "/nonexistent.nc:ta"], 3, "nonexistent"),
+])
+def test_bad_specs_one_line(tmp_path, args, code, needle):
+    out = run_cli("bench", "chunking", *args, "--out", tmp_path / "r")
+    lines = [l for l in out.stderr.splitlines() if l.strip()]
+    assert out.returncode == code and len(lines) == 1 and needle in lines[0], out.stderr
+
+
+def test_cli_quick_end_to_end(tmp_path):
+    out = run_cli("bench", "chunking", "--quick", "--layers", "netcdf4-python,h5py", "--out", tmp_path / "run",
+                  timeout=300)
+    assert out.returncode == 0, out.stderr
+    recs = read_records(tmp_path / "run")
+    assert {r["params"]["layer"] for r in recs} == {"netcdf4-python", "h5py"}
+    assert {r["params"]["chunk_label"] for r in recs} == {"A", "E", "F", "default"}
+    assert all(r["study"] == "chunking" for r in recs)
+    assert "chunking" in (tmp_path / "run" / "report.html").read_text()
