@@ -319,3 +319,13 @@ def test_parse_chunks():
     for bad in ("", "1,1,180", "1,1,180,360,2", "[1,1,a,2]", "chunky", "1;1;1;1", "-1,1,1,1"):
         with pytest.raises(InputError):
             parse_chunks(bad)
+
+
+def test_default_chunks_without_compression_are_chunked(tmp_path):
+    """netCDF4-python writes a filter-less variable without chunk sizes as contiguous;
+    'default' must still give the library's chunk shape."""
+    from climio.layout import library_default_chunks
+    path = tmp_path / "d.nc"
+    write_4d(path, [40, 4, 90, 180], chunks="default")
+    with netCDF4.Dataset(path) as ds:
+        assert ds.variables["ta"].chunking() == list(library_default_chunks([40, 4, 90, 180], 8))

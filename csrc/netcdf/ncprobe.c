@@ -1,6 +1,5 @@
 #include "ncprobe.h"
 
-#include <netcdf.h>
 #include <stdio.h>
 
 #include "fail.h"
@@ -28,6 +27,12 @@ void ncprobe_print_version(void)
     jsonl_str(&j, "netcdf_c", nc_inq_libvers());
     jsonl_emit(&j, stdout);
     jsonl_free(&j);
+}
+
+void ncprobe_type_name(int ncid, nc_type type, char out[NC_MAX_NAME + 1])
+{
+    if (nc_inq_type(ncid, type, out, NULL) != NC_NOERR)
+        snprintf(out, NC_MAX_NAME + 1, "%d", (int)type);
 }
 
 int ncprobe_open(const char *path, const char *var, int *ncid, int *varid, char *err, size_t errlen)

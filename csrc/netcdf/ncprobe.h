@@ -3,6 +3,7 @@
 #ifndef CLIMIO_NCPROBE_H
 #define CLIMIO_NCPROBE_H
 
+#include <netcdf.h>
 #include <stddef.h>
 
 /* nc_strerror(status) into err; returns -1. */
@@ -13,6 +14,9 @@ const char *ncprobe_library(void);
 
 /* --version: {"netcdf_c": nc_inq_libvers()} on stdout. */
 void ncprobe_print_version(void);
+
+/* The name of `type` ("double", "int", a user type's name) or its number. */
+void ncprobe_type_name(int ncid, nc_type type, char out[NC_MAX_NAME + 1]);
 
 /* nc_open(NC_NOWRITE) + nc_inq_varid, for one repetition: 0, or -1 with the nc_strerror
  * text in err (nothing left open). */

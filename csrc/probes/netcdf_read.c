@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "fail.h"
-#include "jsonl.h"
+#include "ncprobe.h"
 #include "series.h"
 
 #define PROGRAM "climio-probe-netcdf"
@@ -19,24 +19,10 @@ struct nc_reader {
     int ncid, varid;
 };
 
-static int nc_fail(int status, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "%s", nc_strerror(status));
-    return -1;
-}
-
 static int ncr_open(struct reader *r, const char *path, char *err, size_t errlen)
 {
     struct nc_reader *p = r->impl;
-    int status = nc_open(path, NC_NOWRITE, &p->ncid);
-    if (status != NC_NOERR)
-        return nc_fail(status, err, errlen);
-    status = nc_inq_varid(p->ncid, p->var, &p->varid);
-    if (status != NC_NOERR) {
-        nc_close(p->ncid);
-        return nc_fail(status, err, errlen);
-    }
-    return 0;
+    return ncprobe_open(path, p->var, &p->ncid, &p->varid, err, errlen);
 }
 
 static int ncr_read_at(struct reader *r, uint64_t off, uint64_t len, void *buf, uint64_t cap,
@@ -47,7 +33,7 @@ static int ncr_read_at(struct reader *r, uint64_t off, uint64_t len, void *buf, 
     (void)cap;
     int status = nc_get_vara_double(p->ncid, p->varid, &start, &count, buf);
     if (status != NC_NOERR)
-        return nc_fail(status, err, errlen);
+        return ncprobe_error(status, err, errlen);
     *got = (uint64_t)count * ITEMSIZE;
     return 0;
 }
@@ -65,18 +51,13 @@ static uint64_t variable_bytes(const char *path, const char *var)
     nc_type type;
     size_t n;
     char type_name[NC_MAX_NAME + 1] = "?";
-    int status = nc_open(path, NC_NOWRITE, &ncid);
-    if (status != NC_NOERR)
-        fail("cannot open %s as netCDF: %s", path, nc_strerror(status));
-    if (nc_inq_varid(ncid, var, &varid) != NC_NOERR) {
-        nc_close(ncid);
-        fail("no variable '%s' in %s", var, path);
-    }
+    int status;
+    ncprobe_open_or_fail(path, var, &ncid, &varid);
     status = nc_inq_varndims(ncid, varid, &ndims);
     if (status == NC_NOERR)
         status = nc_inq_vartype(ncid, varid, &type);
-    if (status == NC_NOERR && nc_inq_type(ncid, type, type_name, NULL) != NC_NOERR)
-        snprintf(type_name, sizeof type_name, "%d", (int)type);
+    if (status == NC_NOERR)
+        ncprobe_type_name(ncid, type, type_name);
     if (status == NC_NOERR && ndims == 1)
         status = nc_inq_vardimid(ncid, varid, &dimid);
     if (status == NC_NOERR && ndims == 1)
@@ -90,34 +71,22 @@ static uint64_t variable_bytes(const char *path, const char *var)
     return (uint64_t)n * ITEMSIZE;
 }
 
-static void print_version(void)
-{
-    struct jsonl j;
-    jsonl_init(&j);
-    jsonl_begin(&j, NULL);
-    jsonl_str(&j, "netcdf_c", nc_inq_libvers());
-    jsonl_emit(&j, stdout);
-    jsonl_free(&j);
-}
-
 int main(int argc, char **argv)
 {
     struct probe_args a;
-    char library[256];
 
     fail_set_program(PROGRAM);
-    args_parse(argc, argv, ARGS_NETCDF_OPTIONS, &a);
+    args_parse(argc, argv, ARGS_PLAN_OPTIONS | ARGS_NETCDF_OPTIONS, &a);
     if (a.version) {
-        print_version();
+        ncprobe_print_version();
         return 0;
     }
-    snprintf(library, sizeof library, "netCDF-C %s", nc_inq_libvers());
 
     struct nc_reader impl = {.var = a.var, .ncid = -1, .varid = -1};
     struct reader r = {
         .layer = "c-netcdf",
         .api = "nc_get_vara_double",
-        .library = library,
+        .library = ncprobe_library(),
         .variable = a.var,
         .odirect = 0,
         .file_bytes = variable_bytes(a.file, a.var),

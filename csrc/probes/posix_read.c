@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     struct stat st;
 
     fail_set_program(PROGRAM);
-    args_parse(argc, argv, ARGS_POSIX_OPTIONS, &a);
+    args_parse(argc, argv, ARGS_PLAN_OPTIONS | ARGS_POSIX_OPTIONS, &a);
     if (a.version) {
         printf("{\"probe\":\"posix\"}\n");
         return 0;

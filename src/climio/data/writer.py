@@ -17,6 +17,7 @@ import numpy as np
 from .. import __version__
 from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
+from ..layout import library_default_chunks
 from ..units import format_size
 from . import fields
 from .chunks import chunk_bytes, validate_chunks
@@ -197,6 +198,10 @@ def plan_4d(shape, chunks=None, dtype="f8", deflate=0, max_block_bytes=DEFAULT_B
     if isinstance(deflate, bool) or not (isinstance(deflate, (int, np.integer)) and 0 <= deflate <= 9):
         raise InputError(f"deflate level {deflate!r} must be an integer 0..9")
     contiguous, chunk = resolve_layout(shape, chunks, deflate)
+    if not contiguous and chunk is None:
+        # Ask for the library's choice explicitly: netCDF4-python writes a filter-less variable
+        # without chunk sizes as contiguous.
+        chunk = list(library_default_chunks(shape, dt.itemsize))
     if chunk is not None:
         _check_chunk_fits(chunk, dt.itemsize, _check_block(max_block_bytes))
     # Edge chunks are stored whole, so a chunk shape that does not divide the array adds bytes.

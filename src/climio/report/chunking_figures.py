@@ -9,6 +9,7 @@ of records. Each returns None when there is nothing to draw.
 """
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from matplotlib.cm import ScalarMappable
@@ -16,6 +17,7 @@ from matplotlib.colors import LogNorm, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .figures import to_png
 
@@ -59,6 +61,29 @@ class Bar:
 class BarPanel:
     title: str
     bars: list
+
+
+def _tick(v, _pos=None) -> str:
+    if v >= 10:
+        return f"{v:.0f}"
+    return f"{v:g}" if v >= 1 else f"{v:.2g}"
+
+
+def wrap(text, width_in, fontsize) -> str:
+    """Break `text` at '+', ', ' or spaces so that each line fits `width_in` inches at `fontsize`."""
+    per_line = max(8, int(width_in / (fontsize * 0.0075)))
+    if len(text) <= per_line:
+        return text
+    tokens = re.findall(r"[^+ ,]+(?:\+|, |,| |$)", text)
+    lines, cur = [], ""
+    for t in tokens:
+        if cur and len(cur) + len(t.rstrip()) > per_line:
+            lines.append(cur.rstrip())
+            cur = ""
+        cur += t
+    if cur:
+        lines.append(cur.rstrip())
+    return "\n".join(lines)
 
 
 def _luminance(rgb) -> float:
