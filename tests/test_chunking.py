@@ -27,7 +27,7 @@ class ListWriter:
 def small_grid(**kw):
     args = dict(shape=",".join(map(str, SHAPE)), chunks="A,B,C,E,F,G,default,balanced,[3,2,7,11]",
                 reads="xy,xt,xyt", compression="none,deflate4+shuffle,bitround10+deflate1",
-                compress_chunks="B,F,custom", caches="default,fit", reps=1, budget_s=0)
+                compress_chunks="B,F,custom", caches="default,fit", reps=1, budget_s=0, sample=0)
     args.update(kw)
     return ck.build_grid(**args)
 

@@ -125,6 +125,8 @@ def test_cell_annotation_partial_and_dnf():
     one_slice = 32 * 64 * 8 / 5.0 / 1e6
     assert ch.cell_rate(z) == Bounded(pytest.approx(one_slice), "<")
     assert ch.cell_annotation(z) == f"< {one_slice:.3g}"
+    text = ch.chunking_section([crec("F", "xy", status="dnf", slices_read=0)], {})
+    assert f"&lt; {one_slice:.3g} MB/s" in text and "&lt; 0 MB/s" not in text
 
 
 def test_cells_are_the_five_parameters_and_ordered():
@@ -148,7 +150,7 @@ def test_best_and_worst_chunk_shape():
     assert xt["best"] == "F" and xt["best_vs_A"].value == pytest.approx(48.0) and xt["best_effect"] == "48× faster"
     assert xt["worst"] == "E" and xt["worst_effect"] == "25% faster"   # every chunked shape beats A here
     assert xyt["best"] == "E" and xyt["best_effect"] == "2× faster"
-    assert xyt["worst"] == "B" and xyt["worst_effect"] == "3.3× slower"
+    assert xyt["worst"] == "B" and xyt["worst_effect"] == "3.33× slower"
 
 
 def test_worst_notes_a_dnf_that_may_be_slower():
@@ -316,10 +318,17 @@ def test_render_report_with_chunking_and_read_stack(tmp_path):
     # read-stack: rate + wall/CPU; chunking: heat map, wall/CPU, cache ratio, compression (default cache only).
     assert len(pngs) == 2 + 4 and all(p.startswith(PNG_MAGIC) and len(p) > 10_000 for p in pngs)
     assert "could not be drawn" not in text
-    plain = _html.unescape(re.sub(r"<[^>]+>", " ", text))
+    plain = re.sub(r"\s+", " ", _html.unescape(re.sub(r"<[^>]+>", " ", text)))
     assert "48× faster" in plain and "> 57× slower" in plain
     assert "unavailable: zstd3" in plain
-    assert plain.count("reproduced") >= 3 and "Reproduction of the thesis's findings" in plain
+    assert "Reproduction of the thesis's findings" in plain
+    # a, b, c over every deflate setting and c for each of the three: all reproduced (c with a dnf bound).
+    assert text.count('<span class="prof prof-flat">reproduced</span>') == 6
+    assert "not reproduced" not in plain
+    d1 = next(c for c in ch.reproduction_checks(recs) if c["compression"] == "deflate1")
+    # none / deflate1 over the default-chunk cells: xy and xyt 1 / (0.3 x 1.05), xt 4 / (< 1.5): a lower bound.
+    assert d1["bound_kind"] == ">" and d1["ratio"] == pytest.approx(((1 / 0.315) ** 2 * (4 / 1.5)) ** (1 / 3))
+    assert f"> {ch.factor_text(d1['ratio'])}" in plain
     # The configuration table: every cell, with geometry columns.
     assert "bytes decoded per byte delivered" in plain and "E [1,1,32,64]" in plain
     assert len(re.findall(r'<tr class="dnf">', text)) == 1 + 1 + 3  # xy-F default, xy-F fit, 3 compressed xt

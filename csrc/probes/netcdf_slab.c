@@ -192,11 +192,11 @@ static void read_slices(struct slab_probe *s, const char *file)
         if (line[0] == '#')
             continue;
         size_t n = 0;
-        char *save = NULL, what[64];
+        char *save = NULL, what[512];
         for (char *tok = strtok_r(line, " \t\r\n\v\f", &save); tok;
              tok = strtok_r(NULL, " \t\r\n\v\f", &save)) {
             if (n < want) {
-                snprintf(what, sizeof what, "value %zu on line %zu", n + 1, lineno);
+                snprintf(what, sizeof what, "value %zu on line %zu of %s", n + 1, lineno, file);
                 v[n] = (size_t)args_u64(tok, what);
             }
             n++;

@@ -117,7 +117,7 @@ def chunking_cmd(
     caches: Optional[str] = typer.Option(None, help="Chunk-cache settings: default (the library's) and/or fit (sized to hold every chunk one read touches)."),
     reps: Optional[int] = typer.Option(None, min=1, help="Cold repetitions per cell (default 3)."),
     budget: Optional[float] = typer.Option(None, min=0, help="Seconds per repetition; a cell cut short reads a sample, one that reads almost nothing is did-not-finish."),
-    sample: int = typer.Option(0, min=0, help="Read a random sample of this many slices per cell (in file order); 0 = all."),
+    sample: Optional[int] = typer.Option(None, min=0, help="Read a random sample of this many slices per cell, in file order (default 48; 0 = all slices)."),
     dtype: str = typer.Option("f8", help="Type of the generated variable: f4 or f8."),
     source: Optional[str] = typer.Option(None, help="Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type)."),
     data_dir: Optional[Path] = typer.Option(None, help="Keep the layout files here (default: a temporary directory, removed afterwards)."),

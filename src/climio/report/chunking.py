@@ -19,7 +19,7 @@ import numpy as np
 
 from ..units import format_size
 from . import chunking_figures as cf
-from .html import CONFIG_HEADERS, bound_num, config_cells, e, figure, num, plural, section, table
+from .html import CONFIG_HEADERS, bound_num, config_cells, dnf_text, e, figure, num, plural, section, table
 from .summary import CPU, RATE, WALL, config_row, describe, group_configs, layer_sort_key
 
 STUDY = "chunking"
@@ -69,10 +69,10 @@ def geomean(terms):
 
 
 def factor_text(v) -> str:
-    """48 -> "48", 2.46 -> "2.5", 0.453 -> "0.45"."""
+    """48.2 -> "48", 2.463 -> "2.46", 1.04 -> "1.04", 0.4531 -> "0.453"."""
     if v is None or not math.isfinite(v):
         return "—"
-    return f"{v:.0f}" if abs(v) >= 10 else f"{v:.2g}"
+    return f"{v:.0f}" if abs(v) >= 10 else f"{v:.3g}"
 
 
 def bounded_text(b, prefix="") -> str:
@@ -213,7 +213,9 @@ def heat_cell(cfg):
 
 
 def _rate_text(b) -> str:
-    return "—" if b is None else f"{'< ' if b.kind == '<' else ''}{num(b.value)} MB/s"
+    if b is None:
+        return "—"
+    return dnf_text(b.value) if b.kind == "<" else f"{num(b.value)} MB/s"
 
 
 # --- tables -----------------------------------------------------------------------------------------
@@ -449,7 +451,7 @@ def rate_panel(cells, title, layer, comp, cache, chunks) -> cf.HeatPanel:
 def ratio_panel(cells, ratios, layer, comp) -> cf.HeatPanel:
     mine = [r for r in ratios if r["layer"] == layer and r["compression"] == comp]
     chunks = _ordered([r["chunk_label"] for r in mine], cells.chunks)
-    p = cf.HeatPanel(f"{layer}, compression {comp}", list(cells.reads),
+    p = cf.HeatPanel(f"compression {comp}", list(cells.reads),
                      [(ch, f"{ch}\n{cells.chunk_shape_text(ch)}") for ch in chunks])
     for r in mine:
         q = r["ratio"]
@@ -464,12 +466,16 @@ def ratio_panel(cells, ratios, layer, comp) -> cf.HeatPanel:
 
 
 def bar_panels(cells, layer, cache) -> list:
+    """Fig 4.4 for one layer and chunk cache, no compression: per read shape, wall and CPU time per
+    read (one slice) of every chunk shape the layer measured (empty slots keep panels aligned)."""
+    chunks = _ordered([k[4] for k, _ in cells.select(layer=layer, compression=NONE)], cells.chunks)
     panels = []
     for read in cells.reads:
         bars = []
-        for ch in cells.chunks:
+        for ch in chunks:
             c = cells.get(layer, NONE, cache, read, ch)
             if c is None:
+                bars.append(cf.Bar(ch))
                 continue
             per = lambda r, m: (r["metrics"].get(m) or 0) / max(1, r["metrics"].get("slices_read") or r["metrics"].get("ops") or 1)
             wall = describe(per(r, WALL) for r in c.ok)
@@ -504,8 +510,10 @@ def _read_table(cells) -> str:
     for read in cells.reads:
         cnt = cells.param("read_count", read_shape=read)
         total = cells.param("slices_total", read_shape=read)
-        nbytes = (format_size(math.prod(cnt) * np.dtype(dtype).itemsize)
-                  if isinstance(cnt, list) and dtype else "—")
+        try:
+            nbytes = format_size(math.prod(cnt) * np.dtype(dtype).itemsize) if isinstance(cnt, list) and dtype else "—"
+        except TypeError:
+            nbytes = "—"
         rows.append([read, "[" + ",".join(map(str, cnt)) + "]" if isinstance(cnt, list) else "—", nbytes,
                      total if total is not None else "—"])
     return table(["read shape", "count per read [t,z,y,x]", "bytes per read", "reads per pass"], rows)
@@ -582,6 +590,8 @@ def _config_table(cells) -> str:
         if limited:
             sample += f"; time-limited: {min(x or 0 for x in limited)} of {c.params.get('slices_total', '?')} read"
         row = config_row(c)
+        if c.dnf:
+            row["dnf_bound"] = dnf_bound(c)
         cells_html = [e(layer), e(comp), e(cache_txt), e(read), e(f"{chunk} {cells.chunk_shape_text(chunk)}"),
                       *config_cells(row), e(num(touched) if touched is not None else "—"),
                       e(num(bdpb) if bdpb is not None else "—"), e(sample)]
@@ -624,6 +634,8 @@ def chunking_section(records, ctx) -> str:
 
     # 1. Heat maps, no compression (Fig 4.3).
     parts.append("<h3>Read rate by read shape and chunk shape, no compression</h3>")
+    if not cells.select(compression=NONE):
+        parts.append("<p>No uncompressed cells in these records.</p>")
     for layer in cells.layers:
         chunks = _ordered([k[4] for k, _ in cells.select(layer=layer, compression=NONE)], cells.chunks)
         panels = [rate_panel(cells, f"{layer}, chunk cache {cache}", layer, NONE, cache, chunks)

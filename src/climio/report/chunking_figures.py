@@ -104,70 +104,83 @@ def _norm(panels, kind, vrange):
 
 
 def heatmaps(panels, title, cbar_label, kind="rate", per_row=None, vrange=None, footnote=""):
-    """Panels of annotated cells; one shared log colour scale (`vrange` = (lo, hi) fixes it so
+    """Panels of annotated cells, laid out in lines of at most ~14.5 in (or `per_row` panels); one shared log colour scale (`vrange` = (lo, hi) fixes it so
     several figures compare). kind "rate": viridis, dnf white; kind "ratio": red (< 1) to blue
-    (> 1) centred on 1."""
+    (> 1) centred on 1. Sizes are laid out in inches so cells keep their size whatever the grid."""
     panels = [p for p in panels if not p.empty]
     if not panels:
         return None
     cmap = RATIO_CMAP if kind == "ratio" else RATE_CMAP
-    norm = _norm(panels, kind, vrange)
-    sm = ScalarMappable(norm=norm, cmap=cmap)
+    sm = ScalarMappable(norm=_norm(panels, kind, vrange), cmap=cmap)
     cw, ch = 1.05, 0.62 if kind == "ratio" else 0.78      # cell size [in]
     row_label_w = 0.25 + 0.085 * max(len(str(r)) for p in panels for r in p.rows)
-    head_h, gap_w, gap_h = 0.95, 0.35, 0.35
-    max_cols = max(len(p.cols) for p in panels)
-    if per_row is None:
-        per_row = max(1, min(len(panels), int(14.5 // (max_cols * cw + row_label_w + gap_w))))
-    grid = [panels[i:i + per_row] for i in range(0, len(panels), per_row)]
+    gap_w, gap_h, header_h, title_line = 0.35, 0.3, 0.42, 0.19
+    pw = {id(p): len(p.cols) * cw + row_label_w + gap_w for p in panels}
+    if per_row:
+        grid = [panels[i:i + per_row] for i in range(0, len(panels), per_row)]
+    else:  # fill lines greedily up to ~14.5 in (or the widest panel)
+        max_w, grid = max(14.5, max(pw.values())), [[]]
+        for p in panels:
+            if grid[-1] and sum(pw[id(q)] for q in grid[-1]) + pw[id(p)] > max_w:
+                grid.append([])
+            grid[-1].append(p)
+    titles = {id(p): wrap(p.title, len(p.cols) * cw + gap_w - 0.05, 9.5) for p in panels}
+    heads = [header_h + title_line * max(titles[id(p)].count("\n") + 1 for p in line) for line in grid]
     widths = [sum(len(p.cols) * cw + row_label_w for p in line) + gap_w * (len(line) - 1) for line in grid]
-    heights = [max(len(p.rows) for p in line) * ch + head_h for line in grid]
-    left, right, top, bottom = 0.15, 1.45, 0.55, 0.55 if not footnote else 0.8
-    fig_w = max(widths) + left + right
+    heights = [max(len(p.rows) for p in line) * ch + hh for line, hh in zip(grid, heads)]
+    left, right, top = 0.15, 1.45, 0.5
+    fig_w = max(max(widths) + left + right, 6.5)
+    foot = wrap(footnote, fig_w - 2 * left, 8) if footnote else ""
+    bottom = 0.45 + (0.16 * (foot.count("\n") + 1) + 0.08 if foot else 0)
     fig_h = sum(heights) + gap_h * (len(grid) - 1) + top + bottom
-    fig = Figure(figsize=(max(fig_w, 6.5), fig_h))
-    W, H = fig.get_figwidth(), fig.get_figheight()
+    fig = Figure(figsize=(fig_w, fig_h))
+    W, H = fig_w, fig_h
     used = set()
     y = H - top
-    for line, lh in zip(grid, heights):
+    for line, lh, hh in zip(grid, heights, heads):
         x = left
         for p in line:
             nr, nc = len(p.rows), len(p.cols)
             x += row_label_w
-            ax = fig.add_axes([x / W, (y - head_h - nr * ch) / H, nc * cw / W, nr * ch / H])
-            _draw_panel(ax, p, sm, kind, used)
+            ax = fig.add_axes([x / W, (y - hh - nr * ch) / H, nc * cw / W, nr * ch / H])
+            _draw_panel(ax, p, titles[id(p)], sm, kind, used)
             x += nc * cw + gap_w
         y -= lh + gap_h
-    cax = fig.add_axes([(W - right + 0.3) / W, bottom / H + 0.05, 0.18 / W, max(0.5, H - top - bottom - 0.6) / H])
+    cb_h = max(0.8, min(4.5, H - top - bottom - heads[0]))
+    cax = fig.add_axes([(W - right + 0.3) / W, (H - top - heads[0] - cb_h) / H, 0.18 / W, cb_h / H])
     cb = fig.colorbar(sm, cax=cax)
     cb.set_label(cbar_label, fontsize=9)
+    cb.ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    cb.ax.yaxis.set_minor_formatter(NullFormatter())
     cb.ax.tick_params(labelsize=8)
     handles = []
     if "dnf" in used:
-        handles.append(Patch(facecolor=DNF_FACE, edgecolor="grey",
+        handles.append(Patch(facecolor=DNF_FACE, edgecolor="#999999",
                              label="did not finish in the time budget: rate < value" if kind == "rate"
                              else "neither setting finished"))
     if "na" in used:
-        handles.append(Patch(facecolor=NA_FACE, edgecolor="grey", hatch="///", label="N/A: not measured"))
+        handles.append(Patch(facecolor=NA_FACE, edgecolor="#999999", hatch="///", label="N/A: not measured"))
     if "error" in used:
-        handles.append(Patch(facecolor=ERR_FACE, edgecolor="grey", label="error (see the configuration table)"))
+        handles.append(Patch(facecolor=ERR_FACE, edgecolor="#999999", label="error (see the configuration table)"))
+    foot_h = (0.16 * (foot.count("\n") + 1) + 0.08) if foot else 0.0
     if handles:
-        fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(left / W, 0.02 / H + (0.25 / H if footnote else 0)),
-                   ncol=len(handles), fontsize=8.5, frameon=False)
-    if footnote:
-        fig.text(left / W, 0.08 / H, footnote, fontsize=8, color="#444", ha="left", va="bottom")
+        fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(left / W, (0.04 + foot_h) / H),
+                   ncol=len(handles), fontsize=8.5, frameon=False, borderaxespad=0)
+    if foot:
+        fig.text(left / W, 0.06 / H, foot, fontsize=8, color="#444", ha="left", va="bottom")
     fig.suptitle(title, x=left / W, y=1 - 0.12 / H, ha="left", va="top", fontsize=11.5)
     return to_png(fig)
 
 
-def _draw_panel(ax, p: HeatPanel, sm, kind, used):
+def _draw_panel(ax, p: HeatPanel, title, sm, kind, used):
     nr, nc = len(p.rows), len(p.cols)
     ax.set_xlim(0, nc)
     ax.set_ylim(nr, 0)
     for i, r in enumerate(p.rows):
         for j, (ckey, _) in enumerate(p.cols):
             cell = p.cells.get((r, ckey))
-            hatch, face, text, colour = None, NA_FACE, "N/A", "#666666"
+            hatch, face, text, colour, edge = None, NA_FACE, "N/A", "#666666", "#bbbbbb"
             if cell is None:
                 used.add("na")
                 hatch = "///"
@@ -179,10 +192,9 @@ def _draw_panel(ax, p: HeatPanel, sm, kind, used):
                 face, text, colour = ERR_FACE, cell.text or "error", "#700000"
             else:
                 face = sm.to_rgba(cell.value) if cell.value is not None and cell.value > 0 else NA_FACE
-                text = cell.text
+                text, edge = cell.text, "white"
                 colour = "white" if _luminance(face) < 0.45 else "black"
-            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=face, edgecolor="white" if cell else "#bbbbbb",
-                                   linewidth=1.2, hatch=hatch))
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=face, edgecolor=edge, linewidth=1.0, hatch=hatch))
             ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=8 if kind == "rate" else 8.5,
                     color=colour, linespacing=1.15)
     ax.set_xticks([j + 0.5 for j in range(nc)])
@@ -193,12 +205,13 @@ def _draw_panel(ax, p: HeatPanel, sm, kind, used):
     ax.tick_params(length=0, pad=3)
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_title(p.title, fontsize=10, loc="left", pad=26)
+    ax.set_title(title, fontsize=9.5, loc="left", pad=27)
 
 
 def wall_cpu_bars(rows, title, ylabel):
     """`rows` = [(row title, [BarPanel per read shape])]: dark bar = mean wall time (red: 1 std),
-    light narrower bar in front = mean CPU time, red triangle = did not finish (time above it).
+    light narrower bar in front = mean CPU time, red triangle = did not finish (time above it),
+    "N/A" = not measured (a Bar without values keeps its slot so panels stay aligned).
     One log time axis shared by all panels."""
     rows = [(t, [p for p in ps if p.bars]) for t, ps in rows]
     rows = [(t, ps) for t, ps in rows if ps]
@@ -226,6 +239,9 @@ def wall_cpu_bars(rows, title, ylabel):
                 if b.cpu and b.cpu > 0:
                     ax.bar(x, b.cpu, width=0.5, color="#a6a6a6", zorder=3)
                     lo, hi = min(lo, b.cpu), max(hi, b.cpu)
+                if not (b.wall and b.wall > 0) and not (b.dnf_at and b.dnf_at > 0):
+                    ax.text(x, 0.03, "N/A", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                            fontsize=7.5, color="#777777")
                 if b.dnf_at and b.dnf_at > 0:
                     any_dnf = True
                     ax.plot([x], [b.dnf_at], marker="^", color="#d62728", markersize=8, linestyle="none", zorder=5)
@@ -251,5 +267,5 @@ def wall_cpu_bars(rows, title, ylabel):
                bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, x=0.06, ha="left", fontsize=11.5)
     fig.subplots_adjust(left=0.9 / fig.get_figwidth(), right=0.98, top=1 - 0.6 / fig.get_figheight(),
-                        bottom=1.15 / fig.get_figheight(), hspace=0.75, wspace=0.08)
+                        bottom=1.15 / fig.get_figheight(), hspace=0.5, wspace=0.08)
     return to_png(fig)
