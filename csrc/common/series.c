@@ -201,8 +201,7 @@ void series_run(const struct series_config *c, const struct probe_args *a, struc
         memset(&o, 0, sizeof o);
         if (rc != 0) {
             o.status = "error";
-            snprintf(o.error, sizeof o.error, "cannot allocate %llu bytes: %s",
-                     (unsigned long long)alloc, strerror(rc));
+            snprintf(o.error, sizeof o.error, "%s", strerror(rc));
             emit_record(&io->j, c, a, rep, &o);
             break;
         }

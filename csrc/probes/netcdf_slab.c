@@ -5,6 +5,7 @@
  * supplies open / next hyperslab / close / params. Protocol: csrc/README.md. */
 #include <errno.h>
 #include <netcdf.h>
+#include <netcdf_filter.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,42 @@ static int apply_chunk_cache(struct slab_probe *s, int ncid, int varid, char *er
     return 0;
 }
 
+/* A variable whose HDF5 filters the library cannot load (e.g. zstd without its plugin) cannot
+ * be measured: say so before any record. */
+static void check_filters(int ncid, int varid, const char *file, const char *var)
+{
+    static const struct {
+        unsigned id;
+        const char *name;
+    } known[] = {
+        {H5Z_FILTER_DEFLATE, "deflate"}, {H5Z_FILTER_SHUFFLE, "shuffle"},
+        {H5Z_FILTER_FLETCHER32, "fletcher32"}, {H5Z_FILTER_SZIP, "szip"}, {5, "nbit"},
+        {6, "scaleoffset"}, {H5Z_FILTER_BZIP2, "bzip2"}, {H5Z_FILTER_BLOSC, "blosc"},
+        {32004, "lz4"}, {H5Z_FILTER_ZSTD, "zstd"},
+    };
+    size_t n = 0;
+    /* A netCDF-3 file has no filters. */
+    if (nc_inq_var_filter_ids(ncid, varid, &n, NULL) != NC_NOERR || n == 0)
+        return;
+    unsigned *ids = calloc(n, sizeof *ids);
+    if (!ids)
+        fail("out of memory");
+    int status = nc_inq_var_filter_ids(ncid, varid, &n, ids);
+    if (status != NC_NOERR)
+        fail("cannot inspect the filters of '%s' in %s: %s", var, file, nc_strerror(status));
+    for (size_t i = 0; i < n; i++) {
+        if (nc_inq_filter_avail(ncid, ids[i]) == NC_NOERR)
+            continue;
+        const char *name = "unknown";
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            if (known[k].id == ids[i])
+                name = known[k].name;
+        fail("variable '%s' in %s needs HDF5 filter %u (%s), which this netCDF-C cannot load "
+             "(plugin missing from HDF5_PLUGIN_PATH?)", var, file, ids[i], name);
+    }
+    free(ids);
+}
+
 /* Shape, type, storage and filters of the variable; any problem ends the program (status 2). */
 static void inspect(struct slab_probe *s, const char *file, const char *var)
 {
@@ -117,6 +154,8 @@ static void inspect(struct slab_probe *s, const char *file, const char *var)
         status = nc_inq_var_chunking(ncid, varid, &s->storage, s->chunks);
     if (status != NC_NOERR)
         fail("cannot inspect variable '%s' in %s: %s", var, file, nc_strerror(status));
+
+    check_filters(ncid, varid, file, var);
 
     int shuffle = 0, deflate = 0, level = 0;
     /* A netCDF-3 file has no filters. */
