@@ -1,3 +1,9 @@
 """climio: measure, explain and fix the I/O performance of climate data work."""
 
+import os as _os
+
 __version__ = "0.1.0"
+
+# netCDF4-python points HDF5_PLUGIN_PATH at its wheel's filter plugins when imported; those are
+# built for the wheel's HDF5, not the C layer's. Kept as the user had it for native programs.
+USER_HDF5_PLUGIN_PATH = _os.environ.get("HDF5_PLUGIN_PATH")

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from .errors import NativeError
+from .native import child_env
 from .records import parse_line
 
 MARKER_PREFIX = "climio-mark"
@@ -102,7 +103,7 @@ def stream_records(cmd, on_record, env=None, cwd=None) -> None:
     name = Path(cmd[0]).name if cmd[0] != os.sys.executable else " ".join(cmd[1:3])
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, cwd=cwd, bufsize=1)
+                                env=env or child_env(), cwd=cwd, bufsize=1)
     except OSError as exc:
         raise NativeError(f"cannot start {name}: {exc.strerror}") from None
     try:

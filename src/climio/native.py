@@ -23,6 +23,18 @@ def program(name: str) -> str:
     raise NativeError(f"native program {name} not found: install climio with `make setup` (or set CLIMIO_NATIVE_BIN)")
 
 
+def child_env() -> dict:
+    """Environment for measuring processes: this one's, with HDF5_PLUGIN_PATH as the user set it
+    (a C probe must see the filters of its own HDF5, not the Python wheel's)."""
+    from . import USER_HDF5_PLUGIN_PATH
+    env = dict(os.environ)
+    if USER_HDF5_PLUGIN_PATH is None:
+        env.pop("HDF5_PLUGIN_PATH", None)
+    else:
+        env["HDF5_PLUGIN_PATH"] = USER_HDF5_PLUGIN_PATH
+    return env
+
+
 def build_info() -> dict:
     """Versions of the C layer recorded by CMake when the probes were built."""
     for base in (sysconfig.get_path("data"), sys.prefix):

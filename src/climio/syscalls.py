@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .errors import NativeError
 from .measure import MARKER_PREFIX
+from .native import child_env
 
 READ_CALLS = ("read", "pread64", "readv", "preadv", "preadv2")
 _CALL = re.compile(r"^(?:\[pid\s+)?(\d+)\]?\s+(\w+)\((\d+)<([^>]*)>(.*)$")
@@ -37,7 +38,7 @@ def trace(cmd, data_path, env=None, timeout=None) -> dict:
         full = [strace_path(), "-f", "-qq", "-y", "-s", "96", "-e", "signal=none",
                 "-e", "trace=" + ",".join(READ_CALLS + ("write",)), "-o", str(log), *cmd]
         proc = subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env=env, timeout=timeout)
+                              env=env or child_env(), timeout=timeout)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise NativeError(f"traced run of {Path(cmd[0]).name} failed: {last}")
