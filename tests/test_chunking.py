@@ -166,3 +166,21 @@ def test_cli_quick_end_to_end(tmp_path):
     assert {r["params"]["chunk_label"] for r in recs} == {"A", "E", "F", "default"}
     assert all(r["study"] == "chunking" for r in recs)
     assert "chunking" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_source_variable_is_copied_into_each_layout(tmp_path):
+    from climio.data import make_data
+    src = make_data(tmp_path / "src", size="256KiB", kinds=("4d",), shape4d=[6, 2, 10, 16], seed=3)["4d"]
+    grid = ck.build_grid(source=f"{src}:ta", chunks="E,F", reads="xt", compression="none,deflate4",
+                         compress_chunks="E", caches="default", reps=1, sample=0)
+    assert grid.shape == [6, 2, 10, 16]
+    w = ListWriter()
+    ck.run_grid(grid, tmp_path / "layouts", w, "")
+    with netCDF4.Dataset(src) as ds:
+        want = ds.variables["ta"][:]
+    for lay in grid.layouts:
+        with netCDF4.Dataset(lay.path) as ds:
+            np.testing.assert_array_equal(ds.variables["ta"][:], want)
+    assert {r["params"]["source"] for r in w.records} == {f"{src}:ta"}
+    ratio = {r["params"]["compression"]: r["metrics"]["compression_ratio"] for r in w.records}
+    assert ratio["none"] == pytest.approx(1.0) and ratio["deflate4"] > 1.0

@@ -24,8 +24,7 @@ def chunking_step(data_dir, quick):
     def step(run):
         grid = ck.build_grid(preset="quick" if quick else "survey")
         layouts_dir = os.path.join(data_dir, "chunking")
-        os.makedirs(layouts_dir, exist_ok=True)
-        ck.check_space(grid, layouts_dir)
+        ck.check_space(grid, data_dir)
         ck.run_study(run, grid, layouts_dir)
 
     return step

@@ -175,6 +175,7 @@ def write_layouts(grid: Grid, data_dir, progress=None) -> None:
     """One file per layout; a codec the Python netCDF stack lacks is recorded, not fatal."""
     from ..data.writer import write_4d
     values = open_source(grid.source)[2] if grid.source else None
+    os.makedirs(data_dir, exist_ok=True)
     for lay in grid.layouts:
         lay.path = str(Path(data_dir) / lay.name)
         if os.path.exists(lay.path):
