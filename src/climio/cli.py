@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from .errors import ClimioError, InputError
+from .options import parse_shape
 from .progressbar import err_line, info
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -42,7 +43,7 @@ def make_data_cmd(
     kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
     if not kinds or any(k not in ("1d", "4d") for k in kinds):
         raise InputError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
-    shape4d = _parse_shape(shape) if shape else None
+    shape4d = parse_shape(shape) if shape else None
     nbytes = parse_size(size)
     out = writable_dir(outdir)
     total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)
@@ -53,16 +54,6 @@ def make_data_cmd(
         if key != "bytes":
             info(f"{key}: {path}")
     info(f"wrote {format_size(made['bytes'])}")
-
-
-def _parse_shape(text: str):
-    try:
-        dims = [int(x) for x in text.strip("[] ").split(",")]
-    except ValueError:
-        raise InputError(f"malformed --shape '{text}': use T,Z,Y,X") from None
-    if len(dims) != 4 or min(dims) < 1:
-        raise InputError(f"--shape '{text}' must be four positive integers T,Z,Y,X")
-    return dims
 
 
 @bench_app.command("read-stack")

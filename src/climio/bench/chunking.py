@@ -21,6 +21,7 @@ from .. import layout, native
 from ..data.compression import NONE, parse_compression_list
 from ..errors import DataError, InputError, NativeError
 from ..measure import stream_records
+from ..options import parse_choice, parse_shape
 from ..records import make_record
 
 STUDY = "chunking"
@@ -82,24 +83,6 @@ class Grid:
         return n
 
 
-def _parse_shape(text) -> list:
-    try:
-        dims = [int(x) for x in str(text).strip("[] ").split(",")]
-    except ValueError:
-        raise InputError(f"malformed shape '{text}': use T,Z,Y,X") from None
-    if len(dims) != 4 or min(dims) < 1:
-        raise InputError(f"shape '{text}' must be four positive integers T,Z,Y,X")
-    return dims
-
-
-def _choices(text, allowed, what) -> list:
-    items = [s.strip() for s in str(text).split(",") if s.strip()]
-    bad = [s for s in items if s not in allowed]
-    if bad or not items:
-        raise InputError(f"unknown {what} '{','.join(bad) or text}': choose from {', '.join(allowed)}")
-    return items
-
-
 def split_reads(text) -> list:
     """`xy,xt` -> named shapes; templates contain commas, so `1,1,Y,X;T,1,1,X` separates by `;`."""
     text = str(text).strip()
@@ -136,11 +119,11 @@ def build_grid(shape=None, chunks=None, reads=None, compression=None, compress_c
     if source:
         shape_list, dtype, _ = open_source(source)
     else:
-        shape_list = _parse_shape(shape or p["shape"])
+        shape_list = parse_shape(shape or p["shape"])
     itemsize = np.dtype(dtype).itemsize
     shapes = layout.parse_chunk_spec(chunks or p["chunks"], shape_list, itemsize)
     comps = parse_compression_list(compression or p["compression"])
-    compressed_for = set(_choices(compress_chunks or p["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
+    compressed_for = set(parse_choice(compress_chunks or p["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
                                   "chunk label for compression"))
     layouts = []
     for label, ch in shapes:
@@ -151,8 +134,8 @@ def build_grid(shape=None, chunks=None, reads=None, compression=None, compress_c
                 layouts.append(Layout(label, ch, comp))
     read_list = [(name, layout.parse_read(name, shape_list)) for name in split_reads(reads or p["reads"])]
     return Grid(shape=shape_list, layouts=layouts, reads=read_list,
-                layers=_choices(layers or "netcdf4-python", LAYERS, "layer"),
-                caches=_choices(caches or p["caches"], CACHE_SETTINGS, "cache setting"),
+                layers=parse_choice(layers or "netcdf4-python", LAYERS, "layer"),
+                caches=parse_choice(caches or p["caches"], CACHE_SETTINGS, "cache setting"),
                 reps=reps or p["reps"], budget_s=p["budget_s"] if budget_s is None else budget_s,
                 sample=p["sample"] if sample is None else sample, dtype=dtype, source=source)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .. import native, syscalls
 from ..errors import DataError, InputError
 from ..measure import stream_records
+from ..options import parse_choice
 from ..patterns import PATTERNS, plan
 from ..units import parse_size_list
 from .read_stack_layers import LAYERS, NATIVE_LAYERS, file_kind
@@ -42,14 +43,6 @@ class Grid:
 
     def configs_per_layer(self) -> int:
         return len(self.patterns) * len(self.buffers)
-
-
-def parse_choice(text, allowed, what) -> list:
-    items = [s.strip() for s in str(text).split(",") if s.strip()]
-    bad = [s for s in items if s not in allowed]
-    if bad or not items:
-        raise InputError(f"unknown {what} '{','.join(bad) or text}': choose from {', '.join(allowed)}")
-    return items
 
 
 def buffers_for(spec, file_bytes) -> list:
