@@ -202,9 +202,12 @@ def geometry(shape, chunks, slices, itemsize) -> dict:
 
 
 def fit_cache(chunks, max_touched, itemsize):
-    """A chunk cache holding every chunk one read touches (uncompressed), with headroom."""
-    nbytes = int(max_touched * layout.chunk_bytes(chunks, itemsize) * 1.1) + (1 << 20)
-    return nbytes, _prime_at_least(max(1009, 10 * max_touched)), 0.75
+    """A chunk cache holding every chunk one read touches (uncompressed, with headroom), and
+    never smaller than netCDF-C's default, so `fit` only ever removes a too-small-cache penalty."""
+    import netCDF4
+    default_bytes, default_nelems, _ = netCDF4.get_chunk_cache()
+    nbytes = max(int(max_touched * layout.chunk_bytes(chunks, itemsize) * 1.1) + (1 << 20), default_bytes)
+    return nbytes, _prime_at_least(max(default_nelems, 10 * max_touched)), 0.75
 
 
 def _prime_at_least(n: int) -> int:
