@@ -184,3 +184,43 @@ def test_source_variable_is_copied_into_each_layout(tmp_path):
     assert {r["params"]["source"] for r in w.records} == {f"{src}:ta"}
     ratio = {r["params"]["compression"]: r["metrics"]["compression_ratio"] for r in w.records}
     assert ratio["none"] == pytest.approx(1.0) and ratio["deflate4"] > 1.0
+
+
+@pytest.mark.parametrize("text,label,kwargs", [
+    ("none", "none", {"shuffle": False}),
+    ("deflate4+shuffle", "deflate4+shuffle", {"compression": "zlib", "complevel": 4, "shuffle": True}),
+    ("shuffle+deflate1", "deflate1+shuffle", {"compression": "zlib", "complevel": 1, "shuffle": True}),
+    ("bitround12+deflate4", "bitround12+deflate4",
+     {"compression": "zlib", "complevel": 4, "shuffle": False, "significant_digits": 12, "quantize_mode": "BitRound"}),
+    ("granularbr3+zstd5", "granularbr3+zstd5",
+     {"compression": "zstd", "complevel": 5, "shuffle": False, "significant_digits": 3,
+      "quantize_mode": "GranularBitRound"}),
+    ("bzip29", "bzip2:9", {"compression": "bzip2", "complevel": 9, "shuffle": False}),
+    ("blosc_lz4:5", "blosc_lz4:5", {"compression": "blosc_lz4", "complevel": 5, "shuffle": False}),
+])
+def test_compression_settings_parse_and_label(text, label, kwargs):
+    from climio.data.compression import parse_compression
+    c = parse_compression(text)
+    assert c.label == label and c.netcdf4_kwargs() == kwargs
+    assert parse_compression(c.label) == c   # labels parse back to the same setting
+
+
+@pytest.mark.parametrize("bad", ["lz4", "deflate", "deflate12", "zstd3+deflate4", "bitgroom0+deflate4", "shuffle2"])
+def test_bad_compression_settings(bad):
+    from climio.data.compression import parse_compression
+    from climio.errors import InputError
+    with pytest.raises(InputError):
+        parse_compression(bad)
+
+
+def test_blosc_and_bzip2_layouts_read_back_through_every_layer(tmp_path):
+    grid = small_grid(chunks="E", reads="xt", compression="bzip2:5,blosc_lz4:5+shuffle", compress_chunks="E",
+                      layers="netcdf4-python,h5py,c-netcdf", caches="default")
+    w = ListWriter()
+    ck.run_grid(grid, tmp_path, w, "")
+    assert {(r["params"]["layer"], r["params"]["compression"]) for r in w.records} == {
+        (l, c) for l in ("netcdf4-python", "h5py", "c-netcdf") for c in ("bzip2:5", "blosc_lz4:5+shuffle")}
+    ok = [r for r in w.records if r["status"] == "ok"]
+    assert len({r["metrics"]["compression_ratio"] for r in ok}) == 2
+    # A layer that cannot load a filter says so in a record rather than failing the study.
+    assert all(r["status"] == "ok" or r["params"].get("unavailable") for r in w.records)

@@ -2,24 +2,36 @@
 `zstd3`, label them, and turn them into netCDF4-python createVariable arguments.
 
 Grammar of one setting: `none`, or `+`-joined parts in any order:
-    deflateN (zlib level 1-9) | zstdN (level 1-22) | shuffle |
+    deflateN (zlib level 1-9) | zstdN (level 1-22) | bzip2N (1-9) | blosc_lz4N, blosc_zstdN,
+    blosc_lz4hcN, blosc_zlibN, blosc_bloscN (level 0-9) | shuffle |  (a `:` may separate a level)
     bitgroomN / granularbrN (N significant decimal digits) | bitroundN (N significant bits)
 Quantization (netCDF-C >= 4.9) is the modern form of the thesis's bit grooming.
 """
 
-import re
 from dataclasses import dataclass
 
 from ..errors import InputError
 
 QUANTIZE_MODES = {"bitgroom": "BitGroom", "granularbr": "GranularBitRound", "bitround": "BitRound"}
-CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22)}
-_PART = re.compile(r"^([a-z]+)(\d*)$")
+CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22), "bzip2": ("bzip2", 1, 9),
+          **{f"blosc_{c}": (f"blosc_{c}", 0, 9) for c in ("lz4", "lz4hc", "blosc", "zlib", "zstd")}}
+_NAME_OF = {codec: name for name, (codec, _, _) in CODECS.items()}
+_NAMES = sorted([*CODECS, *QUANTIZE_MODES, "shuffle"], key=len, reverse=True)
+
+
+def _split_part(part: str):
+    """`bzip29` -> ('bzip2', '9'), `blosc_lz4:5` -> ('blosc_lz4', '5'): the longest known name wins,
+    so codec names that end in digits keep them."""
+    for name in _NAMES:
+        if part.startswith(name):
+            rest = part[len(name):].lstrip(":")
+            return (name, rest) if rest.isdigit() or not rest else (part, "")
+    return part, ""
 
 
 @dataclass(frozen=True)
 class Compression:
-    codec: str = "none"           # none | zlib | zstd
+    codec: str = "none"           # none, or a netCDF4-python compression name (zlib, zstd, bzip2, blosc_*)
     level: int = 0
     shuffle: bool = False
     quantize: str = ""            # "" | BitGroom | GranularBitRound | BitRound
@@ -37,7 +49,8 @@ class Compression:
             short = {v: k for k, v in QUANTIZE_MODES.items()}[self.quantize]
             parts.append(f"{short}{self.nsd}")
         if self.codec != "none":
-            parts.append(f"{'deflate' if self.codec == 'zlib' else self.codec}{self.level}")
+            name = _NAME_OF[self.codec]
+            parts.append(f"{name}{':' if name[-1].isdigit() else ''}{self.level}")
         if self.shuffle:
             parts.append("shuffle")
         return "+".join(parts) or "none"
@@ -60,8 +73,7 @@ def parse_compression(text: str) -> Compression:
         return NONE
     codec, level, shuffle, quantize, nsd = "none", 0, False, "", 0
     for part in text.split("+"):
-        m = _PART.match(part.strip())
-        name, num = (m.group(1), m.group(2)) if m else (part, "")
+        name, num = _split_part(part.strip())
         if name == "shuffle" and not num:
             shuffle = True
         elif name in CODECS and num and codec == "none":
@@ -74,8 +86,8 @@ def parse_compression(text: str) -> Compression:
             if nsd < 1:
                 raise InputError(f"compression '{text}': {name} needs at least 1 significant digit")
         else:
-            raise InputError(f"unknown compression '{text}': use none or parts like deflate4, zstd3, shuffle, "
-                             "bitgroom3, granularbr3, bitround12 joined by +")
+            raise InputError(f"unknown compression '{text}': use none or parts like deflate4, zstd3, bzip2, "
+                             "blosc_lz4, shuffle, bitgroom3, granularbr3, bitround12 joined by +")
     return Compression(codec, level, shuffle, quantize, nsd)
 
 
