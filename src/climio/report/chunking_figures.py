@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, to_rgb
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .figures import to_png
+from .figures import to_png, wall_cpu_legend
 
 RATE_CMAP = "viridis"
 RATIO_CMAP = "RdBu"
@@ -257,14 +256,7 @@ def wall_cpu_bars(rows, title, ylabel):
     if hi > 0:
         axes[0, 0].set_yscale("log")
         axes[0, 0].set_ylim(max(lo, 1e-9) / 2, hi * 2)
-    handles = [Line2D([], [], color="#333333", linewidth=8, label="wall time (mean)"),
-               Line2D([], [], color="#a6a6a6", linewidth=6, label="CPU time = user + sys (mean)"),
-               Line2D([], [], color="#d62728", marker="|", linestyle="none", markersize=9, label="wall: 1 std")]
-    if any_dnf:
-        handles.append(Line2D([], [], color="#d62728", marker="^", linestyle="none",
-                              label="did not finish: time > marker"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
+    wall_cpu_legend(fig, any_dnf, "did not finish: time > marker")
     fig.suptitle(title, x=0.06, ha="left", fontsize=11.5)
     fig.subplots_adjust(left=0.9 / fig.get_figwidth(), right=0.98, top=1 - 0.6 / fig.get_figheight(),
                         bottom=1.15 / fig.get_figheight(), hspace=0.5, wspace=0.08)

@@ -210,14 +210,7 @@ def wall_vs_cpu(records, pattern="sequential", ncols=4):
         ax0 = axes.flat[0]
         ax0.set_yscale("log")
         ax0.set_ylim(max(lo, 1e-6) / 2, hi * 2)
-    handles = [Line2D([], [], color="#333333", linewidth=8, label="wall time (mean)"),
-               Line2D([], [], color="#a6a6a6", linewidth=6, label="CPU time = user + sys (mean)"),
-               Line2D([], [], color="#d62728", marker="|", linestyle="none", markersize=9, label="wall: 1 std")]
-    if any_dnf:
-        handles.append(Line2D([], [], color="#d62728", marker="^", linestyle="none",
-                              label="did not finish: wall > marker"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
+    wall_cpu_legend(fig, any_dnf, "did not finish: wall > marker")
     fig.suptitle(f"Wall vs CPU time per repetition, {chosen} reads (x: buffer size per read, B/KiB/MiB/GiB)",
                  x=0.06, ha="left", fontsize=12)
     fig.subplots_adjust(left=0.9 / fig.get_figwidth(), right=0.98, top=1 - 0.55 / fig.get_figheight(),
@@ -295,3 +288,14 @@ def syscall_sizes(records):
     fig.subplots_adjust(left=1.2 / fig.get_figwidth(), right=right, top=0.9, bottom=0.15, hspace=0.12,
                         wspace=0.06)
     return to_png(fig)
+
+
+def wall_cpu_legend(fig, any_dnf: bool, dnf_label: str) -> None:
+    """The legend shared by the wall vs CPU bar figures of every study."""
+    handles = [Line2D([], [], color="#333333", linewidth=8, label="wall time (mean)"),
+               Line2D([], [], color="#a6a6a6", linewidth=6, label="CPU time = user + sys (mean)"),
+               Line2D([], [], color="#d62728", marker="|", linestyle="none", markersize=9, label="wall: 1 std")]
+    if any_dnf:
+        handles.append(Line2D([], [], color="#d62728", marker="^", linestyle="none", label=dnf_label))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
