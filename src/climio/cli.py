@@ -12,11 +12,11 @@ from .errors import ClimioError, InputError
 from .options import parse_shape
 from .progressbar import err_line, info
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Measure, explain and fix the I/O performance of climate data work "
                        "(netCDF-4/HDF5, MPI-IO, parallel file systems). Results are JSON lines "
                        "(records.jsonl) plus an HTML report in a run directory.")
-bench_app = typer.Typer(no_args_is_help=True, help="Run a benchmark study and write its records and report.")
+bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run a benchmark study and write its records and report.")
 app.add_typer(bench_app, name="bench")
 
 
@@ -99,7 +99,7 @@ def read_stack_cmd(
 
 @bench_app.command("chunking")
 def chunking_cmd(
-    shape: Optional[str] = typer.Option(None, help="Variable shape T,Z,Y,X (default 48,8,96,192; the thesis used 430,430,430,430)."),
+    shape: Optional[str] = typer.Option(None, help="Variable shape T,Z,Y,X (default 64,8,128,256; the thesis used 430,430,430,430)."),
     chunks: Optional[str] = typer.Option(None, help="Chunk shapes: letters A-G as in the thesis (A contiguous, B hypercube 1/10, C ~16 KB tiles, D ~16.2 KB tiles, E xy, F xt, G xyt), default, balanced, or [t,z,y,x]; comma separated."),
     read: Optional[str] = typer.Option(None, "--read", help="Read shapes: xy, xt, xyt, or templates such as 1,1,Y,X (separate templates with ';')."),
     compression: Optional[str] = typer.Option(None, help="Settings, comma separated: none, deflate1..9, +shuffle, zstdN, bitgroomN/granularbrN (digits), bitroundN (bits), e.g. bitround12+deflate4+shuffle."),
