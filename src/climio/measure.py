@@ -7,6 +7,7 @@ record, because the gap between them is how the thesis told I/O-bound from CPU-b
 import os
 import resource
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,7 +101,7 @@ class Marker:
 
 def stream_records(cmd, on_record, env=None, cwd=None) -> None:
     """Run `cmd`, passing each JSON record it prints to `on_record`; fail with its last stderr line."""
-    name = Path(cmd[0]).name if cmd[0] != os.sys.executable else " ".join(cmd[1:3])
+    name = Path(cmd[0]).name if cmd[0] != sys.executable else " ".join(cmd[1:3])
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env or child_env(), cwd=cwd, bufsize=1)

@@ -12,7 +12,7 @@ import os
 import random
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +73,6 @@ class Grid:
     seed: int = 1
     dtype: str = "f8"
     source: str = ""          # "FILE:VAR" or "" for the generator
-    extra: dict = field(default_factory=dict)
 
     def runs(self) -> int:
         n = 0
@@ -262,7 +261,7 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
                         extra_p = {"chunk_label": lay.label, "chunking": layout.format_chunks(lay.chunks),
                                    "read_shape": read_name, "read_count": list(rcount),
                                    "compression": lay.compression.label, "cache_setting": cache_setting,
-                                   "sample": sample, "source": grid.source or "generated", **grid.extra}
+                                   "sample": sample, "source": grid.source or "generated"}
                         extra_m = {**geo, **file_info}
 
                         def on_record(rec, extra_p=extra_p, extra_m=extra_m):

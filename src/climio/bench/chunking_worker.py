@@ -18,8 +18,9 @@ from .. import cache
 from ..measure import Marker, timed_requests
 from ..patterns import StreamChecksum
 from ..records import make_record
+from .chunking import STUDY
+from .read_stack_layers import H5py, NetCDF4Python
 
-STUDY = "chunking"
 # Below this share of the slices (and fewer than MIN_SAMPLE of them) a budget-cut run says
 # nothing about the rate but an upper bound: recorded as did-not-finish.
 MIN_SAMPLE, MIN_SHARE = 3, 0.01
@@ -44,48 +45,34 @@ def parse_cache_spec(text):
     return int(size), int(nelems), float(preemption)
 
 
-class NetCDF4Layer:
+class _Hyperslabs:
+    """Layers of this study read an N-D start/count, not a byte range."""
+
+    def read(self, start, count):
+        return self.var[tuple(slice(s, s + c) for s, c in zip(start, count))]
+
+
+class NetCDF4Layer(_Hyperslabs, NetCDF4Python):
+    """netCDF4-python reading hyperslabs, with the variable's chunk cache set as asked."""
+
     def open(self, path, var, cache_spec):
-        import netCDF4
-        self.ds = netCDF4.Dataset(path, "r")
-        self.var = self.ds.variables[var]
+        super().open(path, var)
         if cache_spec is not None:
             self.var.set_var_chunk_cache(*cache_spec)
         size, nelems, preemption = self.var.get_var_chunk_cache()
         self.chunk_cache = {"size": size, "nelems": nelems, "preemption": preemption}
 
-    def read(self, start, count):
-        return self.var[tuple(slice(s, s + c) for s, c in zip(start, count))]
 
-    def close(self):
-        self.ds.close()
+class H5pyLayer(_Hyperslabs, H5py):
+    """h5py reading hyperslabs, with the file's raw-data chunk cache set as asked."""
 
-    def library(self):
-        import netCDF4
-        return (f"netCDF4-python {netCDF4.__version__} (netCDF-C {netCDF4.__netcdf4libversion__},"
-                f" HDF5 {netCDF4.__hdf5libversion__})")
-
-
-class H5pyLayer:
     def open(self, path, var, cache_spec):
-        import h5py
         import hdf5plugin  # noqa: F401  (registers zstd and other filters netCDF-C may have written)
         kw = {} if cache_spec is None else {"rdcc_nbytes": cache_spec[0], "rdcc_nslots": cache_spec[1],
                                             "rdcc_w0": cache_spec[2]}
-        self.fh = h5py.File(path, "r", **kw)
-        self.var = self.fh[var]
+        super().open(path, var, **kw)
         _, nslots, nbytes, w0 = self.fh.id.get_access_plist().get_cache()
         self.chunk_cache = {"size": nbytes, "nelems": nslots, "preemption": w0}
-
-    def read(self, start, count):
-        return self.var[tuple(slice(s, s + c) for s, c in zip(start, count))]
-
-    def close(self):
-        self.fh.close()
-
-    def library(self):
-        import h5py
-        return f"h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version})"
 
 
 LAYERS = {"netcdf4-python": NetCDF4Layer, "h5py": H5pyLayer}

@@ -8,7 +8,7 @@ issues, runs the timed pass and merges the two into the records.
 import os
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import native, syscalls
 from ..errors import DataError, InputError
@@ -39,7 +39,6 @@ class Grid:
     verify: bool = False
     trace_syscalls: bool = True
     variable: str = "data"
-    extra: dict = field(default_factory=dict)
 
     def configs_per_layer(self) -> int:
         return len(self.patterns) * len(self.buffers)
@@ -128,7 +127,6 @@ def run_grid(files: dict, grid: Grid, writer, platform_id="", progress=None) -> 
             key = (rec["params"]["pattern"], rec["params"]["buffer_bytes"])
             if key in traced:
                 rec["metrics"]["syscalls"] = traced[key]
-            rec["params"].update(grid.extra)
             writer.write(rec)
             count += 1
             if progress:
@@ -175,7 +173,8 @@ def grid_from_options(files, layers, patterns, buffers, reps, cache, budget_s, v
         raise DataError(f"layer {missing[0]} needs a {'netCDF-4 (--file)' if kind == 'nc' else 'plain binary (--bin-file)'} file")
     if not available:
         raise DataError("no file to read: give --file (netCDF-4) and/or --bin-file (binary), or --size to generate")
-    sizes = [data_bytes(files[file_kind(l)], l, variable) for l in available]
+    kinds = {file_kind(l): l for l in available}
+    sizes = [data_bytes(files[kind], layer, variable) for kind, layer in kinds.items()]
     return Grid(layers=available, patterns=parse_choice(patterns or ",".join(PATTERNS), PATTERNS, "pattern"),
                 buffers=buffers_for(buffers, min(sizes)), reps=reps, cache=cache, budget_s=budget_s,
                 variable=variable, **kw)

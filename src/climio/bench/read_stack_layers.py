@@ -98,9 +98,9 @@ class NetCDF4Python(_Slicing):
 class H5py(_Slicing):
     api = "Dataset.__getitem__"
 
-    def open(self, path, var):
+    def open(self, path, var, **file_kw):
         import h5py
-        self.fh = h5py.File(path, "r")
+        self.fh = h5py.File(path, "r", **file_kw)
         self.var = self.fh[var]
 
     def close(self):

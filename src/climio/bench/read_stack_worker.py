@@ -6,6 +6,7 @@ Takes the probes' options (csrc/README.md) and prints the same records on stdout
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -13,6 +14,7 @@ from .. import cache
 from ..measure import Marker, timed_requests
 from ..patterns import PATTERNS, StreamChecksum, plan
 from ..records import make_record
+from .read_stack import STUDY
 from .read_stack_layers import ITEMSIZE, READERS, file_kind
 
 
@@ -59,9 +61,9 @@ def run_config(reader, args, pattern, buffer, reads, marker, emit, base_params):
         if not finished:
             metrics.update(planned_bytes=params["planned_bytes"], budget_s=args.budget,
                            rate_bound_MBps=params["planned_bytes"] / args.budget / 1e6)
-            emit(make_record("read-stack", params, metrics, cache_state, rep, "dnf", args.platform_id))
+            emit(make_record(STUDY, params, metrics, cache_state, rep, "dnf", args.platform_id))
             return
-        emit(make_record("read-stack", params, metrics, cache_state, rep, "ok", args.platform_id))
+        emit(make_record(STUDY, params, metrics, cache_state, rep, "ok", args.platform_id))
 
 
 def main(argv=None) -> int:
@@ -81,7 +83,7 @@ def main(argv=None) -> int:
     reader.close()
 
     def emit(rec):
-        sys.stdout.write(__import__("json").dumps(rec) + "\n")
+        sys.stdout.write(json.dumps(rec) + "\n")
         sys.stdout.flush()
 
     marker = Marker()
