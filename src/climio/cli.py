@@ -18,6 +18,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "(records.jsonl) plus an HTML report in a run directory.")
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run a benchmark study and write its records and report.")
 app.add_typer(bench_app, name="bench")
+trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="Trace a program's netCDF, HDF5, MPI-IO and POSIX calls (LD_PRELOAD) and explain them.")
+app.add_typer(trace_app, name="trace")
 
 
 @app.command("make-data")
@@ -128,6 +131,48 @@ def chunking_cmd(
         _run_studies(run_dir, ddir, [lambda run: ck.run_study(run, grid, ddir)], report)
 
 
+@app.command("rechunk")
+def rechunk_cmd(
+    input: Path = typer.Argument(..., help="netCDF-4, netCDF-3 or CDF-5 file (opened read-only, never modified)."),
+    output: Path = typer.Argument(..., help="netCDF-4 file to write (under a temporary name, renamed when complete)."),
+    chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunk", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
+    for_axes: Optional[str] = typer.Option(None, "--for", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
+    balanced: bool = typer.Option(False, "--balanced", help="Rew's balanced chunks (N-D): equal cost for a series along any leading axis and a map."),
+    chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
+    contiguous: bool = typer.Option(False, "--contiguous", help="Contiguous layout (no chunks, no compression)."),
+    compression: Optional[str] = typer.Option(None, help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
+    var: Optional[list[str]] = typer.Option(None, "--var", "-v", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
+    max_mem: Optional[str] = typer.Option(None, "--max-mem", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
+    workers: int = typer.Option(1, "--workers", "-j", help="Processes that read, decode and encode blocks (the parent writes)."),
+    tmp: Optional[Path] = typer.Option(None, "--tmp", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
+    verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
+    force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
+    json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
+):
+    """Change the chunk shape or compression of netCDF-4 variables fast and in bounded memory.
+
+    Every source chunk is decoded once and every target chunk encoded and written once when the
+    memory budget allows; otherwise the planner picks strided reads, bounded re-decoding or two
+    passes through an intermediate file, whichever it predicts is cheapest."""
+    import json
+
+    from .progressbar import BytesProgress
+    from .rechunk.command import Options, rechunk
+    from .units import parse_size
+
+    opts = Options(chunk_specs=tuple(chunk or ()), for_axes=for_axes, balanced=balanced,
+                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes else None, contiguous=contiguous,
+                   compression=compression, variables=tuple(var or ()),
+                   max_mem=parse_size(max_mem) if max_mem else None, workers=workers,
+                   tmp_dir=str(tmp) if tmp else None, verify=verify, force=force)
+    say = err_line if json_out else info
+    summary = rechunk(input, output, opts, dry_run=dry_run, say=say,
+                      progress_factory=lambda total: BytesProgress(total, "rechunk"))
+    if json_out:
+        print(json.dumps(summary))
+
+
 @app.command("report")
 def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory holding records.jsonl.")):
     """Render RUN_DIR/report.html from the records (figures, summary tables, provenance)."""
@@ -148,6 +193,33 @@ def survey_cmd(
     run_dir = out or default_run_dir("survey")
     with _data_dir(data_dir) as ddir:
         _run_studies(run_dir, ddir, survey_steps(ddir, quick), True)
+
+
+@trace_app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def trace_run_cmd(
+    command: Optional[list[str]] = typer.Argument(None, metavar="-- COMMAND [ARGS]...", help="The program to trace, after --; may be an mpirun command (see above)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Trace directory (default climio-runs/trace-TIMESTAMP; required under mpirun)."),
+    layers: Optional[str] = typer.Option(None, help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
+    max_events: Optional[int] = typer.Option(None, "--max-events", help="Events kept per process; beyond, events are counted as dropped and the trace is partial."),
+):
+    """Run COMMAND with the tracer preloaded; exit with COMMAND's exit status.
+
+    Under MPI either `climio trace run -o DIR -- mpirun -n 4 prog` (the variables are handed to the
+    ranks with -x / -genv) or `mpirun -n 4 climio trace run -o DIR -- prog` (every rank traces itself)."""
+    from .trace.run import run_trace
+    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info))
+
+
+@trace_app.command("report")
+def trace_report_cmd(
+    trace_dir: Path = typer.Argument(..., help="A trace directory written by `climio trace run`."),
+    format: str = typer.Option("text", "--format", help="text (stdout), json (stdout) or html (DIR/report.html)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the report to this file instead."),
+):
+    """Explain a trace: time per layer and function, call paths, per-rank balance, file access, advice."""
+    from .trace.report import render
+    render(trace_dir, format, out, say=info)
 
 
 class _data_dir:

@@ -29,3 +29,9 @@ class NativeError(ClimioError):
     """A native probe or launcher failed (missing binary, non-zero exit)."""
 
     exit_code = 5
+
+
+class Interrupted(ClimioError):
+    """SIGINT or SIGTERM arrived; whatever was being written has been removed."""
+
+    exit_code = 130

@@ -57,7 +57,7 @@ class BytesProgress(_Bar):
 
 
 def info(msg: str) -> None:
-    console.print(msg, highlight=False)
+    console.print(msg, highlight=False, soft_wrap=True)
 
 
 def err_line(msg: str) -> None:

@@ -64,15 +64,15 @@ def _check_block(max_block_bytes) -> int:
 
 # ---------------------------------------------------------------- temporary files
 
-def _tmp_name(path: Path) -> Path:
+def tmp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
 @contextmanager
-def _staged(*paths):
+def staged(*paths):
     """Yield temporary names for `paths`; rename all on success, delete all on any failure."""
     finals = [Path(p) for p in paths]
-    tmps = [_tmp_name(p) for p in finals]
+    tmps = [tmp_name(p) for p in finals]
     try:
         yield tmps
         for tmp, final in zip(tmps, finals):
@@ -145,7 +145,7 @@ def write_1d(nc_path, bin_path, nbytes, seed=0, random=False, progress=None,
         raise InputError(f"1-D file size {nbytes} B is less than one float64 (8 B)")
     block = max(1, _check_block(max_block_bytes) // 8)
     check_space([(nc_path, n * 8), (bin_path, n * 8)])
-    with _staged(nc_path, bin_path) as (tmp_nc, tmp_bin):
+    with staged(nc_path, bin_path) as (tmp_nc, tmp_bin):
         with _closing(_create_nc(tmp_nc)) as ds, _open_bin(tmp_bin) as fh:
             var = _define_1d(ds, n, seed, random)
             for start in range(0, n, block):
@@ -236,7 +236,7 @@ def write_4d(path, shape, chunks=None, dtype="f8", deflate=0, shuffle=False, see
     if values is None:
         def values(sel):
             return fields.values_4d(shape, sel, seed=seed, random=random, dtype=dt)
-    with _staged(path) as (tmp,):
+    with staged(path) as (tmp,):
         with _closing(_create_nc(tmp)) as ds:
             v = _define_4d(ds, shape, dt, contiguous, chunk, compression, var, seed, random, max_block_bytes)
             for sel in _blocks(v, shape, dt.itemsize, max_block_bytes):

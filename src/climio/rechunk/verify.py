@@ -1,0 +1,325 @@
+"""Compare two netCDF files in everything a layout conversion must preserve, in bounded memory.
+
+Compared: the group tree, dimensions (names, order, lengths, unlimited), user types, variable order,
+dims, data types, attributes (names, order, values, types NC_CHAR / NC_STRING / numeric, NaN-aware),
+fill mode, and every value: raw (no masking, scaling or char-to-string), bit-exact, except that NaN
+equals NaN at the same place (whatever its payload).
+Not compared, being layout: chunking, filters, contiguous/compact storage, byte order, the file
+format, and netCDF-4's special attributes (_NCProperties, _Netcdf4Dimid, _Storage, ...).
+The position of _FillValue among the attributes is not compared either (its value and type are):
+netCDF4-python can only give _FillValue when a variable is created, so it comes first in outputs.
+"""
+
+import numpy as np
+
+from .meta import (block_elements, block_shape, chunks_of, dtype_of, hdf5_path, is_netcdf4, item_bytes,
+                   iter_blocks, kind, open_dataset, raw, string_attr_names, var_path, h5open)
+from ..errors import DataError
+
+MAX_LISTED = 20
+# The two blocks share max_mem with the comparison's temporaries (bit views, NaN masks, a bool mask
+# per block) and netCDF-C's conversion buffers: one block gets a sixth.
+BLOCK_FRACTION = 6
+SPECIAL_ATTRS = frozenset((
+    "_NCProperties", "_Netcdf4Dimid", "_Netcdf4Coordinates", "_nc3_strict", "_IsNetcdf4", "_SuperblockVersion",
+    "_Format", "_Storage", "_ChunkSizes", "_DeflateLevel", "_Shuffle", "_Fletcher32", "_Endianness", "_NoFill",
+    "_Filter", "_Codecs", "_NCZARR_ATTR", "DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME"))
+
+
+class _Listing:
+    """Differences of one object, listed up to MAX_LISTED; later ones are only counted."""
+
+    def __init__(self, out: list, where: str):
+        self.out, self.where, self.listed, self.unlisted = out, where, 0, 0
+
+    def add(self, message: str):
+        if self.listed < MAX_LISTED:
+            self.out.append(f"{self.where}: {message}")
+            self.listed += 1
+        else:
+            self.unlisted += 1
+
+    @property
+    def full(self) -> bool:
+        return self.listed >= MAX_LISTED
+
+    def close(self, extra_values: int = 0):
+        n = self.unlisted + extra_values
+        if n:
+            self.out.append(f"{self.where}: {n} more differences not listed")
+
+
+# ---------------------------------------------------------------- value comparison
+
+def diff_mask(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """True where a and b differ: bit-exact, NaN == NaN, compound fields and vlen elements recursively."""
+    if a.dtype.names:
+        m = np.zeros(a.shape, bool)
+        for f in a.dtype.names:
+            fm = diff_mask(a[f], b[f])
+            m |= fm.reshape(a.shape + (-1,)).any(-1) if fm.ndim > a.ndim else fm
+        return m
+    if a.dtype.kind == "O" or b.dtype.kind == "O":
+        flat = [not _same_object(x, y) for x, y in zip(a.ravel(), b.ravel())]
+        return np.array(flat, bool).reshape(a.shape)
+    if a.dtype.kind == "c":
+        return diff_mask(a.real, b.real) | diff_mask(a.imag, b.imag)
+    if a.dtype.kind == "f" and b.dtype.kind == "f" and a.dtype.itemsize == b.dtype.itemsize:
+        a = a.astype(a.dtype.newbyteorder("="), copy=False)
+        b = b.astype(b.dtype.newbyteorder("="), copy=False)
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        return (a.view(bits) != b.view(bits)) & ~(np.isnan(a) & np.isnan(b))
+    return a != b
+
+
+def _same_object(x, y) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        x, y = np.asarray(x), np.asarray(y)
+        return (x.dtype.kind == y.dtype.kind and x.dtype.itemsize == y.dtype.itemsize and x.shape == y.shape
+                and not diff_mask(x, y).any())
+    return type(x) is type(y) and x == y
+
+
+def _as_array(value, k: str) -> np.ndarray:
+    """A block as read by netCDF4-python -> ndarray (a scalar string or vlen becomes a 0-d object array)."""
+    if k in ("str", "vlen") and not (isinstance(value, np.ndarray) and value.dtype.kind == "O"):
+        o = np.empty((), object)
+        o[()] = value
+        return o
+    return np.asarray(value)
+
+
+def _show(value) -> str:
+    if isinstance(value, np.ndarray) and value.dtype.names is None and value.ndim:
+        return np.array2string(value, threshold=8)
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _values(va, vb, listing: _Listing, max_mem: int, progress=None) -> int:
+    """Compare all values of two variables of equal shape and type; return how many differing values
+    went unlisted."""
+    shape = tuple(va.shape)
+    k = kind(va)
+    isz = item_bytes(va)
+    block = block_shape(shape, isz, max(1, max_mem // BLOCK_FRACTION), chunks_of(va))
+    unlisted = 0
+    for index in iter_blocks(shape, block):
+        a, b = _as_array(va[index], k), _as_array(vb[index], k)
+        mask = diff_mask(a, b)
+        n = int(np.count_nonzero(mask))
+        if n:
+            starts = [s.start for s in index] if index is not Ellipsis else []
+            for flat in np.flatnonzero(mask)[:max(0, MAX_LISTED - listing.listed)]:
+                at = np.unravel_index(flat, mask.shape)
+                pos = ",".join(str(s + int(i)) for s, i in zip(starts, at))
+                listing.add(f"value at [{pos}]: {_show(a[at])} != {_show(b[at])}")
+                n -= 1
+            unlisted += n
+        if progress:
+            progress(block_elements(index, shape) * isz)
+    return unlisted
+
+
+def _type_label(var) -> str:
+    """The netCDF type of a variable, byte order left out (layout)."""
+    k = kind(var)
+    if k == "str":
+        return "string"
+    if k == "vlen":
+        return f"vlen {var.datatype.name} of {np.dtype(var.datatype.dtype).str[1:]}"
+    if k == "compound":
+        return f"compound {var.datatype.name} {_dtype_text(var.datatype.dtype)}"
+    if k == "enum":
+        return f"enum {var.datatype.name} of {var.datatype.dtype.str[1:]} {sorted(var.datatype.enum_dict.items())}"
+    return dtype_of(var)[0][1:]
+
+
+def _dtype_text(dt) -> str:
+    """A numpy dtype without byte order (compound fields included)."""
+    if dt.names:
+        return "{" + ", ".join(f"{n}: {_dtype_text(dt.fields[n][0])}" for n in dt.names) + "}"
+    if dt.subdtype:
+        return f"{_dtype_text(dt.subdtype[0])}{list(dt.shape)}"
+    return dt.str[1:]
+
+
+def compare_values(a_path, b_path, var_path_: str, max_mem: int = 256 << 20, progress=None) -> list:
+    """Differences between the values of one variable in two files (shape and type first)."""
+    with open_dataset(a_path) as A, open_dataset(b_path) as B:
+        va, vb = _find_var(A, var_path_), _find_var(B, var_path_)
+        if va is None:
+            raise DataError(f"{a_path}: no variable {var_path_}")
+        out = []
+        if vb is None:
+            return [f"{var_path_}: missing in {b_path}"]
+        raw(va)
+        raw(vb)
+        listing = _Listing(out, var_path_)
+        if _comparable(va, vb, listing):
+            listing.close(_values(va, vb, listing, max_mem, progress))
+        else:
+            listing.close()
+        return out
+
+
+def _find_var(ds, path: str):
+    group, name = path.rsplit("/", 1)
+    try:
+        g = ds[group] if group else ds
+    except (IndexError, KeyError):
+        return None
+    return g.variables.get(name)
+
+
+def _comparable(va, vb, listing) -> bool:
+    ok = True
+    if va.dimensions != vb.dimensions:
+        listing.add(f"dimensions {va.dimensions} != {vb.dimensions}")
+        ok = False
+    if tuple(va.shape) != tuple(vb.shape):
+        listing.add(f"shape {tuple(va.shape)} != {tuple(vb.shape)}")
+        ok = False
+    ta, tb = _type_label(va), _type_label(vb)
+    if ta != tb:
+        listing.add(f"type {ta} != {tb}")
+        ok = False
+    return ok
+
+
+# ---------------------------------------------------------------- metadata comparison
+
+def _read_attr(obj, name):
+    try:
+        return obj.getncattr(name, encoding="latin-1")
+    except (KeyError, AttributeError) as e:
+        return e
+
+
+def _attr_type(value, name, strings: set) -> str:
+    if isinstance(value, Exception):
+        return "unreadable"
+    if isinstance(value, (str, list)):
+        return "NC_STRING" if name in strings else "NC_CHAR"
+    if isinstance(value, bytes):                  # a char _FillValue
+        return "NC_CHAR"
+    return _dtype_text(np.asarray(value).dtype)
+
+
+def _attrs(a, b, sa: set, sb: set, listing: _Listing):
+    na = [n for n in a.ncattrs() if n not in SPECIAL_ATTRS]
+    nb = [n for n in b.ncattrs() if n not in SPECIAL_ATTRS]
+    for n in na:
+        if n not in nb:
+            listing.add(f"attribute {n} missing in second file")
+    for n in nb:
+        if n not in na:
+            listing.add(f"attribute {n} only in second file")
+    common_a = [n for n in na if n in nb and n != "_FillValue"]
+    common_b = [n for n in nb if n in na and n != "_FillValue"]
+    if common_a != common_b:
+        listing.add(f"attribute order {common_a} != {common_b}")
+    for n in na:
+        if n not in nb:
+            continue
+        va, vb = _read_attr(a, n), _read_attr(b, n)
+        ta, tb = _attr_type(va, n, sa), _attr_type(vb, n, sb)
+        if ta != tb:
+            listing.add(f"attribute {n} type {ta} != {tb}")
+        elif ta == "unreadable":
+            continue
+        elif isinstance(va, (str, list, bytes)):
+            if va != vb:
+                listing.add(f"attribute {n}: {va!r} != {vb!r}")
+        else:
+            xa, xb = np.atleast_1d(va), np.atleast_1d(vb)
+            if xa.shape != xb.shape or diff_mask(xa, xb).any():
+                listing.add(f"attribute {n}: {_show(va)} != {_show(vb)}")
+
+
+def _names(kind_: str, a: list, b: list, where: str, out: list) -> list:
+    """Report missing / extra / reordered names; return the common ones in a's order."""
+    for n in a:
+        if n not in b:
+            out.append(f"{where}: {kind_} {n} missing in second file")
+    for n in b:
+        if n not in a:
+            out.append(f"{where}: {kind_} {n} only in second file")
+    common = [n for n in a if n in b]
+    if common != [n for n in b if n in a]:
+        out.append(f"{where}: {kind_} order {common} != {[n for n in b if n in a]}")
+    return common
+
+
+def _types(ga, gb, where: str, out: list):
+    for label, ta, tb in (("compound type", ga.cmptypes, gb.cmptypes), ("vlen type", ga.vltypes, gb.vltypes),
+                          ("enum type", ga.enumtypes, gb.enumtypes)):
+        for n in _names(label, list(ta), list(tb), where, out):
+            x, y = ta[n], tb[n]
+            dx, dy = _dtype_text(np.dtype(x.dtype)), _dtype_text(np.dtype(y.dtype))
+            if dx != dy or getattr(x, "enum_dict", None) != getattr(y, "enum_dict", None):
+                out.append(f"{where}: {label} {n} differs: {dx} {getattr(x, 'enum_dict', '')} != "
+                           f"{dy} {getattr(y, 'enum_dict', '')}")
+
+
+def _fill_off(var) -> bool:
+    return not kind(var) and var.get_fill_value() is None
+
+
+def compare(a_path, b_path, max_mem: int = 256 << 20, variables=None, progress=None) -> list:
+    """Human-readable differences between two files; [] when they hold the same data and metadata.
+    `variables` (paths) limits the value comparison to those variables; metadata is always compared
+    in full. progress(nbytes) is called per compared block."""
+    out = []
+    with open_dataset(a_path) as A, open_dataset(b_path) as B:
+        ha = h5open(a_path) if is_netcdf4(A) else None
+        hb = h5open(b_path) if is_netcdf4(B) else None
+        try:
+            raw(A)
+            raw(B)
+            wanted = None if variables is None else set(variables)
+            seen = set()
+            _group(A, B, ha, hb, out, max_mem, wanted, seen, progress)
+            for p in sorted((wanted or set()) - seen):
+                out.append(f"{p}: no such variable in both files")
+        finally:
+            for h in (ha, hb):
+                if h is not None:
+                    h.close()
+    return out
+
+
+def _strings(h5, path: str) -> set:
+    return string_attr_names(h5[path]) if h5 is not None and path else set()
+
+
+def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
+    where = ga.path
+    da, db = ga.dimensions, gb.dimensions
+    for n in _names("dimension", list(da), list(db), where, out):
+        x, y = da[n], db[n]
+        if len(x) != len(y) or x.isunlimited() != y.isunlimited():
+            def desc(d):
+                return f"{len(d)}{' (unlimited)' if d.isunlimited() else ''}"
+            out.append(f"{where}: dimension {n} length {desc(x)} != {desc(y)}")
+    _types(ga, gb, where, out)
+    listing = _Listing(out, f"{where} (attributes)" if where != "/" else "global attributes")
+    _attrs(ga, gb, _strings(ha, ga.path), _strings(hb, gb.path), listing)
+    listing.close()
+    for n in _names("variable", list(ga.variables), list(gb.variables), where, out):
+        va, vb = ga.variables[n], gb.variables[n]
+        path = var_path(va)
+        listing = _Listing(out, path)
+        comparable = _comparable(va, vb, listing)
+        _attrs(va, vb, _strings(ha, hdf5_path(ha, path) if ha is not None else ""),
+               _strings(hb, hdf5_path(hb, path) if hb is not None else ""), listing)
+        if _fill_off(va) != _fill_off(vb):
+            listing.add(f"fill mode {'off' if _fill_off(va) else 'on'} != {'off' if _fill_off(vb) else 'on'}")
+        unlisted = 0
+        if wanted is None or path in wanted:
+            seen.add(path)
+            if comparable:
+                unlisted = _values(va, vb, listing, max_mem, progress)
+        listing.close(unlisted)
+    for n in _names("group", list(ga.groups), list(gb.groups), where, out):
+        _group(ga.groups[n], gb.groups[n], ha, hb, out, max_mem, wanted, seen, progress)
+

@@ -1,0 +1,224 @@
+"""climio rechunk end to end: values and metadata survive, every plan strategy converts correctly,
+memory stays within the budget, interruption and bad input leave nothing behind."""
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import netCDF4
+import numpy as np
+import pytest
+
+from climio.data.writer import write_4d
+from climio.rechunk.verify import compare
+
+from conftest import run_cli
+
+SHAPE = (24, 3, 40, 36)          # [t, z, y, x], float32: 414 KiB per level-time-map stack
+
+
+@pytest.fixture(scope="module")
+def field(tmp_path_factory):
+    """Deflate+shuffle float32, chunked [1,1,Y,X] as model output usually is."""
+    d = tmp_path_factory.mktemp("rechunk")
+    path = d / "field.nc"
+    write_4d(path, SHAPE, chunks=[1, 1, SHAPE[2], SHAPE[3]], dtype="f4", deflate=1, shuffle=True, seed=3)
+    return path
+
+
+def _digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def _rechunk(src, dst, *args):
+    out = run_cli("rechunk", src, dst, "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _values(path, var="ta"):
+    with netCDF4.Dataset(path) as ds:
+        ds.set_auto_maskandscale(False)
+        v = ds[var]
+        return v[...], v.chunking(), v.filters()
+
+
+@pytest.mark.parametrize("args, strategy", [
+    (["--max-mem", "1GiB"], "single-pass"),
+    (["--max-mem", "200KiB"], "redecode"),       # too small for [T,1,Y,X] blocks
+    (["--max-mem", "40KiB"], "two-pass"),        # re-decoding would decode every chunk many times
+    (["--max-mem", "1GiB", "--workers", "2"], "single-pass"),
+    (["--max-mem", "400KiB", "--workers", "2"], "redecode"),
+])
+def test_xy_to_xt_chunks_keeps_every_value(field, tmp_path, args, strategy):
+    before = _digest(field)
+    out = tmp_path / "xt.nc"
+    summary = _rechunk(field, out, "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}", *args)
+    plan = summary["plans"]["/ta"]
+    assert plan["strategy"] == strategy
+    assert _digest(field) == before, "the input must never change"
+    a, _, _ = _values(field)
+    b, chunking, filters = _values(out)
+    assert np.array_equal(a, b)
+    assert chunking == [SHAPE[0], 1, 1, SHAPE[3]]
+    assert filters["zlib"] and filters["shuffle"] and filters["complevel"] == 1
+    assert compare(field, out) == []
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")], "temporary files left behind"
+
+
+def test_two_pass_plan_converts_and_removes_its_intermediate(field, tmp_path):
+    work = tmp_path / "tmpdir"
+    work.mkdir()
+    dry = run_cli("rechunk", field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
+                  "--max-mem", "40KiB", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)["plans"]["/ta"]
+    assert not (tmp_path / "o.nc").exists(), "--dry-run writes nothing"
+    summary = _rechunk(field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
+                       "--max-mem", "40KiB", "--tmp", work)
+    assert plan["strategy"] == "two-pass"
+    assert summary["plans"]["/ta"] == plan
+    assert np.array_equal(_values(field)[0], _values(tmp_path / "o.nc")[0])
+    assert os.listdir(work) == []
+
+
+def test_output_is_readable_by_netcdf_c(field, tmp_path):
+    """Chunks we deflate ourselves must decode in netCDF-C's own HDF5 (Debian's ncdump)."""
+    out = tmp_path / "xt.nc"
+    _rechunk(field, out, "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}", "--max-mem", "64MiB")
+    text = subprocess.run(["ncdump", "-v", "ta", "-p", "9", str(out)], capture_output=True, text=True, check=True).stdout
+    body = text.split("ta =", 1)[1]
+    numbers = np.array([float(x) for x in re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", body)], dtype="f4")
+    assert np.array_equal(numbers, _values(field)[0].ravel())
+    hs = subprocess.run(["ncdump", "-hs", str(out)], capture_output=True, text=True, check=True).stdout
+    assert f'ta:_ChunkSizes = {SHAPE[0]}, 1, 1, {SHAPE[3]}' in hs
+
+
+def test_compression_change_and_contiguous(field, tmp_path):
+    a = _values(field)[0]
+    _rechunk(field, tmp_path / "z.nc", "--compression", "deflate4", "--balanced")
+    b, chunking, filters = _values(tmp_path / "z.nc")
+    assert np.array_equal(a, b) and filters["complevel"] == 4 and not filters["shuffle"]
+    _rechunk(field, tmp_path / "c.nc", "--contiguous", "--compression", "none", "--max-mem", "256KiB")
+    c, chunking, _ = _values(tmp_path / "c.nc")
+    assert chunking == "contiguous" and np.array_equal(a, c)
+
+
+def test_verify_compares_every_value(field, tmp_path):
+    summary = _rechunk(field, tmp_path / "v.nc", "--for", "t", "--verify")
+    assert summary["verified"] is True
+
+
+def _peak_rss_of(cmd):
+    """Peak RSS (bytes) of a command and, separately, the largest of its children."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.stdout.close(), proc.stderr.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    return usage.ru_maxrss * 1024
+
+
+def test_peak_memory_stays_within_budget(tmp_path):
+    """A 48 MiB variable converted with --max-mem 8MiB: the process grows by at most the budget plus
+    a small overhead over an interpreter that has loaded the same libraries."""
+    src = tmp_path / "big.nc"
+    shape = (96, 2, 256, 256)
+    write_4d(src, shape, chunks=[1, 1, 256, 256], dtype="f4", deflate=1, shuffle=True, seed=5)
+    budget = 8 << 20
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    peak = _peak_rss_of([exe, "rechunk", src, tmp_path / "o.nc", "-c", "time/96,lev/1,lat/1,lon/256",
+                         "--max-mem", str(budget)])
+    base = _peak_rss_of([sys.executable, "-c", "import climio.cli, climio.rechunk.command, climio.rechunk.execute, "
+                         "climio.rechunk.meta, climio.rechunk.verify, h5py, netCDF4, numpy, deflate"])
+    assert peak - base <= budget + (12 << 20), f"grew {(peak - base) >> 20} MiB with an 8 MiB budget"
+    assert np.array_equal(_values(src)[0], _values(tmp_path / "o.nc")[0])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_interrupted_run_leaves_no_output(tmp_path, sig):
+    src = tmp_path / "slow.nc"
+    write_4d(src, (64, 4, 128, 128), chunks=[1, 1, 128, 128], dtype="f4", deflate=1, shuffle=True, seed=1)
+    out = tmp_path / "out" / "o.nc"
+    out.parent.mkdir()
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    # A tiny budget makes many small blocks, so the run is still going when the signal comes.
+    proc = subprocess.Popen([exe, "rechunk", src, out, "-c", "time/64,lev/1,lat/1,lon/128", "--max-mem", "600KiB",
+                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(p.startswith(".o.nc") for p in os.listdir(out.parent)):
+        time.sleep(0.05)
+    assert any(p.startswith(".o.nc") for p in os.listdir(out.parent)), "conversion never started"
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert "nothing written" in last and err.count("climio: error") == 1 and "Traceback" not in err, err
+    assert os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--var", "nosuch"], "unknown variable"),
+    (["-c", "nosuch/4"], "nosuch"),
+    (["-c", "lat/400"], "larger than the dimension"),
+    (["--compression", "lzma9"], "compression"),
+    (["--contiguous", "--compression", "deflate1"], "contiguous"),
+    (["--max-mem", "1KiB", "-c", "time/24,lev/1,lat/1,lon/36"], "--max-mem"),
+    (["--workers", "0"], "--workers"),
+])
+def test_bad_input_gives_one_line(field, tmp_path, args, message):
+    out = run_cli("rechunk", field, tmp_path / "o.nc", *args)
+    assert out.returncode != 0
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_missing_input_and_existing_output(field, tmp_path):
+    out = run_cli("rechunk", tmp_path / "nope.nc", tmp_path / "o.nc")
+    assert out.returncode == 3 and "does not exist" in out.stderr
+    (tmp_path / "o.nc").write_bytes(b"keep me")
+    out = run_cli("rechunk", field, tmp_path / "o.nc", "--for", "xt")
+    assert out.returncode == 2 and "exists" in out.stderr
+    assert (tmp_path / "o.nc").read_bytes() == b"keep me"
+    out = run_cli("rechunk", field, field, "--force")
+    assert out.returncode == 2 and "is the input" in out.stderr
+
+
+CORPUS_CASES = [
+    ["--balanced", "--chunk-bytes", "4KiB"],                 # chunks that divide no dimension
+    ["--for", "xt"],
+    ["-c", "time/5,lat/7", "--compression", "deflate2+shuffle", "--max-mem", "128KiB"],
+    ["--compression", "none", "--workers", "2"],
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from rechunk_corpus import make_corpus
+    return make_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.mark.parametrize("case", range(len(CORPUS_CASES)))
+def test_corpus_round_trip(corpus, tmp_path, case):
+    """Every corpus file (1-D..5-D, groups, strings, vlen/compound/enum, unlimited dims with short
+    variables, fill values, packed ints, netCDF-3/CDF-5) keeps identical values and metadata."""
+    args = CORPUS_CASES[case]
+    converted = []
+    for name, src in corpus.items():
+        before = _digest(src)
+        out = tmp_path / f"{name}.nc"
+        res = run_cli("rechunk", src, out, "--verify", *args)
+        refusal = "axis" if "--for" in args else "unknown dimension" if "-c" in args else None
+        if res.returncode == 2 and refusal and refusal in res.stderr and name in ("groups", "types"):
+            continue  # files without the axes or dimensions asked for: a one-line refusal is right
+        assert res.returncode == 0, f"{name}: {res.stderr}"
+        assert compare(src, out) == [], name
+        assert _digest(src) == before
+        converted.append(name)
+    assert {"cf", "xt", "classic", "cdf5"} <= set(converted)
