@@ -222,3 +222,20 @@ def test_corpus_round_trip(corpus, tmp_path, case):
         assert _digest(src) == before
         converted.append(name)
     assert {"cf", "xt", "classic", "cdf5"} <= set(converted)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 1 MiB tmpfs (the tests run as root, as the set-up does)."""
+    d = tmp_path / "small"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", str(d)], check=True)
+
+
+def test_too_little_disk_is_refused_before_writing(field, small_fs):
+    out = run_cli("rechunk", field, small_fs / "o.nc", "--for", "xt")
+    assert out.returncode == 4, out.stderr
+    assert "free" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert os.listdir(small_fs) == []

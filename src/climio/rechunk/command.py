@@ -1,5 +1,6 @@
 """`climio rechunk IN OUT`: check, plan, define the output, convert, verify, rename."""
 
+import errno
 import os
 import resource
 import signal
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..data.writer import check_space, staged
-from ..errors import DataError, InputError, Interrupted
+from ..errors import DataError, DiskSpaceError, InputError, Interrupted
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
 from .plan import Layout, Rates, plan_variable
@@ -134,16 +135,17 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     plans = make_plans(infos, targets, stored, max_mem, opts.workers, two_pass=True)
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
                "plans": {k: p.to_dict() for k, p in plans.items()}}
-    for path, p in plans.items():
-        say(f"{path}: {' '.join(str(s) for s in targets[path].chunks or ['contiguous'])} "
-            f"{targets[path].compression.label}")
-        for line in p.describe():
-            say("  " + line)
     if dry_run:
+        for path, p in plans.items():
+            say(f"{path} -> {_target_label(targets[path])}")
+            for line in p.describe():
+                say("  " + line)
         return summary
 
     check_space([(out_path, _estimate_output(in_path, infos, targets, stored))]
                 + [(tmp_dir / ".climio-rechunk-intermediate", max((p.tmp_bytes for p in plans.values()), default=0))])
+    for path, p in plans.items():  # one line each; --dry-run gives the whole plan
+        say(f"{path} -> {_target_label(targets[path])}: {p.describe()[0]}")
     total = sum(p.src.nbytes for plan in plans.values() for p in plan.passes)
     t0 = time.perf_counter()
     with _sigterm_raises():
@@ -159,6 +161,11 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
                 _check_written(tmp, jobs, opts.verify, max_mem, in_path)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: nothing written to {out_path} (temporary output removed)") from None
+        except OSError as exc:  # HDF5 and the workers report I/O failures as OSError
+            if exc.errno == errno.ENOSPC or "No space left" in str(exc):
+                raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "
+                                     "(temporary output removed)") from None
+            raise DataError(f"I/O error while converting: {exc}; nothing written to {out_path}") from None
         except Interrupted:
             raise Interrupted(f"terminated: nothing written to {out_path} (temporary output removed)") from None
     seconds = time.perf_counter() - t0
@@ -170,6 +177,11 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
         f"{', verified' if opts.verify else ''} -> {out_path}")
     return summary
+
+
+def _target_label(t) -> str:
+    chunks = "[" + ",".join(map(str, t.chunks)) + "]" if t.chunks else "contiguous"
+    return f"{chunks} {t.compression.label}"
 
 
 @contextmanager
