@@ -61,9 +61,10 @@ def test_dim_spec_unnamed_dims_follow_nccopy_rules():
     assert got["/u"].chunks == (Z, 30, X)               # rule 6: contiguous source, full fixed dims
     # rule 6, unlimited: as many records as fit in 4 MiB beside [30, 360] float32
     assert got["/r"].chunks == (4 * MiB // (30 * X * 4), 30, X)
-    assert got["/lat"].chunks == (30,)
-    assert got["/lon"].chunks is None                   # rules 1/4: nothing named, unchanged
-    assert got["/time"].chunks == (T,)  # unchanged too, but contiguous+unlimited must be chunked: balanced
+    assert "/lat" not in got          # coordinate variables keep their layout unless named
+    assert resolve(FILE, ["lat/30"], variables=["lat"])["/lat"].chunks == (30,)
+    assert "/lon" not in got
+    assert "/time" not in got
     # `dim/` = the whole dimension; several dims, comma-joined and repeated -c
     got = resolve(FILE, ["lat/,lon/40", "lev/2"])
     assert got["/t"].chunks == (10, 2, Y, 40)
@@ -180,8 +181,8 @@ def test_for_xt_axis_attributes(tmp_path):
     assert XT == (100, 1, 7, 360) and got["/data"].chunks == XT
     assert math.prod(XT) * 4 <= MiB < math.prod((T, 1, 8, X)) * 4  # as big as fits in the target
     # coordinate variables: d0 (t) and d3 (x) chunked whole, d1/d2 have neither axis: unchanged
-    assert got["/d0"].chunks == (T,) and got["/d3"].chunks == (X,)
-    assert got["/d1"] == Target(infos[1].chunks, NONE)
+    assert "/d0" not in got and "/d3" not in got  # coordinate variables: not selected unless named
+    assert "/d1" not in got
     # xy and a larger target; a chunk already over the target is not shrunk
     assert resolve(infos, for_axes="xy")["/data"].chunks == (1, MiB // (Y * X * 4), Y, X)  # lev grows first
     assert resolve(infos, for_axes="xt", chunk_bytes="64KiB")["/data"].chunks == (T, 1, 1, X)
@@ -237,7 +238,7 @@ def test_for_dim_names_and_missing_axes():
     got = resolve(FILE, for_axes="time,lon")
     assert got["/t"].chunks == XT
     assert got["/u"].chunks == (MiB // (Y * X * 4), Y, X)  # no time: lon full, lat grows to Y, then lev
-    assert got["/lat"].chunks is None                       # neither: unchanged
+    assert "/lat" not in got                                # a coordinate variable: not selected
     assert "unknown dimension 'height'" in error(resolve, FILE, for_axes="time,height")
     # xyz on [time, lat, lon]: no z, so z is skipped; time grows
     assert resolve(FILE, for_axes="xyz")["/r"].chunks == (MiB // (Y * X * 4), Y, X)
@@ -340,7 +341,8 @@ def test_selection():
     scalar = V("/s", (), ())
     grp = V("/g/t", ("lat",), (Y,))
     infos = [*FILE, text, scalar, grp]
-    assert set(resolve(infos)) == {i.path for i in FILE} | {"/g/t"}
+    coords = {"/time", "/lev", "/lat", "/lon"}
+    assert set(resolve(infos)) == ({i.path for i in FILE} - coords) | {"/g/t"}
     assert set(resolve(infos, variables=["t"])) == {"/t", "/g/t"}      # relative name: every match
     assert set(resolve(infos, variables=["/g/t", "u"])) == {"/g/t", "/u"}
     assert set(resolve(infos, variables=["/t,/u"])) == {"/t", "/u"}

@@ -1,5 +1,6 @@
 """The `climio` command. Subcommands parse options and delegate; no study logic lives here."""
 
+import os
 import shutil
 import sys
 import tempfile
@@ -143,7 +144,7 @@ def rechunk_cmd(
     compression: Optional[str] = typer.Option(None, help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
     var: Optional[list[str]] = typer.Option(None, "--var", "-v", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
     max_mem: Optional[str] = typer.Option(None, "--max-mem", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
-    workers: int = typer.Option(1, "--workers", "-j", help="Processes that read, decode and encode blocks (the parent writes)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
     tmp: Optional[Path] = typer.Option(None, "--tmp", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
@@ -164,7 +165,8 @@ def rechunk_cmd(
     opts = Options(chunk_specs=tuple(chunk or ()), for_axes=for_axes, balanced=balanced,
                    chunk_bytes=parse_size(chunk_bytes) if chunk_bytes else None, contiguous=contiguous,
                    compression=compression, variables=tuple(var or ()),
-                   max_mem=parse_size(max_mem) if max_mem else None, workers=workers,
+                   max_mem=parse_size(max_mem) if max_mem else None,
+                   workers=workers if workers is not None else len(os.sched_getaffinity(0)),
                    tmp_dir=str(tmp) if tmp else None, verify=verify, force=force)
     say = err_line if json_out else info
     summary = rechunk(input, output, opts, dry_run=dry_run, say=say,

@@ -23,6 +23,21 @@ def program(name: str) -> str:
     raise NativeError(f"native program {name} not found: install climio with `make setup` (or set CLIMIO_NATIVE_BIN)")
 
 
+def library(name: str) -> str:
+    """Absolute path of native shared library lib`name`.so (e.g. "climio-trace", the LD_PRELOAD
+    tracer), installed by CMake in <environment>/lib/climio/; CLIMIO_NATIVE_LIB (a directory)
+    overrides the search."""
+    fname = f"lib{name}.so"
+    dirs = [os.environ.get("CLIMIO_NATIVE_LIB"),
+            os.path.join(sysconfig.get_path("data"), "lib", "climio"),
+            os.path.join(sys.prefix, "lib", "climio"),
+            str(Path(sys.executable).parent.parent / "lib" / "climio")]
+    for d in dirs:
+        if d and os.path.isfile(os.path.join(d, fname)):
+            return os.path.abspath(os.path.join(d, fname))
+    raise NativeError(f"native library {fname} not found: install climio with `make setup` (or set CLIMIO_NATIVE_LIB)")
+
+
 def child_env() -> dict:
     """Environment for measuring processes: this one's, with HDF5_PLUGIN_PATH as the user set it
     (a C probe must see the filters of its own HDF5, not the Python wheel's)."""

@@ -1,0 +1,180 @@
+/* climio tracer: state shared by the layers (posix.c, mpiio.c, netcdf.c, hdf5.c).
+ *
+ * buffer.c  configuration, per-thread depth and guard, the event buffer, string table, aux
+ *           writer, flushes, done.json, signal/fork/exec/exit handling, the timer
+ * resolve.c finding the real function behind an interposed symbol (RTLD_NEXT, or the caller's
+ *           own scope for libraries loaded RTLD_LOCAL such as the netCDF4-python/h5py wheels)
+ *
+ * The file format is csrc/trace/FORMAT.md. */
+#ifndef CLIMIO_TRACE_BUFFER_H
+#define CLIMIO_TRACE_BUFFER_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define CT_HAVE_TSC 1
+#else
+#define CT_HAVE_TSC 0
+#endif
+
+#define CT_EXPORT __attribute__((visibility("default")))
+#define CT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum { CT_POSIX = 1, CT_STDIO = 2, CT_MPIIO = 3, CT_NETCDF = 4, CT_HDF5 = 5 };
+enum { CT_F_AUX = 1, CT_F_FAILED = 2 };
+
+/* One event, 64 bytes, the on-disk record (little-endian hosts only). While buffered, t_start
+ * and t_end hold raw timer ticks (TSC or ns); they become CLOCK_REALTIME ns at flush. */
+typedef struct __attribute__((packed)) {
+    uint64_t t_start, t_end;
+    int64_t offset, size, ret;
+    uint32_t file_id, func_id, var_id;
+    int32_t rank;
+    uint32_t tid;
+    uint16_t depth;
+    uint8_t layer, flags;
+} ct_event;
+_Static_assert(sizeof(ct_event) == 64, "event record must be 64 bytes");
+
+/* Per-thread state. initial-exec TLS: one %fs-relative load, no __tls_get_addr call; fine for
+ * a library that is preloaded (it is part of the static TLS block). */
+typedef struct {
+    uint32_t tid;    /* kernel tid, 0 until first needed */
+    uint16_t depth;  /* traced calls in progress on this thread */
+    uint8_t inside;  /* 1 while the tracer's own code runs: nothing it calls is traced */
+} ct_thread;
+extern __thread ct_thread ct_tls __attribute__((tls_model("initial-exec")));
+
+extern int ct_active;        /* tracing configured and not finished */
+extern unsigned ct_layers;   /* bit L set: layer L traced */
+extern int ct_rank;          /* MPI rank, -1 before MPI_Init / without MPI */
+extern int ct_use_tsc;       /* timer: 1 raw TSC (converted at flush), 0 clock_gettime */
+
+/* Is `layer` traced for a call made now on this thread? */
+static inline int ct_on(int layer) {
+    return CT_LIKELY(ct_active) && (ct_layers >> layer & 1u) && !ct_tls.inside;
+}
+
+uint64_t ct_realtime_ns(void);
+static inline uint64_t ct_now(void) {
+#if CT_HAVE_TSC
+    if (CT_LIKELY(ct_use_tsc)) return __rdtsc();
+#endif
+    return ct_realtime_ns();
+}
+
+/* Append an event (tid and rank are filled in). Returns its index in this process's .events
+ * file, or -1 when it was dropped (CLIMIO_TRACE_MAX_EVENTS reached, or tracing finished).
+ * Fast path, inlined: while the process has never started a thread (glibc's
+ * __libc_single_threaded) no other thread can append, so no lock is taken (an atomic exchange
+ * is a fifth of the tracer's cost per call); also not near a full buffer or with a cap. */
+int64_t ct_emit_slow(ct_event *e);
+extern ct_event *ct_ev_buf;
+extern size_t ct_ev_n, ct_ev_cap;
+extern uint64_t ct_ev_base, ct_ev_kept, ct_ev_max;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#include <sys/single_threaded.h>
+#define CT_SINGLE_THREADED() __libc_single_threaded
+#else
+#define CT_SINGLE_THREADED() 0
+#endif
+static inline int64_t ct_emit(ct_event *e) {
+    if (CT_LIKELY(CT_SINGLE_THREADED() && ct_tls.tid && ct_ev_n + 1 < ct_ev_cap && !ct_ev_max && ct_active)) {
+        e->tid = ct_tls.tid;
+        e->rank = ct_rank;
+        if (CT_UNLIKELY(e->t_end < e->t_start)) e->t_end = e->t_start;
+        ct_ev_buf[ct_ev_n] = *e;
+        __atomic_signal_fence(__ATOMIC_RELEASE);   /* the event before the count (signal handlers) */
+        ct_ev_n++;
+        return (int64_t)(ct_ev_base + ct_ev_kept++);
+    }
+    return ct_emit_slow(e);
+}
+
+/* The wrapper skeleton: depth and both timestamps around the real call, errno preserved. */
+#define CT_BEGIN() uint16_t ct_d_ = ct_tls.depth++; uint64_t ct_t0_ = ct_now()
+#define CT_END() uint64_t ct_t1_ = ct_now(); ct_tls.depth = ct_d_; int ct_errno_ = errno
+#define CT_EVENT(layer_, func_) \
+    ct_event ev_ = {.t_start = ct_t0_, .t_end = ct_t1_, .offset = -1, .size = -1, .depth = ct_d_, \
+                    .layer = (layer_), .func_id = (func_)}
+#define CT_RETURN(v) do { errno = ct_errno_; return (v); } while (0)
+/* POSIX hot path: nothing between the call and the return changes errno (a flush saves it), so
+ * it is neither saved nor restored; a failure's errno is read straight away. */
+#define CT_END_FAST() uint64_t ct_t1_ = ct_now(); ct_tls.depth = ct_d_
+
+/* String table: dense ids from 1, "<id>\t<text>\n" lines (a newline in a text becomes '?'). */
+uint32_t ct_intern(const char *s);
+const char *ct_text(uint32_t id);   /* the text of an id (valid for the process lifetime) */
+#define CT_FUNC_ID(name) ({ \
+    static uint32_t id_; \
+    uint32_t v_ = __atomic_load_n(&id_, __ATOMIC_RELAXED); \
+    if (CT_UNLIKELY(!v_)) { v_ = ct_intern(name); __atomic_store_n(&id_, v_, __ATOMIC_RELAXED); } \
+    v_; })
+
+/* Paths: absolute and lexically normalised (".", "..", "//"); relative ones against dirfd
+ * (AT_FDCWD: the cwd). Returns 0 on success. */
+int ct_abspath(const char *path, int dirfd, char *out, size_t n);
+int ct_excluded(const char *abs);     /* under a CLIMIO_TRACE_EXCLUDE prefix (or the trace dir) */
+uint32_t ct_path_id(const char *path, int dirfd);   /* 0 when excluded or empty */
+
+/* Growing string builder for aux records (never used from a signal handler). */
+typedef struct { char *p; size_t n, cap; } ct_sb;
+void ct_sb_printf(ct_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ct_sb_json(ct_sb *b, const char *s);                /* quoted and escaped */
+void ct_sb_sizes(ct_sb *b, const size_t *v, int n);      /* [v0,v1,...] */
+void ct_sb_free(ct_sb *b);
+/* Write {"ev":ev<body>}\n where body is ',"key":value,...' (or empty). */
+void ct_aux(int64_t ev, const ct_sb *body);
+
+/* Slow-path lock of the layers' own tables (recursive; taken around fork). */
+void ct_lock(void);
+void ct_unlock(void);
+
+/* Real functions. POSIX/libc: the next definition after us (RTLD_NEXT). */
+void *ct_dlsym_next(const char *name);
+#define CT_REAL(fn) ({ \
+    static __typeof__(&fn) r_; \
+    CT_LIKELY(r_) ? r_ : (r_ = (__typeof__(&fn))ct_dlsym_next(#fn)); })
+
+/* Library functions (MPI, netCDF, HDF5): see resolve.c. `caller` is the return address of the
+ * interposed call, so a library loaded RTLD_LOCAL gets its own copy of the callee. */
+typedef struct {
+    uintptr_t lo, hi;   /* address range of the calling object */
+    void *fn;
+} ct_by_caller;
+typedef struct {
+    const char *name;
+    void *global;       /* definition visible after us in the global scope */
+    int state;          /* 0 untried, 1 global found, 2 none global: per caller */
+    int n;              /* entries of by_caller published */
+    ct_by_caller by_caller[8];
+} ct_resolver;
+void *ct_resolve_slow(ct_resolver *r, const void *caller);
+static inline void *ct_resolve(ct_resolver *r, const void *caller) {
+    int s = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+    if (CT_LIKELY(s == 1)) return r->global;
+    if (s == 2) {   /* published entries are immutable: no lock to read them */
+        int n = __atomic_load_n(&r->n, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < n; i++)
+            if ((uintptr_t)caller >= r->by_caller[i].lo && (uintptr_t)caller < r->by_caller[i].hi)
+                return r->by_caller[i].fn;
+    }
+    return ct_resolve_slow(r, caller);
+}
+/* A resolver per (function, call site file), e.g. CT_LIB(nc_inq_varname, caller) */
+#define CT_LIB(fn, caller) ({ \
+    static ct_resolver R_ = {.name = #fn}; (__typeof__(&fn))ct_resolve(&R_, (caller)); })
+int ct_in_self(const void *addr);    /* address inside libclimio-trace.so */
+void ct_missing(const char *name);   /* report an unresolvable real function (once) */
+
+int ct_own_process(void);   /* not a vfork() child sharing our memory (one getpid call) */
+
+/* Hooks of the layers, called by buffer.c */
+void ct_posix_init(void);              /* fd table */
+void ct_mpi_finalize_hook(void);
+
+#endif

@@ -1,0 +1,9 @@
+"""climio's tracer, the Python side: read a trace directory written by libclimio-trace.so
+(format: csrc/trace/FORMAT.md), analyse it across layers, and explain what it shows.
+
+    reader.read_trace(dir) -> Trace            events with strings resolved, aux joined, per-process info
+    run.run_trace(command, out, ...) -> int     `climio trace run`: preload the tracer, run, write meta.json
+    analysis.analyse(trace) -> Analysis         layers/functions, call-path flow, per-rank, per-file, netCDF chunks
+    advice.findings(analysis) -> list           explicit rules with named thresholds and cited evidence
+    report.render(dir, fmt, out)                `climio trace report`: text, JSON or HTML
+"""

@@ -1,0 +1,682 @@
+"""What a trace says, layer by layer, without judging it (advice.py judges).
+
+    analyse(trace) -> Analysis;  Analysis.to_dict() -> the JSON-able summary the report renders
+
+Sections (DEFINITIONS states each term as the report shows it):
+  layers, functions   calls, inclusive and exclusive time, share of process time, bytes requested
+  flow                call-path edges parent function -> child function (netCDF -> HDF5 -> MPI-IO -> POSIX),
+                      with count, bytes, total time, max time of one rank and number of ranks (MOM5 Figs 10-12)
+  ranks               per-rank time of the main functions of each layer, min / mean / max, imbalance (Fig. 13)
+  files               per file and layer: access classification, Darshan's request-size histogram,
+                      top request sizes, timeline
+  netcdf              per netCDF read: bytes decoded vs bytes requested from the chunk shape
+                      (climio.layout), chunks touched, whether the chunk cache holds them
+  shared_writes, truncation, library_reads, file_per_process   facts the advice rules cite
+
+Nesting: the tracer writes a call's depth (0 = outermost traced call) and its times; the parent of
+an event at depth d > 0 is the event at depth d - 1 of the same process and thread that started
+last at or before it and ended at or after it.
+
+"Rank" below means an MPI rank; a process without one (a serial program, a launcher) is its own
+unit, labelled by pid. Times are in seconds, bytes are bytes requested (the `size` field).
+"""
+
+import math
+import re
+from collections import Counter
+
+import numpy as np
+
+from .. import layout
+from ..errors import InputError
+from .reader import FLAG_FAILED, LAYER_IDS, LAYERS
+
+# Top of the stack first: the order of the flow figure's rows and of every layer table.
+LAYER_ORDER = ("netcdf", "hdf5", "mpiio", "stdio", "posix")
+# Layers whose data calls carry file offsets, lowest (closest to storage) first.
+OFFSET_LAYERS = ("posix", "stdio", "mpiio")
+LIBRARY_LAYERS = ("netcdf", "hdf5")
+
+# Darshan's request-size buckets (binary units, upper edge inclusive: 100 B lands in 0-100).
+SIZE_EDGES = (100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30)
+SIZE_BUCKETS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M",
+                "100M-1G", "1G+")
+# A stream is consecutive / strided / sequential when at least this share of its transitions are.
+ACCESS_SHARE = 0.9
+MAIN_PER_LAYER = 2       # functions per layer in the per-rank table (the largest by inclusive time)
+TOP_SIZES = 4            # most common request sizes listed per file, as Darshan's ACCESS1..4
+TIMELINE_MAX = 5000      # timeline points kept per file (evenly sampled beyond)
+NETCDF_READS_SHOWN = 1000
+
+DEFINITIONS = {
+    "inclusive time": "wall time from entry to return of a call, including the traced calls it made "
+                      "(an nc_get_vara's inclusive time contains its MPI-IO and POSIX calls). A layer's "
+                      "inclusive time sums its outermost calls only, so nothing is counted twice.",
+    "exclusive time": "inclusive time minus the inclusive time of the call's traced children: the time "
+                      "spent in that call itself (in the library, or in the kernel for POSIX calls). "
+                      "Exclusive times of all calls add up to the traced I/O time.",
+    "traced I/O time": "the sum over processes of the inclusive time of outermost traced calls.",
+    "process time": "the sum over processes of their wall time (tracer start, from .done.json t0_ns, to "
+                    "the end of the run from meta.json, or to the process's last event).",
+    "share": "time / process time: the fraction of the processes' wall time spent in the call.",
+    "max rank time": "the largest total time one rank (or process) spent in the function or call path.",
+    "consecutive": "the access starts where the previous one of the same process on the same file and "
+                   "layer ended (offset == previous offset + previous size).",
+    "sequential": "the access starts at or after the previous one's end (consecutive included).",
+    "stride": "offset minus the previous access's offset.",
+    "classification": f"per process and file: consecutive if >= {ACCESS_SHARE:.0%} of its transitions are "
+                      f"consecutive; else strided (stride K) if >= {ACCESS_SHARE:.0%} have the same stride "
+                      f"K != 0; repeated if that stride is 0; else sequential if >= {ACCESS_SHARE:.0%} "
+                      "are sequential; else random; single for one access. A file's class is the one "
+                      "holding most of its accesses.",
+    "size buckets": "Darshan's request-size histogram: 0-100 B, 100 B-1 KiB, 1-10 KiB, 10-100 KiB, "
+                    "100 KiB-1 MiB, 1-4 MiB, 4-10 MiB, 10-100 MiB, 100 MiB-1 GiB, 1 GiB+ (upper edge "
+                    "inclusive, binary units).",
+    "bytes decoded": "bytes the library must read and decompress for a netCDF read: every chunk the "
+                     "hyperslab touches in full (climio.layout.bytes_decoded), or the bytes requested "
+                     "for a contiguous variable.",
+    "decoded after cache": "bytes decoded, counting nothing for a read that needs only chunks of the "
+                           "previous read of the same variable and process when the cache holds them (an estimate).",
+    "cache fit": "whether the variable's chunk cache (cache_bytes) holds every chunk one read touches: "
+                 "fits, does not fit, or chunk larger than cache (HDF5 then bypasses the cache).",
+    "imbalance": "over the ranks that call the function: max / mean, and (max - mean) / max = the share "
+                 "of the slowest rank's time a perfect balance would save.",
+}
+
+_READ_RE = re.compile(r"read(?!dir|link|ahead)|^nc_get_var|^ncmpi_get_var", re.I)
+_WRITE_RE = re.compile(r"write|^nc_put_var|^ncmpi_put_var", re.I)
+_COLLECTIVE_RE = re.compile(r"^MPI_File_.*(_all|_ordered)(_begin|_end)?$")
+TRUNCATE_FUNCS = ("MPI_File_set_size", "ftruncate", "ftruncate64", "truncate", "truncate64")
+OTHER, READ, WRITE = 0, 1, 2
+KIND_NAMES = ("other", "read", "write")
+
+
+def op_kind(func: str) -> int:
+    """READ, WRITE or OTHER from a function name (pread64, MPI_File_write_at_all, nc_get_vara_float)."""
+    if _READ_RE.search(func):
+        return READ
+    if _WRITE_RE.search(func):
+        return WRITE
+    return OTHER
+
+
+def is_collective(func: str) -> bool:
+    return bool(_COLLECTIVE_RE.match(func))
+
+
+def size_bucket(sizes) -> np.ndarray:
+    """Index into SIZE_BUCKETS of each size (Darshan's upper-inclusive edges)."""
+    return np.searchsorted(np.asarray(SIZE_EDGES), np.asarray(sizes), side="left")
+
+
+def _s(ns) -> float:
+    return float(ns) / 1e9
+
+
+def imbalance(values) -> dict:
+    """min / mean / max of per-rank times, max / mean and (max - mean) / max."""
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    if not len(v):
+        return {"n": 0, "min": None, "mean": None, "max": None, "max_over_mean": None, "imbalance": None}
+    mean, mx = float(v.mean()), float(v.max())
+    return {"n": int(len(v)), "min": float(v.min()), "mean": mean, "max": mx,
+            "max_over_mean": mx / mean if mean > 0 else None, "imbalance": (mx - mean) / mx if mx > 0 else 0.0}
+
+
+# --- nesting ----------------------------------------------------------------------------------------
+
+def parents(proc, tid, depth, t0, t1) -> np.ndarray:
+    """Index of each event's parent (-1 for depth 0 or a parent the trace lacks). Per process and
+    thread, calls of one depth do not overlap, so the parent of a call at depth d is the call at
+    depth d - 1 that started last at or before it, if that one also ends at or after it."""
+    parent = np.full(len(t0), -1, dtype=np.int64)
+    if not len(t0):
+        return parent
+    order = np.lexsort((t0, depth, tid, proc))
+    p, t = proc[order], tid[order]
+    cuts = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
+    for g in np.split(order, cuts):
+        d = depth[g].astype(np.int64)
+        levels, first = np.unique(d, return_index=True)
+        spans = {int(lv): (int(a), int(b)) for lv, a, b in zip(levels, first, [*first[1:], len(g)])}
+        for lv, (a, b) in spans.items():
+            if lv == 0 or lv - 1 not in spans:
+                continue
+            ch, pa = g[a:b], g[slice(*spans[lv - 1])]
+            pos = np.searchsorted(t0[pa], t0[ch], side="right") - 1
+            cand = pa[np.maximum(pos, 0)]
+            ok = (pos >= 0) & (t1[cand] >= t1[ch])
+            parent[ch[ok]] = cand[ok]
+    return parent
+
+
+def ancestor(parent, mask, outermost=False) -> np.ndarray:
+    """For each event, its nearest (or outermost) ancestor where `mask` holds; -1 if none."""
+    res = np.full(len(parent), -1, dtype=np.int64)
+    cur = parent.copy()
+    while True:
+        alive = cur >= 0
+        if not alive.any():
+            return res
+        safe = np.where(alive, cur, 0)
+        hit = alive & mask[safe]
+        if not outermost:
+            hit &= res < 0
+        res[hit] = cur[hit]
+        cur = np.where(alive, parent[safe], -1)
+
+
+# --- the analysis -------------------------------------------------------------------------------------
+
+class Analysis:
+    """Derived per-event arrays (parent, exclusive time, kind, unit) and the report's sections."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        ev = trace.events
+        self.n = len(ev)
+        self.t0 = ev["t_start_ns"].astype(np.int64)
+        self.t1 = ev["t_end_ns"].astype(np.int64)
+        self.dur = self.t1 - self.t0
+        self.layer = ev["layer"].astype(np.int64)
+        self.func = ev["func_id"].astype(np.int64)
+        self.file = ev["file_id"].astype(np.int64)
+        self.var = ev["var_id"].astype(np.int64)
+        self.offset = ev["offset"]
+        self.size = ev["size"]
+        self.proc = ev["proc"].astype(np.int64)
+        names = trace.strings
+        self.kind_of = np.array([op_kind(s) for s in names], dtype=np.int64)
+        self.coll_of = np.array([is_collective(s) for s in names], dtype=bool)
+        self.kind = self.kind_of[self.func]
+        self.failed = (ev["flags"] & FLAG_FAILED) > 0
+        self.nbytes = np.where((self.kind > 0) & (self.size > 0), self.size, 0)
+        # Units: one per MPI rank, else one per process.
+        keys, labels = {}, []
+        unit_of_proc = []
+        for p in trace.procs:
+            key = ("rank", p.rank) if p.rank >= 0 else ("pid", p.host, p.pid)
+            if key not in keys:
+                keys[key] = len(labels)
+                hosts = {q.host for q in trace.procs}
+                labels.append(p.label if p.rank >= 0 or len(hosts) == 1 else f"{p.label}@{p.host}")
+            unit_of_proc.append(keys[key])
+        order = sorted(range(len(labels)), key=lambda i: (0, int(labels[i].split()[1])) if labels[i].startswith("rank")
+                       else (1, labels[i]))
+        renum = np.empty(len(labels), dtype=np.int64)
+        renum[order] = np.arange(len(labels))
+        self.units = [labels[i] for i in order]
+        self.unit = renum[np.asarray(unit_of_proc, dtype=np.int64)][self.proc] if self.n else self.proc
+        self.parent = parents(self.proc, ev["tid"].astype(np.int64), ev["depth"].astype(np.int64), self.t0, self.t1)
+        has = self.parent >= 0
+        self.excl = self.dur - np.bincount(self.parent[has], weights=self.dur[has], minlength=self.n).astype(np.int64)
+        self.excl = np.maximum(self.excl, 0)
+        # Outermost call of its own layer: a layer's time sums these, so nesting within a layer
+        # (nc_get_var calling nc_get_vara) is not counted twice.
+        self.outer_in_layer = np.ones(self.n, dtype=bool)
+        for lay in np.unique(self.layer):
+            m = self.layer == lay
+            self.outer_in_layer[m] = ancestor(self.parent, m)[m] < 0
+        self._walls()
+
+    # --- helpers ---
+
+    def name(self, sid) -> str:
+        return self.trace.strings[int(sid)]
+
+    def layer_name(self, lid) -> str:
+        return LAYERS.get(int(lid), str(lid))
+
+    def _walls(self):
+        """Per process wall time (see DEFINITIONS["process time"])."""
+        meta = self.trace.meta or {}
+        meta_end = meta.get("end_ns") if isinstance(meta.get("end_ns"), int) else None
+        meta_start = meta.get("start_ns") if isinstance(meta.get("start_ns"), int) else None
+        walls = []
+        for i, p in enumerate(self.trace.procs):
+            m = self.proc == i
+            if not m.any():
+                walls.append(0)
+                continue
+            first, last = int(self.t0[m].min()), int(self.t1[m].max())
+            start = min(p.t0_ns or first, first)
+            end_done = (p.done or {}).get("t_end_ns")
+            end = max(last, end_done if isinstance(end_done, int) else (meta_end or last))
+            walls.append(end - start)
+        self.proc_wall = np.asarray(walls, dtype=np.int64)
+        self.process_time = int(self.proc_wall.sum())
+        self.io_time = int(self.dur[self.parent < 0].sum())
+        if meta_start and meta_end:
+            self.wall = meta_end - meta_start
+        else:
+            self.wall = int(self.t1.max() - self.t0.min()) if self.n else 0
+
+    def share(self, ns) -> float:
+        return float(ns) / self.process_time if self.process_time > 0 else 0.0
+
+    def per_unit(self, mask, weights=None) -> np.ndarray:
+        w = self.dur[mask] if weights is None else weights[mask]
+        return np.bincount(self.unit[mask], weights=w, minlength=len(self.units))
+
+    # --- (1) layers and functions ---
+
+    def layers(self) -> list:
+        rows = []
+        for name in LAYER_ORDER:
+            lid = LAYER_IDS[name]
+            m = self.layer == lid
+            if not m.any():
+                continue
+            incl = int(self.dur[m & self.outer_in_layer].sum())
+            excl = int(self.excl[m].sum())
+            rows.append({"layer": name, "calls": int(m.sum()), "time_incl_s": _s(incl), "time_excl_s": _s(excl),
+                         "share_incl": self.share(incl), "share_excl": self.share(excl),
+                         "bytes_read": int(self.nbytes[m & (self.kind == READ)].sum()),
+                         "bytes_written": int(self.nbytes[m & (self.kind == WRITE)].sum()),
+                         "ranks": int(len(np.unique(self.unit[m])))})
+        return rows
+
+    def functions(self) -> list:
+        rows = []
+        width = len(self.trace.strings) + 1
+        for key in np.unique(self.layer * width + self.func):
+            lid, fid = divmod(int(key), width)
+            m = (self.layer == lid) & (self.func == fid)
+            incl, excl = int(self.dur[m].sum()), int(self.excl[m].sum())
+            per = self.per_unit(m)
+            data = self.nbytes[m]
+            rows.append({"layer": self.layer_name(lid), "function": self.name(fid), "calls": int(m.sum()),
+                         "failed": int(self.failed[m].sum()), "time_incl_s": _s(incl), "time_excl_s": _s(excl),
+                         "share_incl": self.share(incl), "share_excl": self.share(excl),
+                         "bytes": int(data.sum()), "kind": KIND_NAMES[self.kind_of[fid]],
+                         "mean_request": float(data[data > 0].mean()) if (data > 0).any() else None,
+                         "ranks": int(len(np.unique(self.unit[m]))),
+                         "max_rank_time_s": _s(per.max())})
+        rows.sort(key=lambda r: (LAYER_ORDER.index(r["layer"]) if r["layer"] in LAYER_ORDER else 9,
+                                 -r["time_incl_s"]))
+        return rows
+
+    # --- (2) call-path flow ---
+
+    def flow(self) -> dict:
+        """Nodes (layer, function) and edges parent -> child. An edge's time is the inclusive time
+        of the child calls made from that parent; max_rank_time_s the largest sum over one rank."""
+        node_key = self.layer * (len(self.trace.strings) + 1) + self.func
+        uniq, node = np.unique(node_key, return_inverse=True)
+        nodes = []
+        for i, k in enumerate(uniq):
+            m = node == i
+            per = self.per_unit(m)
+            lid, fid = divmod(int(k), len(self.trace.strings) + 1)
+            nodes.append({"id": i, "layer": self.layer_name(lid), "function": self.name(fid), "calls": int(m.sum()),
+                          "time_s": _s(self.dur[m].sum()), "max_rank_time_s": _s(per.max()),
+                          "ranks": int(len(np.unique(self.unit[m]))), "bytes": int(self.nbytes[m].sum())})
+        ch = np.flatnonzero(self.parent >= 0)
+        edges = []
+        if len(ch):
+            ekey = node[self.parent[ch]] * len(uniq) + node[ch]
+            eu, einv = np.unique(ekey, return_inverse=True)
+            nu = len(self.units)
+            per = np.zeros((len(eu), nu))
+            np.add.at(per, (einv, self.unit[ch]), self.dur[ch])
+            called = np.zeros((len(eu), nu), dtype=bool)
+            called[einv, self.unit[ch]] = True
+            for j, k in enumerate(eu):
+                a, b = divmod(int(k), len(uniq))
+                m = einv == j
+                edges.append({"parent": a, "child": b, "parent_function": nodes[a]["function"],
+                              "child_function": nodes[b]["function"], "parent_layer": nodes[a]["layer"],
+                              "child_layer": nodes[b]["layer"], "count": int(m.sum()),
+                              "time_s": _s(self.dur[ch][m].sum()), "bytes": int(self.nbytes[ch][m].sum()),
+                              "max_rank_time_s": _s(per[j].max()), "ranks": int(called[j].sum())})
+            edges.sort(key=lambda e: -e["max_rank_time_s"])
+        return {"nodes": nodes, "edges": edges}
+
+    # --- (3) per rank ---
+
+    def ranks(self) -> dict:
+        main = []
+        for name in LAYER_ORDER:
+            m_l = self.layer == LAYER_IDS[name]
+            if not m_l.any():
+                continue
+            fids = np.unique(self.func[m_l])
+            tot = sorted(((int(self.dur[m_l & (self.func == f)].sum()), int(f)) for f in fids), reverse=True)
+            for _, fid in tot[:MAIN_PER_LAYER]:
+                m = m_l & (self.func == fid)
+                per = self.per_unit(m)
+                called = np.bincount(self.unit[m], minlength=len(self.units)) > 0
+                times = [_s(t) if c else None for t, c in zip(per, called)]
+                main.append({"layer": name, "function": self.name(fid), "per_rank_s": times,
+                             "ranks_calling": int(called.sum()), **imbalance(times)})
+        io = self.per_unit(self.parent < 0)
+        by_layer = {}
+        for name in OFFSET_LAYERS + LIBRARY_LAYERS:
+            m = (self.layer == LAYER_IDS[name]) & (self.nbytes > 0)
+            if m.any():
+                by_layer[name] = [int(b) for b in self.per_unit(m, self.nbytes.astype(float))]
+        return {"units": self.units, "io_time_s": [_s(t) for t in io], "bytes_by_layer": by_layer,
+                "io_imbalance": imbalance([_s(t) for t in io]), "main": main}
+
+    # --- (4) files ---
+
+    def data_mask(self, layers=OFFSET_LAYERS) -> np.ndarray:
+        return (self.kind > 0) & (self.file > 0) & np.isin(self.layer, [LAYER_IDS[l] for l in layers])
+
+    def classify(self, idx) -> dict:
+        """Darshan-like classification of the accesses `idx` (one file, layer and kind), stream by
+        stream (one stream per process), with the counts it rests on. Vectorised over streams:
+        a shared file read by thousands of ranks is one call."""
+        known = idx[self.offset[idx] >= 0]
+        out = {"accesses": int(len(idx)), "unknown_offset": int(len(idx) - len(known)), "transitions": 0,
+               "consecutive": 0, "sequential": 0, "classification": "unknown", "stride": None, "streams": {}}
+        if not len(known):
+            return out
+        order = known[np.lexsort((self.t0[known], self.proc[known]))]
+        key, off, sz = self.proc[order], self.offset[order], np.maximum(self.size[order], 0)
+        _, sid = np.unique(key, return_inverse=True)
+        ns = int(sid.max()) + 1
+        same = key[1:] == key[:-1]
+        prev_end = off[:-1] + sz[:-1]
+        to = sid[1:]
+        count = lambda m: np.bincount(to[m], minlength=ns)
+        n, t = np.bincount(sid, minlength=ns), count(same)
+        c, q = count(same & (off[1:] == prev_end)), count(same & (off[1:] >= prev_end))
+        # Dominant stride per stream: the longest run of equal (stream, stride) pairs after sorting.
+        ts, st = to[same], (off[1:] - off[:-1])[same]
+        dom, dom_n = np.zeros(ns, dtype=np.int64), np.zeros(ns, dtype=np.int64)
+        if len(ts):
+            o = np.lexsort((st, ts))
+            ts, st = ts[o], st[o]
+            new = np.r_[True, (ts[1:] != ts[:-1]) | (st[1:] != st[:-1])]
+            run_len = np.bincount(np.cumsum(new) - 1)
+            run_s, run_v = ts[new], st[new]
+            best = np.lexsort((np.abs(run_v), -run_len, run_s))
+            first = best[np.r_[True, run_s[best][1:] != run_s[best][:-1]]]
+            dom[run_s[first]], dom_n[run_s[first]] = run_v[first], run_len[first]
+        cls = np.select([t == 0, c >= ACCESS_SHARE * t, (dom_n >= ACCESS_SHARE * t) & (dom == 0),
+                         dom_n >= ACCESS_SHARE * t, q >= ACCESS_SHARE * t],
+                        ["single", "consecutive", "repeated", "strided", "sequential"], "random")
+        streams = Counter()
+        for k, w in zip(cls.tolist(), n.tolist()):
+            streams[k] += w
+        out.update(transitions=int(t.sum()), consecutive=int(c.sum()), sequential=int(q.sum()), streams=dict(streams))
+        worse = ("single", "consecutive", "sequential", "strided", "repeated", "random")
+        out["classification"] = max(streams, key=lambda k: (streams[k], worse.index(k)))
+        if out["classification"] == "strided":
+            strides = Counter()
+            for v, w in zip(dom[cls == "strided"].tolist(), n[cls == "strided"].tolist()):
+                strides[v] += w
+            out["stride"] = strides.most_common(1)[0][0]
+        return out
+
+    def files(self) -> list:
+        dm = self.data_mask()
+        sel = np.flatnonzero(self.file > 0)
+        order = sel[np.argsort(self.file[sel], kind="stable")]
+        cuts = np.flatnonzero(self.file[order][1:] != self.file[order][:-1]) + 1
+        # A call on this file whose parent is on the same file is already inside its parent's time.
+        pfile = np.where(self.parent >= 0, self.file[np.maximum(self.parent, 0)], -1)
+        out = []
+        for g in (np.split(order, cuts) if len(order) else []):
+            fid = self.file[g[0]]
+            top = g[pfile[g] != fid]
+            entry = {"file": self.name(fid), "calls": int(len(g)), "time_s": _s(self.dur[top].sum()),
+                     "ranks": [self.units[u] for u in np.unique(self.unit[g])], "access": []}
+            lowest, gd = None, g[dm[g]]
+            for lname in OFFSET_LAYERS:
+                for kind in (READ, WRITE):
+                    idx = gd[(self.layer[gd] == LAYER_IDS[lname]) & (self.kind[gd] == kind)]
+                    if not len(idx):
+                        continue
+                    lowest = lowest or lname
+                    sizes = np.maximum(self.size[idx], 0)
+                    hist = np.bincount(size_bucket(sizes), minlength=len(SIZE_BUCKETS))
+                    top_sizes = Counter(sizes.tolist()).most_common(TOP_SIZES)
+                    entry["access"].append({"layer": lname, "kind": KIND_NAMES[kind], "count": int(len(idx)),
+                                            "bytes": int(sizes.sum()), "time_s": _s(self.dur[idx].sum()),
+                                            "histogram": dict(zip(SIZE_BUCKETS, map(int, hist))),
+                                            "top_sizes": [[int(s), int(c)] for s, c in top_sizes],
+                                            **self.classify(idx)})
+            # Bytes as the lowest traced layer with offsets saw them, else as the outermost calls asked.
+            base = gd[self.layer[gd] == LAYER_IDS[lowest]] if lowest else top
+            for kind, key in ((READ, "bytes_read"), (WRITE, "bytes_written")):
+                entry[key] = int(self.nbytes[base[self.kind[base] == kind]].sum())
+            entry["timeline_layer"] = lowest
+            if lowest:
+                entry["timeline"] = self.timeline(gd[self.layer[gd] == LAYER_IDS[lowest]])
+            out.append(entry)
+        out.sort(key=lambda e: -(e["bytes_read"] + e["bytes_written"]))
+        return out
+
+    def timeline(self, idx) -> dict:
+        idx = idx[np.argsort(self.t0[idx], kind="stable")]
+        sampled = len(idx) > TIMELINE_MAX
+        if sampled:
+            idx = idx[np.linspace(0, len(idx) - 1, TIMELINE_MAX).astype(np.int64)]
+        base = int(self.t0.min())
+        return {"t_s": ((self.t0[idx] - base) / 1e9).tolist(), "dur_s": (self.dur[idx] / 1e9).tolist(),
+                "offset": self.offset[idx].tolist(), "size": self.size[idx].tolist(),
+                "rank": self.unit[idx].tolist(), "kind": [KIND_NAMES[k] for k in self.kind[idx]],
+                "sampled": bool(sampled)}
+
+    # --- (5) netCDF reads against the chunk layout ---
+
+    def netcdf_reads(self) -> tuple:
+        """(reads, skipped): one dict per netCDF read with geometry in its aux record."""
+        if getattr(self, "_nc_reads", None) is None:
+            self._nc_reads = self._netcdf_reads()
+        return self._nc_reads
+
+    def _netcdf_reads(self) -> tuple:
+        reads, skipped = [], 0
+        idx = np.flatnonzero((self.layer == LAYER_IDS["netcdf"]) & (self.kind == READ))
+        idx = idx[np.lexsort((self.t0[idx], self.proc[idx]))]
+        last_box = {}
+        for i in idx:
+            a = self.trace.aux.get(int(i))
+            try:
+                r = _read_geometry(a)
+            except (InputError, KeyError, TypeError, ValueError):
+                skipped += 1
+                continue
+            key = (int(self.proc[i]), int(self.file[i]), int(self.var[i]))
+            prev = last_box.get(key)
+            r["reuses_chunks"] = bool(prev is not None and r["box"] is not None and _boxes_overlap(prev, r["box"]))
+            last_box[key] = r["box"]
+            r.update({"ev": int(i), "rank": self.units[self.unit[i]], "file": self.name(self.file[i]),
+                      "var": self.name(self.var[i]) or f"varid {a.get('varid')}", "function": self.name(self.func[i]),
+                      "time_s": _s(self.dur[i])})
+            reads.append(r)
+        return reads, skipped
+
+    def netcdf(self) -> dict:
+        reads, skipped = self.netcdf_reads()
+        groups = {}
+        for r in reads:
+            groups.setdefault((r["file"], r["var"]), []).append(r)
+        variables = []
+        for (f, v), rs in groups.items():
+            req, dec = sum(r["requested"] for r in rs), sum(r["decoded"] for r in rs)
+            verdicts = Counter(r["cache"] for r in rs)
+            # A read that reuses the previous read's chunks while the cache holds them decodes nothing new.
+            dec_c = sum(r["decoded"] for r in rs if not (r["reuses_chunks"] and r["cache"] == "fits"))
+            misfit = [r for r in rs if r["reuses_chunks"] and r["cache"] in ("does not fit", "chunk larger than cache")]
+            variables.append({"file": f, "var": v, "reads": len(rs), "requested": req, "decoded": dec,
+                              "ratio": dec / req if req else 1.0, "chunks": rs[-1]["chunks"], "shape": rs[-1]["shape"],
+                              "itemsize": rs[-1]["itemsize"], "compressed": any(r["compressed"] for r in rs),
+                              "filters": rs[-1]["filters"], "cache_bytes": max((r["cache_bytes"] or 0) for r in rs),
+                              "partial_reads": sum(r["partial_chunks"] > 0 for r in rs),
+                              "max_touched_bytes": max(r["touched_bytes"] for r in rs),
+                              "cache": dict(verdicts), "reuse_reads": sum(r["reuses_chunks"] for r in rs),
+                              "decoded_after_cache": dec_c, "misfit_reuse_reads": len(misfit),
+                              "misfit_reuse_time_s": sum(r["time_s"] for r in misfit),
+                              "typical_count": list(Counter(tuple(r["count"]) for r in rs).most_common(1)[0][0]),
+                              "time_s": sum(r["time_s"] for r in rs)})
+        variables.sort(key=lambda v: -v["decoded"])
+        shown = [{k: v for k, v in r.items() if k != "box"} for r in reads[:NETCDF_READS_SHOWN]]
+        return {"variables": variables, "reads": shown, "reads_total": len(reads), "reads_without_geometry": skipped}
+
+    # --- facts for the advice rules ---
+
+    def shared_writes(self) -> list:
+        """Independent writes (MPI-IO calls that are not collective, POSIX writes outside MPI-IO) to
+        the same file offset by more than one rank, per file: the ROMS define-phase pattern."""
+        mpi = self.layer == LAYER_IDS["mpiio"]
+        coll_call = mpi & self.coll_of[self.func]
+        # A POSIX write under an MPI-IO call is that call's: the MPI-IO write is reported, not both.
+        under_mpi = ancestor(self.parent, mpi) >= 0
+        m = self.data_mask(("posix", "stdio", "mpiio")) & (self.kind == WRITE) & (self.offset >= 0) \
+            & ~coll_call & ~under_mpi
+        out = []
+        for lname in ("mpiio", "posix", "stdio"):
+            ml = m & (self.layer == LAYER_IDS[lname])
+            if not ml.any():
+                continue
+            idx = np.flatnonzero(ml)
+            # group by (file, offset) without np.unique(axis=1), which is slow on large traces
+            o = np.lexsort((self.offset[idx], self.file[idx]))
+            f_s, off_s = self.file[idx][o], self.offset[idx][o]
+            new = np.r_[True, (f_s[1:] != f_s[:-1]) | (off_s[1:] != off_s[:-1])]
+            inv = np.empty(len(idx), dtype=np.int64)
+            inv[o] = np.cumsum(new) - 1
+            loc_file = f_s[new]
+            nunits = np.bincount(np.unique(inv * len(self.units) + self.unit[idx]) // len(self.units),
+                                 minlength=len(loc_file))
+            for fid in np.unique(loc_file):
+                locs = np.flatnonzero((loc_file == fid) & (nunits > 1))
+                if not len(locs):
+                    continue
+                sel = idx[np.isin(inv, locs)]
+                out.append({"file": self.name(fid), "layer": lname, "offsets": int(len(locs)),
+                            "writes": int(len(sel)), "ranks": int(len(np.unique(self.unit[sel]))),
+                            "max_ranks_per_offset": int(nunits[locs].max()), "bytes": int(self.nbytes[sel].sum()),
+                            "max_size": int(self.size[sel].max()), "time_s": _s(self.dur[sel].sum()),
+                            "functions": sorted({self.name(f) for f in np.unique(self.func[sel])})})
+        return out
+
+    def truncation(self) -> dict:
+        """Time in MPI_File_set_size / ftruncate called from a library (the HDF5 close cost)."""
+        fids = [self.trace.id_of(f) for f in TRUNCATE_FUNCS]
+        m = np.isin(self.func, [f for f in fids if f])
+        lib_anc = ancestor(self.parent, np.isin(self.layer, [LAYER_IDS[l] for l in ("netcdf", "hdf5", "mpiio")]))
+        m &= (lib_anc >= 0) | (self.func == self.trace.id_of("MPI_File_set_size"))
+        close_ids = [int(f) for f in np.unique(self.func) if "close" in self.name(f).lower()]
+        under_close = ancestor(self.parent, np.isin(self.func, close_ids)) >= 0
+        close_outer = np.isin(self.func, close_ids) & (self.parent < 0)
+        outer = m & (ancestor(self.parent, m) < 0)  # MPI_File_set_size -> ftruncate counts once
+        per = self.per_unit(outer)
+        t = int(self.dur[outer].sum())
+        return {"calls": int(outer.sum()), "time_s": _s(t), "share_of_io": t / self.io_time if self.io_time else 0.0,
+                "under_close": int((outer & under_close).sum()), "max_rank_time_s": _s(per.max()) if len(per) else 0.0,
+                "close_time_s": _s(self.dur[close_outer].sum()),
+                "functions": sorted({self.name(f) for f in np.unique(self.func[m])})}
+
+    def library_reads(self) -> dict:
+        """Outermost library reads (netCDF/HDF5 calls) with the POSIX bytes read beneath them, and
+        whether the variable is chunked (chunks explain extra bytes; a sieve buffer does not)."""
+        lib = np.isin(self.layer, [LAYER_IDS[l] for l in LIBRARY_LAYERS]) & (self.kind == READ)
+        top = lib & (ancestor(self.parent, lib) < 0)
+        posix_read = np.isin(self.layer, [LAYER_IDS["posix"], LAYER_IDS["stdio"]]) & (self.kind == READ)
+        owner = ancestor(self.parent, top, outermost=True)
+        pm = posix_read & (owner >= 0)
+        below = np.bincount(owner[pm], weights=np.maximum(self.size[pm], 0), minlength=self.n)
+        idx = np.flatnonzero(top)
+        chunked = np.isin(idx, [k for k, a in self.trace.aux.items() if a.get("chunks")])
+        return {"idx": idx, "size": self.size[idx], "posix_bytes": below[idx].astype(np.int64), "chunked": chunked,
+                "posix_idx": np.flatnonzero(pm), "posix_owner": owner[pm]}
+
+    def file_per_process(self) -> dict:
+        """Files touched (data calls) by exactly one rank, and each such rank's time and bytes on them."""
+        dm = self.data_mask(("posix", "stdio")) if self.data_mask(("posix", "stdio")).any() else self.data_mask()
+        idx = np.flatnonzero(dm)
+        if not len(idx):
+            return {"files": 0, "ranks": 0}
+        nu = len(self.units)
+        files, cnt = np.unique(np.unique(self.file[idx] * nu + self.unit[idx]) // nu, return_counts=True)
+        own = files[cnt == 1]
+        m = dm & np.isin(self.file, own)
+        units = np.unique(self.unit[m])
+        t = self.per_unit(m)[units] / 1e9
+        b = self.per_unit(m, self.nbytes.astype(float))[units]
+        return {"files": int(len(own)), "shared_files": int((cnt > 1).sum()), "ranks": int(len(units)),
+                "time": imbalance(t.tolist()), "bytes": imbalance(b.tolist()),
+                "per_rank": [{"rank": self.units[u], "time_s": float(tt), "bytes": int(bb)}
+                             for u, tt, bb in zip(units, t, b)]}
+
+    # --- everything ---
+
+    def to_dict(self) -> dict:
+        tr, meta = self.trace, self.trace.meta or {}
+        return {
+            "trace": {"path": str(tr.path), "partial": tr.partial, "notes": list(tr.notes),
+                      "command": meta.get("command"), "exit_status": meta.get("exit_status"),
+                      "start": meta.get("start"), "end": meta.get("end"), "host": meta.get("host"),
+                      "events": self.n, "processes": [
+                          {"host": p.host, "pid": p.pid, "rank": p.rank, "label": p.label, "events": p.n_events,
+                           "end": (p.done or {}).get("end"), "dropped": (p.done or {}).get("dropped", 0),
+                           "partial": p.partial, "notes": p.notes} for p in tr.procs],
+                      "units": len(self.units), "wall_s": _s(self.wall), "process_time_s": _s(self.process_time),
+                      "io_time_s": _s(self.io_time), "io_share": self.share(self.io_time),
+                      "layers_present": [l for l in LAYER_ORDER if (self.layer == LAYER_IDS[l]).any()]},
+            "definitions": DEFINITIONS,
+            "layers": self.layers(), "functions": self.functions(), "flow": self.flow(), "ranks": self.ranks(),
+            "files": self.files(), "netcdf": self.netcdf(), "shared_writes": self.shared_writes(),
+            "truncation": self.truncation(), "file_per_process": self.file_per_process(),
+        }
+
+
+def analyse(trace) -> Analysis:
+    return Analysis(trace)
+
+
+# --- netCDF geometry ------------------------------------------------------------------------------------
+
+def _read_geometry(a) -> dict:
+    """Bytes requested / decoded, chunks touched and the cache verdict of one read from its aux
+    record. A strided read (nc_get_vars) touches, along each dimension, the chunks holding one of
+    its indices; the selection is a Cartesian product, so the chunks touched are the product."""
+    shape, count, itemsize = [int(x) for x in a["shape"]], [int(x) for x in a["count"]], int(a["itemsize"])
+    start = [int(x) for x in (a.get("start") or [0] * len(shape))]
+    stride = [int(x) for x in (a.get("stride") or [1] * len(shape))]
+    chunks = [int(x) for x in a["chunks"]] if a.get("chunks") else None
+    if len(count) != len(shape) or len(start) != len(shape) or len(stride) != len(shape):
+        raise ValueError("rank mismatch")
+    span = [(n - 1) * s + 1 if n else 0 for n, s in zip(count, stride)]
+    requested = layout.bytes_wanted(count, itemsize)
+    out = {"shape": shape, "start": start, "count": count, "stride": a.get("stride"), "chunks": chunks,
+           "itemsize": itemsize, "compressed": bool(a.get("compressed")), "filters": a.get("filters") or [],
+           "cache_bytes": a.get("cache_bytes"), "requested": requested, "box": None}
+    if chunks is None:
+        layout.bytes_decoded(shape, None, start, span, itemsize)  # validates the hyperslab
+        out.update(decoded=requested, chunks_touched=0, partial_chunks=0, chunk_bytes=0, touched_bytes=0,
+                   cache="contiguous")
+        return out
+    cb = layout.chunk_bytes(chunks, itemsize)
+    if all(s == 1 for s in stride):
+        touched = layout.chunks_touched(shape, chunks, start, count)
+        partial = layout.partial_chunks(shape, chunks, start, count)
+    else:
+        layout.chunks_touched(shape, chunks, start, span)  # validates
+        touched = math.prod(len({(s0 + i * st) // c for i in range(n)})
+                            for s0, n, st, c in zip(start, count, stride, chunks))
+        partial = touched if touched * cb > requested else 0
+    cache = a.get("cache_bytes")
+    if not isinstance(cache, int):
+        verdict = "unknown"
+    elif cb > cache:
+        verdict = "chunk larger than cache"
+    elif touched * cb <= cache:
+        verdict = "fits"
+    else:
+        verdict = "does not fit"
+    box = None
+    if touched:
+        box = ([s // c for s, c in zip(start, chunks)], [(s + w - 1) // c for s, w, c in zip(start, span, chunks)])
+    out.update(decoded=touched * cb, chunks_touched=touched, partial_chunks=partial, chunk_bytes=cb,
+               touched_bytes=touched * cb, cache=verdict, box=box)
+    return out
+
+
+def _boxes_overlap(a, b) -> bool:
+    return all(lo1 <= hi2 and lo2 <= hi1 for lo1, hi1, lo2, hi2 in zip(a[0], a[1], b[0], b[1]))

@@ -1,0 +1,311 @@
+"""`climio trace report DIR [--format text|json|html] [-o FILE]`.
+
+    build(trace_dir) -> (facts, findings)     the analysis summary and the advice
+    text(facts, findings) -> str              the terminal summary
+    to_json(facts, findings) -> str           everything, machine-readable
+    html_page(facts, findings) -> str         self-contained page with figures (climio.report.html helpers)
+    render(trace_dir, fmt, out, say)          the command: text/json to stdout or FILE, html to FILE
+                                              (default DIR/report.html)
+"""
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+from ..records import atomic_write_text
+from ..report import html as H
+from ..units import format_size
+from . import advice, figures
+from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
+from .reader import read_trace
+
+FORMATS = ("text", "json", "html")
+TOP_FUNCTIONS = 20
+TOP_EDGES = 25
+TOP_FILES = 8
+
+
+def build(trace_dir):
+    an = analyse(read_trace(trace_dir))
+    facts = an.to_dict()
+    return facts, advice.findings(an, facts)
+
+
+def rules_table() -> list:
+    return [{"rule": rid, "title": title, "looks_for": what, "thresholds": th} for rid, title, th, what in advice.RULES]
+
+
+def to_json(facts, findings) -> str:
+    return json.dumps({**facts, "findings": findings, "rules": rules_table()}, indent=1, default=_plain)
+
+
+def _plain(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+# --- text -----------------------------------------------------------------------------------------------
+
+def _t(s) -> str:
+    return H.num(s) if s is not None else "—"
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f}%" if x is not None else "—"
+
+
+def _cols(headers, rows) -> list:
+    rows = [[str(c) for c in r] for r in rows]
+    w = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells))
+    return ["  " + line([str(h) for h in headers])] + ["  " + line(r) for r in rows]
+
+
+def _threshold(name, v) -> str:
+    return format_size(v) if name.endswith("_BYTES") else str(v)
+
+
+def text(facts, findings) -> str:
+    tr = facts["trace"]
+    out = [f"climio trace report — {tr['path']}"]
+    cmd = " ".join(tr["command"]) if tr.get("command") else "(no meta.json: command unknown)"
+    out.append(f"command: {cmd}" + (f"   exit status {tr['exit_status']}" if tr.get("exit_status") is not None else ""))
+    out.append(f"processes: {len(tr['processes'])} ({tr['units']} rank(s)/units)   events: {tr['events']}   "
+               f"layers: {', '.join(tr['layers_present'])}")
+    if tr["partial"]:
+        out.append("PARTIAL TRACE — some events are missing; numbers are lower bounds:")
+        out += [f"  ! {n}" for n in tr["notes"] if n.startswith("partial:")]
+    out += [f"  note: {n}" for n in tr["notes"] if not n.startswith("partial:")]
+    out.append(f"wall {_t(tr['wall_s'])} s; traced I/O time {_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of "
+               f"process time ({_t(tr['process_time_s'])} s summed over processes)")
+
+    out += ["", "Advice"]
+    if findings:
+        for f in findings:
+            out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
+            out.append(f"      time {_t(f['evidence']['time_s'])} s = {_pct(f['evidence']['share_of_io_time'])} "
+                       f"of traced I/O time; thresholds: "
+                       + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
+            out.append(f"      -> {f['advice']}")
+    else:
+        out.append(f"  no rule fired ({len(advice.RULES)} rules checked: "
+                   f"{', '.join(r[0] for r in advice.RULES)})")
+
+    out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
+    out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
+                 [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
+                   _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]), l["ranks"]]
+                  for l in facts["layers"]])
+    funcs = sorted(facts["functions"], key=lambda r: -r["time_incl_s"])[:TOP_FUNCTIONS]
+    out += ["", f"Functions (top {len(funcs)} by inclusive time)"]
+    out += _cols(["function", "layer", "calls", "incl [s]", "incl %", "excl [s]", "bytes", "max rank [s]", "ranks"],
+                 [[r["function"], r["layer"], r["calls"], _t(r["time_incl_s"]), _pct(r["share_incl"]),
+                   _t(r["time_excl_s"]), format_size(r["bytes"]), _t(r["max_rank_time_s"]), r["ranks"]] for r in funcs])
+    edges = facts["flow"]["edges"][:TOP_EDGES]
+    if edges:
+        out += ["", "Call paths (parent -> child; time of the child calls: max of one rank [ranks])"]
+        out += _cols(["path", "calls", "max rank [s]", "ranks", "total [s]", "bytes"],
+                     [[f"{e['parent_function']} -> {e['child_function']}", e["count"], _t(e["max_rank_time_s"]),
+                       e["ranks"], _t(e["time_s"]), format_size(e["bytes"])] for e in edges])
+    rk = facts["ranks"]
+    if rk["main"]:
+        out += ["", f"Per rank ({len(rk['units'])}): main functions of each layer, over the ranks calling them"]
+        out += _cols(["function", "layer", "ranks", "min [s]", "mean [s]", "max [s]", "max/mean", "imbalance"],
+                     [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
+                       _t(m["max_over_mean"]), _pct(m["imbalance"])] for m in rk["main"]])
+    if facts["files"]:
+        out += ["", "Files (access at each traced layer with offsets)"]
+        for f in facts["files"][:TOP_FILES]:
+            out.append(f"  {f['file']}: read {format_size(f['bytes_read'])}, written {format_size(f['bytes_written'])}, "
+                       f"{_t(f['time_s'])} s, {len(f['ranks'])} rank(s)")
+            for a in f["access"]:
+                stride = f" {a['stride']} B" if a["stride"] is not None else ""
+                hist = ", ".join(f"{b}:{a['histogram'][b]}" for b in SIZE_BUCKETS if a["histogram"][b])
+                top = ", ".join(f"{s} B x{c}" for s, c in a["top_sizes"])
+                out.append(f"    {a['layer']} {a['kind']}s: {a['count']} ({format_size(a['bytes'])}), "
+                           f"{a['classification']}{stride}; consecutive {a['consecutive']}, sequential "
+                           f"{a['sequential']} of {a['transitions']}; sizes {hist}; top {top}")
+        if len(facts["files"]) > TOP_FILES:
+            out.append(f"  ... and {len(facts['files']) - TOP_FILES} more files (see --format json)")
+    nc = facts["netcdf"]
+    if nc["variables"]:
+        out += ["", "netCDF reads: bytes decoded (whole chunks touched) vs requested"]
+        out += _cols(["variable", "reads", "requested", "decoded", "ratio", "after cache", "chunks", "compressed",
+                      "cache", "cache fit"],
+                     [[f"{v['var']} ({Path(v['file']).name})", v["reads"], format_size(v["requested"]),
+                       format_size(v["decoded"]), f"{v['ratio']:.2f}x", format_size(v["decoded_after_cache"]),
+                       _chunks(v["chunks"]), "yes" if v["compressed"] else "no", format_size(v["cache_bytes"]),
+                       ", ".join(f"{k} {n}" for k, n in v["cache"].items())] for v in nc["variables"]])
+    if nc["reads_without_geometry"]:
+        out.append(f"  ({nc['reads_without_geometry']} netCDF reads without start/count/shape details skipped)")
+    out += ["", "Rules and thresholds"]
+    for rid, title, th, what in advice.RULES:
+        out.append(f"  {rid}: {what} ({', '.join(f'{k}={_threshold(k, v)}' for k, v in th.items())})")
+    return "\n".join(out) + "\n"
+
+
+def _chunks(c) -> str:
+    return "contiguous" if not c else "[" + ",".join(map(str, c)) + "]"
+
+
+# --- html -----------------------------------------------------------------------------------------------
+
+_SEV = {"high": "err", "medium": "warm", "low": ""}
+
+
+def html_page(facts, findings) -> str:
+    tr = facts["trace"]
+    e = H.e
+    parts = []
+    meta = [["trace directory", tr["path"]], ["command", " ".join(tr["command"]) if tr.get("command") else "—"],
+            ["exit status", tr.get("exit_status")], ["start / end", f"{tr.get('start') or '—'} / {tr.get('end') or '—'}"],
+            ["processes", f"{len(tr['processes'])} ({tr['units']} ranks/units)"], ["events", tr["events"]],
+            ["layers traced", ", ".join(tr["layers_present"])],
+            ["wall time", f"{_t(tr['wall_s'])} s"],
+            ["traced I/O time", f"{_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of process time "
+                                f"({_t(tr['process_time_s'])} s over all processes)"]]
+    parts.append(H.table(["", ""], [[k, "—" if v is None else v] for k, v in meta], cls="meta"))
+    if tr["partial"]:
+        items = "".join(f"<li>{e(n)}</li>" for n in tr["notes"] if n.startswith("partial:"))
+        parts.append(f'<div class="warn"><b>Partial trace</b>: some processes did not finish tracing or dropped '
+                     f'events; counts and times are lower bounds.<ul>{items}</ul></div>')
+    for n in (n for n in tr["notes"] if not n.startswith("partial:")):
+        parts.append(f'<p class="warn">{e(n)}</p>')
+
+    parts.append('<h2 id="advice">Advice</h2>')
+    if findings:
+        for f in findings:
+            ev = "".join(f"<li><code>{e(k)}</code>: {e(_ev(k, v))}</li>" for k, v in f["evidence"].items())
+            th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
+            parts.append(f'<div class="finding"><h3><span class="{_SEV[f["severity"]]}">[{e(f["severity"])}]</span> '
+                         f'{e(f["title"])}</h3><p>{e(f["message"])}</p><p><b>Advice:</b> {e(f["advice"])}</p>'
+                         f'<details><summary>Evidence (thresholds: {e(th)})</summary><ul>{ev}</ul></details></div>')
+    else:
+        parts.append(f"<p>No rule fired ({len(advice.RULES)} rules checked, listed with their thresholds at the end).</p>")
+
+    parts.append('<h2 id="layers">Time and bytes per layer and function</h2>')
+    parts.append(f"<p><b>Inclusive</b>: {e(DEFINITIONS['inclusive time'])} <b>Exclusive</b>: "
+                 f"{e(DEFINITIONS['exclusive time'])} Shares are of the process time ({e(DEFINITIONS['process time'])})</p>")
+    parts.append(H.table(["layer", "calls", "inclusive [s]", "incl. share", "exclusive [s]", "excl. share",
+                          "bytes read", "bytes written", "ranks"],
+                         [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
+                           _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]),
+                           l["ranks"]] for l in facts["layers"]], cls="num"))
+    parts.append(H.table(["function", "layer", "calls", "failed", "inclusive [s]", "incl. share", "exclusive [s]",
+                          "excl. share", "bytes", "mean request", "max rank [s]", "ranks"],
+                         [[r["function"], r["layer"], r["calls"], r["failed"], _t(r["time_incl_s"]),
+                           _pct(r["share_incl"]), _t(r["time_excl_s"]), _pct(r["share_excl"]), format_size(r["bytes"]),
+                           format_size(r["mean_request"]) if r["mean_request"] else "—", _t(r["max_rank_time_s"]),
+                           r["ranks"]] for r in facts["functions"]], cls="num"))
+
+    parts.append('<h2 id="flow">Call-path flow across layers</h2>')
+    _, shown, omitted = figures.flow_selection(facts)
+    parts.append(H.figure(lambda: figures.flow(facts), "call-path flow",
+                          f"As MOM5's Figs 10-12: the maximum time of one rank in each function (box) and on each "
+                          f"parent -> child path (arrow), the number of ranks in brackets. At most "
+                          f"{figures.FLOW_NODES_PER_LAYER} functions per layer; {omitted} paths below "
+                          f"{figures.FLOW_MIN_SHARE:.0%} of the largest function's time omitted."))
+    parts.append(H.table(["parent", "child", "calls", "max rank [s]", "ranks", "total [s]", "bytes"],
+                         [[f"{x['parent_function']} ({x['parent_layer']})", f"{x['child_function']} ({x['child_layer']})",
+                           x["count"], _t(x["max_rank_time_s"]), x["ranks"], _t(x["time_s"]), format_size(x["bytes"])]
+                          for x in facts["flow"]["edges"][:60]], cls="num"))
+
+    rk = facts["ranks"]
+    parts.append('<h2 id="ranks">Load balance per rank</h2>')
+    parts.append(H.figure(lambda: figures.ranks(facts), "time per rank",
+                          "As MOM5's Fig. 13: the largest function of each layer, time per rank. "
+                          + DEFINITIONS["imbalance"]))
+    parts.append(H.table(["function", "layer", "ranks calling", "min [s]", "mean [s]", "max [s]", "max/mean",
+                          "imbalance"],
+                         [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
+                           _t(m["max_over_mean"]), _pct(m["imbalance"])] for m in rk["main"]], cls="num"))
+
+    parts.append('<h2 id="files">Files</h2>')
+    parts.append(f"<p>{e(DEFINITIONS['classification'])} {e(DEFINITIONS['size buckets'])}</p>")
+    for f in facts["files"][:TOP_FILES]:
+        parts.append(f"<h3><code>{e(f['file'])}</code></h3><p>read {format_size(f['bytes_read'])}, written "
+                     f"{format_size(f['bytes_written'])}, {_t(f['time_s'])} s, ranks: {e(', '.join(f['ranks']))}</p>")
+        parts.append(H.table(["layer", "kind", "requests", "bytes", "time [s]", "class", "stride", "consecutive",
+                              "sequential", "transitions", "top sizes"],
+                             [[a["layer"], a["kind"], a["count"], format_size(a["bytes"]), _t(a["time_s"]),
+                               a["classification"], "—" if a["stride"] is None else f"{a['stride']} B",
+                               a["consecutive"], a["sequential"], a["transitions"],
+                               ", ".join(f"{s} B ×{c}" for s, c in a["top_sizes"])] for a in f["access"]], cls="num"))
+        parts.append(H.figure(lambda f=f: figures.size_histogram(f), "request sizes", "Requests per size bucket."))
+        parts.append(H.figure(lambda f=f: figures.timeline(f, rk["units"]), "timeline",
+                              "Each access: a dot at its start, a line as long as it took."))
+    if len(facts["files"]) > TOP_FILES:
+        parts.append(f"<p>{len(facts['files']) - TOP_FILES} more files are in the JSON output.</p>")
+
+    nc = facts["netcdf"]
+    if nc["variables"]:
+        parts.append('<h2 id="netcdf">netCDF reads against the chunk layout</h2>')
+        parts.append(f"<p><b>Bytes decoded</b>: {e(DEFINITIONS['bytes decoded'])} <b>After cache</b>: "
+                     f"{e(DEFINITIONS['decoded after cache'])} <b>Cache fit</b>: {e(DEFINITIONS['cache fit'])}</p>")
+        parts.append(H.table(["file", "variable", "reads", "requested", "decoded", "ratio", "after cache", "chunks",
+                              "shape", "compressed", "partial-chunk reads", "cache", "max touched", "cache fit",
+                              "reuse prev."],
+                             [[Path(v["file"]).name, v["var"], v["reads"], format_size(v["requested"]),
+                               format_size(v["decoded"]), f"{v['ratio']:.2f}×", format_size(v["decoded_after_cache"]),
+                               _chunks(v["chunks"]), _chunks(v["shape"]), "yes" if v["compressed"] else "no",
+                               v["partial_reads"], format_size(v["cache_bytes"]), format_size(v["max_touched_bytes"]),
+                               ", ".join(f"{k}: {n}" for k, n in v["cache"].items()), v["reuse_reads"]]
+                              for v in nc["variables"]], cls="num"))
+
+    parts.append('<h2 id="rules">Rules and thresholds</h2>')
+    fired = {f["rule"] for f in findings}
+    parts.append(H.table(["rule", "looks for", "thresholds", "fired"],
+                         [[f"{title} ({rid})", what, ", ".join(f"{k} = {_threshold(k, v)}" for k, v in th.items()),
+                           "yes" if rid in fired else "no"] for rid, title, th, what in advice.RULES]))
+    parts.append('<h2 id="definitions">Definitions</h2>')
+    parts.append("<dl>" + "".join(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items()) + "</dl>")
+    procs = [[p["label"], p["host"], p["pid"], p["events"], p["end"] or "—", p["dropped"],
+              "yes" if p["partial"] else "no", "; ".join(p["notes"])] for p in tr["processes"]]
+    parts.append("<details><summary>Processes</summary>" + H.table(
+        ["unit", "host", "pid", "events", "end", "dropped", "partial", "notes"], procs) + "</details>")
+
+    title = f"climio trace report — {Path(tr['path']).name}"
+    css = H.CSS + ".finding{border-left:4px solid #ccc;padding:.1em .8em;margin:.8em 0} .finding h3{margin:.3em 0}"
+    return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
+                      f"<style>{css}</style></head><body>", f"<h1>{e(title)}</h1>", *parts,
+                      "<hr><p><small>climio trace — times in seconds; sizes in B/KiB/MiB/GiB = 2<sup>10</sup>/"
+                      "2<sup>20</sup>/2<sup>30</sup> B.</small></p></body></html>"])
+
+
+def _ev(k, v) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and (k.endswith("bytes") or k in ("requested", "decoded")):
+        return f"{format_size(v)} ({v} B)"
+    if isinstance(v, float):
+        return H.num(v)
+    if isinstance(v, dict):
+        return ", ".join(f"{a}={_ev(a, b)}" for a, b in v.items())
+    return json.dumps(v) if isinstance(v, (list, bool)) or v is None else str(v)
+
+
+# --- the command ------------------------------------------------------------------------------------------
+
+def render(trace_dir, fmt="text", out=None, say=print):
+    """Write the report; text and json go to stdout unless `out`, html to `out` or DIR/report.html."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown --format '{fmt}': use {', '.join(FORMATS)}")
+    facts, found = build(trace_dir)
+    if fmt == "text":
+        body = text(facts, found)
+    elif fmt == "json":
+        body = to_json(facts, found) + "\n"
+    else:
+        body = html_page(facts, found)
+        out = Path(out) if out else Path(trace_dir).expanduser() / "report.html"
+    if out is None:
+        print(body, end="")
+        return None
+    from ..errors import DataError
+    try:
+        atomic_write_text(Path(out), body)
+    except OSError as exc:
+        raise DataError(f"cannot write {out}: {exc.strerror or exc}") from None
+    say(f"trace report: {out}")
+    return Path(out)

@@ -1,0 +1,193 @@
+"""`climio trace run [-o DIR] [--layers ...] [--exclude PREFIX ...] [--max-events N] -- COMMAND ...`
+
+Runs COMMAND with libclimio-trace.so preloaded and the CLIMIO_TRACE_* variables of
+csrc/trace/FORMAT.md set, writes DIR/meta.json and returns COMMAND's exit status (128 + N when
+it died of signal N).
+
+MPI, both ways round:
+  * `climio trace run -o DIR -- mpirun -n 4 prog`: processes started by a launcher inherit its
+    environment on the local node, but Open MPI starts remote ranks through its daemons, which do
+    not pass LD_PRELOAD on. So for Open MPI (mpirun/mpiexec/orterun answering "Open MPI" to
+    --version) the variables go to the ranks as `-x NAME=VALUE` and are *not* set for mpirun itself,
+    which keeps the launcher and its daemons out of the trace; MPICH/Intel MPI (Hydra) get
+    `-genv NAME VALUE`. Other launchers (srun exports the environment by default) just inherit it;
+    the launcher is then traced too and shows in the report as a process without a rank.
+  * `mpirun -n 4 climio trace run -o DIR -- prog`: every rank runs its own `climio trace run`; each
+    traced process writes its own files into DIR (no locking needed). Give -o: the default name
+    holds a timestamp, which ranks starting a second apart would not share. Only rank 0 (or a
+    process without a rank) writes meta.json.
+"""
+
+import datetime as _dt
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .. import __version__
+from ..errors import ClimioError, InputError
+from ..options import parse_choice
+from ..records import atomic_write_text
+from ..rundir import default_run_dir, writable_dir
+
+LAYERS = ("posix", "mpiio", "netcdf", "hdf5")
+OPENMPI, HYDRA = "openmpi", "hydra"
+_LAUNCHERS = ("mpirun", "mpiexec", "orterun")
+# Set in every rank by Open MPI, PMIx and PMI launchers (srun sets PMI_RANK/PMIX_RANK with its MPI plugins;
+# SLURM_PROCID is not used: a batch script has it too, outside any step).
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+
+
+class CommandNotFound(ClimioError):
+    """The command to trace does not exist (the shell's exit status for that)."""
+
+    exit_code = 127
+
+
+def default_excludes() -> list:
+    """Path prefixes never traced: kernel pseudo-files and Python's own installation (imports)."""
+    return list(dict.fromkeys(["/proc", "/sys", "/dev", sys.prefix, sys.base_prefix]))
+
+
+def tracer_library() -> str:
+    """Path of libclimio-trace.so (CLIMIO_NATIVE_LIB, a directory, overrides the installed one)."""
+    from .. import native
+    return native.library("climio-trace")
+
+
+def preload(existing, lib) -> str:
+    """LD_PRELOAD with `lib` appended (libraries the user preloads keep their precedence)."""
+    parts = [p for p in (existing or "").replace(" ", ":").split(":") if p]
+    return ":".join(parts if lib in parts else [*parts, lib])
+
+
+def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None) -> dict:
+    env = {"LD_PRELOAD": preload(existing_preload, lib), "CLIMIO_TRACE_DIR": str(out_dir),
+           "CLIMIO_TRACE_LAYERS": ",".join(layers), "CLIMIO_TRACE_EXCLUDE": ":".join(excludes)}
+    if max_events is not None:
+        env["CLIMIO_TRACE_MAX_EVENTS"] = str(max_events)
+    return env
+
+
+def launcher_kind(command) -> str:
+    """OPENMPI or HYDRA when command[0] is an MPI launcher we know how to pass variables to."""
+    if Path(command[0]).name not in _LAUNCHERS:
+        return None
+    try:
+        out = subprocess.run([command[0], "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = out.stdout + out.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return OPENMPI
+    if "HYDRA" in text or "Intel(R) MPI" in text:
+        return HYDRA
+    return None
+
+
+def wrap_command(command, env_vars, kind) -> list:
+    """`command` with the launcher flags that hand `env_vars` to every rank (see module doc)."""
+    if kind == OPENMPI:
+        flags = [x for k, v in env_vars.items() for x in ("-x", f"{k}={v}")]
+    elif kind == HYDRA:
+        flags = [x for k, v in env_vars.items() for x in ("-genv", k, v)]
+    else:
+        return list(command)
+    return [command[0], *flags, *command[1:]]
+
+
+def mpi_rank(env=os.environ):
+    """This process's rank when an MPI launcher (or srun) started it, else None."""
+    for name in _RANK_VARS:
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    return None
+
+
+def _resolve(command) -> str:
+    exe = command[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise CommandNotFound(f"cannot execute {exe}: no such executable file")
+        return exe
+    found = shutil.which(exe)
+    if not found:
+        raise CommandNotFound(f"command not found: {exe}")
+    return found
+
+
+def _iso(ns) -> str:
+    return _dt.datetime.fromtimestamp(ns / 1e9, _dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None) -> int:
+    """Trace `command`; return its exit status. `say(msg)` reports where the trace went."""
+    command = list(command or [])
+    if not command:
+        raise InputError("no command to trace: use climio trace run [-o DIR] -- COMMAND [ARGS ...]")
+    layer_list = parse_choice(layers, LAYERS, "trace layer") if layers else list(LAYERS)
+    if max_events is not None and max_events < 1:
+        raise InputError(f"--max-events must be at least 1, got {max_events}")
+    _resolve(command)
+    rank = mpi_rank()
+    if out is None and rank is not None:
+        raise InputError("running under an MPI launcher: give -o DIR so that every rank writes into the "
+                         "same trace directory")
+    lib = tracer_library()
+    out_dir = writable_dir(out or default_run_dir("trace")).resolve()
+    excl = list(dict.fromkeys([*default_excludes(), *excludes]))
+    env = dict(os.environ)
+    kind = launcher_kind(command)
+    tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"))
+    if kind:
+        argv = wrap_command(command, tvars, kind)  # the ranks get the variables, the launcher does not
+    else:
+        argv = command
+        env.update(tvars)
+    write_meta = rank in (None, 0)
+    meta = {"format": 1, "command": command, "argv": argv, "cwd": os.getcwd(), "host": socket.gethostname(),
+            "layers": layer_list, "exclude": excl, "max_events": max_events, "library": lib, "launcher": kind,
+            "climio_version": __version__, "env": tvars, "start_ns": time.time_ns(), "end_ns": None,
+            "exit_status": None}
+    meta["start"] = _iso(meta["start_ns"])
+    if write_meta:  # written first too, so a run that dies with climio still says what it was
+        atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
+    status = _run(argv, env)
+    meta["end_ns"] = time.time_ns()
+    meta["end"] = _iso(meta["end_ns"])
+    meta["exit_status"] = status
+    if write_meta:
+        atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
+        if say:
+            n = len(list(out_dir.glob("*.events")))
+            say(f"trace: {out_dir} ({n} traced process{'es' if n != 1 else ''}; exit status {status}); "
+                f"report with: climio trace report {out_dir}")
+    return status
+
+
+def _run(argv, env) -> int:
+    """Run argv to the end. Ctrl-C reaches the child from the terminal (same process group), so
+    climio ignores it and waits for the child to finish and its tracer to write .done.json;
+    SIGTERM sent to climio alone is passed on."""
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except OSError as exc:
+        raise CommandNotFound(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    old_int = signal.signal(signal.SIGINT, lambda *_: None)
+    old_term = signal.signal(signal.SIGTERM, lambda sig, _f: child.send_signal(sig))
+    try:
+        while True:
+            try:
+                rc = child.wait()
+                break
+            except InterruptedError:
+                continue
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+    return 128 - rc if rc < 0 else rc
