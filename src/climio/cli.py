@@ -158,6 +158,9 @@ def rechunk_cmd(
     passes through an intermediate file, whichever it predicts is cheapest."""
     import json
 
+    from .mpi_site import activate, under_mpi
+    if under_mpi():
+        activate()  # the MPI h5py must be the first h5py this process imports
     from .progressbar import BytesProgress
     from .rechunk.command import Options, rechunk
     from .units import parse_size
@@ -169,9 +172,13 @@ def rechunk_cmd(
                    workers=workers if workers is not None else len(os.sched_getaffinity(0)),
                    tmp_dir=str(tmp) if tmp else None, verify=verify, force=force)
     say = err_line if json_out else info
-    summary = rechunk(input, output, opts, dry_run=dry_run, say=say,
-                      progress_factory=lambda total: BytesProgress(total, "rechunk"))
-    if json_out:
+    if under_mpi() and not dry_run:
+        from .rechunk.mpi_exec import rechunk_mpi
+        summary = rechunk_mpi(input, output, opts, say=say)
+    else:
+        summary = rechunk(input, output, opts, dry_run=dry_run, say=say,
+                          progress_factory=lambda total: BytesProgress(total, "rechunk"))
+    if json_out and summary:
         print(json.dumps(summary))
 
 
@@ -258,7 +265,8 @@ def main(argv=None) -> None:
     try:
         app(args=argv, standalone_mode=False)
     except ClimioError as exc:
-        err_line(f"climio: error: {exc}")
+        if not getattr(exc, "quiet", False):  # under MPI, only rank 0 reports a shared failure
+            err_line(f"climio: error: {exc}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_line("climio: interrupted")
