@@ -6,10 +6,23 @@
 #                               HPC cluster without root: netCDF-C, HDF5, PnetCDF and MPI come from
 #                               environment modules and are found through nc-config, h5pcc/h5cc,
 #                               pnetcdf-config and mpicc on PATH.
+#   CLIMIO_NO_MPI=1 scripts/setup.sh
+#                               skip the MPI Python stack (mpi4py and the parallel h5py in
+#                               .venv/mpi-site); the serial studies do not need it.
+#   CLIMIO_HDF5_MPI_DIR=DIR     the parallel HDF5 to build the MPI h5py against (DIR/include,
+#                               DIR/lib); default: Debian's /usr/lib/<multiarch>/hdf5/openmpi, else
+#                               the installation point that h5pcc reports.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+# One run at a time (two engineers' `make setup` at once would build the same things over each
+# other): hold a lock on this script for the whole run.
+exec 9<"$here/scripts/setup.sh"
+if command -v flock >/dev/null && ! flock -n 9; then
+  printf 'climio setup: another setup run is in progress; waiting for it\n' >&2
+  flock 9
+fi
 venv="${CLIMIO_VENV:-$here/.venv}"
 python="${PYTHON:-python3}"
 
@@ -47,6 +60,11 @@ install_system_packages() {
   # Debian's python3 needs python3-venv for `-m venv`; a pyenv or module Python has it built in.
   if ! "$python" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     missing+=(python3-venv)
+  fi
+  # mpi4py and the MPI h5py are compiled from source: they need Python.h (Debian: python3-dev).
+  if [ "${CLIMIO_NO_MPI:-}" != 1 ] && ! "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1; then
+    missing+=(python3-dev)
   fi
   [ ${#missing[@]} -eq 0 ] && return
   [ "$(id -u)" -eq 0 ] || die "missing system packages (${missing[*]}) and not root: install them, or load modules and set CLIMIO_NO_APT=1"
@@ -94,6 +112,84 @@ install_climio() {
   fi
 }
 
+# The MPI Python stack, built from source against the system MPI and parallel HDF5:
+#  - mpi4py into the venv itself (the parallel-write study and the MPI h5py both use it), from
+#    its binary wheel, which dlopens the system libmpi;
+#  - h5py with HDF5_MPI=ON into its own directory .venv/mpi-site, NOT the venv's site-packages,
+#    which keeps the serial h5py wheel (bundled HDF5 2.x) that the serial studies measure.
+#    climio.mpi_site.activate() puts mpi-site first on sys.path in processes started by mpirun.
+# h5py 3.16.0: the same release as the serial wheel (one h5py API for both paths); it builds
+# against HDF5 >= 1.10.7 (Debian 12 has 1.10.8) and NumPy 2. mpi4py >= 4.0 is what it asks for.
+mpi4py_version=4.1.2
+h5py_mpi_version=3.16.0
+mpi_site="$venv/mpi-site"
+
+hdf5_mpi_dir() {
+  local d
+  if [ -n "${CLIMIO_HDF5_MPI_DIR:-}" ]; then echo "$CLIMIO_HDF5_MPI_DIR"; return; fi
+  for d in /usr/lib/"$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"/hdf5/openmpi /usr/lib/*/hdf5/openmpi; do
+    [ -f "$d/include/hdf5.h" ] && { echo "$d"; return; }
+  done
+  command -v h5pcc >/dev/null && h5pcc -showconfig | sed -n 's/^ *Installation point: *//p'
+}
+
+install_mpi_python() {
+  if [ "${CLIMIO_NO_MPI:-}" = 1 ]; then
+    say "CLIMIO_NO_MPI=1: skipping mpi4py and the MPI h5py (.venv/mpi-site); parallel studies and 'climio rechunk' under mpirun are unavailable"
+    return
+  fi
+  command -v mpicc >/dev/null || die "mpicc not found: install an MPI (or load its module), or set CLIMIO_NO_MPI=1 to skip the MPI Python stack"
+  local h5dir
+  h5dir=$(hdf5_mpi_dir || true)
+  [ -n "$h5dir" ] && [ -f "$h5dir/include/hdf5.h" ] \
+    || die "no parallel HDF5 found (looked for <dir>/include/hdf5.h; set CLIMIO_HDF5_MPI_DIR, or CLIMIO_NO_MPI=1 to skip)"
+  grep -qi "parallel hdf5: *yes" "$h5dir"/lib/libhdf5.settings 2>/dev/null || grep -qi "H5_HAVE_PARALLEL 1" "$h5dir/include/H5pubconf.h" \
+    || die "the HDF5 in $h5dir is not a parallel build (set CLIMIO_HDF5_MPI_DIR to one, or CLIMIO_NO_MPI=1)"
+
+  # Build options for setuptools: compile the extensions of one package in parallel.
+  local cfg
+  cfg=$(mktemp)
+  printf '[build_ext]\nparallel = %s\n' "$(nproc 2>/dev/null || echo 2)" > "$cfg"
+
+  local pyver mpiver mpi_hash h5_hash start
+  pyver=$("$venv/bin/python" -c 'import sys; print(sys.version)')
+  mpiver=$( (mpicc -showme:version 2>/dev/null || mpicc -v 2>&1 | head -1); command -v mpicc)
+  mpi_hash=$(printf '%s\n' "$mpi4py_version" binary "$pyver" "$mpiver" | sha256sum | cut -c1-16)
+  if ! stamp_ok "$venv/.climio-mpi4py" "$mpi_hash" || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
+    # mpi4py's binary wheel dlopens the system libmpi at run time (checked below by loading it),
+    # which saves the 5 minutes of compiling its one huge C file; h5py is still built against it.
+    say "installing mpi4py $mpi4py_version (binary wheel, runs on the system MPI)"
+    "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "mpi4py==$mpi4py_version" \
+      || { rm -f "$cfg"; die "installing mpi4py failed (see above); set CLIMIO_NO_MPI=1 to skip the MPI Python stack"; }
+    "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version())' | head -1 \
+      || { rm -f "$cfg"; die "mpi4py does not load the system MPI"; }
+    echo "$mpi_hash" > "$venv/.climio-mpi4py"
+  fi
+
+  h5_hash=$( (printf '%s\n' "$h5py_mpi_version" "$mpi_hash" "$h5dir"
+              "$venv/bin/python" -c 'import numpy; print(numpy.__version__)'
+              cat "$h5dir/include/H5pubconf.h") | sha256sum | cut -c1-16)
+  if ! stamp_ok "$venv/.climio-mpi-h5py" "$h5_hash" || [ ! -f "$mpi_site/h5py/__init__.py" ]; then
+    say "building h5py $h5py_mpi_version with MPI against $h5dir into $mpi_site (takes about 3 minutes on 2 cores)"
+    start=$SECONDS
+    rm -rf "$mpi_site.new.$$"
+    HDF5_MPI=ON CC=mpicc HDF5_DIR="$h5dir" DIST_EXTRA_CONFIG="$cfg" \
+      "$venv/bin/python" -m pip install -q --no-cache-dir --no-build-isolation --no-deps \
+      --no-binary=h5py --target "$mpi_site.new.$$" "h5py==$h5py_mpi_version" \
+      || { rm -f "$cfg"; rm -rf "$mpi_site.new.$$"; die "building the MPI h5py failed (see above); set CLIMIO_NO_MPI=1 to skip the MPI Python stack"; }
+    (cd / && PYTHONPATH="$mpi_site.new.$$" "$venv/bin/python" -c '
+import sys, h5py
+assert h5py.__file__.startswith(sys.argv[1]), h5py.__file__
+assert h5py.get_config().mpi, "h5py built without MPI"' "$mpi_site.new.$$") \
+      || { rm -f "$cfg"; rm -rf "$mpi_site.new.$$"; die "the MPI h5py just built does not load or is not parallel"; }
+    rm -rf "$mpi_site" && mv "$mpi_site.new.$$" "$mpi_site"
+    say "MPI h5py built in $((SECONDS - start)) s"
+    echo "$h5_hash" > "$venv/.climio-mpi-h5py"
+  fi
+  rm -f "$cfg"
+}
+
 install_system_packages
 install_venv
 install_climio
+install_mpi_python
