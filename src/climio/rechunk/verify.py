@@ -208,19 +208,7 @@ def _attr_type(value, name, strings: set) -> str:
 def _attrs(a, b, sa: set, sb: set, listing: _Listing):
     na = [n for n in a.ncattrs() if n not in SPECIAL_ATTRS]
     nb = [n for n in b.ncattrs() if n not in SPECIAL_ATTRS]
-    for n in na:
-        if n not in nb:
-            listing.add(f"attribute {n} missing in second file")
-    for n in nb:
-        if n not in na:
-            listing.add(f"attribute {n} only in second file")
-    common_a = [n for n in na if n in nb and n != "_FillValue"]
-    common_b = [n for n in nb if n in na and n != "_FillValue"]
-    if common_a != common_b:
-        listing.add(f"attribute order {common_a} != {common_b}")
-    for n in na:
-        if n not in nb:
-            continue
+    for n in _names("attribute", na, nb, "", listing.add, unordered=("_FillValue",)):
         va, vb = _read_attr(a, n), _read_attr(b, n)
         ta, tb = _attr_type(va, n, sa), _attr_type(vb, n, sb)
         if ta != tb:
@@ -236,24 +224,28 @@ def _attrs(a, b, sa: set, sb: set, listing: _Listing):
                 listing.add(f"attribute {n}: {_show(va)} != {_show(vb)}")
 
 
-def _names(kind_: str, a: list, b: list, where: str, out: list) -> list:
-    """Report missing / extra / reordered names; return the common ones in a's order."""
+def _names(kind_: str, a: list, b: list, where: str, add, unordered=()) -> list:
+    """Report missing / extra / reordered names through `add`; return the common ones in a's order.
+    Names in `unordered` may sit anywhere (netCDF moves _FillValue)."""
+    at = f"{where}: " if where else ""
     for n in a:
         if n not in b:
-            out.append(f"{where}: {kind_} {n} missing in second file")
+            add(f"{at}{kind_} {n} missing in second file")
     for n in b:
         if n not in a:
-            out.append(f"{where}: {kind_} {n} only in second file")
+            add(f"{at}{kind_} {n} only in second file")
     common = [n for n in a if n in b]
-    if common != [n for n in b if n in a]:
-        out.append(f"{where}: {kind_} order {common} != {[n for n in b if n in a]}")
+    order_a = [n for n in common if n not in unordered]
+    order_b = [n for n in b if n in a and n not in unordered]
+    if order_a != order_b:
+        add(f"{at}{kind_} order {order_a} != {order_b}")
     return common
 
 
 def _types(ga, gb, where: str, out: list):
     for label, ta, tb in (("compound type", ga.cmptypes, gb.cmptypes), ("vlen type", ga.vltypes, gb.vltypes),
                           ("enum type", ga.enumtypes, gb.enumtypes)):
-        for n in _names(label, list(ta), list(tb), where, out):
+        for n in _names(label, list(ta), list(tb), where, out.append):
             x, y = ta[n], tb[n]
             dx, dy = _dtype_text(np.dtype(x.dtype)), _dtype_text(np.dtype(y.dtype))
             if dx != dy or getattr(x, "enum_dict", None) != getattr(y, "enum_dict", None):
@@ -295,7 +287,7 @@ def _strings(h5, path: str) -> set:
 def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
     where = ga.path
     da, db = ga.dimensions, gb.dimensions
-    for n in _names("dimension", list(da), list(db), where, out):
+    for n in _names("dimension", list(da), list(db), where, out.append):
         x, y = da[n], db[n]
         if len(x) != len(y) or x.isunlimited() != y.isunlimited():
             def desc(d):
@@ -305,7 +297,7 @@ def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
     listing = _Listing(out, f"{where} (attributes)" if where != "/" else "global attributes")
     _attrs(ga, gb, _strings(ha, ga.path), _strings(hb, gb.path), listing)
     listing.close()
-    for n in _names("variable", list(ga.variables), list(gb.variables), where, out):
+    for n in _names("variable", list(ga.variables), list(gb.variables), where, out.append):
         va, vb = ga.variables[n], gb.variables[n]
         path = var_path(va)
         listing = _Listing(out, path)
@@ -320,6 +312,6 @@ def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
             if comparable:
                 unlisted = _values(va, vb, listing, max_mem, progress)
         listing.close(unlisted)
-    for n in _names("group", list(ga.groups), list(gb.groups), where, out):
+    for n in _names("group", list(ga.groups), list(gb.groups), where, out.append):
         _group(ga.groups[n], gb.groups[n], ha, hb, out, max_mem, wanted, seen, progress)
 
