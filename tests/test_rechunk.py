@@ -49,9 +49,9 @@ def _values(path, var="ta"):
 
 
 @pytest.mark.parametrize("args, strategy", [
-    (["--max-mem", "1GiB"], "single-pass"),
-    (["--max-mem", "200KiB"], "redecode"),       # too small for [T,1,Y,X] blocks
-    (["--max-mem", "40KiB"], "two-pass"),        # re-decoding would decode every chunk many times
+    (["--max-mem", "1GiB", "--workers", "1"], "single-pass"),
+    (["--max-mem", "200KiB", "--workers", "1"], "redecode"),       # too small for [T,1,Y,X] blocks
+    (["--max-mem", "40KiB", "--workers", "1"], "two-pass"),        # re-decoding would decode every chunk many times
     (["--max-mem", "1GiB", "--workers", "2"], "single-pass"),
     (["--max-mem", "400KiB", "--workers", "2"], "redecode"),
 ])
@@ -75,12 +75,12 @@ def test_two_pass_plan_converts_and_removes_its_intermediate(field, tmp_path):
     work = tmp_path / "tmpdir"
     work.mkdir()
     dry = run_cli("rechunk", field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
-                  "--max-mem", "40KiB", "--dry-run", "--json")
+                  "--max-mem", "40KiB", "--workers", "1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)["plans"]["/ta"]
     assert not (tmp_path / "o.nc").exists(), "--dry-run writes nothing"
     summary = _rechunk(field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
-                       "--max-mem", "40KiB", "--tmp", work)
+                       "--max-mem", "40KiB", "--workers", "1", "--tmp", work)
     assert plan["strategy"] == "two-pass"
     assert summary["plans"]["/ta"] == plan
     assert np.array_equal(_values(field)[0], _values(tmp_path / "o.nc")[0])
@@ -132,7 +132,7 @@ def test_peak_memory_stays_within_budget(tmp_path):
     budget = 8 << 20
     exe = os.path.join(os.path.dirname(sys.executable), "climio")
     peak = _peak_rss_of([exe, "rechunk", src, tmp_path / "o.nc", "-c", "time/96,lev/1,lat/1,lon/256",
-                         "--max-mem", str(budget)])
+                         "--max-mem", str(budget), "--workers", "1"])
     base = _peak_rss_of([sys.executable, "-c", "import climio.cli, climio.rechunk.command, climio.rechunk.execute, "
                          "climio.rechunk.meta, climio.rechunk.verify, h5py, netCDF4, numpy, deflate"])
     assert peak - base <= budget + (12 << 20), f"grew {(peak - base) >> 20} MiB with an 8 MiB budget"
@@ -193,7 +193,7 @@ def test_missing_input_and_existing_output(field, tmp_path):
 CORPUS_CASES = [
     ["--balanced", "--chunk-bytes", "4KiB"],                 # chunks that divide no dimension
     ["--for", "xt"],
-    ["-c", "time/5,lat/7", "--compression", "deflate2+shuffle", "--max-mem", "128KiB"],
+    ["-c", "time/5,lat/7", "--compression", "deflate2+shuffle", "--max-mem", "128KiB", "--workers", "1"],
     ["--compression", "none", "--workers", "2"],
 ]
 
