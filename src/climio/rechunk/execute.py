@@ -181,10 +181,10 @@ def _intermediate(tmp_dir: str, info: VarInfo):
 
 
 def _run_job(job: Job, runner: Runner, in_path: str, src_h5, write_to, tmp_dir: str, progress) -> None:
-    """All passes of one variable. `write_to(sink_kind)` -> (Sink, write function) for the output."""
+    """All passes of one variable. `write_to()` -> (Sink, write function) for the output."""
     passes = job.plan.passes
     src, index = input_source(job.info, in_path, src_h5, passes[0].cache_bytes if passes else 0)
-    inter = None
+    inter, inter_path = None, None
     try:
         for p in passes:
             if p.name == "to-intermediate":
@@ -192,21 +192,19 @@ def _run_job(job: Job, runner: Runner, in_path: str, src_h5, write_to, tmp_dir: 
                 sink, write = blocks.Sink("array"), _writer(blocks.Sink("array"), inter["data"])
             else:
                 sink, write = write_to()
-            runner.run(_tasks(src, sink, p.block, index), write, p.workers, progress)
-            if p.name == "to-intermediate":
-                inter.close()
-                inter = None
+            if p.name == "from-intermediate":
                 src = blocks.Source(str(inter_path), "h5py", "data", src.dtype, src.shape, None,
                                     cache_bytes=p.cache_bytes)
                 index = None
+            runner.run(_tasks(src, sink, p.block, index), write, p.workers, progress)
+            if inter is not None:
+                inter.close()  # written: the next pass's workers read it
+                inter = None
     finally:
         if inter is not None:
             inter.close()
-        if passes and passes[0].name == "to-intermediate":
-            try:
-                inter_path.unlink()
-            except (FileNotFoundError, UnboundLocalError):
-                pass
+        if inter_path is not None:
+            inter_path.unlink(missing_ok=True)
 
 
 def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None) -> Stats:
