@@ -117,11 +117,23 @@ def _peak_rss(stats) -> int:
     return own + sum(stats.worker_rss.get(pid, 0) for pid in stats.worker_rss if pid != os.getpid())
 
 
-def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
-    """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
-    in_path, out_path = Path(in_path), Path(out_path)
-    _check_paths(in_path, out_path, opts.force or dry_run)
-    if opts.workers < 1:
+@dataclass
+class Prepared:
+    """What both the serial and the MPI path work from: the checked inputs and a plan per variable."""
+    max_mem: int
+    infos: list
+    targets: dict
+    stored: dict
+    plans: dict
+
+    def output_bytes(self, in_path: Path) -> int:
+        return _estimate_output(in_path, self.infos, self.targets, self.stored)
+
+
+def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass: bool, say, force=False) -> Prepared:
+    """Check paths and options, scan the input, resolve targets and plan every variable."""
+    _check_paths(in_path, out_path, opts.force or force)
+    if workers < 1:
         raise InputError("--workers must be at least 1")
     max_mem = opts.max_mem or default_max_mem()
     infos = meta.scan(in_path)
@@ -131,8 +143,20 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     if not targets:
         say(f"no numeric data variable to re-lay out in {in_path}: copying its contents as they are")
     stored = _stored_bytes(in_path, infos)
+    return Prepared(max_mem, infos, targets, stored, make_plans(infos, targets, stored, max_mem, workers, two_pass))
+
+
+def say_plans(prep: Prepared, say) -> None:
+    for path, p in prep.plans.items():  # one line each; --dry-run gives the whole plan
+        say(f"{path} -> {_target_label(prep.targets[path])}: {p.describe()[0]}")
+
+
+def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
+    """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
+    in_path, out_path = Path(in_path), Path(out_path)
+    prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run)
+    max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
-    plans = make_plans(infos, targets, stored, max_mem, opts.workers, two_pass=True)
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
                "plans": {k: p.to_dict() for k, p in plans.items()}}
     if dry_run:
@@ -142,10 +166,9 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
                 say("  " + line)
         return summary
 
-    check_space([(out_path, _estimate_output(in_path, infos, targets, stored))]
+    check_space([(out_path, prep.output_bytes(in_path))]
                 + [(tmp_dir / ".climio-rechunk-intermediate", max((p.tmp_bytes for p in plans.values()), default=0))])
-    for path, p in plans.items():  # one line each; --dry-run gives the whole plan
-        say(f"{path} -> {_target_label(targets[path])}: {p.describe()[0]}")
+    say_plans(prep, say)
     total = sum(p.src.nbytes for plan in plans.values() for p in plan.passes)
     t0 = time.perf_counter()
     with _sigterm_raises():

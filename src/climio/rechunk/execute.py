@@ -33,7 +33,6 @@ class Job:
 class Stats:
     bytes_read: int = 0
     chunks_decoded: int = 0
-    bytes_moved: int = 0      # uncompressed bytes through all passes
     worker_rss: dict = field(default_factory=dict)   # pid -> peak RSS bytes
 
     def add(self, r: blocks.Result) -> None:
@@ -125,7 +124,6 @@ class Runner:
     def _done(self, result, write, progress) -> None:
         self.stats.add(result)
         write(result)
-        self.stats.bytes_moved += result.nbytes
         if progress:
             progress(result.nbytes)
 

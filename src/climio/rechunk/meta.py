@@ -19,6 +19,7 @@ from ..data.compression import Compression
 from ..data.writer import MAX_CHUNKS_PER_WRITE
 from ..errors import ClimioError, DataError, InputError
 from .model import VarInfo
+from .plan import iter_blocks as plan_blocks
 
 NON_COORD = "_nc4_non_coord_"
 # Memory estimate per element of a string / vlen variable (Python object + payload); their true size
@@ -203,10 +204,8 @@ def iter_blocks(shape, block):
     if not shape:
         yield Ellipsis
         return
-    if 0 in shape:
-        return
-    for starts in itertools.product(*(range(0, n, b) for n, b in zip(shape, block))):
-        yield tuple(slice(s, min(s + b, n)) for s, b, n in zip(starts, block, shape))
+    for start, count in plan_blocks(shape, block):
+        yield tuple(slice(s, s + n) for s, n in zip(start, count))
 
 
 def block_elements(index, shape) -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..data.writer import check_space, tmp_name
 from ..errors import ClimioError, InputError
 from ..units import format_size, rate_MBps
-from . import blocks, codec, execute, meta, spec
+from . import blocks, codec, execute, meta
 from .plan import iter_blocks
 
 PARALLEL_CODECS = ("none", "zlib")
@@ -35,12 +35,8 @@ PARALLEL_CODECS = ("none", "zlib")
 def _prepare(in_path: Path, out_path: Path, opts, say):
     """Rank 0: everything up to a defined, empty output. Returns (tmp path, jobs)."""
     from . import command
-    command._check_paths(in_path, out_path, opts.force)
-    max_mem = opts.max_mem or command.default_max_mem()
-    infos = meta.scan(in_path)
-    targets = spec.resolve_targets(infos, list(opts.chunk_specs), opts.for_axes, opts.balanced, opts.chunk_bytes,
-                                   opts.contiguous, opts.compression, list(opts.variables) or None,
-                                   source=str(in_path))
+    prep = command.prepare(in_path, out_path, opts, 1, two_pass=False, say=say)
+    max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
     for v in infos:
         t = targets.get(v.path)
         if t is None:
@@ -51,11 +47,8 @@ def _prepare(in_path: Path, out_path: Path, opts, say):
         if v.filters and not codec.can_decode(v.filters):
             raise InputError(f"{v.path}: the input's filters {list(v.filters)} are read only by the serial path: "
                              "run climio rechunk without mpirun")
-    stored = command._stored_bytes(in_path, infos)
-    plans = command.make_plans(infos, targets, stored, max_mem, 1, two_pass=False)
-    check_space([(out_path, command._estimate_output(in_path, infos, targets, stored))])
-    for path, p in plans.items():
-        say(f"{path} -> {command._target_label(targets[path])}: {p.describe()[0]}")
+    check_space([(out_path, prep.output_bytes(in_path))])
+    command.say_plans(prep, say)
     tmp = tmp_name(out_path)
     try:
         out_paths = meta.define_output(in_path, tmp, targets, max_mem)
