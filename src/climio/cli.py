@@ -22,6 +22,9 @@ app.add_typer(bench_app, name="bench")
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                         help="Trace a program's netCDF, HDF5, MPI-IO and POSIX calls (LD_PRELOAD) and explain them.")
 app.add_typer(trace_app, name="trace")
+tune_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                       help="Sweep tuning knobs and report the best configuration.")
+app.add_typer(tune_app, name="tune")
 
 
 @app.command("make-data")
@@ -130,6 +133,121 @@ def chunking_cmd(
     with _data_dir(data_dir) as ddir:
         ck.check_space(grid, ddir)
         _run_studies(run_dir, ddir, [lambda run: ck.run_study(run, grid, ddir)], report)
+
+
+class _ParallelWriteOptions:
+    """The options `bench parallel-write` and `tune write` share (typer declares them per command)."""
+
+    ranks = typer.Option(None, help="Rank counts, comma separated, e.g. 1,2,4,8 (default 1,2,4; --quick 2,4).")
+    backends = typer.Option(None, help="Comma list of mpiio, hdf5, netcdf4, pnetcdf (default all).")
+    hint = typer.Option(None, "--hint", help="MPI-IO hint KEY=VALUE (cb_nodes, cb_buffer_size, cb_config_list, romio_cb_write, romio_ds_write, striping_factor, striping_unit, ...); repeatable.")
+    hints_file = typer.Option(None, "--hints-file", help="File of hints, one KEY=VALUE (or ROMIO's 'KEY VALUE') per line.")
+    reps = typer.Option(None, min=1, help="Repetitions per configuration (default 10 as benchio; --quick 3).")
+    hostfile = typer.Option(None, help="mpirun --hostfile for a multi-node run.")
+    launcher = typer.Option(None, help="Launch command template instead of mpirun, e.g. 'srun -n {ranks}'.")
+    timeout = typer.Option(3600.0, help="Seconds before a launch is killed and reported as failed.")
+    data_dir = typer.Option(None, help="Where the files are written (default: a temporary directory on local disk). Put it on the file system you want to measure.")
+    out = typer.Option(None, help="Run directory for records.jsonl and report.html.")
+
+
+def _launcher(hostfile, launcher, timeout):
+    from .launcher import Launcher
+    return Launcher(hostfile=str(hostfile) if hostfile else None, template=launcher, timeout_s=timeout)
+
+
+@bench_app.command("parallel-write")
+def parallel_write_cmd(
+    mode: str = typer.Option("benchio", help="benchio (ARCHER benchio: 3-D float64 blocks with halo) or model (FMS/ROMS output: records of 3-D/2-D fields, small variables, restart)."),
+    ranks: Optional[str] = _ParallelWriteOptions.ranks,
+    backends: Optional[str] = _ParallelWriteOptions.backends,
+    strategies: Optional[str] = typer.Option(None, help="Comma list of shared, file-per-process, file-per-node, serial (model mode: shared, file-per-process = one file per I/O domain, serial)."),
+    hint: Optional[list[str]] = _ParallelWriteOptions.hint,
+    hints_file: Optional[Path] = _ParallelWriteOptions.hints_file,
+    reps: Optional[int] = _ParallelWriteOptions.reps,
+    local: Optional[str] = typer.Option(None, help="benchio weak scaling: local array n1,n2,n3 per rank (default 128,128,128)."),
+    global_: Optional[str] = typer.Option(None, "--global", help="benchio strong scaling: global array N1,N2,N3 split over the ranks."),
+    grid: Optional[str] = typer.Option(None, help="model: nx,ny,nz, or mom5 (1440,1080,50) / roms (899,629,40) (default 192,128,20)."),
+    nt: Optional[int] = typer.Option(None, min=1, help="model: records appended (default 4)."),
+    decomposition: Optional[str] = typer.Option(None, help="model: px,py ranks (default MPI_Dims_create)."),
+    io_layout: Optional[str] = typer.Option(None, help="model: FMS io_layout ix,iy; each I/O domain gathers to one writing rank (default px,py: every rank writes)."),
+    small: str = typer.Option("collective", help="model: small non-tiled variables written collectively (one rank's data) or independently by every rank (ROMS)."),
+    chunk: str = typer.Option("default", help="model: netCDF-4/HDF5 chunks: default, contiguous, or CKX,CKY (the MOM5 chunk study)."),
+    vars_: Optional[str] = typer.Option(None, "--vars", help="model: numbers of 3-D, 2-D and restart variables (default 4,3,2)."),
+    select: float = typer.Option(0.0, help="model: ROMS selective writing; skip a 3-D record whose RMS change since the last written one is below this (0 = write all)."),
+    independent: bool = typer.Option(False, "--independent", help="Independent instead of collective writes of the big arrays to a shared file."),
+    fsync: bool = typer.Option(False, "--fsync", help="fsync before close, timed as its own phase."),
+    verify: bool = typer.Option(True, help="Read every file back (outside the timed region) and check every value."),
+    stripe_count: Optional[int] = typer.Option(None, help="Lustre stripe count for the output directory (lfs setstripe; recorded as not applicable elsewhere)."),
+    stripe_size: Optional[str] = typer.Option(None, help="Lustre stripe size, e.g. 1MiB."),
+    instances: int = typer.Option(0, min=0, help="Load test (benchio Fig. 14): also run this many instances at once at the largest rank count and report their aggregate bandwidth."),
+    hostfile: Optional[Path] = _ParallelWriteOptions.hostfile,
+    launcher: Optional[str] = _ParallelWriteOptions.launcher,
+    timeout: float = _ParallelWriteOptions.timeout,
+    quick: bool = typer.Option(False, "--quick", help="Small sizes, 2 and 4 ranks, 3 repetitions: about a minute."),
+    data_dir: Optional[Path] = _ParallelWriteOptions.data_dir,
+    out: Optional[Path] = _ParallelWriteOptions.out,
+    report: bool = typer.Option(True, help="Render report.html at the end."),
+):
+    """Parallel write bandwidth (benchio, MOM5/FMS, ROMS): backends x strategies x ranks, per-rank phase times."""
+    from .bench import parallel_write as pw
+    from .rundir import default_run_dir
+    from .units import parse_size
+
+    grid_ = pw.build_grid(mode, ranks, backends, strategies, reps, pw.parse_hints(hint or (), hints_file), fsync, verify,
+                          independent, local, global_, grid, nt, decomposition, io_layout, small, chunk, vars_, select,
+                          stripe_count, parse_size(stripe_size) if stripe_size else None,
+                          preset="quick" if quick else "full")
+    lau = _launcher(hostfile, launcher, timeout)
+    note = pw.default_ranks_note(grid_)
+    if note:
+        info(f"note: {note}")
+
+    def load_test(run, ddir):
+        for s in pw.load_test(run, grid_, ddir, lau, instances):
+            info(f"load test {s['instances']} x {grid_.ranks[-1]} ranks, {s['backend']} {s['strategy']} rep {s['rep']}: "
+                 f"{s['aggregate_MBps']:.1f} MB/s aggregate")
+
+    run_dir = out or default_run_dir("parallel-write")
+    with _data_dir(data_dir) as ddir:
+        steps = [lambda run: pw.run_study(run, grid_, ddir, lau)] + ([lambda run: load_test(run, ddir)] if instances else [])
+        _run_studies(run_dir, ddir, steps, report)
+
+
+@tune_app.command("write")
+def tune_write_cmd(
+    ranks: int = typer.Option(4, min=1, help="Ranks of the model run being tuned."),
+    backends: Optional[str] = typer.Option("netcdf4,pnetcdf", help="Comma list of mpiio, hdf5, netcdf4, pnetcdf."),
+    grid: Optional[str] = typer.Option(None, help="nx,ny,nz, or mom5 / roms (default 192,128,20)."),
+    nt: Optional[int] = typer.Option(None, min=1, help="Records appended (default 4)."),
+    decomposition: Optional[str] = typer.Option(None, help="px,py (default MPI_Dims_create)."),
+    stripe_counts: Optional[str] = typer.Option(None, help="Lustre stripe counts to sweep, e.g. 1,4,16 (only where lfs exists)."),
+    hint: Optional[list[str]] = _ParallelWriteOptions.hint,
+    hints_file: Optional[Path] = _ParallelWriteOptions.hints_file,
+    reps: Optional[int] = _ParallelWriteOptions.reps,
+    hostfile: Optional[Path] = _ParallelWriteOptions.hostfile,
+    launcher: Optional[str] = _ParallelWriteOptions.launcher,
+    timeout: float = _ParallelWriteOptions.timeout,
+    quick: bool = typer.Option(False, "--quick", help="Small grid and 3 repetitions."),
+    data_dir: Optional[Path] = _ParallelWriteOptions.data_dir,
+    out: Optional[Path] = _ParallelWriteOptions.out,
+    report: bool = typer.Option(True, help="Render report.html at the end."),
+):
+    """Sweep io_layout x aggregators (cb_nodes) x stripe count x backend for a model run's output
+    and print the best configuration and its speed-up over the serial single-file write (MOM5 paper, 4.2)."""
+    from .bench import parallel_write as pw
+    from .bench import tune_write as tw
+    from .rundir import default_run_dir
+
+    base = pw.build_grid("model", str(ranks), backends, "shared", reps, pw.parse_hints(hint or (), hints_file),
+                         grid=grid, nt=nt, decomposition=decomposition, preset="quick" if quick else "full")
+    stripes_ = pw.parse_int_list(stripe_counts, "--stripe-counts") if stripe_counts else [None]
+    lau = _launcher(hostfile, launcher, timeout)
+    run_dir = out or default_run_dir("tune-write")
+    result = {}
+    with _data_dir(data_dir) as ddir:
+        _run_studies(run_dir, ddir, [lambda run: result.update(tw.run_sweep(run, base, ranks, ddir, lau, stripes_, say=info))],
+                     report)
+    print(tw.format_table(result))
 
 
 @app.command("rechunk")

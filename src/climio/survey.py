@@ -6,6 +6,7 @@ Each study contributes a step `step(run)`; later studies add themselves to STEPS
 import os
 
 from .bench import chunking as ck
+from .bench import parallel_write as pw
 from .bench import read_stack as rs
 
 
@@ -30,7 +31,19 @@ def chunking_step(data_dir, quick):
     return step
 
 
-STEPS = (read_stack_step, chunking_step)
+def parallel_write_step(data_dir, quick):
+    """benchio and the model-output emulator with 2 and 4 ranks, every backend and strategy."""
+    preset = "quick" if quick else "survey"
+
+    def step(run):
+        from .launcher import Launcher
+        for mode in pw.MODES:
+            pw.run_study(run, pw.build_grid(mode, preset=preset), data_dir, Launcher(timeout_s=900))
+
+    return step
+
+
+STEPS = (read_stack_step, chunking_step, parallel_write_step)
 
 
 def survey_steps(data_dir, quick: bool) -> list:
