@@ -1,0 +1,43 @@
+/* Helpers of main.c and benchio.c that are not part of the driver contract (driver.h):
+ * MPI_Info hints from the command line and as JSON, node communicators, file names,
+ * one-line MPI error strings. model.c may use them too, but need not. */
+#ifndef CLIMIO_PARIO_SUPPORT_H
+#define CLIMIO_PARIO_SUPPORT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "jsonl.h"
+#include "pario.h"
+
+#define PARIO_PROGRAM "climio-pario-write"
+
+/* --- hints.c --- */
+/* Split "KEY=VALUE" (or ROMIO's "KEY VALUE" when allow_space) into trimmed key/value;
+ * 0, or -1 with a message in err. */
+int hints_split(const char *item, int allow_space, char *key, size_t keylen, char *value, size_t vallen,
+                char *err, size_t errlen);
+/* Add the KEY=VALUE lines of a hints file's text (# comments, blank lines) to *info,
+ * creating it if it is MPI_INFO_NULL. */
+int hints_add_text(MPI_Info *info, const char *text, const char *source, char *err, size_t errlen);
+/* Add one KEY=VALUE item. */
+int hints_add_item(MPI_Info *info, const char *item, char *err, size_t errlen);
+/* Every key/value of info as a JSON object member `key` ({} for MPI_INFO_NULL). */
+void hints_json(struct jsonl *j, const char *key, MPI_Info info);
+/* Flatten info to "k\0v\0k\0v\0..." (malloc'd, *len bytes) and back, to send it between ranks. */
+char *hints_pack(MPI_Info info, int *len);
+MPI_Info hints_unpack(const char *buf, int len);
+
+/* --- common.c --- */
+/* This rank's node: a communicator of the ranks sharing its memory (MPI_COMM_TYPE_SHARED),
+ * the node's index (0.. in order of the lowest world rank on it) and the number of nodes.
+ * Collective over world; the caller frees *node. */
+int pario_node_comm(MPI_Comm world, MPI_Comm *node, int *node_index, int *nnodes);
+/* File-name extension of a backend's files: "dat", "h5" or "nc". */
+const char *pario_extension(const struct pario_backend *b);
+/* One-line text of an MPI error code. */
+const char *pario_mpi_error(int code, char *buf, size_t len);
+/* The first line of MPI_Get_library_version (static storage). */
+const char *pario_mpi_library(void);
+
+#endif
