@@ -146,13 +146,16 @@ class _ParallelWriteOptions:
     hostfile = typer.Option(None, help="mpirun --hostfile for a multi-node run.")
     launcher = typer.Option(None, help="Launch command template instead of mpirun, e.g. 'srun -n {ranks}'.")
     timeout = typer.Option(3600.0, help="Seconds before a launch is killed and reported as failed.")
+    mpi_io = typer.Option("default", "--mpi-io", help="Open MPI's MPI-IO implementation: default, romio or ompio (Open MPI 4 defaults to OMPIO, which ignores ROMIO hints such as cb_nodes).")
     data_dir = typer.Option(None, help="Where the files are written (default: a temporary directory on local disk). Put it on the file system you want to measure.")
     out = typer.Option(None, help="Run directory for records.jsonl and report.html.")
 
 
-def _launcher(hostfile, launcher, timeout):
+def _launcher(hostfile, launcher, timeout, mpi_io="default"):
     from .launcher import Launcher
-    return Launcher(hostfile=str(hostfile) if hostfile else None, template=launcher, timeout_s=timeout)
+    lau = Launcher(hostfile=str(hostfile) if hostfile else None, template=launcher, timeout_s=timeout, mpi_io=mpi_io)
+    lau.io_component()   # a bad --mpi-io fails here, before anything runs
+    return lau
 
 
 @bench_app.command("parallel-write")
@@ -183,6 +186,7 @@ def parallel_write_cmd(
     hostfile: Optional[Path] = _ParallelWriteOptions.hostfile,
     launcher: Optional[str] = _ParallelWriteOptions.launcher,
     timeout: float = _ParallelWriteOptions.timeout,
+    mpi_io: str = _ParallelWriteOptions.mpi_io,
     quick: bool = typer.Option(False, "--quick", help="Small sizes, 2 and 4 ranks, 3 repetitions: about a minute."),
     data_dir: Optional[Path] = _ParallelWriteOptions.data_dir,
     out: Optional[Path] = _ParallelWriteOptions.out,
@@ -197,7 +201,7 @@ def parallel_write_cmd(
                           independent, local, global_, grid, nt, decomposition, io_layout, small, chunk, vars_, select,
                           stripe_count, parse_size(stripe_size) if stripe_size else None,
                           preset="quick" if quick else "full")
-    lau = _launcher(hostfile, launcher, timeout)
+    lau = _launcher(hostfile, launcher, timeout, mpi_io)
     note = pw.default_ranks_note(grid_)
     if note:
         info(f"note: {note}")
@@ -227,6 +231,7 @@ def tune_write_cmd(
     hostfile: Optional[Path] = _ParallelWriteOptions.hostfile,
     launcher: Optional[str] = _ParallelWriteOptions.launcher,
     timeout: float = _ParallelWriteOptions.timeout,
+    mpi_io: str = typer.Option("romio", "--mpi-io", help="Open MPI's MPI-IO implementation: romio (default here: the sweep's cb_nodes is a ROMIO hint), ompio or default."),
     quick: bool = typer.Option(False, "--quick", help="Small grid and 3 repetitions."),
     data_dir: Optional[Path] = _ParallelWriteOptions.data_dir,
     out: Optional[Path] = _ParallelWriteOptions.out,
@@ -241,7 +246,7 @@ def tune_write_cmd(
     base = pw.build_grid("model", str(ranks), backends, "shared", reps, pw.parse_hints(hint or (), hints_file),
                          grid=grid, nt=nt, decomposition=decomposition, preset="quick" if quick else "full")
     stripes_ = pw.parse_int_list(stripe_counts, "--stripe-counts") if stripe_counts else [None]
-    lau = _launcher(hostfile, launcher, timeout)
+    lau = _launcher(hostfile, launcher, timeout, mpi_io)
     run_dir = out or default_run_dir("tune-write")
     result = {}
     with _data_dir(data_dir) as ddir:

@@ -10,6 +10,7 @@ the error names what failed: the program's own `NAME: error: ...` line when it p
 otherwise the launcher's first meaningful complaint (mpirun's banners of dashes are skipped).
 """
 
+import functools
 import os
 import shlex
 import shutil
@@ -39,6 +40,7 @@ class Launcher:
     mpirun: str = "mpirun"
     timeout_s: float = 3600.0
     extra_env: dict = field(default_factory=dict)
+    mpi_io: str = "default"               # Open MPI's MPI-IO component: default, romio or ompio
 
     def describe(self) -> str:
         return self.template.format(ranks=self.ranks) if self.template else f"{self.mpirun} -n {self.ranks}"
@@ -71,7 +73,26 @@ class Launcher:
         if os.geteuid() == 0:
             env.update(ROOT_ENV)
         env.update(self.extra_env)
+        if self.mpi_io != "default" and open_mpi_io_components():
+            env["OMPI_MCA_io"] = self.io_component()
         return env
+
+    def io_component(self) -> str:
+        """The Open MPI `io` component --mpi-io names (ROMIO's carries its version: romio321, romio341).
+        Open MPI 4 defaults to OMPIO, which ignores ROMIO's hints (cb_nodes, romio_cb_write, ...)."""
+        if self.mpi_io not in ("default", "romio", "ompio"):
+            raise InputError(f"unknown --mpi-io '{self.mpi_io}': use default, romio or ompio")
+        if self.mpi_io == "default":
+            return "default"
+        names = open_mpi_io_components()
+        if not names:   # MPICH, Cray MPICH, Intel MPI: ROMIO is their only MPI-IO
+            if self.mpi_io == "romio":
+                return "romio"
+            raise InputError("--mpi-io ompio needs Open MPI, but ompi_info lists no io components")
+        match = [n for n in names if n.startswith(self.mpi_io)]
+        if not match:
+            raise InputError(f"this Open MPI has no {self.mpi_io} io component (it has {', '.join(names)})")
+        return match[0]
 
     def command(self, argv) -> list:
         return [*self.prefix(), *argv]
@@ -88,6 +109,20 @@ def _is_open_mpi(exe) -> bool:
         except (OSError, subprocess.SubprocessError):
             _OPEN_MPI[exe] = False
     return _OPEN_MPI[exe]
+
+
+@functools.lru_cache(maxsize=None)
+def open_mpi_io_components() -> tuple:
+    """Names of the `MCA io` components `ompi_info` lists, e.g. ('romio321', 'ompio')."""
+    exe = shutil.which("ompi_info")
+    if not exe:
+        return ()
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(line.split(":", 1)[1].split("(")[0].strip() for line in out.splitlines()
+            if line.strip().startswith("MCA io:"))
 
 
 def failure_line(stderr: str, program: str) -> str:

@@ -218,6 +218,7 @@ def run_study(run, grid: Grid, data_dir, launcher: Launcher, progress=True, labe
     stripe = stripes.apply(out_dir, grid.stripe_count, grid.stripe_size)
     check_space(grid, out_dir)
     total = len(grid.ranks) * grid.jobs_per_launch()
+    mpi_io = launcher.io_component()
     got = []
     with StudyProgress(total, label or f"parallel-write ({grid.mode})", enabled=None if progress else False) as bar:
         for ranks in grid.ranks:
@@ -225,7 +226,7 @@ def run_study(run, grid: Grid, data_dir, launcher: Launcher, progress=True, labe
             bar.note(f"parallel-write {grid.mode}: {lau.describe()}")
 
             def on_record(rec, lau=lau):
-                rec["params"].update(stripe=stripe, launcher=lau.describe(), **grid.extra)
+                rec["params"].update(stripe=stripe, launcher=lau.describe(), mpi_io=mpi_io, **grid.extra)
                 run.writer.write(rec)
                 got.append(rec)
                 bar.advance(1, _progress_view(rec))
@@ -250,19 +251,25 @@ def load_test(run, grid: Grid, data_dir, launcher: Launcher, instances: int) -> 
     recs, errors = [], []
     lock = threading.Lock()
     ranks = grid.ranks[-1]
+    lau = replace(launcher, ranks=ranks)
+    base = Path(data_dir) / "parallel-write-load"
+    base.mkdir(parents=True, exist_ok=True)
+    stripe = stripes.apply(base, grid.stripe_count, grid.stripe_size)   # before the instances' directories
+    dirs = [base / f"instance-{i:03d}" for i in range(instances)]
+    for d in dirs:
+        d.mkdir(exist_ok=True)
+    mpi_io = launcher.io_component()
 
     def one(i):
-        out_dir = Path(data_dir) / f"load-{i:03d}"
-        out_dir.mkdir(parents=True, exist_ok=True)
-
         def on_record(rec):
-            rec["params"].update(instances=instances, instance=i, launcher=launcher.describe(), **grid.extra)
+            rec["params"].update(instances=instances, instance=i, launcher=lau.describe(), stripe=stripe,
+                                 mpi_io=mpi_io, **grid.extra)
             with lock:
                 run.writer.write(rec)
                 recs.append(rec)
 
         try:
-            stream_mpi(replace(launcher, ranks=ranks), grid.program_args(out_dir, run.platform_id), on_record)
+            stream_mpi(lau, grid.program_args(dirs[i], run.platform_id), on_record)
         except Exception as exc:  # noqa: BLE001  (re-raised in the caller's thread below)
             errors.append(exc)
 

@@ -85,7 +85,7 @@ def format_table(summary) -> str:
                      f"{r['median_MBps']:11.1f} {r['min_MBps']:8.1f} {r['max_MBps']:8.1f}")
     for backend, b in summary["best"].items():
         lay = "x".join(map(str, b["io_layout"]))
-        lines.append(f"best {backend}: io_layout {lay}, cb_nodes {b['cb_nodes']} (in effect {b['cb_nodes_in_effect']})"
+        lines.append(f"best {backend}: io_layout {lay}, cb_nodes {b['cb_nodes']} (in effect {b['cb_nodes_in_effect'] or 'not reported'})"
                      + (f", stripes {b['stripe_count']}" if b["stripe_count"] else "")
                      + f": {b['median_MBps']:.1f} MB/s, {b['speedup']:.2f}x the serial single-file write "
                      f"({b['baseline_MBps']:.1f} MB/s)")
