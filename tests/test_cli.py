@@ -109,9 +109,13 @@ def test_survey_quick(tmp_path):
     out = run_cli("survey", "--quick", "--out", tmp_path / "survey", timeout=300)
     assert out.returncode == 0, out.stderr
     recs = read_records(tmp_path / "survey")
-    layers = {r["params"]["layer"] for r in recs}
+    layers = {r["params"]["layer"] for r in recs if r["study"] == "read-stack"}
     assert layers == {"c-posix", "c-netcdf", "py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray"}
-    assert (tmp_path / "survey" / "report.html").exists()
+    pw = [r for r in recs if r["study"] == "parallel-write"]
+    assert {(r["params"]["mode"], r["params"]["ranks"]) for r in pw} == {(m, n) for m in ("benchio", "model") for n in (2, 4)}
+    assert {r["params"]["backend"] for r in pw} == {"mpiio", "hdf5", "netcdf4", "pnetcdf"}
+    assert all(r["metrics"]["verified"] is True for r in pw)
+    assert "Study: parallel-write" in (tmp_path / "survey" / "report.html").read_text()
     assert str(tmp_path / "survey" / "report.html") in out.stdout + out.stderr
 
 

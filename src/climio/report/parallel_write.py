@@ -6,10 +6,13 @@ from .html import e, figure, num, plural, section, size, table
 from .parallel_write_summary import STUDY, aggregate_instances, configurations, parallel_vs_serial, sweep_summary
 
 
-def _hints_text(h) -> str:
-    keys = ("cb_nodes", "cb_buffer_size", "romio_cb_write", "romio_ds_write", "striping_factor", "striping_unit")
+def _hints_text(backend, h) -> str:
+    if backend == "netcdf4":
+        return "not reported (netCDF-C has no call for them)"
+    keys = ("cb_nodes", "cb_buffer_size", "cb_config_list", "romio_cb_write", "romio_ds_write", "striping_factor",
+            "striping_unit")
     shown = [f"{k}={h[k]}" for k in keys if k in h]
-    return ", ".join(shown) if shown else ("not reported by the library" if not h else f"{len(h)} keys")
+    return ", ".join(shown) if shown else ("none reported" if not h else f"{len(h)} other keys")
 
 
 def _config_table(rows) -> str:
@@ -19,7 +22,7 @@ def _config_table(rows) -> str:
         body.append([r["mode"], r["backend"], r["strategy"], r["ranks"], r["writers"], r["files"], size(r["bytes"]),
                      r["reps"], num(r["min_MBps"]), num(r["median_MBps"]), num(r["max_MBps"]),
                      f"{num(r['mean_MBps'])} ± {num(r['std_MBps'])}", num(r["mean_task_MBps"]),
-                     f"{r['imbalance']:.2f}", ver, _hints_text(r["hints"])])
+                     f"{r['imbalance']:.2f}", ver, _hints_text(r["backend"], r["hints"])])
     return table(["mode", "backend", "strategy", "ranks", "writers", "files", "bytes", "reps", "min MB/s", "median",
                   "max", "mean ± std", "bytes / mean task time", "max/mean rank time", "verified",
                   "hints in effect"], body, cls="pw-table")
@@ -83,6 +86,19 @@ def _load_block(records) -> str:
                      "per instance MB/s"], body))
 
 
+def _stack_note(recs) -> str:
+    mpi = sorted({str(r["params"].get("mpi_library", "?")) for r in recs})
+    io = sorted({str(r["params"].get("mpi_io", "default")) for r in recs})
+    libs = sorted({str(r["params"].get("library", "?")) for r in recs})
+    note = ""
+    if any(m.startswith("Open MPI v4") for m in mpi):
+        note = (" Open MPI 4's MPI_File_get_info returns the hints it was given rather than those in effect, so "
+                "the hints column echoes the request; its default MPI-IO (OMPIO) ignores ROMIO hints such as "
+                "cb_nodes unless --mpi-io romio is given.")
+    return (f"<p>MPI: {e('; '.join(mpi))}. MPI-IO component: {e(', '.join(io))}. Libraries: {e(', '.join(libs))}."
+            f"{e(note)}</p>")
+
+
 @section(STUDY)
 def parallel_write_section(records, ctx) -> str:
     rows = configurations(records)
@@ -93,7 +109,8 @@ def parallel_write_section(records, ctx) -> str:
              f"<p>{plural(len(recs), 'record')} ({bad} not ok) in {plural(len(rows), 'configuration')}. "
              "Bandwidth is MB/s = 10<sup>6</sup> B/s of payload bytes over the time from the first rank's first phase "
              "to the last rank's close; writes end in the page cache unless fsync was asked for (see each record's "
-             "cache.method). Phase times are per rank; min/mean/max are over ranks.</p>"]
+             "cache.method). Phase times are per rank; min/mean/max are over ranks.</p>",
+             _stack_note(recs)]
     for mode in ("benchio", "model"):
         if any(r["mode"] == mode for r in rows):
             parts.append(figure(lambda mode=mode: figs.bandwidth_vs_writers(rows, mode), f"{mode} bandwidth",

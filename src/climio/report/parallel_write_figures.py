@@ -70,7 +70,8 @@ def phase_times(rows, mode):
 
 
 def rank_imbalance(rows, limit=4):
-    rs = [r for r in rows if len(r["per_rank_total"]) > 1]
+    # serial is imbalanced by design (rank 0 writes everything): left out
+    rs = [r for r in rows if len(r["per_rank_total"]) > 1 and r["strategy"] != "serial"]
     if not rs:
         return None
     rs = sorted(rs, key=lambda r: -r["imbalance"])[:limit]
@@ -79,6 +80,7 @@ def rank_imbalance(rows, limit=4):
         ax = fig.add_subplot(len(rs), 1, i)
         t = r["per_rank_total"]
         ax.bar(range(len(t)), t, color=_COLOURS.get(r["backend"], "grey"))
+        ax.set_xticks(range(len(t)) if len(t) <= 32 else range(0, len(t), max(1, len(t) // 16)))
         mean = sum(t) / len(t)
         ax.axhline(mean, color="k", linestyle="--", linewidth=0.8)
         ax.set_ylabel("s")
