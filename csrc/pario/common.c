@@ -3,6 +3,7 @@
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -98,6 +99,27 @@ const struct pario_backend *pario_backend_named(const char *name)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
     return NULL;
+}
+
+MPI_Datatype pario_mpi_type(enum pario_type t)
+{
+    return t == PARIO_DOUBLE ? MPI_DOUBLE : t == PARIO_FLOAT ? MPI_FLOAT : MPI_INT;
+}
+
+const char *pario_version_text(char *buf, size_t len, const char *prefix, const char *libvers)
+{
+    if (!buf[0])
+        snprintf(buf, len, "%s %.*s", prefix, (int)strcspn(libvers, " "), libvers);
+    return buf;
+}
+
+void *pario_new_state(struct pario_file *f, size_t size)
+{
+    void *s = calloc(1, size);
+    if (!s)
+        snprintf(f->err, PARIO_ERR_LEN, "%s: out of memory", f->backend ? f->backend->name : "pario");
+    f->impl = s;
+    return s;
 }
 
 size_t pario_type_size(enum pario_type t)

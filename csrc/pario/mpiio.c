@@ -72,11 +72,6 @@ static int fail_msg(struct pario_file *f, const char *msg)
     return -1;
 }
 
-static MPI_Datatype mpi_type(enum pario_type t)
-{
-    return t == PARIO_DOUBLE ? MPI_DOUBLE : t == PARIO_FLOAT ? MPI_FLOAT : MPI_INT;
-}
-
 static const char *version(void)
 {
     static char v[256];
@@ -201,7 +196,7 @@ static int file_type(struct pario_file *f, const struct mvar *v, const uint64_t 
                      MPI_Datatype *type, MPI_Offset *disp)
 {
     struct mpiio *m = impl(f);
-    MPI_Datatype etype = mpi_type(v->type), inner;
+    MPI_Datatype etype = pario_mpi_type(v->type), inner;
     int sizes[PARIO_MAX_DIMS], subs[PARIO_MAX_DIMS], starts[PARIO_MAX_DIMS];
     int first = v->record ? 1 : 0, n = v->ndims - first;
     for (int d = first; d < v->ndims; d++) {
@@ -237,7 +232,7 @@ static int mem_type(struct pario_file *f, const struct mvar *v, const uint64_t *
                     MPI_Datatype *type)
 {
     int sizes[PARIO_MAX_DIMS], subs[PARIO_MAX_DIMS], starts[PARIO_MAX_DIMS];
-    MPI_Datatype etype = mpi_type(v->type);
+    MPI_Datatype etype = pario_mpi_type(v->type);
     if (v->ndims == 0) {
         MPI_Type_dup(etype, type);
         return 0;
@@ -282,7 +277,7 @@ static int access_block(struct pario_file *f, int varid, const uint64_t *start, 
     if (varid < 0 || varid >= m->L.nvars)
         return fail_msg(f, "bad variable id");
     const struct mvar *v = &m->L.vars[varid];
-    MPI_Datatype etype = mpi_type(v->type), ftype = MPI_DATATYPE_NULL, mtype = MPI_DATATYPE_NULL;
+    MPI_Datatype etype = pario_mpi_type(v->type), ftype = MPI_DATATYPE_NULL, mtype = MPI_DATATYPE_NULL;
     MPI_Offset disp = 0;
     MPI_Status st;
     uint64_t total = 1;

@@ -37,6 +37,7 @@
 #include <netcdf_par.h>
 
 #include "pario.h"
+#include "support.h"
 
 struct nc4_var {
     enum pario_type type;
@@ -71,25 +72,12 @@ static struct nc4_state *state(struct pario_file *f)
 static const char *nc4_version(void)
 {
     static char buf[96];
-    if (!buf[0]) {
-        const char *v = nc_inq_libvers();
-        size_t n = strcspn(v, " ");
-        if (n > 60)
-            n = 60;
-        snprintf(buf, sizeof buf, "netCDF-C %.*s", (int)n, v);
-    }
-    return buf;
+    return pario_version_text(buf, sizeof buf, "netCDF-C", nc_inq_libvers());
 }
 
 static int alloc_state(struct pario_file *f)
 {
-    struct nc4_state *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(f->err, PARIO_ERR_LEN, "netcdf4: out of memory");
-        return -1;
-    }
-    f->impl = s;
-    return 0;
+    return pario_new_state(f, sizeof(struct nc4_state)) ? 0 : -1;
 }
 
 static void free_state(struct pario_file *f)

@@ -99,7 +99,8 @@ extern const struct pario_backend pario_mpiio, pario_hdf5, pario_netcdf4, pario_
 /* The backend called `name`, or NULL. */
 const struct pario_backend *pario_backend_named(const char *name);
 
-/* Bytes of one element. */
+/* Bytes of one element, and its MPI datatype. */
 size_t pario_type_size(enum pario_type t);
+MPI_Datatype pario_mpi_type(enum pario_type t);
 
 #endif

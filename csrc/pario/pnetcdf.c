@@ -27,6 +27,7 @@
 #include <pnetcdf.h>
 
 #include "pario.h"
+#include "support.h"
 
 struct pn_var {
     enum pario_type type;
@@ -56,25 +57,12 @@ static struct pn_state *state(struct pario_file *f)
 static const char *pn_version(void)
 {
     static char buf[96];
-    if (!buf[0]) {
-        const char *v = ncmpi_inq_libvers();
-        size_t n = strcspn(v, " ");
-        if (n > 60)
-            n = 60;
-        snprintf(buf, sizeof buf, "PnetCDF %.*s", (int)n, v);
-    }
-    return buf;
+    return pario_version_text(buf, sizeof buf, "PnetCDF", ncmpi_inq_libvers());
 }
 
 static int alloc_state(struct pario_file *f)
 {
-    struct pn_state *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(f->err, PARIO_ERR_LEN, "pnetcdf: out of memory");
-        return -1;
-    }
-    f->impl = s;
-    return 0;
+    return pario_new_state(f, sizeof(struct pn_state)) ? 0 : -1;
 }
 
 static int pn_create(struct pario_file *f, const char *path)
@@ -110,11 +98,6 @@ static int pn_def_dim(struct pario_file *f, const char *name, uint64_t len, int 
 static nc_type nctype(enum pario_type t)
 {
     return t == PARIO_FLOAT ? NC_FLOAT : t == PARIO_DOUBLE ? NC_DOUBLE : NC_INT;
-}
-
-static MPI_Datatype mpitype(enum pario_type t)
-{
-    return t == PARIO_FLOAT ? MPI_FLOAT : t == PARIO_DOUBLE ? MPI_DOUBLE : MPI_INT;
 }
 
 static int pn_def_var(struct pario_file *f, const char *name, enum pario_type type, int ndims,
@@ -191,7 +174,7 @@ static int pn_put(struct pario_file *f, int varid, const uint64_t *start, const 
             starts[d] = (int)mem->mem_start[d];
         }
         MPI_Datatype memtype;
-        if (MPI_Type_create_subarray(v->ndims, sizes, subs, starts, MPI_ORDER_C, mpitype(v->type), &memtype) != MPI_SUCCESS ||
+        if (MPI_Type_create_subarray(v->ndims, sizes, subs, starts, MPI_ORDER_C, pario_mpi_type(v->type), &memtype) != MPI_SUCCESS ||
             MPI_Type_commit(&memtype) != MPI_SUCCESS) {
             snprintf(f->err, PARIO_ERR_LEN, "pnetcdf: MPI_Type_create_subarray failed");
             return -1;

@@ -37,6 +37,10 @@ int pario_node_comm(MPI_Comm world, MPI_Comm *node, int *node_index, int *nnodes
 const char *pario_extension(const struct pario_backend *b);
 /* One-line text of an MPI error code. */
 const char *pario_mpi_error(int code, char *buf, size_t len);
+/* "PREFIX x.y.z" from the first word of a library's version text, formatted once into buf. */
+const char *pario_version_text(char *buf, size_t len, const char *prefix, const char *libvers);
+/* A zeroed backend state of `size` bytes in f->impl; NULL with "<backend>: out of memory". */
+void *pario_new_state(struct pario_file *f, size_t size);
 /* The first line of MPI_Get_library_version (static storage). */
 const char *pario_mpi_library(void);
 

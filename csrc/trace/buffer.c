@@ -329,9 +329,6 @@ static void flush_events(int create) {
 
 int64_t ct_emit_slow(ct_event *e) {
     if (CT_UNLIKELY(!ct_tls.tid)) ct_tls.tid = (uint32_t)syscall(SYS_gettid);
-    e->tid = ct_tls.tid;
-    e->rank = ct_rank;
-    if (CT_UNLIKELY(e->t_end < e->t_start)) e->t_end = e->t_start;   /* thread moved CPU / clock step */
     int64_t idx = -1;
     spin_lock();
     if (CT_UNLIKELY(!ct_active)) {
@@ -340,7 +337,11 @@ int64_t ct_emit_slow(ct_event *e) {
         ev_dropped++;
     } else {
         idx = (int64_t)(ev_base + ev_kept++);
-        ev_buf[ev_n++] = *e;
+        /* tid, rank and t_end >= t_start (thread moved CPU / clock step) are ct_fill's */
+        ct_fill(&ev_buf[ev_n], e->t_start, e->t_end, e->offset, e->size, e->ret, e->file_id, e->func_id,
+                e->var_id, e->depth, e->layer, e->flags);
+        __atomic_signal_fence(__ATOMIC_RELEASE);   /* the event before the count (signal handlers) */
+        ev_n++;
         if (CT_UNLIKELY(ev_n == ev_cap)) flush_events(0);
     }
     spin_unlock();

@@ -130,10 +130,17 @@ static uint32_t opened(int fd, const char *path, int dirfd, int append, int shar
 static inline void io_event(uint32_t func, uint8_t layer, uint32_t file, uint64_t t0, uint64_t t1,
                             uint16_t d, int64_t off, int64_t size, int64_t r, int err) {
     if (CT_UNLIKELY(r < 0) && err < 0) err = errno;
-    ct_event e = {.t_start = t0, .t_end = t1, .offset = off, .size = size, .ret = r < 0 ? -(int64_t)err : r,
-                  .file_id = file, .func_id = func, .depth = d, .layer = layer,
-                  .flags = r < 0 ? CT_F_FAILED : 0};
-    ct_emit(&e);
+    int64_t ret = r < 0 ? -(int64_t)err : r;
+    uint8_t flags = r < 0 ? CT_F_FAILED : 0;
+    ct_event *s = ct_slot();
+    if (CT_LIKELY(s)) {
+        ct_fill(s, t0, t1, off, size, ret, file, func, 0, d, layer, flags);
+        ct_commit();
+        return;
+    }
+    ct_event e = {.t_start = t0, .t_end = t1, .offset = off, .size = size, .ret = ret, .file_id = file,
+                  .func_id = func, .depth = d, .layer = layer, .flags = flags};
+    ct_emit_slow(&e);
 }
 
 /* ---- open --------------------------------------------------------------------------------- */
