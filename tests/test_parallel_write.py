@@ -108,6 +108,21 @@ def test_benchio_files_hold_the_global_index(benchio_run, backend, strategy):
         assert readable_by_tool(str(f)), f
 
 
+def test_strong_scaling_splits_a_fixed_global_array(tmp_path):
+    for ranks in (2, 4):
+        _, recs = pario(ranks, "--mode", "benchio", "--dir", tmp_path, "--global", "16,12,8", "--reps", 1,
+                        "--backends", "mpiio,pnetcdf", "--strategies", "shared", "--keep")
+        for r in recs:
+            p = r["params"]
+            assert p["scaling"] == "strong" and p["global"] == [16, 12, 8]
+            assert [g // d for g, d in zip(p["global"], p["decomposition"])] == p["local"]
+            assert r["metrics"]["bytes"] == 16 * 12 * 8 * 8 and r["metrics"]["verified"] is True
+            path = str(tmp_path / f"benchio-{p['backend']}-shared.{EXT[p['backend']]}")
+            np.testing.assert_array_equal(read_array(path).reshape(16, 12, 8), np.arange(16 * 12 * 8.0).reshape(16, 12, 8))
+    out, _ = pario(3, "--mode", "benchio", "--dir", tmp_path, "--global", "16,12,8", "--reps", 1, check=False)
+    assert out.returncode != 0 and "climio-pario-write: error:" in out.stderr
+
+
 def test_hints_requested_are_read_back_into_every_record(tmp_path):
     _, recs = pario(2, "--mode", "benchio", "--dir", tmp_path, "--local", "8,8,8", "--reps", 1,
                     "--strategies", "shared", "--hint", "cb_nodes=1", "--hint", "romio_cb_write=enable")
