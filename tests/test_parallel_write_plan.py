@@ -141,3 +141,14 @@ def test_launcher_template_and_oversubscription(tmp_path):
         Launcher(ranks=2, template="srun -n {nodes}").prefix()
     big = Launcher(ranks=64).prefix()
     assert big[1:3] == ["-n", "64"] and "--oversubscribe" in big
+
+
+def test_report_section_draws_records_and_lists_foreign_ones():
+    from climio.report.parallel_write import parallel_write_section
+    recs = [_rec(rep=i, rate=100.0 + i) for i in range(3)] + [_rec(strategy="serial", rep=i, rate=50.0) for i in range(3)]
+    foreign = {"study": "parallel-write", "status": "ok", "rep": 0, "params": {"ranks": 4},
+               "metrics": {"bytes": 1, "wall_s": 1.0}, "cache": {"state": "warm"}}
+    html = parallel_write_section(recs + [foreign], {})
+    assert "1 record of this study lack" in html
+    assert "Parallel vs serial gather" in html and "2.02×" in html   # median 101 / 50
+    assert html.count("<img") >= 2

@@ -232,7 +232,7 @@ def synthetic_run(tmp_path, platform=True):
                 for rep in range(3):
                     records.append(rec(layer, pattern, b, rate * rnd.uniform(0.9, 1.1), rep,
                                        syscalls=sc(size, max(1, 100 * b // size), 100)))
-    records.append(make_record("parallel-write", {"ranks": 4, "backend": "mpiio"},
+    records.append(make_record("parallel-read", {"ranks": 4, "backend": "mpiio"},
                                {"bytes": 4 * MiB, "wall_s": 0.5, "user_s": 0.1, "sys_s": 0.1}, CACHE, 0, "ok", "pid0"))
     with open(run / "records.jsonl", "w") as fh:
         for r in records:
@@ -278,7 +278,7 @@ def test_render_report(tmp_path):
     assert '<td>netcdf4-python</td><td>random</td><td>4KiB</td><td>0/1</td><td><span class="dnf">&lt; 7 MB/s</span>' in text
     assert "< 7 MB/s" in _html.unescape(text)
     # A study without a section of its own is listed generically.
-    assert 'id="study-parallel-write"' in text and "mpiio" in text
+    assert 'id="study-parallel-read"' in text and "mpiio" in text
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
 
@@ -302,14 +302,14 @@ def test_render_report_to_another_path(tmp_path):
 def test_registered_section_replaces_the_generic_table(tmp_path):
     run, _ = synthetic_run(tmp_path)
 
-    @html.section("parallel-write")
+    @html.section("parallel-read")
     def _pw(records, ctx):
-        return f'<section id="study-parallel-write"><p>custom {len(records)} record</p></section>'
+        return f'<section id="study-parallel-read"><p>custom {len(records)} record</p></section>'
 
     try:
         text = render_report(run).read_text()
     finally:
-        del html.SECTIONS["parallel-write"]
+        del html.SECTIONS["parallel-read"]
     assert "custom 1 record" in text and "No dedicated report section" not in text
 
 

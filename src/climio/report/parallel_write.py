@@ -3,7 +3,7 @@
 
 from . import parallel_write_figures as figs
 from .html import e, figure, num, plural, section, size, table
-from .parallel_write_summary import STUDY, aggregate_instances, configurations, parallel_vs_serial, sweep_summary
+from .parallel_write_summary import STUDY, aggregate_instances, complete, configurations, parallel_vs_serial, sweep_summary
 
 
 def _hints_text(backend, h) -> str:
@@ -103,6 +103,8 @@ def _stack_note(recs) -> str:
 def parallel_write_section(records, ctx) -> str:
     rows = configurations(records)
     recs = [r for r in records if r.get("study") == STUDY]
+    foreign = [r for r in recs if not complete(r)]
+    recs = [r for r in recs if complete(r)]
     bad = sum(1 for r in recs if r["status"] != "ok")
     parts = [f'<section id="study-{STUDY}"><h2>Study: parallel-write — benchio, FMS/MOM5 and ROMS output over '
              f"MPI-IO, HDF5, netCDF-4 and PnetCDF</h2>",
@@ -111,6 +113,9 @@ def parallel_write_section(records, ctx) -> str:
              "to the last rank's close; writes end in the page cache unless fsync was asked for (see each record's "
              "cache.method). Phase times are per rank; min/mean/max are over ranks.</p>",
              _stack_note(recs)]
+    if foreign:
+        parts.append(f'<p class="warn">{plural(len(foreign), "record")} of this study lack the parameters of '
+                     "climio-pario-write (mode, backend, strategy, ranks, bytes, rate) and are not shown.</p>")
     for mode in ("benchio", "model"):
         if any(r["mode"] == mode for r in rows):
             parts.append(figure(lambda mode=mode: figs.bandwidth_vs_writers(rows, mode), f"{mode} bandwidth",

@@ -38,11 +38,21 @@ def config_key(rec) -> str:
     return json.dumps(p, sort_keys=True, default=str)
 
 
+REQUIRED_PARAMS = ("mode", "backend", "strategy", "ranks")
+REQUIRED_METRICS = ("bytes", "rate_MBps")
+
+
+def complete(rec) -> bool:
+    """A record of climio-pario-write (records from elsewhere are listed, not drawn)."""
+    return (rec.get("study") == STUDY and all(k in rec["params"] for k in REQUIRED_PARAMS)
+            and all(k in rec["metrics"] for k in REQUIRED_METRICS))
+
+
 def configurations(records, kind="scaling") -> list:
     """One row per configuration of the given kind, in (mode, backend, strategy, ranks) order."""
     groups = {}
     for r in records:
-        if r.get("study") == STUDY and r["status"] == "ok" and kind_of(r) == kind:
+        if complete(r) and r["status"] == "ok" and kind_of(r) == kind:
             groups.setdefault(config_key(r), []).append(r)
     rows = []
     for rs in groups.values():
