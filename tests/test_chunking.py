@@ -196,13 +196,30 @@ def test_source_variable_is_copied_into_each_layout(tmp_path):
      {"compression": "zstd", "complevel": 5, "shuffle": False, "significant_digits": 3,
       "quantize_mode": "GranularBitRound"}),
     ("bzip29", "bzip2:9", {"compression": "bzip2", "complevel": 9, "shuffle": False}),
-    ("blosc_lz4:5", "blosc_lz4:5", {"compression": "blosc_lz4", "complevel": 5, "shuffle": False}),
+    ("blosc_lz4:5", "blosc_lz4:5", {"compression": "blosc_lz4", "complevel": 5, "shuffle": False, "blosc_shuffle": 0}),
+    ("blosc_lz5+shuffle", "blosc_lz5+shuffle",
+     {"compression": "blosc_lz", "complevel": 5, "shuffle": False, "blosc_shuffle": 1}),
 ])
 def test_compression_settings_parse_and_label(text, label, kwargs):
     from climio.data.compression import parse_compression
     c = parse_compression(text)
     assert c.label == label and c.netcdf4_kwargs() == kwargs
     assert parse_compression(c.label) == c   # labels parse back to the same setting
+
+
+@pytest.mark.parametrize("text,shuffle", [("blosc_lz5", 0), ("blosc_lz4:5+shuffle", 1)])
+def test_blosc_settings_write_what_they_say(tmp_path, text, shuffle):
+    """Blosc's own shuffle follows `+shuffle`; no HDF5 shuffle filter is stacked in front of it."""
+    from climio.data.compression import parse_compression
+    c = parse_compression(text)
+    with netCDF4.Dataset(tmp_path / "b.nc", "w") as ds:
+        ds.createDimension("x", 1000)
+        # compressible: netCDF-C's blosc filter fails a chunk that does not shrink
+        ds.createVariable("v", "f4", ("x",), **c.netcdf4_kwargs())[:] = np.arange(1000, dtype="f4") // 100
+    with netCDF4.Dataset(tmp_path / "b.nc") as ds:
+        f = ds["v"].filters()
+        np.testing.assert_array_equal(ds["v"][:], np.arange(1000, dtype="f4") // 100)
+    assert f["blosc"] == {"compressor": c.codec, "shuffle": shuffle} and f["shuffle"] is False
 
 
 @pytest.mark.parametrize("bad", ["lz4", "deflate", "deflate12", "zstd3+deflate4", "bitgroom0+deflate4", "shuffle2"])

@@ -3,7 +3,7 @@
 
 Grammar of one setting: `none`, or `+`-joined parts in any order:
     deflateN (zlib level 1-9) | zstdN (level 1-22) | bzip2N (1-9) | blosc_lz4N, blosc_zstdN,
-    blosc_lz4hcN, blosc_zlibN, blosc_bloscN (level 0-9) | shuffle |  (a `:` may separate a level)
+    blosc_lz4hcN, blosc_zlibN, blosc_lzN (BloscLZ; level 0-9) | shuffle |  (a `:` may separate a level)
     bitgroomN / granularbrN (N significant decimal digits) | bitroundN (N significant bits)
 Quantization (netCDF-C >= 4.9) is the modern form of the thesis's bit grooming.
 """
@@ -14,7 +14,7 @@ from ..errors import InputError
 
 QUANTIZE_MODES = {"bitgroom": "BitGroom", "granularbr": "GranularBitRound", "bitround": "BitRound"}
 CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22), "bzip2": ("bzip2", 1, 9),
-          **{f"blosc_{c}": (f"blosc_{c}", 0, 9) for c in ("lz4", "lz4hc", "blosc", "zlib", "zstd")}}
+          **{f"blosc_{c}": (f"blosc_{c}", 0, 9) for c in ("lz", "lz4", "lz4hc", "zlib", "zstd")}}
 _NAME_OF = {codec: name for name, (codec, _, _) in CODECS.items()}
 _NAMES = sorted([*CODECS, *QUANTIZE_MODES, "shuffle"], key=len, reverse=True)
 
@@ -57,6 +57,10 @@ class Compression:
 
     def netcdf4_kwargs(self) -> dict:
         kw = {"shuffle": self.shuffle}  # explicit: netCDF4-python turns shuffle on by default
+        if self.codec.startswith("blosc_"):
+            # Blosc shuffles inside its own filter (netCDF4-python defaults blosc_shuffle to byte
+            # shuffle); `+shuffle` means that one, not a second HDF5 shuffle filter in front of it.
+            kw = {"shuffle": False, "blosc_shuffle": 1 if self.shuffle else 0}
         if self.codec != "none":
             kw.update(compression=self.codec, complevel=self.level)
         if self.quantize:
