@@ -122,10 +122,11 @@ def compression_of(var) -> Compression:
     if not f:                                    # netCDF-3
         return Compression()
     codec = next((c for c in ("zlib", "zstd", "bzip2") if f[c]), "none")
-    if f["blosc"]:
-        codec = f["blosc"]["compressor"]
+    shuffle = bool(f["shuffle"])
+    if f["blosc"]:   # Blosc's own shuffle is the setting's shuffle (bit shuffle is kept as byte shuffle)
+        codec, shuffle = f["blosc"]["compressor"], shuffle or bool(f["blosc"]["shuffle"])
     q = var.quantization()
-    return Compression(codec, f["complevel"] if codec != "none" else 0, bool(f["shuffle"]),
+    return Compression(codec, f["complevel"] if codec != "none" else 0, shuffle,
                        q[1] if q else "", q[0] if q else 0)
 
 
