@@ -1,21 +1,26 @@
 /* climio tracer core: configuration, the event buffer, string table, aux writer, flushes and
  * done.json, the timer, and process lifecycle (exit, _exit, MPI_Finalize, signals, fork, exec).
  *
- * Buffering choice: ONE bounded buffer per process behind a spinlock, not per-thread buffers.
+ * Buffering choice: ONE bounded buffer per process, not per-thread buffers.
  *  - the aux records name their event by its index in the .events file; with one buffer the
  *    index is known when the event is appended (per-thread buffers would only know it at flush);
  *  - CLIMIO_TRACE_MAX_EVENTS is an exact cap (one counter under the same lock);
  *  - signal handlers, exit and MPI_Finalize flush one buffer, whatever threads exist, and the
  *    memory does not grow with the number of threads (Dask, OpenMP).
- * The price is one uncontended atomic exchange per event (a few ns); threads that do I/O at the
- * same instant contend for one cache line. The lock is held for a 64-byte copy, and for the
- * write(2) of a full buffer (every CLIMIO_TRACE_BUFFER bytes), when waiters yield the CPU.
+ * While the process has never started a thread, appends take no lock (the fast paths in
+ * buffer.h); afterwards they take a spinlock (one uncontended atomic exchange, a few ns; threads
+ * that do I/O at the same instant contend for one cache line). The lock is held for a 64-byte
+ * store, the conversion of 128 events' timestamps, and the write of a full buffer (every
+ * CLIMIO_TRACE_BUFFER bytes), when waiters yield the CPU.
+ * Full buffers are written with O_DIRECT through io_uring while the process is single-threaded
+ * (see dio_write: no copy into the page cache, and the next buffer fills meanwhile; then there
+ * are two buffers of CLIMIO_TRACE_BUFFER bytes), else with pwrite(2) through the page cache.
  *
  * Timer: on x86 with an invariant TSC that the kernel also uses as its clocksource, events hold
- * raw TSC ticks (one rdtsc, cheaper than the vDSO clock_gettime in VMs) and are converted to
- * CLOCK_REALTIME ns at each flush, by the line through (TSC, CLOCK_REALTIME) anchors taken at
- * that flush and at the previous one (or process start). Elsewhere, or with
- * CLIMIO_TRACE_CLOCK=realtime, clock_gettime(CLOCK_REALTIME).
+ * raw TSC ticks (rdtsc, cheaper than the vDSO clock_gettime in VMs) until they are converted to
+ * CLOCK_REALTIME ns, every 128 events (while they are still in the cache) and at each flush, by
+ * the line through a (TSC, CLOCK_REALTIME) anchor taken then and the previous one (see
+ * ct_convert). Elsewhere, or with CLIMIO_TRACE_CLOCK=realtime, clock_gettime(CLOCK_REALTIME).
  *
  * Files are opened for each flush and closed again, never held open: a program that closes
  * "all" descriptors cannot break the trace, and a fork()ed child inherits nothing to share. */
@@ -40,13 +45,18 @@
 #endif
 
 __thread ct_thread ct_tls __attribute__((tls_model("initial-exec")));
-int ct_active;
-unsigned ct_layers;
-int ct_rank = -1;
-int ct_use_tsc;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#include <sys/single_threaded.h>
+#define CT_SINGLE_FLAG ((const char *)&__libc_single_threaded)
+#else
+#define CT_SINGLE_FLAG (&ct_zero)   /* no way to know: every append takes the lock */
+#endif
+static const char ct_zero;
+ct_state ct_g = {.cap = 65536, .rank = -1, .single = &ct_zero};
 
 /* The tracer's own I/O goes to the real libc functions (never to our wrappers). */
 static ssize_t (*r_write)(int, const void *, size_t);
+static ssize_t (*r_pwrite)(int, const void *, size_t, off_t);
 static ssize_t (*r_read)(int, void *, size_t);
 static int (*r_open)(const char *, int, ...);
 static int (*r_close)(int);
@@ -85,38 +95,75 @@ uint64_t ct_realtime_ns(void) {
 }
 
 static uint64_t an0_tsc, an0_ns;   /* anchor at process start */
-static uint64_t an_tsc, an_ns;     /* anchor at the previous flush */
+static uint64_t ap_tsc, ap_ns;     /* the previous conversion's anchor (or the start's) */
+static uint64_t ar_tsc, ar_ns;     /* the long-term rate's reference: >= 10 ms before ap */
+static uint64_t arc_tsc, arc_ns;   /* its successor */
 
+/* A (TSC, CLOCK_REALTIME) pair. One whose two TSC reads are far apart (an interrupt or a
+ * preemption between them: the pair would be off by up to half of it) is taken again. */
 static void ct_anchor(uint64_t *tsc, uint64_t *ns) {
 #if CT_HAVE_TSC
-    uint64_t a = __rdtsc();
-    *ns = ct_realtime_ns();
-    uint64_t b = __rdtsc();
-    *tsc = a + (b - a) / 2;
+    uint64_t best = ~0ull;
+    for (int i = 0; i < 8 && best > 1000; i++) {
+        uint64_t a = __rdtsc();
+        uint64_t t = ct_realtime_ns();
+        uint64_t b = __rdtsc();
+        if (b - a < best) {
+            best = b - a;
+            *ns = t;
+            *tsc = a + (b - a) / 2;
+        }
+    }
 #else
     *ns = ct_realtime_ns();
     *tsc = *ns;
 #endif
 }
 
-/* Raw ticks -> CLOCK_REALTIME ns, in place (async-signal-safe). */
+static uint64_t ns_per_tick_32(uint64_t d_ns, uint64_t d_tsc) {   /* 32.32 fixed point; 0: none */
+    if (!d_tsc || (int64_t)d_ns <= 0 || (int64_t)d_tsc <= 0) return 0;
+    double s = (double)d_ns / (double)d_tsc;
+    return s > 0.01 && s < 100 ? (uint64_t)(s * 4294967296.0) : 0;
+}
+
+/* c - (c_tsc - t) * mult, for t before c_tsc (or slightly after) */
+static inline uint64_t tick_to_ns(uint64_t t, uint64_t c_tsc, uint64_t c_ns, uint64_t mult) {
+    uint64_t d = c_tsc - t;
+    if (CT_LIKELY(d < (1ull << 31) && mult < (1ull << 32))) return c_ns - (d * mult >> 32);   /* no overflow */
+    return c_ns - (uint64_t)(int64_t)(((__int128)(int64_t)d * (__int128)mult) >> 32);
+}
+
+/* Raw ticks -> CLOCK_REALTIME ns, in place (async-signal-safe). A new anchor is taken; ticks
+ * since the previous anchor are mapped by the line through the two (so consecutive batches
+ * join up: no step back between them, whatever the error of an anchor), older ticks (calls that
+ * began before it) by the long-term rate (>= 10 ms, else since the start) from the previous
+ * anchor backwards. */
 static void ct_convert(ct_event *ev, size_t n) {
     if (!ct_use_tsc || !n) return;
     uint64_t c_tsc, c_ns;
     do ct_anchor(&c_tsc, &c_ns); while ((int64_t)(c_ns - an0_ns) < 100000 && (int64_t)(c_ns - an0_ns) >= 0);
-    double slope = 0;
-    if ((int64_t)(c_ns - an_ns) >= 10000000 && c_tsc > an_tsc)      /* >= 10 ms: local rate */
-        slope = (double)(c_ns - an_ns) / (double)(c_tsc - an_tsc);
-    else if ((int64_t)(c_ns - an0_ns) > 0 && c_tsc > an0_tsc)       /* else since start */
-        slope = (double)(c_ns - an0_ns) / (double)(c_tsc - an0_tsc);
-    if (!(slope > 0.01 && slope < 100)) slope = 1.0 / 2.5;          /* clock stepped: a guess */
-    __int128 mult = (__int128)(slope * 4294967296.0);                /* ns per tick, 32.32 fixed point */
+    uint64_t m_long = 0;
+    if ((int64_t)(c_ns - ar_ns) >= 10000000) m_long = ns_per_tick_32(c_ns - ar_ns, c_tsc - ar_tsc);
+    if (!m_long) m_long = ns_per_tick_32(c_ns - an0_ns, c_tsc - an0_tsc);
+    if (!m_long) m_long = (uint64_t)(4294967296.0 / 2.5);           /* clock stepped: a guess */
+    uint64_t m_in = ns_per_tick_32(c_ns - ap_ns, c_tsc - ap_tsc);   /* 0: stepped back, or no time */
+    uint64_t p_tsc = ap_tsc, p_ns = ap_ns;
+    if (!m_in) { m_in = m_long; p_tsc = 0; }                         /* one line for all, from c */
     for (size_t i = 0; i < n; i++) {
-        ev[i].t_start = c_ns - (uint64_t)(int64_t)(((__int128)(int64_t)(c_tsc - ev[i].t_start) * mult) >> 32);
-        ev[i].t_end = c_ns - (uint64_t)(int64_t)(((__int128)(int64_t)(c_tsc - ev[i].t_end) * mult) >> 32);
+        uint64_t a = ev[i].t_start, b = ev[i].t_end;
+        ev[i].t_start = CT_LIKELY(a >= p_tsc) ? tick_to_ns(a, c_tsc, c_ns, m_in) : tick_to_ns(a, p_tsc, p_ns, m_long);
+        ev[i].t_end = CT_LIKELY(b >= p_tsc) ? tick_to_ns(b, c_tsc, c_ns, m_in) : tick_to_ns(b, p_tsc, p_ns, m_long);
     }
-    an_tsc = c_tsc;
-    an_ns = c_ns;
+    ap_tsc = c_tsc;
+    ap_ns = c_ns;
+    /* the long-term reference moves up once its successor is 10 ms old: rates over 10-20 ms
+     * windows when converting often (following NTP's adjustments), longer otherwise */
+    if ((int64_t)(c_ns - arc_ns) >= 10000000 || (int64_t)(c_ns - arc_ns) < 0) {
+        ar_tsc = arc_tsc;
+        ar_ns = arc_ns;
+        arc_tsc = c_tsc;
+        arc_ns = c_ns;
+    }
 }
 
 static int ct_tsc_usable(void) {
@@ -300,10 +347,6 @@ static void flush_strings(void) {
 }
 
 /* ---- event buffer ----------------------------------------------------------------------- */
-ct_event *ct_ev_buf;
-size_t ct_ev_cap = 65536, ct_ev_n;     /* events per buffer, events buffered */
-uint64_t ct_ev_base;                   /* events already in the file before this image (exec) */
-uint64_t ct_ev_kept, ct_ev_max;        /* events kept; cap (0 = none) */
 static uint64_t ev_dropped;
 #define ev_buf ct_ev_buf
 #define ev_cap ct_ev_cap
@@ -312,19 +355,276 @@ static uint64_t ev_dropped;
 #define ev_kept ct_ev_kept
 #define ev_max ct_ev_max
 
-static void flush_events(int create) {
+static size_t ev_conv;                 /* events of ev_buf already converted to ns */
+
+/* The TSC values are converted every CT_CONV_CHUNK events (8 KiB), while they are still in the
+ * cache, rather than all at the flush (a pass over a cold 4 MiB buffer: ~8 ns per event). The
+ * fast paths append up to ct_g.lim; the event that reaches it goes through ct_emit_slow. */
+#define CT_CONV_CHUNK 128
+static size_t ev_flush_at;             /* flush when ev_n reaches it: ev_cap (see set_flush_at) */
+static void set_lim(void) {
+    size_t l = ct_use_tsc ? ev_conv + CT_CONV_CHUNK : ev_flush_at;
+    ct_g.lim = ev_max ? 0 : l < ev_flush_at ? l : ev_flush_at;   /* a cap is counted in ct_emit_slow */
+}
+static uint64_t ev_file_off;           /* bytes of .events written or being written */
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+    const char *p = buf;
+    while (n) {
+        ssize_t w = r_pwrite(fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Through the page cache (the kernel copies the bytes): partial buffers, small buffers, and
+ * wherever direct writes are not possible. Explicit offsets, so it may run while a direct write
+ * of the previous buffer is still in flight (from a signal handler). */
+static int write_buffered(const void *buf, size_t len, uint64_t off) {
+    int fd = open_out(".events", O_CREAT);
+    if (fd < 0) return -1;
+    int r = pwrite_all(fd, buf, len, off);
+    r_close(fd);
+    return r;
+}
+
+/* Full buffers go to the file with O_DIRECT, asynchronously (io_uring): no copy into the page
+ * cache, which was the largest cost of a flush (~16-20 ns of CPU per 64-byte event, plus the
+ * cache and memory bandwidth the traced program's own I/O needs), and the program goes on
+ * filling the second buffer meanwhile.
+ *  - Only while the process is single-threaded (the thread that set the ring up is then the
+ *    only one that flushes; the ring is registered to it), for buffers of whole pages at a
+ *    page-aligned file offset, and never from a signal handler. Everything else, and any
+ *    failure (CLIMIO_TRACE_DIRECT=0; a kernel before 6.3, io_uring disabled or refused by
+ *    seccomp; a file system without O_DIRECT; a write that fails, comes short or has to wait
+ *    for the device), takes the buffered write, as before.
+ *  - No descriptor is held: the ring's is closed once registered (the index of a registered
+ *    ring is used instead) and the file's once it is in the ring's fixed-file slot, so a
+ *    program closing "all" descriptors cannot break the trace. The ring's memory is not
+ *    inherited by fork() children (MADV_DONTFORK): a child starts its own.
+ *  - The file is first extended to the end of the write (ftruncate): ext4 completes direct
+ *    writes that extend a file synchronously.
+ *  - Not Linux AIO: destroying an AIO context waits for an RCU grace period, ~30-40 ms added to
+ *    every process exit; an io_uring is torn down asynchronously. */
+#if __has_include(<linux/io_uring.h>)
+#include <linux/io_uring.h>
+#include <time.h>
+#ifndef IORING_FEAT_REG_REG_RING
+#define IORING_FEAT_REG_REG_RING (1U << 13)              /* Linux 6.3 */
+#endif
+#ifndef IORING_REGISTER_USE_REGISTERED_RING
+#define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)   /* Linux 6.3 */
+#endif
+#define CT_HAVE_DIO 1
+static struct {
+    int state;             /* -1 not tried yet, 0 off, 1 on */
+    unsigned ring;         /* index of the registered ring */
+    uint32_t owner;        /* tid of the thread it is registered to */
+    char *mem;             /* SQ and CQ rings (one mapping) */
+    size_t mem_sz;
+    struct io_uring_sqe *sqes;
+    size_t sqes_sz;
+    unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_cqe *cqes;
+    int busy;              /* a write in flight: */
+    const void *w_buf;
+    size_t w_len;
+    uint64_t w_off;
+    int fresh0;            /* buf[0] still has the small pages it was filled with first */
+    ct_event *buf[2];      /* the two buffers (buf[0] is ev_buf at start) */
+} dio;
+
+static long uring_register(unsigned fd, unsigned op, void *arg, unsigned n) {
+    return syscall(SYS_io_uring_register, fd, op, arg, n);
+}
+static long uring_enter(unsigned submit, unsigned wait, unsigned flags) {
+    long r;
+    do r = syscall(SYS_io_uring_enter, dio.ring, submit, wait, flags | IORING_ENTER_REGISTERED_RING, NULL, 0);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+static void uring_unmap(void) {
+    if (dio.mem && dio.mem != MAP_FAILED) munmap(dio.mem, dio.mem_sz);
+    if (dio.sqes && (void *)dio.sqes != MAP_FAILED) munmap(dio.sqes, dio.sqes_sz);
+    dio.mem = NULL;
+    dio.sqes = NULL;
+}
+
+/* 0: the ring is set up and registered to this thread */
+static int uring_init(void) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    int fd = (int)syscall(SYS_io_uring_setup, 2u, &p);
+    if (fd < 0) return -1;
+    int ok = (p.features & IORING_FEAT_SINGLE_MMAP) && (p.features & IORING_FEAT_REG_REG_RING);
+    if (ok) {
+        size_t sq = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+        size_t cq = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+        dio.mem_sz = sq > cq ? sq : cq;
+        dio.sqes_sz = p.sq_entries * sizeof(struct io_uring_sqe);
+        dio.mem = mmap(NULL, dio.mem_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
+        dio.sqes = mmap(NULL, dio.sqes_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQES);
+        ok = dio.mem != MAP_FAILED && (void *)dio.sqes != MAP_FAILED;
+    }
+    struct io_uring_rsrc_update up;
+    memset(&up, 0, sizeof up);
+    up.offset = ~0u;   /* any free index */
+    up.data = (uint64_t)fd;
+    int none = -1;     /* one empty fixed-file slot */
+    ok = ok && uring_register((unsigned)fd, IORING_REGISTER_RING_FDS, &up, 1) == 1 &&
+         uring_register((unsigned)fd, IORING_REGISTER_FILES, &none, 1) == 0;
+    r_close(fd);
+    if (!ok) {
+        uring_unmap();
+        return -1;
+    }
+    madvise(dio.mem, dio.mem_sz, MADV_DONTFORK);
+    madvise(dio.sqes, dio.sqes_sz, MADV_DONTFORK);
+    dio.ring = up.offset;
+    dio.owner = ct_tls.tid;
+    dio.sq_tail = (unsigned *)(void *)(dio.mem + p.sq_off.tail);
+    dio.sq_mask = (unsigned *)(void *)(dio.mem + p.sq_off.ring_mask);
+    dio.sq_array = (unsigned *)(void *)(dio.mem + p.sq_off.array);
+    dio.cq_head = (unsigned *)(void *)(dio.mem + p.cq_off.head);
+    dio.cq_tail = (unsigned *)(void *)(dio.mem + p.cq_off.tail);
+    dio.cq_mask = (unsigned *)(void *)(dio.mem + p.cq_off.ring_mask);
+    dio.cqes = (struct io_uring_cqe *)(void *)(dio.mem + p.cq_off.cqes);
+    return 0;
+}
+
+/* Wait for the write in flight (if any); if it failed or came short, write its buffer again
+ * through the page cache (the buffer is not reused before this). 0 on success. */
+static int dio_reap(void) {
+    if (!dio.busy) return 0;
+    uint64_t t0 = ct_realtime_ns();
+    unsigned head = *dio.cq_head;
+    int res = -1;
+    int enter = ct_tls.tid == dio.owner;   /* only the owner can wait in the kernel */
+    for (int spins = 0; head == __atomic_load_n(dio.cq_tail, __ATOMIC_ACQUIRE); spins++) {
+        if (enter) {
+            if (uring_enter(0, 1, IORING_ENTER_GETEVENTS) < 0) enter = 0;
+        } else if (spins > 500000) {   /* ~10 s: the completion is not coming */
+            goto failed;
+        } else {   /* another thread: the owner posts the completion (woken by the kernel) */
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    res = dio.cqes[head & *dio.cq_mask].res;
+    __atomic_store_n(dio.cq_head, head + 1, __ATOMIC_RELEASE);
+failed:
+    dio.busy = 0;
+    /* the device is slower than the program fills a buffer: the page cache absorbs that better */
+    if (ct_realtime_ns() - t0 > 5000000) dio.state = 0;
+    if (res == (int)dio.w_len) return 0;
+    dio.state = 0;
+    return write_buffered(dio.w_buf, dio.w_len, dio.w_off);
+}
+
+/* Submit ev_buf[0..len) at ev_file_off and switch to the other buffer. 0: submitted (or written
+ * through the page cache), -1: failed. */
+static int dio_write(size_t len) {
+    if (dio_reap() != 0) return -1;
+    if (dio.state < 0) {   /* first full buffer: the ring, huge pages (cheaper pinning) */
+        dio.state = uring_init() == 0;
+        if (dio.state) {
+            /* buf[0] is in small pages already: it gets huge ones when it is next free (below) */
+            for (int i = 0; i < 2; i++) madvise(dio.buf[i], ev_cap * sizeof(ct_event), MADV_HUGEPAGE);
+            dio.fresh0 = 1;
+        }
+    }
+    int fd = dio.state > 0 ? open_out(".events", O_CREAT | O_DIRECT) : -1;
+    struct io_uring_files_update fu;
+    memset(&fu, 0, sizeof fu);
+    fu.fds = (uint64_t)(uintptr_t)&fd;
+    int ok = fd >= 0 && r_ftruncate(fd, (off_t)(ev_file_off + len)) == 0 &&
+             uring_register(dio.ring, IORING_REGISTER_FILES_UPDATE | IORING_REGISTER_USE_REGISTERED_RING, &fu, 1) == 1;
+    if (fd >= 0) r_close(fd);   /* the fixed-file slot holds the file */
+    if (ok) {
+        unsigned tail = *dio.sq_tail, k = tail & *dio.sq_mask;
+        struct io_uring_sqe *s = &dio.sqes[k];
+        memset(s, 0, sizeof *s);
+        s->opcode = IORING_OP_WRITE;
+        s->flags = IOSQE_FIXED_FILE;
+        s->fd = 0;
+        s->addr = (uint64_t)(uintptr_t)ev_buf;
+        s->len = (uint32_t)len;
+        s->off = ev_file_off;
+        dio.sq_array[k] = k;
+        __atomic_store_n(dio.sq_tail, tail + 1, __ATOMIC_RELEASE);
+        ok = uring_enter(1, 0, 0) == 1;
+    }
+    if (!ok) {
+        dio.state = 0;
+        return write_buffered(ev_buf, len, ev_file_off);
+    }
+    dio.busy = 1;
+    dio.w_buf = ev_buf;
+    dio.w_len = len;
+    dio.w_off = ev_file_off;
+    ev_buf = dio.buf[ev_buf == dio.buf[0]];
+    if (ev_buf == dio.buf[0] && dio.fresh0) {   /* reaped above: drop its small pages */
+        madvise(ev_buf, ev_cap * sizeof(ct_event), MADV_DONTNEED);
+        dio.fresh0 = 0;
+    }
+    return 0;
+}
+#else
+#define CT_HAVE_DIO 0
+#endif
+
+/* Direct writes need a page-aligned file offset. When the file does not end at a page boundary
+ * (an exec'd image continuing it, a flush of a partial buffer at MPI_Finalize), the next flush
+ * comes early, after the events that fill that page (at most 63), so that later full buffers
+ * can be written directly again. */
+static void set_flush_at(void) {
+    ev_flush_at = ev_cap;
+#if CT_HAVE_DIO
+    size_t head = (size_t)((4096 - ev_file_off % 4096) % 4096) / sizeof(ct_event);
+    if (dio.state && head && head < ev_cap) ev_flush_at = head;
+#endif
+}
+
+/* Write the buffered events (and the strings they name first). in_signal: do not wait for a
+ * direct write in flight (the interrupted code may be waiting for it). */
+static void flush_events(int create, int in_signal) {
     int e = errno;   /* the wrappers do not save it */
     flush_strings();   /* ids before the events that name them */
     if (ev_n || create) {
-        int fd = open_out(".events", O_CREAT | O_APPEND);
-        ct_convert(ev_buf, ev_n);
-        int bad = fd < 0 || write_all(fd, ev_buf, ev_n * sizeof(ct_event)) != 0;
-        if (fd >= 0) r_close(fd);
-        ev_n = 0;
+        if (ev_conv < ev_n) ct_convert(ev_buf + ev_conv, ev_n - ev_conv);
+        ev_conv = ev_n;   /* a signal handler flushing again does not convert twice */
+        size_t len = ev_n * sizeof(ct_event);
+        int bad;
+#if CT_HAVE_DIO
+        if (dio.state && ev_n == ev_cap && len % 4096 == 0 && ev_file_off % 4096 == 0 && !in_signal &&
+            CT_SINGLE_THREADED() && (dio.state < 0 || ct_tls.tid == dio.owner))
+            bad = dio_write(len) != 0;
+        else
+            bad = (!in_signal && dio_reap() != 0) || write_buffered(ev_buf, len, ev_file_off) != 0;
+#else
+        (void)in_signal;
+        bad = write_buffered(ev_buf, len, ev_file_off) != 0;
+#endif
+        ev_file_off += len;
+        ev_n = ev_conv = 0;
+        set_flush_at();
+        set_lim();
         /* the trace directory went away or filled up: stop, and leave no done.json (= partial) */
         if (bad) __atomic_store_n(&ct_active, 0, __ATOMIC_RELEASE);
     }
     errno = e;
+}
+
+void ct_io_slow(const ct_io *c, uint64_t t1, int64_t off, int64_t size, int64_t ret, uint64_t w7) {
+    ct_event e = {.t_start = c->t0, .t_end = t1, .offset = off, .size = size, .ret = ret,
+                  .file_id = (uint32_t)c->w5, .func_id = (uint32_t)(c->w5 >> 32), .depth = c->depth,
+                  .layer = (uint8_t)(w7 >> 48), .flags = (uint8_t)(w7 >> 56)};
+    ct_emit_slow(&e);
 }
 
 int64_t ct_emit_slow(ct_event *e) {
@@ -342,7 +642,13 @@ int64_t ct_emit_slow(ct_event *e) {
                 e->var_id, e->depth, e->layer, e->flags);
         __atomic_signal_fence(__ATOMIC_RELEASE);   /* the event before the count (signal handlers) */
         ev_n++;
-        if (CT_UNLIKELY(ev_n == ev_cap)) flush_events(0);
+        if (CT_UNLIKELY(ev_n >= ev_flush_at)) {
+            flush_events(0, 0);
+        } else if (ev_n - ev_conv >= CT_CONV_CHUNK && ct_use_tsc) {
+            ct_convert(ev_buf + ev_conv, ev_n - ev_conv);
+            ev_conv = ev_n;
+        }
+        set_lim();
     }
     spin_unlock();
     return idx;
@@ -556,7 +862,10 @@ static void ct_flush_all(const char *end, int final, int in_signal) {
     if (!in_signal) pthread_mutex_lock(&ct_mu);
     else for (int i = 0; (mu = pthread_mutex_trylock(&ct_mu) == 0) == 0 && i < 1000; i++) sched_yield();
     int sp = in_signal ? spin_trylock_for_signal() : (spin_lock(), 1);
-    flush_events(end != NULL);
+    flush_events(end != NULL, in_signal);
+#if CT_HAVE_DIO
+    if (!in_signal && dio_reap() != 0) __atomic_store_n(&ct_active, 0, __ATOMIC_RELEASE);   /* all on disk */
+#endif
     if (mu) flush_aux();   /* without the lock another thread may be appending to it */
     if (end && ct_active) write_done(end);
     if (final) __atomic_store_n(&ct_active, 0, __ATOMIC_RELEASE);
@@ -720,6 +1029,7 @@ static void ct_adopt(void) {
         off_t whole = st.st_size / (off_t)sizeof(ct_event) * (off_t)sizeof(ct_event);
         if (whole != st.st_size) r_ftruncate(fd, whole);   /* drop a torn record */
         ev_base = (uint64_t)whole / sizeof(ct_event);
+        ev_file_off = (uint64_t)whole;
     }
     r_close(fd);
     cat(p, cat(p, 0, sizeof p, ct_stem), sizeof p, ".strings");
@@ -756,17 +1066,27 @@ static void fork_child(void) {
     ct_tls.tid = 0;
     ct_pid = getpid();
     set_stem();
-    ev_n = 0;
+    ev_n = ev_conv = 0;
     ev_base = ev_kept = ev_dropped = 0;
+    ev_file_off = 0;
+#if CT_HAVE_DIO
+    /* the parent's ring (not mapped in the child) and its write in flight are not the child's */
+    dio.mem = NULL;
+    dio.sqes = NULL;
+    dio.busy = 0;
+    if (dio.state > 0) dio.state = -1;
+#endif
     aux_n = 0;
     str_written = 0;   /* the child's .strings gets every id again */
     ct_t0_ns = ct_realtime_ns();
     ct_anchor(&an0_tsc, &an0_ns);
-    an_tsc = an0_tsc;
-    an_ns = an0_ns;
+    ap_tsc = ar_tsc = arc_tsc = an0_tsc;
+    ap_ns = ar_ns = arc_ns = an0_ns;
     char p[sizeof ct_stem + 32];
     cat(p, cat(p, 0, sizeof p, ct_stem), sizeof p, ".events");
     if (access(p, F_OK) == 0) ct_adopt();   /* pid reuse; strings are then re-read */
+    set_flush_at();
+    set_lim();
 }
 
 static uint64_t env_u64(const char *name, uint64_t dflt) {
@@ -779,6 +1099,7 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
 
 __attribute__((constructor)) static void ct_init(void) {
     r_write = ct_dlsym_next("write");
+    r_pwrite = ct_dlsym_next("pwrite");
     r_read = ct_dlsym_next("read");
     r_open = ct_dlsym_next("open");
     r_close = ct_dlsym_next("close");
@@ -786,7 +1107,7 @@ __attribute__((constructor)) static void ct_init(void) {
     r_ftruncate = ct_dlsym_next("ftruncate");
     if (!r_sigaction) r_sigaction = ct_dlsym_next("sigaction");
     const char *dir = getenv("CLIMIO_TRACE_DIR");
-    if (!dir || !*dir || !r_write || !r_open || !r_close || !r_sigaction) return;
+    if (!dir || !*dir || !r_write || !r_pwrite || !r_open || !r_close || !r_sigaction) return;
     if (ct_abspath(dir, AT_FDCWD, ct_dir, sizeof ct_dir) != 0) return;
     mkdir(ct_dir, 0777);   /* `climio trace run` makes it; by hand it may not exist yet */
     if (access(ct_dir, W_OK | X_OK) != 0) {
@@ -818,7 +1139,25 @@ __attribute__((constructor)) static void ct_init(void) {
     uint64_t bytes = env_u64("CLIMIO_TRACE_BUFFER", 4u << 20);
     ev_cap = bytes / sizeof(ct_event);
     if (ev_cap < 1) ev_cap = 1;
-    ev_buf = mmap(NULL, ev_cap * sizeof(ct_event), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t ev_bytes = ev_cap * sizeof(ct_event);
+#if CT_HAVE_DIO
+    /* two buffers for direct writes (one filled while the other is written), 2 MiB-aligned so
+     * that they can be huge pages; pages are only touched when used */
+    const char *direct = getenv("CLIMIO_TRACE_DIRECT");
+    if (ev_bytes % 4096 == 0 && ev_bytes >= (256u << 10) && !(direct && strcmp(direct, "0") == 0)) {
+        size_t huge = 2u << 20;
+        char *m = mmap(NULL, 2 * ev_bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+            char *a = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+            dio.buf[0] = (ct_event *)(void *)a;
+            dio.buf[1] = (ct_event *)(void *)(a + ev_bytes);
+            dio.state = -1;
+            ev_buf = dio.buf[0];
+        }
+    }
+    if (!dio.state)
+#endif
+    ev_buf = mmap(NULL, ev_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     aux_buf = malloc(aux_cap);
     if (ev_buf == MAP_FAILED || !aux_buf) return;
 
@@ -831,9 +1170,12 @@ __attribute__((constructor)) static void ct_init(void) {
     ct_use_tsc = !(clk && strcmp(clk, "realtime") == 0) && ct_tsc_usable();
     ct_t0_ns = ct_realtime_ns();
     ct_anchor(&an0_tsc, &an0_ns);
-    an_tsc = an0_tsc;
-    an_ns = an0_ns;
+    ap_tsc = ar_tsc = arc_tsc = an0_tsc;
+    ap_ns = ar_ns = arc_ns = an0_ns;
     ct_adopt();
+    set_flush_at();
+    set_lim();
+    ct_g.single = CT_SINGLE_FLAG;
     ct_posix_init();
     install_signal_handlers();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

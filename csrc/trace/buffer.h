@@ -28,7 +28,8 @@ enum { CT_POSIX = 1, CT_STDIO = 2, CT_MPIIO = 3, CT_NETCDF = 4, CT_HDF5 = 5 };
 enum { CT_F_AUX = 1, CT_F_FAILED = 2 };
 
 /* One event, 64 bytes, the on-disk record (little-endian hosts only). While buffered, t_start
- * and t_end hold raw timer ticks (TSC or ns); they become CLOCK_REALTIME ns at flush. */
+ * and t_end hold raw timer ticks (TSC or ns); they become CLOCK_REALTIME ns in batches of 128
+ * and at flush (buffer.c). */
 typedef struct __attribute__((packed)) {
     uint64_t t_start, t_end;
     int64_t offset, size, ret;
@@ -49,10 +50,29 @@ typedef struct {
 } ct_thread;
 extern __thread ct_thread ct_tls __attribute__((tls_model("initial-exec")));
 
-extern int ct_active;        /* tracing configured and not finished */
-extern unsigned ct_layers;   /* bit L set: layer L traced */
-extern int ct_rank;          /* MPI rank, -1 before MPI_Init / without MPI */
-extern int ct_use_tsc;       /* timer: 1 raw TSC (converted at flush), 0 clock_gettime */
+/* The state every traced call reads, in one cache line: a system call evicts the tracer's data
+ * from L1, and each line read again after it is a miss. */
+typedef struct {
+    ct_event *buf;        /* the event buffer being filled */
+    size_t n;             /* events in it */
+    size_t lim;           /* the fast paths append while n + 1 < lim (<= cap; see buffer.c) */
+    uint64_t kept;        /* events kept by this image: the next one's index is base + kept */
+    void *fdtab;          /* posix.c's descriptor table */
+    const char *single;   /* &__libc_single_threaded (no thread was ever started), or a 0 */
+    int active;           /* tracing configured and not finished */
+    unsigned layers;      /* bit L set: layer L traced */
+    int rank;             /* MPI rank, -1 before MPI_Init / without MPI */
+    int use_tsc;          /* timer: 1 raw TSC (converted to ns in buffer.c), 0 clock_gettime */
+    /* second line, not read by the fast paths */
+    size_t cap;           /* capacity of the buffer */
+    uint64_t base;        /* events in the .events file before this image (exec) */
+    uint64_t max;         /* CLIMIO_TRACE_MAX_EVENTS, 0 = no cap (then lim is 0) */
+} __attribute__((aligned(64))) ct_state;
+extern ct_state ct_g;
+#define ct_active ct_g.active
+#define ct_layers ct_g.layers
+#define ct_rank ct_g.rank
+#define ct_use_tsc ct_g.use_tsc
 
 /* Is `layer` traced for a call made now on this thread? */
 static inline int ct_on(int layer) {
@@ -71,21 +91,20 @@ static inline uint64_t ct_now(void) {
  * file, or -1 when it was dropped (CLIMIO_TRACE_MAX_EVENTS reached, or tracing finished).
  * Fast path, inlined: while the process has never started a thread (glibc's
  * __libc_single_threaded) no other thread can append, so no lock is taken (an atomic exchange
- * is a fifth of the tracer's cost per call); also not near a full buffer or with a cap. */
+ * is a fifth of the tracer's cost per call); not for the event that reaches ct_g.lim (the end
+ * of the buffer, or of a batch of 128 whose timestamps are then converted), nor with a cap. */
 int64_t ct_emit_slow(ct_event *e);
-extern ct_event *ct_ev_buf;
-extern size_t ct_ev_n, ct_ev_cap;
-extern uint64_t ct_ev_base, ct_ev_kept, ct_ev_max;
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
-#include <sys/single_threaded.h>
-#define CT_SINGLE_THREADED() __libc_single_threaded
-#else
-#define CT_SINGLE_THREADED() 0
-#endif
+#define ct_ev_buf ct_g.buf
+#define ct_ev_n ct_g.n
+#define ct_ev_cap ct_g.cap
+#define ct_ev_base ct_g.base
+#define ct_ev_kept ct_g.kept
+#define ct_ev_max ct_g.max
+#define CT_SINGLE_THREADED() (*ct_g.single)
 /* The fast path's slot: the next free one (fill it with ct_fill, then ct_commit), or NULL: then
  * build the event and call ct_emit_slow. */
 static inline ct_event *ct_slot(void) {
-    if (CT_LIKELY(CT_SINGLE_THREADED() && ct_tls.tid && ct_ev_n + 1 < ct_ev_cap && !ct_ev_max && ct_active))
+    if (CT_LIKELY(CT_SINGLE_THREADED() && ct_tls.tid && ct_g.n + 1 < ct_g.lim && ct_active))
         return &ct_ev_buf[ct_ev_n];
     return NULL;
 }
@@ -100,10 +119,18 @@ static inline int64_t ct_commit(void) {
 static inline void ct_fill(ct_event *s, uint64_t t0, uint64_t t1, int64_t off, int64_t size, int64_t ret,
                            uint32_t file, uint32_t func, uint32_t var, uint16_t depth, uint8_t layer,
                            uint8_t flags) {
-    uint64_t w[8] = {t0, t1 < t0 ? t0 : t1, (uint64_t)off, (uint64_t)size, (uint64_t)ret,
-                     file | (uint64_t)func << 32, var | (uint64_t)(uint32_t)ct_rank << 32,
-                     ct_tls.tid | (uint64_t)depth << 32 | (uint64_t)layer << 48 | (uint64_t)flags << 56};
-    __builtin_memcpy(s, w, sizeof w);
+    uint64_t w5 = file | (uint64_t)func << 32, w6 = var | (uint64_t)(uint32_t)ct_rank << 32,
+             w7 = ct_tls.tid | (uint64_t)depth << 32 | (uint64_t)layer << 48 | (uint64_t)flags << 56;
+    if (CT_UNLIKELY(t1 < t0)) t1 = t0;   /* thread moved CPU / clock step */
+    char *d = (char *)s;
+    __builtin_memcpy(d, &t0, 8);
+    __builtin_memcpy(d + 8, &t1, 8);
+    __builtin_memcpy(d + 16, &off, 8);
+    __builtin_memcpy(d + 24, &size, 8);
+    __builtin_memcpy(d + 32, &ret, 8);
+    __builtin_memcpy(d + 40, &w5, 8);
+    __builtin_memcpy(d + 48, &w6, 8);
+    __builtin_memcpy(d + 56, &w7, 8);
 }
 static inline int64_t ct_emit(ct_event *e) {
     ct_event *s = ct_slot();
@@ -122,9 +149,66 @@ static inline int64_t ct_emit(ct_event *e) {
     ct_event ev_ = {.t_start = ct_t0_, .t_end = ct_t1_, .offset = -1, .size = -1, .depth = ct_d_, \
                     .layer = (layer_), .func_id = (func_)}
 #define CT_RETURN(v) do { errno = ct_errno_; return (v); } while (0)
-/* POSIX hot path: nothing between the call and the return changes errno (a flush saves it), so
- * it is neither saved nor restored; a failure's errno is read straight away. */
-#define CT_END_FAST() uint64_t ct_t1_ = ct_now(); ct_tls.depth = ct_d_
+
+/* The fast path of the POSIX data calls (read/write/pread/...): everything the record needs is
+ * read before the real call; after it (the system call has evicted the tracer's data from L1)
+ * only ct_g is read again, and the record is stored. The slot is reserved before the call and
+ * used only if no event was appended meanwhile (a signal handler's I/O, which may also have
+ * flushed the buffer): ct_g.kept unchanged. Nothing between the call and the return changes
+ * errno (a flush saves it), so it is neither saved nor restored; a failure's is read at once. */
+typedef struct {
+    ct_event *slot;        /* reserved slot; NULL: the slow path */
+    uint64_t kept;         /* ct_g.kept when reserved */
+    uint64_t w5, w6, w7;   /* file|func, var|rank, tid|depth|layer|flags: bytes 40-63 */
+    uint64_t t0;
+    ct_thread *tls;
+    uint16_t depth;
+} ct_io;
+void ct_io_slow(const ct_io *c, uint64_t t1, int64_t off, int64_t size, int64_t ret, uint64_t w7);
+static inline void ct_io_begin(ct_io *c, uint32_t file, uint32_t func, uint8_t layer) {
+    ct_thread *t = &ct_tls;
+    uint16_t d = t->depth;
+    t->depth = (uint16_t)(d + 1);
+    c->tls = t;
+    c->depth = d;
+    c->slot = NULL;
+    if (CT_LIKELY(CT_SINGLE_THREADED() && t->tid && ct_g.n + 1 < ct_g.lim)) {
+        c->slot = ct_g.buf + ct_g.n;
+        c->kept = ct_g.kept;
+    }
+    c->w5 = file | (uint64_t)func << 32;
+    c->w6 = (uint64_t)(uint32_t)ct_g.rank << 32;
+    c->w7 = t->tid | (uint64_t)d << 32 | (uint64_t)layer << 48;
+    c->t0 = ct_now();
+}
+/* r: the call's result; < 0: failed, with errno as the call left it */
+static inline void ct_io_end(ct_io *c, int64_t off, int64_t size, int64_t r) {
+    uint64_t t1 = ct_now();
+    c->tls->depth = c->depth;
+    uint64_t w7 = c->w7;
+    int64_t ret = r;
+    if (CT_UNLIKELY(r < 0)) {
+        ret = -(int64_t)errno;
+        w7 |= (uint64_t)CT_F_FAILED << 56;
+    }
+    if (CT_LIKELY(c->slot != NULL && ct_g.kept == c->kept && ct_g.active)) {
+        if (CT_UNLIKELY(t1 < c->t0)) t1 = c->t0;   /* thread moved CPU / clock step */
+        char *d = (char *)c->slot;
+        __builtin_memcpy(d, &c->t0, 8);
+        __builtin_memcpy(d + 8, &t1, 8);
+        __builtin_memcpy(d + 16, &off, 8);
+        __builtin_memcpy(d + 24, &size, 8);
+        __builtin_memcpy(d + 32, &ret, 8);
+        __builtin_memcpy(d + 40, &c->w5, 8);
+        __builtin_memcpy(d + 48, &c->w6, 8);
+        __builtin_memcpy(d + 56, &w7, 8);
+        __atomic_signal_fence(__ATOMIC_RELEASE);   /* the event before the count (signal handlers) */
+        ct_g.n++;
+        ct_g.kept = c->kept + 1;
+        return;
+    }
+    ct_io_slow(c, t1, off, size, ret, w7);
+}
 
 /* String table: dense ids from 1, "<id>\t<text>\n" lines (a newline in a text becomes '?'). */
 uint32_t ct_intern(const char *s);

@@ -54,13 +54,13 @@ typedef struct {
 } fdent;
 enum { FD_UNKNOWN = 0, FD_TRACED, FD_IGNORED };
 #define MAX_FDS (1 << 20)
-static fdent *fds;
+#define fds ((fdent *)ct_g.fdtab)   /* in ct_g: the line every call reads anyway */
 static int max_fd_seen = -1;
 
 void ct_posix_init(void) {
     void *p = mmap(NULL, (size_t)MAX_FDS * sizeof(fdent), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    fds = p == MAP_FAILED ? NULL : p;
+    ct_g.fdtab = p == MAP_FAILED ? NULL : p;
 }
 
 static inline void note_fd(int fd) {
@@ -249,10 +249,10 @@ CT_EXPORT int dup3(int old, int nfd, int flags) {
 #define POS_IO(fn, name, fd, size, off, call) do { \
     __typeof__(&fn) real_ = CT_REAL(fn); fdent *f_; \
     if (!ct_on(CT_POSIX) || !(f_ = fd_get(fd))) return real_ call; \
-    CT_BEGIN(); \
+    ct_io c_; \
+    ct_io_begin(&c_, f_->file_id, CT_FUNC_ID(name), CT_POSIX); \
     ssize_t r_ = real_ call; \
-    CT_END_FAST(); \
-    io_event(CT_FUNC_ID(name), CT_POSIX, f_->file_id, ct_t0_, ct_t1_, ct_d_, (off), (int64_t)(size), r_, -1); \
+    ct_io_end(&c_, (off), (int64_t)(size), r_); \
     return r_; } while (0)
 
 /* at the file position, which moves */
@@ -260,11 +260,11 @@ CT_EXPORT int dup3(int old, int nfd, int flags) {
     __typeof__(&fn) real_ = CT_REAL(fn); fdent *f_; \
     if (!ct_on(CT_POSIX) || !(f_ = fd_get(fd))) { ssize_t r_ = real_ call; pos_moved(fd, r_); return r_; } \
     int64_t off_ = f_->shared ? -1 : f_->pos; \
-    CT_BEGIN(); \
+    ct_io c_; \
+    ct_io_begin(&c_, f_->file_id, CT_FUNC_ID(name), CT_POSIX); \
     ssize_t r_ = real_ call; \
-    CT_END_FAST(); \
+    ct_io_end(&c_, off_, (int64_t)(size), r_); \
     if (r_ > 0 && off_ >= 0) f_->pos = off_ + r_; \
-    io_event(CT_FUNC_ID(name), CT_POSIX, f_->file_id, ct_t0_, ct_t1_, ct_d_, off_, (int64_t)(size), r_, -1); \
     return r_; } while (0)
 
 static inline int64_t iov_bytes(const struct iovec *v, int n) {
