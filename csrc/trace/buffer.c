@@ -406,8 +406,12 @@ static int write_buffered(const void *buf, size_t len, uint64_t off) {
  *    ring is used instead) and the file's once it is in the ring's fixed-file slot, so a
  *    program closing "all" descriptors cannot break the trace. The ring's memory is not
  *    inherited by fork() children (MADV_DONTFORK): a child starts its own.
- *  - The file is first extended to the end of the write (ftruncate): ext4 completes direct
- *    writes that extend a file synchronously.
+ *  - The blocks are allocated first (fallocate): ext4 cannot start a direct write that extends
+ *    the file or fills a hole without blocking, and io_uring then hands it to a kernel worker
+ *    thread ("iou-wrk"), which shares the process's descriptor table: every system call on a
+ *    descriptor (each traced pread) then takes a reference on its file (fdget/fput, ~20 ns).
+ *    After each write the process is checked for such a worker; if there is one (a file system
+ *    that blocks anyway), direct writes stop (the worker exits after 5 s idle).
  *  - Not Linux AIO: destroying an AIO context waits for an RCU grace period, ~30-40 ms added to
  *    every process exit; an io_uring is torn down asynchronously. */
 #if __has_include(<linux/io_uring.h>)
@@ -497,6 +501,23 @@ static int uring_init(void) {
     return 0;
 }
 
+/* Threads of this process (1 while single-threaded, unless io_uring started a worker) */
+static int tasks(void) {
+    int fd = r_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    char b[2048];
+    int n = 0;
+    long k;
+    while ((k = syscall(SYS_getdents64, fd, b, sizeof b)) > 0)
+        for (long at = 0; at < k;) {
+            const char *name = b + at + 19;   /* struct linux_dirent64: d_name after 19 bytes */
+            if (name[0] != '.') n++;
+            at += *(const unsigned short *)(const void *)(b + at + 16);   /* d_reclen */
+        }
+    r_close(fd);
+    return n ? n : 1;
+}
+
 /* Wait for the write in flight (if any); if it failed or came short, write its buffer again
  * through the page cache (the buffer is not reused before this). 0 on success. */
 static int dio_reap(void) {
@@ -517,6 +538,7 @@ static int dio_reap(void) {
     }
     res = dio.cqes[head & *dio.cq_mask].res;
     __atomic_store_n(dio.cq_head, head + 1, __ATOMIC_RELEASE);
+    if (CT_SINGLE_THREADED() && tasks() > 1) dio.state = 0;   /* an io_uring worker: see above */
 failed:
     dio.busy = 0;
     /* the device is slower than the program fills a buffer: the page cache absorbs that better */
@@ -542,7 +564,7 @@ static int dio_write(size_t len) {
     struct io_uring_files_update fu;
     memset(&fu, 0, sizeof fu);
     fu.fds = (uint64_t)(uintptr_t)&fd;
-    int ok = fd >= 0 && r_ftruncate(fd, (off_t)(ev_file_off + len)) == 0 &&
+    int ok = fd >= 0 && fallocate(fd, 0, (off_t)ev_file_off, (off_t)len) == 0 &&
              uring_register(dio.ring, IORING_REGISTER_FILES_UPDATE | IORING_REGISTER_USE_REGISTERED_RING, &fu, 1) == 1;
     if (fd >= 0) r_close(fd);   /* the fixed-file slot holds the file */
     if (ok) {
