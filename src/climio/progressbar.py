@@ -36,8 +36,8 @@ class StudyProgress(_Bar):
     def note(self, text: str) -> None:
         self._p.update(self._task, description=text)
 
-    def advance(self, n=1, rec=None) -> None:
-        last = ""
+    def advance(self, n=1, rec=None, last="") -> None:
+        """`rec`: a read study's record, shown as layer/pattern/buffer; `last`: any other text."""
         if rec is not None:
             p, m = rec["params"], rec["metrics"]
             rate = f"< {m['rate_bound_MBps']:.1f}" if rec["status"] == "dnf" else f"{m.get('rate_MBps', 0):.1f}"

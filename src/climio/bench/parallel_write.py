@@ -11,7 +11,6 @@ The load test (benchio Fig. 14) runs K instances at once, each writing its own f
 aggregates their bandwidth from the wall-clock start and end every record carries.
 """
 
-import os
 import shutil
 import threading
 from dataclasses import dataclass, field, replace
@@ -20,7 +19,7 @@ from typing import Optional
 
 from .. import native
 from ..errors import DiskSpaceError, InputError
-from ..launcher import Launcher, stream_mpi
+from ..launcher import Launcher, cores, stream_mpi
 from ..options import parse_choice
 from ..progressbar import StudyProgress
 from ..report.parallel_write_summary import aggregate_instances
@@ -229,17 +228,12 @@ def run_study(run, grid: Grid, data_dir, launcher: Launcher, progress=True, labe
                 rec["params"].update(stripe=stripe, launcher=lau.describe(), mpi_io=mpi_io, **grid.extra)
                 run.writer.write(rec)
                 got.append(rec)
-                bar.advance(1, _progress_view(rec))
+                p = rec["params"]
+                bar.advance(1, last=f"{p['backend']} {p['strategy']} {p['ranks']} ranks: "
+                                    f"{rec['metrics'].get('rate_MBps', 0):.1f} MB/s")
 
             stream_mpi(lau, grid.program_args(out_dir, run.platform_id), on_record)
     return got
-
-
-def _progress_view(rec) -> dict:
-    """What StudyProgress shows for a record (it speaks the read studies' parameter names)."""
-    p = rec["params"]
-    return {"status": rec["status"], "metrics": rec["metrics"],
-            "params": {"layer": p["backend"], "pattern": p["strategy"], "buffer_bytes": f"{p['ranks']} ranks"}}
 
 
 def load_test(run, grid: Grid, data_dir, launcher: Launcher, instances: int) -> list:
@@ -284,6 +278,6 @@ def load_test(run, grid: Grid, data_dir, launcher: Launcher, instances: int) -> 
 
 
 def default_ranks_note(grid: Grid) -> str:
-    n = os.cpu_count() or 1
+    n = cores()
     over = [r for r in grid.ranks if r > n]
     return f"{', '.join(map(str, over))} ranks on {n} cores: oversubscribed, rates are not scaling figures" if over else ""
