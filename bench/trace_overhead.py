@@ -117,7 +117,7 @@ ssize_t pread(int fd, void *b, size_t c, off_t o) { return call(fd, b, c, o); }
 ssize_t pread64(int fd, void *b, size_t c, off_t o) { return call(fd, b, c, o); }
 """
 
-CASES = (("4 KiB", 4096, 1.05), ("1 MiB", 1 << 20, 1.01))
+CASES = (("4 KiB", 4096, 1.05, "4k"), ("1 MiB", 1 << 20, 1.01, "1m"))
 
 
 def find_lib(arg):
@@ -137,13 +137,14 @@ def compile_c(cc, work, name, source, *flags):
 
 
 def run(exe, path, n, size, lib=None, trace_dir=None):
-    """(process wall s, read-loop wall s, process cpu s = user + sys) of one run."""
+    """(process wall s, read-loop wall s, process cpu s = user + sys, events written) of one run.
+    The run's output is deleted at once: its dirty pages would otherwise be written back during
+    the next run, and disturb that (the tracer's own direct writes wait for the device)."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if lib:
         env["LD_PRELOAD"] = lib
     if trace_dir:
-        shutil.rmtree(trace_dir, ignore_errors=True)
         os.makedirs(trace_dir)
         env["CLIMIO_TRACE_DIR"] = trace_dir
         env["CLIMIO_BENCH_OUT"] = os.path.join(trace_dir, "floor.out")
@@ -154,11 +155,16 @@ def run(exe, path, n, size, lib=None, trace_dir=None):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         sys.exit(f"workload failed ({out.returncode}): {out.stderr.strip()}")
-    return wall, float(out.stdout), (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    events = 0
+    if trace_dir:
+        events = sum(os.path.getsize(os.path.join(trace_dir, x)) for x in os.listdir(trace_dir)
+                     if x.endswith(".events")) // 64
+        shutil.rmtree(trace_dir)
+    return wall, float(out.stdout), (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), events
 
 
 def measure(variants, exe, path, n, size, reps):
-    """{variant: [(wall, loop, cpu) per round]}, plain included; the order rotates per round."""
+    """{variant: [(wall, loop, cpu, events) per round]}, plain included; the order rotates per round."""
     runs = {name: [] for name in variants}
     names = list(variants)
     run(exe, path, min(n, 1000), size)   # warm-up (binary, file, CPU frequency)
@@ -203,6 +209,9 @@ def main():
     ap.add_argument("--file-mib", type=int, default=64)
     ap.add_argument("--lib", help="libclimio-trace.so (default: the installed one)")
     ap.add_argument("--dir", help="directory for the data file and traces (default: a temporary one)")
+    ap.add_argument("--also", action="append", default=[], metavar="LIB",
+                    help="another libclimio-trace.so build to measure in the same rounds (repeatable)")
+    ap.add_argument("--cases", default="4k,1m", help="which workloads: 4k, 1m or both (default 4k,1m)")
     a = ap.parse_args()
     lib = find_lib(a.lib)
     cc = shutil.which("cc") or sys.exit("cc not found")
@@ -223,15 +232,18 @@ def main():
         trace_dir = os.path.join(work, "trace")
         variants = {"plain": (), "tracer": (lib, trace_dir), "floor": (floor,),
                     "floor+out": (floor_out, os.path.join(work, "floor-out")), "forward": (forward,)}
+        for i, other in enumerate(a.also, 1):
+            variants[f"also-{i}"] = (os.path.abspath(other), os.path.join(work, f"also-{i}"))
+            print(f"also-{i}: {other}")
         print(f"tracer: {lib}")
-        for label, size, target in CASES:
+        cases = [c for c in CASES if c[3] in a.cases.split(",")] or sys.exit("--cases: 4k, 1m or 4k,1m")
+        for label, size, target, _ in cases:
             n = a.n_small if size == 4096 else a.n_large
             runs = measure(variants, exe, path, n, size, a.reps)
-            events = os.path.getsize(next(os.path.join(trace_dir, x) for x in os.listdir(trace_dir)
-                                          if x.endswith(".events"))) // 64
+            events = runs["tracer"][-1][3]
             p_wall = min(r[0] for r in runs["plain"])
             print(f"{n} x {label} preads: plain {p_wall:.4f} s (best of {a.reps}); traced run recorded {events} events")
-            for name in ("tracer", "floor", "floor+out", "forward"):
+            for name in [v for v in variants if v != "plain"]:
                 (med, lo, hi), best, loop, cpu = ratios(runs, name)
                 added = (statistics.median(r[0] for r in runs[name])
                          - statistics.median(r[0] for r in runs["plain"])) / n * 1e9
