@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/trace_overhead.py [--n-small 1000000] [--n-large 4000] [--reps 11]
                                              [--file-mib 64] [--lib PATH] [--dir DIR]
+                                             [--cases 4k,1m] [--also OTHER.so]...
 
 The workload (compiled here with cc) opens a file and does N preads of S bytes at offsets
 cycling through it: 1,000,000 x 4 KiB and 4,000 x 1 MiB. The file is read once before the runs,
