@@ -214,6 +214,7 @@ def main():
                     help="another libclimio-trace.so build to measure in the same rounds (repeatable)")
     ap.add_argument("--cases", default="4k,1m", help="which workloads: 4k, 1m or both (default 4k,1m)")
     a = ap.parse_args()
+    cases = [c for c in CASES if c[3] in a.cases.split(",")] or sys.exit("--cases: 4k, 1m or 4k,1m")
     lib = find_lib(a.lib)
     cc = shutil.which("cc") or sys.exit("cc not found")
     work = tempfile.mkdtemp(prefix="climio-trace-bench-", dir=a.dir)
@@ -237,7 +238,6 @@ def main():
             variants[f"also-{i}"] = (os.path.abspath(other), os.path.join(work, f"also-{i}"))
             print(f"also-{i}: {other}")
         print(f"tracer: {lib}")
-        cases = [c for c in CASES if c[3] in a.cases.split(",")] or sys.exit("--cases: 4k, 1m or 4k,1m")
         for label, size, target, _ in cases:
             n = a.n_small if size == 4096 else a.n_large
             runs = measure(variants, exe, path, n, size, a.reps)
