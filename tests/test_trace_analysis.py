@@ -436,6 +436,36 @@ def test_rule_evidence(tmp_path):
     assert f["evidence"]["ratio"] == pytest.approx(100.0) and f["evidence"]["partial_reads"] == 10
 
 
+def _small_under_mpiio(d, func, posix):
+    """Two ranks, each making 150 MPI-IO calls of 4 KiB that reach the file as 8 x 512 B."""
+    for r in range(2):
+        p = SynthProc(pid=500 + r, rank=r)
+        for k in range(150):
+            with p.span(func, "mpiio", before=1000, file="/m.nc", offset=-1, size=4096):
+                for j in range(8):
+                    p.leaf(posix, "posix", dur=1000, file="/m.nc", offset=(k * 2 + r) * 4096 + j * 512, size=512)
+        p.write(d)
+
+
+@pytest.mark.parametrize("func,posix,kind,group,fix", [
+    ("MPI_File_write_at_all", "pwritev", "write", "collective_mpiio", "romio_cb_write"),
+    ("MPI_File_read_at", "pread64", "read", "independent_mpiio", "NC_COLLECTIVE"),
+])
+def test_small_requests_say_who_made_them(tmp_path, func, posix, kind, group, fix):
+    _small_under_mpiio(tmp_path, func, posix)
+    f = next(f for f in rules_fired(tmp_path)[1] if f["rule"] == "small-requests")
+    ev = f["evidence"]
+    assert (ev["kind"], ev["requests"], ev["small_requests"]) == (kind, 2400, 2400)
+    assert ev["issued_by"] == {"collective_mpiio": 0, "independent_mpiio": 0, "no_mpiio": 0, group: 2400}
+    assert f"2400 of them are made inside 300 {group.split('_')[0]} MPI-IO calls ({func} x300)" in f["message"]
+    assert fix in f["advice"]
+    # small requests with no MPI-IO call around them keep the general advice
+    _small_requests(tmp_path / "plain")
+    f = next(f for f in rules_fired(tmp_path / "plain")[1] if f["rule"] == "small-requests")
+    assert f["evidence"]["issued_by"] == {"collective_mpiio": 0, "independent_mpiio": 0, "no_mpiio": 200}
+    assert f["advice"] == advice.SMALL_ADVICE
+
+
 def _clean(d):
     """Large consecutive writes, a whole-chunk netCDF read sequence whose chunks the cache holds,
     collective small writes, balanced file-per-process output: no rule may fire."""

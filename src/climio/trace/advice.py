@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from ..units import format_size
-from .analysis import LAYER_IDS, OFFSET_LAYERS, READ, WRITE
+from .analysis import LAYER_IDS, OFFSET_LAYERS, READ, WRITE, ancestor
 
 KiB = 1024
 # Small requests: over all files, at each file's lowest traced layer with offsets.
@@ -45,7 +45,8 @@ RULES = [
     ("small-requests", "Small requests",
      {"SMALL_REQUEST_BYTES": SMALL_REQUEST_BYTES, "SMALL_REQUEST_SHARE": SMALL_REQUEST_SHARE,
       "SMALL_REQUEST_MIN_COUNT": SMALL_REQUEST_MIN_COUNT},
-     "reads (or writes) at each file's lowest traced layer mostly smaller than SMALL_REQUEST_BYTES"),
+     "reads (or writes) at each file's lowest traced layer mostly smaller than SMALL_REQUEST_BYTES; the advice "
+     "depends on whether they are made inside collective MPI-IO calls, independent ones, or neither"),
     ("random-access", "Random access", {"RANDOM_MIN_ACCESSES": RANDOM_MIN_ACCESSES},
      "a file whose accesses classify as random (neither consecutive, strided nor sequential)"),
     ("partial-chunk-compressed", "Partial-chunk reads of compressed data", {"DECODE_AMPLIFICATION": DECODE_AMPLIFICATION},
@@ -128,15 +129,52 @@ def _small_requests(an, facts, io):
         files = [[an.name(f), int(per_file[f])] for f in top if per_file[f]]
         nfiles = int((per_file > 0).sum())
         where = files[0][0] if nfiles == 1 else f"{nfiles} files (most in {files[0][0]}: {files[0][1]})"
+        context, advice_text = _small_request_context(an, np.flatnonzero(small))
         out.append(_finding(
             "small-requests", t, io,
             f"{n_small} of {n} {kname}s are smaller than {format_size(SMALL_REQUEST_BYTES)}, in {where}; most "
-            f"common sizes: {', '.join(f'{s} B x{c}' for s, c in sizes)}.",
+            f"common sizes: {', '.join(f'{s} B x{c}' for s, c in sizes)}.{context['text']}",
             {"kind": kname, "requests": n, "small_requests": n_small, "small_bytes": int(an.nbytes[small].sum()),
-             "common_sizes": [[int(s), int(c)] for s, c in sizes], "files": nfiles, "top_files": files},
-            "Read or write larger blocks (aggregate in memory, a larger buffer, or collective MPI-IO that "
-            "merges requests); on a parallel file system aim at whole stripes (MiB)."))
+             "common_sizes": [[int(s), int(c)] for s, c in sizes], "files": nfiles, "top_files": files,
+             "issued_by": context["issued_by"]},
+            advice_text))
     return out
+
+
+SMALL_ADVICE = ("Read or write larger blocks (aggregate in memory, a larger buffer, or collective MPI-IO that "
+                "merges requests); on a parallel file system aim at whole stripes (MiB).")
+COLLECTIVE_ADVICE = (
+    "The collective calls reached the file in small pieces: the MPI-IO layer did not aggregate them. Check its "
+    "collective buffering (ROMIO hints romio_cb_write / romio_cb_read = enable, cb_buffer_size; with Open MPI "
+    "compare its two implementations, OMPI_MCA_io=romio321 or ompio, e.g. climio bench parallel-write "
+    "--mpi-io), and lay the file out so that each rank's part is contiguous (chunk shape against the "
+    "decomposition).")
+INDEPENDENT_ADVICE = (
+    "Make these accesses collective (nc_var_par_access(ncid, varid, NC_COLLECTIVE); "
+    "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); MPI_File_*_all), so that the MPI-IO layer aggregates the "
+    "ranks' pieces into large contiguous requests.")
+
+
+def _small_request_context(an, idx):
+    """Who issued the small requests: inside collective MPI-IO calls, inside independent ones, or
+    with no MPI-IO call around them (the call itself counts when it is an MPI-IO one). The advice
+    follows the largest group; ({"text", "issued_by"}, advice)."""
+    mpi = an.layer == LAYER_IDS["mpiio"]
+    host = np.where(mpi[idx], idx, ancestor(an.parent, mpi)[idx])
+    inside = host >= 0
+    coll = np.zeros(len(idx), dtype=bool)
+    coll[inside] = an.coll_of[an.func[host[inside]]]
+    groups = {"collective_mpiio": coll, "independent_mpiio": inside & ~coll, "no_mpiio": ~inside}
+    issued = {k: int(m.sum()) for k, m in groups.items()}
+    top = max(issued, key=issued.get)
+    if top == "no_mpiio" or not inside.any():
+        return {"text": "", "issued_by": issued}, SMALL_ADVICE
+    calls = np.unique(host[groups[top]])
+    funcs = Counter(an.name(f) for f in an.func[calls].tolist()).most_common(2)
+    mode = "collective" if top == "collective_mpiio" else "independent"
+    text = (f" {issued[top]} of them are made inside {len(calls)} {mode} MPI-IO calls "
+            f"({', '.join(f'{f} x{c}' for f, c in funcs)}).")
+    return {"text": text, "issued_by": issued}, COLLECTIVE_ADVICE if mode == "collective" else INDEPENDENT_ADVICE
 
 
 def _random_access(an, facts, io):
