@@ -228,6 +228,8 @@ def main():
         with open(path, "wb") as f:
             for _ in range(a.file_mib):
                 f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())   # else its writeback competes with the first rounds (and the tracer's writes)
         with open(path, "rb") as f:   # warm: every read below is a page-cache hit
             while f.read(1 << 24):
                 pass
