@@ -139,8 +139,10 @@ def compile_c(cc, work, name, source, *flags):
 
 def run(exe, path, n, size, lib=None, trace_dir=None):
     """(process wall s, read-loop wall s, process cpu s = user + sys, events written) of one run.
-    The run's output is deleted at once: its dirty pages would otherwise be written back during
-    the next run, and disturb that (the tracer's own direct writes wait for the device)."""
+    The run's output is deleted at once and the file systems synced: its dirty pages, and the
+    journal commit (and discards, on a file system mounted with them) of the deletion, would
+    otherwise reach the disk during the next run and disturb that (the tracer's own direct writes
+    wait for the device)."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if lib:
@@ -161,6 +163,7 @@ def run(exe, path, n, size, lib=None, trace_dir=None):
         events = sum(os.path.getsize(os.path.join(trace_dir, x)) for x in os.listdir(trace_dir)
                      if x.endswith(".events")) // 64
         shutil.rmtree(trace_dir)
+        os.sync()
     return wall, float(out.stdout), (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), events
 
 
