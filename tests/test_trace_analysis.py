@@ -459,6 +459,14 @@ def test_small_requests_say_who_made_them(tmp_path, func, posix, kind, group, fi
     assert ev["issued_by"] == {"collective_mpiio": 0, "independent_mpiio": 0, "no_mpiio": 0, group: 2400}
     assert f"2400 of them are made inside 300 {group.split('_')[0]} MPI-IO calls ({func} x300)" in f["message"]
     assert fix in f["advice"]
+    # small collective calls of the program's own (no POSIX layer beneath): make them larger
+    p = SynthProc(pid=9, rank=0)
+    for k in range(150):
+        p.leaf("MPI_File_write_at_all", "mpiio", dur=1000, file="/own.nc", offset=k * 512, size=512)
+    p.write(tmp_path / "own")
+    f = next(f for f in rules_fired(tmp_path / "own")[1] if f["rule"] == "small-requests")
+    assert "150 of them are collective MPI-IO calls (MPI_File_write_at_all x150)" in f["message"]
+    assert f["advice"] == advice.SMALL_ADVICE
     # small requests with no MPI-IO call around them keep the general advice
     _small_requests(tmp_path / "plain")
     f = next(f for f in rules_fired(tmp_path / "plain")[1] if f["rule"] == "small-requests")

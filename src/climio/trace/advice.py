@@ -167,13 +167,15 @@ def _small_request_context(an, idx):
     groups = {"collective_mpiio": coll, "independent_mpiio": inside & ~coll, "no_mpiio": ~inside}
     issued = {k: int(m.sum()) for k, m in groups.items()}
     top = max(issued, key=issued.get)
-    if top == "no_mpiio" or not inside.any():
+    if top == "no_mpiio":
         return {"text": "", "issued_by": issued}, SMALL_ADVICE
     calls = np.unique(host[groups[top]])
-    funcs = Counter(an.name(f) for f in an.func[calls].tolist()).most_common(2)
+    funcs = ", ".join(f"{f} x{c}" for f, c in Counter(an.name(f) for f in an.func[calls].tolist()).most_common(2))
     mode = "collective" if top == "collective_mpiio" else "independent"
-    text = (f" {issued[top]} of them are made inside {len(calls)} {mode} MPI-IO calls "
-            f"({', '.join(f'{f} x{c}' for f, c in funcs)}).")
+    if mpi[idx[groups[top]]].all():   # the small requests are the program's own MPI-IO calls
+        text = f" {issued[top]} of them are {mode} MPI-IO calls ({funcs})."
+        return {"text": text, "issued_by": issued}, SMALL_ADVICE if mode == "collective" else INDEPENDENT_ADVICE
+    text = f" {issued[top]} of them are made inside {len(calls)} {mode} MPI-IO calls ({funcs})."
     return {"text": text, "issued_by": issued}, COLLECTIVE_ADVICE if mode == "collective" else INDEPENDENT_ADVICE
 
 
