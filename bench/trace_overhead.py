@@ -249,14 +249,14 @@ def main():
             events = runs["tracer"][-1][3]
             p_wall = min(r[0] for r in runs["plain"])
             print(f"{n} x {label} preads: plain {p_wall:.4f} s (best of {a.reps}); traced run recorded {events} events")
-            for name in [v for v in variants if v != "plain"]:
-                (med, lo, hi), best, loop, cpu = ratios(runs, name)
+            res = {name: ratios(runs, name) for name in variants if name != "plain"}
+            for name, ((med, lo, hi), best, loop, cpu) in res.items():
                 added = (statistics.median(r[0] for r in runs[name])
                          - statistics.median(r[0] for r in runs["plain"])) / n * 1e9
                 goal = f" (target <= {target})" if name == "tracer" else ""
                 print(f"  {name:9s} wall ratio {med:.3f} [{lo:.3f}, {hi:.3f}]{goal}; best-of {best:.3f}; "
                       f"read-loop {loop:.3f}; cpu {cpu:.3f}; {added:+.0f} ns per call (medians)")
-            print("  " + verdict(label, target, ratios(runs, "tracer")[0], ratios(runs, "floor")[0][0]))
+            print("  " + verdict(label, target, res["tracer"][0], res["floor"][0][0]))
         print(f"load average while measuring: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
               "(wall ratios need an otherwise idle machine)")
     finally:
