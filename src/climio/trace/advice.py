@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from ..units import format_size
-from .analysis import LAYER_IDS, OFFSET_LAYERS, READ, WRITE, ancestor
+from .analysis import LAYER_IDS, OFFSET_LAYERS, READ, WRITE
 
 KiB = 1024
 # Small requests: over all files, at each file's lowest traced layer with offsets.
@@ -160,7 +160,7 @@ def _small_request_context(an, idx):
     with no MPI-IO call around them (the call itself counts when it is an MPI-IO one). The advice
     follows the largest group; ({"text", "issued_by"}, advice)."""
     mpi = an.layer == LAYER_IDS["mpiio"]
-    host = np.where(mpi[idx], idx, ancestor(an.parent, mpi)[idx])
+    host = np.where(mpi[idx], idx, an.mpi_parent[idx])
     inside = host >= 0
     coll = np.zeros(len(idx), dtype=bool)
     coll[inside] = an.coll_of[an.func[host[inside]]]

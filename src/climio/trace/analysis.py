@@ -24,6 +24,7 @@ unit, labelled by pid. Times are in seconds, bytes are bytes requested (the `siz
 import math
 import re
 from collections import Counter
+from functools import cached_property
 
 import numpy as np
 
@@ -220,6 +221,12 @@ class Analysis:
         self._walls()
 
     # --- helpers ---
+
+    @cached_property
+    def mpi_parent(self) -> np.ndarray:
+        """Each event's nearest enclosing MPI-IO call (-1: none), for the rules that ask whether
+        POSIX I/O was made on an MPI-IO call's behalf."""
+        return ancestor(self.parent, self.layer == LAYER_IDS["mpiio"])
 
     def name(self, sid) -> str:
         return self.trace.strings[int(sid)]
@@ -525,7 +532,7 @@ class Analysis:
         mpi = self.layer == LAYER_IDS["mpiio"]
         coll_call = mpi & self.coll_of[self.func]
         # A POSIX write under an MPI-IO call is that call's: the MPI-IO write is reported, not both.
-        under_mpi = ancestor(self.parent, mpi) >= 0
+        under_mpi = self.mpi_parent >= 0
         m = self.data_mask(("posix", "stdio", "mpiio")) & (self.kind == WRITE) & (self.offset >= 0) \
             & ~coll_call & ~under_mpi
         out = []
