@@ -270,7 +270,7 @@ def test_rank_imbalance(tmp_path):
     m = next(m for m in facts["ranks"]["main"] if m["function"] == "pwrite64")
     assert m["per_rank_s"] == [1.0, 2.0, 3.0, None] and m["ranks_calling"] == 3
     assert (m["min"], m["mean"], m["max"]) == (1.0, 2.0, 3.0)
-    assert m["max_over_mean"] == pytest.approx(1.5) and m["imbalance"] == pytest.approx(1 / 3)
+    assert m["imbalance"] == pytest.approx(1.5) and m["idle_share"] == pytest.approx(1 / 3)
 
 
 # --- netCDF chunk geometry -------------------------------------------------------------------------------
@@ -430,7 +430,7 @@ def test_rule_evidence(tmp_path):
     assert f["evidence"]["typical_posix_read"] == 65536 and f["evidence"]["inflation"] == pytest.approx(65536 / 800)
     _fpp(tmp_path / "f")
     f = next(f for f in rules_fired(tmp_path / "f")[1] if f["rule"] == "file-per-process-imbalance")
-    assert f["evidence"]["time"]["max_over_mean"] == pytest.approx(4 / 1.75) and f["evidence"]["slowest"] == "rank 3"
+    assert f["evidence"]["time"]["imbalance"] == pytest.approx(4 / 1.75) and f["evidence"]["slowest"] == "rank 3"
     _partial_chunks(tmp_path / "p")
     f = next(f for f in rules_fired(tmp_path / "p")[1] if f["rule"] == "partial-chunk-compressed")
     assert f["evidence"]["ratio"] == pytest.approx(100.0) and f["evidence"]["partial_reads"] == 10

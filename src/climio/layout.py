@@ -26,14 +26,11 @@ import uuid
 from .errors import InputError
 
 DIMS = ("t", "z", "y", "x")
-READ_SHAPES = ("xy", "xt", "xyt")
 CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles", "D": "~16.2 KB xy tiles",
                 "E": "xy", "F": "xt", "G": "xyt", "default": "library default", "balanced": "balanced (Rew)"}
 
 # The thesis's file-system stripe: "64 KB", decimal; four C tiles fit in it, four D tiles do not.
 STRIPE_BYTES = 64000
-# slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.
-MAX_SLICES = 2_000_000
 
 
 # --- validation -------------------------------------------------------------------------------------
@@ -231,96 +228,6 @@ def amplification(shape, chunks, start, count, itemsize) -> float:
     wanted = bytes_wanted(count, itemsize)
     decoded = bytes_decoded(shape, chunks, start, count, itemsize)
     return decoded / wanted if wanted else 1.0
-
-
-# --- read shapes ------------------------------------------------------------------------------------
-
-def _need_4d(shape, what) -> tuple:
-    shape = _shape(shape)
-    if len(shape) != 4:
-        raise InputError(f"{what} needs a 4-D [t,z,y,x] variable, not shape {_fmt(shape)}")
-    return shape
-
-
-def read_count(read_shape, shape) -> tuple:
-    """Count of one named read over [t,z,y,x]: xy (1,1,Y,X), xt (T,1,1,X), xyt (T,1,Y,X)."""
-    if read_shape not in READ_SHAPES:
-        raise InputError(f"unknown read shape '{read_shape}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
-    t, _, y, x = _need_4d(shape, f"read shape '{read_shape}'")
-    return {"xy": (1, 1, y, x), "xt": (t, 1, 1, x), "xyt": (t, 1, y, x)}[read_shape]
-
-
-def _template(text, shape, what, check_range=True) -> tuple:
-    """`T,1,10,X` / `[1,1,Y,X]` -> ints; a letter means the whole dimension.
-
-    For a 4-D shape a letter must name its position (T,Z,Y,X); for other ranks any of the four
-    letters means the whole dimension at that position."""
-    items = [s.strip() for s in text.strip().strip("[]").split(",")]
-    if len(items) != len(shape):
-        raise InputError(f"{what} '{text}' has {len(items)} entries for the {len(shape)} dimensions "
-                         f"of shape {_fmt(shape)}")
-    out = []
-    for i, (item, d) in enumerate(zip(items, shape)):
-        letter = item.upper()
-        if letter in ("T", "Z", "Y", "X"):
-            if len(shape) == 4 and letter != DIMS[i].upper():
-                raise InputError(f"{what} '{text}': entry {i + 1} is '{item}', but dimension {i + 1} "
-                                 f"is {DIMS[i].upper()}")
-            out.append(d)
-        elif re.fullmatch(r"\d+", item):
-            n = int(item)
-            if check_range and not 1 <= n <= d:
-                name = f" ({DIMS[i]})" if len(shape) == 4 else ""
-                raise InputError(f"{what} '{text}': entry {i + 1}{name} is {n}, outside 1..{d}")
-            out.append(n)
-        else:
-            raise InputError(f"{what} '{text}': entry {i + 1} '{item}' is neither a count nor one of T,Z,Y,X")
-    return tuple(out)
-
-
-def parse_read(spec, shape) -> tuple:
-    """A named read (xy, xt, xyt) or a count template (`1,1,Y,X`, `T,1,10,X`, `24,1,Y,X`) -> count."""
-    shape = _shape(shape)
-    text = str(spec).strip()
-    if text.lower() in READ_SHAPES:
-        return read_count(text.lower(), shape)
-    if "," not in text and len(shape) > 1:
-        raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
-    return _template(text, shape, "read count")
-
-
-def n_slices(shape, count) -> int:
-    """Hyperslabs of `count` needed to tile the array (the last along a dimension may be clipped)."""
-    shape = _shape(shape)
-    count = _count(shape, count)
-    return math.prod(-(-d // n) for d, n in zip(shape, count))
-
-
-def _count(shape, count) -> tuple:
-    try:
-        n = tuple(_int(v) for v in count)
-    except TypeError:
-        raise InputError(f"read count {count!r} must be a list of integers") from None
-    if len(n) != len(shape) or any(v is None or not 1 <= v <= d for v, d in zip(n, shape)):
-        raise InputError(f"read count {_fmt(count)} impossible for shape {_fmt(shape)}: "
-                         "need one count 1..d per dimension")
-    return n
-
-
-def slice_starts(shape, count) -> list:
-    """(start, count) pairs tiling the array with hyperslabs of `count`, in C order of the starts
-    (the thesis's loop: an xy read loops over t, then z). The last hyperslab along a dimension is
-    clipped to the array end, so counts differ from `count` only there.
-
-    InputError past MAX_SLICES hyperslabs (the list is built in memory)."""
-    shape = _shape(shape)
-    count = _count(shape, count)
-    total = n_slices(shape, count)
-    if total > MAX_SLICES:
-        raise InputError(f"read count {_fmt(count)} tiles shape {_fmt(shape)} with {total} hyperslabs "
-                         f"(more than {MAX_SLICES}): read larger hyperslabs")
-    per_dim = [[(s, min(n, d - s)) for s in range(0, d, n)] for d, n in zip(shape, count)]
-    return [(tuple(s for s, _ in combo), tuple(n for _, n in combo)) for combo in itertools.product(*per_dim)]
 
 
 # --- chunk shapes -----------------------------------------------------------------------------------

@@ -55,43 +55,8 @@ def site_dir() -> Path:
     return Path(override) if override else Path(sys.prefix) / SITE_NAME
 
 
-def _int(environ: Mapping[str, str], name: str) -> Optional[int]:
-    try:
-        return int(environ[name])
-    except (KeyError, ValueError):
-        return None
-
-
-def launcher_size(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
-    """The number of ranks the launcher started, from its environment; None when none says so.
-
-    Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE, MPICH/Intel MPI's hydra PMI_SIZE, and srun
-    SLURM_STEP_NUM_TASKS together with SLURM_PROCID. SLURM_NTASKS is not used: an sbatch script
-    with -n 4 has it (and SLURM_PROCID=0) but is one process, not a launch.
-    """
-    env = os.environ if environ is None else environ
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        n = _int(env, name)
-        if n is not None:
-            return n
-    if "SLURM_PROCID" in env:
-        return _int(env, "SLURM_STEP_NUM_TASKS")
-    return None
-
-
-def under_mpi(environ: Optional[Mapping[str, str]] = None) -> bool:
-    """True only in a process that a launcher started as one rank of a multi-rank job.
-
-    A launcher that gives a size decides (a 1-rank mpirun is not parallel). PMIX_RANK without any
-    size (a PMIx-only launcher) counts as parallel: every rank then decides the same way, and a
-    1-rank run of the parallel path is still correct. Child processes of a rank inherit these
-    variables, so ask in the rank itself, not in a program it starts.
-    """
-    env = os.environ if environ is None else environ
-    n = launcher_size(env)
-    if n is not None:
-        return n > 1
-    return "PMIX_RANK" in env
+# Which process is a rank: one set of rules for the launcher, this module and the tracer.
+from climio.measure.mpi import env_size as launcher_size, under_mpi  # noqa: E402,F401
 
 
 def activate() -> None:

@@ -10,6 +10,11 @@ A record is a plain dict so that native programs, pandas and jq read it as is:
     status       "ok", "dnf" (did not finish within the time budget) or "error"
     time         ISO-8601 UTC timestamp of the measurement
     platform_id  key of the platform.json the run directory holds
+    schema       version of this layout (SCHEMA_VERSION); records without it are version 1
+
+`to_frame(records)` flattens records into one pandas DataFrame: `params.*`, `metrics.*` and
+`cache.*` columns, plus the shared nouns under the same column in every study (SHARED_KEYS:
+`stack`, `chunks`, `compression`, `ranks`), which is what summaries group by.
 """
 
 import datetime as _dt
@@ -20,7 +25,17 @@ from pathlib import Path
 from .errors import DataError
 from .units import rate_MBps
 
+SCHEMA_VERSION = 2
 REQUIRED_KEYS = ("study", "params", "metrics", "cache", "rep", "status", "time", "platform_id")
+# The design's shared nouns, and the params key each study has used for them (first found wins):
+# the software stack (read studies: layer; parallel-write: backend), the chunk shape, the
+# compression setting and the number of MPI ranks or tasks.
+SHARED_KEYS = {
+    "stack": ("stack", "layer", "backend"),
+    "chunks": ("chunks", "chunking"),
+    "compression": ("compression",),
+    "ranks": ("ranks", "tasks"),
+}
 STATUSES = ("ok", "dnf", "error")
 
 
@@ -50,6 +65,7 @@ def make_record(study, params, metrics, cache, rep=0, status="ok", platform_id="
         "status": status,
         "time": time or now_iso(),
         "platform_id": platform_id,
+        "schema": SCHEMA_VERSION,
     }
 
 
@@ -61,6 +77,9 @@ def validate(rec: dict) -> dict:
         raise ValueError(f"record has unknown status {rec['status']!r}")
     if rec["cache"].get("state") not in ("cold", "warm"):
         raise ValueError("record does not say which cache state was measured")
+    schema = rec.get("schema", 1)
+    if not isinstance(schema, int) or schema > SCHEMA_VERSION:
+        raise ValueError(f"record has schema {schema!r}; this climio reads up to {SCHEMA_VERSION}")
     return rec
 
 
@@ -118,3 +137,44 @@ def atomic_write_text(path, text: str) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def shared_value(params: dict, noun: str):
+    """The value of a shared noun (SHARED_KEYS) in a record's params, or None."""
+    for key in SHARED_KEYS[noun]:
+        if key in params:
+            return params[key]
+    return None
+
+
+def _flat(prefix, d, out) -> None:
+    for k, v in d.items():
+        if isinstance(v, dict) and v and prefix != "metrics.syscalls":
+            _flat(f"{prefix}.{k}", v, out)
+        else:
+            out[f"{prefix}.{k}"] = v
+
+
+def to_frame(records):
+    """A flat pandas DataFrame of records, one row each.
+
+    Columns: study, rep, status, time (UTC timestamps), platform_id, schema; `params.*`,
+    `metrics.*` and `cache.*` (nested dicts flattened with dots, lists kept as lists); and the
+    shared nouns `stack`, `chunks`, `compression`, `ranks`. Records of schema 1 (no version)
+    read the same way."""
+    import pandas as pd
+
+    rows = []
+    for rec in records:
+        row = {k: rec.get(k) for k in ("study", "rep", "status", "time", "platform_id")}
+        row["schema"] = rec.get("schema", 1)
+        params = rec.get("params", {})
+        for noun in SHARED_KEYS:
+            row[noun] = shared_value(params, noun)
+        for part in ("params", "metrics", "cache"):
+            _flat(part, rec.get(part, {}) or {}, row)
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if "time" in df and len(df):
+        df["time"] = pd.to_datetime(df["time"], utc=True, errors="coerce", format="ISO8601")
+    return df

@@ -1,32 +1,27 @@
-"""The HTML report of a run directory: provenance, then one section per study.
+"""The HTML report of a run directory: key findings first, one section per study, provenance last.
 
     render_report(run_dir, out=None) -> Path of the written report.html
 
-Reads RUN_DIR/records.jsonl (and platform.json when present) only. Sections come from a
-registry (html.SECTIONS, filled with @html.section("study")); every module of this package is
-imported before rendering, so a study's section module registers itself by existing. Records of
-a study without a section are listed in a generic table.
+Reads RUN_DIR/records.jsonl (and platform.json when present) only. Each study's section and
+findings come from the study registry (climio.bench.base): a study registered anywhere, even
+from a test, appears without this module knowing it. Records of a study nobody registered are
+listed in a generic table (cells.generic_section).
 """
 
-import importlib
+import datetime as _dt
 import json
-import pkgutil
 from pathlib import Path
 
+from ..bench import base
+from ..cells import generic_section
 from ..errors import DataError
 from ..records import atomic_write_text, read_records
-from . import html
-from .html import SECTIONS, section  # noqa: F401  (the registry, for section modules)
+from ..sections import Details, Note, Table
+from ..stats import by_study
+from ..units import format_size
+from . import render
 
-_CORE = {"html", "summary", "figures"}
-
-
-def load_sections() -> dict:
-    """Import every section module of climio.report; return the registry."""
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name not in _CORE and not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-    return SECTIONS
+_PLATFORM_FIRST = ("host", "os", "kernel", "machine", "cpu", "ram_bytes", "filesystem", "versions", "platform_id")
 
 
 def read_platform(run_dir: Path):
@@ -43,16 +38,79 @@ def read_platform(run_dir: Path):
     return data, None
 
 
+def flatten(d, prefix="") -> list:
+    out = []
+    keys = list(d)
+    if not prefix:
+        keys = [k for k in _PLATFORM_FIRST if k in d] + [k for k in keys if k not in _PLATFORM_FIRST]
+    for k in keys:
+        v, name = d[k], f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out += flatten(v, name + ".")
+        else:
+            out.append((name, v))
+    return out
+
+
+def provenance_blocks(platform, platform_error, records) -> list:
+    """The platform table, collapsed, with warnings (missing platform.json, foreign records) outside."""
+    blocks = []
+    if platform_error:
+        blocks.append(Note(platform_error))
+    if platform:
+        rows = []
+        for key, value in flatten(platform):
+            if key == "ram_bytes" and isinstance(value, (int, float)):
+                value = f"{format_size(value)} ({value} B)"
+            elif isinstance(value, list):
+                value = ", ".join(map(str, value))
+            elif value is None:
+                value = "— (not available)"
+            rows.append([key, value])
+        pid = platform.get("platform_id")
+        other = sorted({r.get("platform_id", "") for r in records} - {pid})
+        if pid and other:
+            blocks.append(Note(f"Records from other platforms than platform.json describes ({pid}): "
+                               f"{', '.join(o or '(none)' for o in other)}."))
+        fs = platform.get("filesystem") or {}
+        blocks.append(Details(f"Platform {platform.get('host', '?')}, {fs.get('type', '?')} at "
+                              f"{fs.get('mount', '?')}, id {pid} ({len(rows)} items)",
+                              [Table(["item", "value"], rows, numeric=False)]))
+    return blocks
+
+
+def sections_and_findings(records) -> tuple:
+    """([Section], [Finding]) of every study in the records, in order of first appearance."""
+    sections, findings = [], []
+    for study, recs in by_study(records).items():
+        st = base.find(study)
+        if st is None:
+            sections.append(generic_section(study, recs))
+            continue
+        sections.append(st.section(recs))
+        findings += st.findings(recs)
+    return sections, findings
+
+
 def render_report(run_dir, out=None) -> Path:
     """Write the report of `run_dir` to `out` (default RUN_DIR/report.html); return its path."""
     run_dir = Path(run_dir).expanduser()
+    if (run_dir / "meta.json").is_file() and not (run_dir / "records.jsonl").is_file():
+        raise DataError(f"{run_dir} is a trace directory: use `climio trace report {run_dir}`")
     records = read_records(run_dir)
     if not records:
         raise DataError(f"no records in {run_dir / 'records.jsonl'}: nothing to report")
-    load_sections()
     platform, note = read_platform(run_dir)
-    ctx = {"run_dir": run_dir, "platform": platform}
-    text = html.page(run_dir.resolve(), records, platform, note, html.render_sections(records, ctx))
+    sections, findings = sections_and_findings(records)
+    times = sorted(str(r.get("time")) for r in records if r.get("time"))
+    studies = list(by_study(records))
+    meta = [("run directory", str(run_dir.resolve())),
+            ("report generated", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")),
+            ("records", f"{len(records)} ({', '.join(studies)})")]
+    if times:
+        meta.append(("measured", f"{times[0]} … {times[-1]}"))
+    text = render.page(f"climio report — {run_dir.resolve().name}", meta, sections, findings,
+                       provenance=provenance_blocks(platform, note, records))
     out = Path(out) if out else run_dir / "report.html"
     try:
         atomic_write_text(out, text)

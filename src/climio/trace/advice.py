@@ -296,15 +296,15 @@ def _library_min_read(an, facts, io):
 def _file_per_process(an, facts, io):
     f = facts["file_per_process"]
     t = f.get("time") or {}
-    if f.get("ranks", 0) < FPP_MIN_RANKS or f.get("files", 0) < FPP_MIN_RANKS or not t.get("max_over_mean") \
-            or t["max_over_mean"] < FPP_IMBALANCE:
+    if f.get("ranks", 0) < FPP_MIN_RANKS or f.get("files", 0) < FPP_MIN_RANKS or not t.get("imbalance") \
+            or t["imbalance"] < FPP_IMBALANCE:
         return []
     slow = max(f["per_rank"], key=lambda r: r["time_s"])
     b = f["bytes"]
     return [_finding(
         "file-per-process-imbalance", t["max"] - t["mean"], io,
         f"{f['ranks']} ranks each use their own files ({f['files']} files): time min / mean / max "
-        f"{t['min']:.3g} / {t['mean']:.3g} / {t['max']:.3g} s (max/mean {t['max_over_mean']:.2f}, slowest "
+        f"{t['min']:.3g} / {t['mean']:.3g} / {t['max']:.3g} s (max/mean {t['imbalance']:.2f}, slowest "
         f"{slow['rank']}); bytes min / mean / max {format_size(b['min'])} / {format_size(b['mean'])} / "
         f"{format_size(b['max'])}.",
         {"files": f["files"], "ranks": f["ranks"], "time": t, "bytes": b, "slowest": slow["rank"]},

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import layout
 from ..errors import InputError
+from ..stats import rank_spread
 from .reader import FLAG_FAILED, LAYER_IDS, LAYERS
 
 # Top of the stack first: the order of the flow figure's rows and of every layer table.
@@ -80,8 +81,8 @@ DEFINITIONS = {
                            "previous read of the same variable and process when the cache holds them (an estimate).",
     "cache fit": "whether the variable's chunk cache (cache_bytes) holds every chunk one read touches: "
                  "fits, does not fit, or chunk larger than cache (HDF5 then bypasses the cache).",
-    "imbalance": "over the ranks that call the function: max / mean, and (max - mean) / max = the share "
-                 "of the slowest rank's time a perfect balance would save.",
+    "imbalance": "over the ranks that call the function: max / mean (1 = balanced); idle share = "
+                 "(max - mean) / max, the share of the slowest rank's time a perfect balance would save.",
 }
 
 _READ_RE = re.compile(r"read(?!dir|link|ahead)|^nc_get_var|^ncmpi_get_var", re.I)
@@ -115,13 +116,8 @@ def _s(ns) -> float:
 
 
 def imbalance(values) -> dict:
-    """min / mean / max of per-rank times, max / mean and (max - mean) / max."""
-    v = np.asarray([x for x in values if x is not None], dtype=float)
-    if not len(v):
-        return {"n": 0, "min": None, "mean": None, "max": None, "max_over_mean": None, "imbalance": None}
-    mean, mx = float(v.mean()), float(v.max())
-    return {"n": int(len(v)), "min": float(v.min()), "mean": mean, "max": mx,
-            "max_over_mean": mx / mean if mean > 0 else None, "imbalance": (mx - mean) / mx if mx > 0 else 0.0}
+    """Per-rank spread with stats.rank_spread's definitions (imbalance = max / mean)."""
+    return rank_spread(values)
 
 
 # --- nesting ----------------------------------------------------------------------------------------

@@ -113,9 +113,9 @@ def text(facts, findings) -> str:
     rk = facts["ranks"]
     if rk["main"]:
         out += ["", f"Per rank ({len(rk['units'])}): main functions of each layer, over the ranks calling them"]
-        out += _cols(["function", "layer", "ranks", "min [s]", "mean [s]", "max [s]", "max/mean", "imbalance"],
+        out += _cols(["function", "layer", "ranks", "min [s]", "mean [s]", "max [s]", "imbalance (max/mean)", "idle share"],
                      [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
-                       _t(m["max_over_mean"]), _pct(m["imbalance"])] for m in rk["main"]])
+                       _t(m["imbalance"]), _pct(m["idle_share"])] for m in rk["main"]])
     if facts["files"]:
         out += ["", "Files (access at each traced layer with offsets)"]
         for f in facts["files"][:TOP_FILES]:
@@ -221,7 +221,7 @@ def html_page(facts, findings) -> str:
     parts.append(H.table(["function", "layer", "ranks calling", "min [s]", "mean [s]", "max [s]", "max/mean",
                           "imbalance"],
                          [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
-                           _t(m["max_over_mean"]), _pct(m["imbalance"])] for m in rk["main"]], cls="num"))
+                           _t(m["imbalance"]), _pct(m["idle_share"])] for m in rk["main"]], cls="num"))
 
     parts.append('<h2 id="files">Files</h2>')
     parts.append(f"<p>{e(DEFINITIONS['classification'])} {e(DEFINITIONS['size buckets'])}</p>")

@@ -32,15 +32,11 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ClimioError, InputError
 from ..options import parse_choice
+from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
 from ..records import atomic_write_text
 from ..rundir import default_run_dir, writable_dir
 
 LAYERS = ("posix", "mpiio", "netcdf", "hdf5")
-OPENMPI, HYDRA = "openmpi", "hydra"
-_LAUNCHERS = ("mpirun", "mpiexec", "orterun")
-# Set in every rank by Open MPI, PMIx and PMI launchers (srun sets PMI_RANK/PMIX_RANK with its MPI plugins;
-# SLURM_PROCID is not used: a batch script has it too, outside any step).
-_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 
 
 class CommandNotFound(ClimioError):
@@ -74,22 +70,6 @@ def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None
     return env
 
 
-def launcher_kind(command) -> str:
-    """OPENMPI or HYDRA when command[0] is an MPI launcher we know how to pass variables to."""
-    if Path(command[0]).name not in _LAUNCHERS:
-        return None
-    try:
-        out = subprocess.run([command[0], "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = out.stdout + out.stderr
-    if "Open MPI" in text or "OpenRTE" in text:
-        return OPENMPI
-    if "HYDRA" in text or "Intel(R) MPI" in text:
-        return HYDRA
-    return None
-
-
 def wrap_command(command, env_vars, kind) -> list:
     """`command` with the launcher flags that hand `env_vars` to every rank (see module doc)."""
     if kind == OPENMPI:
@@ -99,14 +79,6 @@ def wrap_command(command, env_vars, kind) -> list:
     else:
         return list(command)
     return [command[0], *flags, *command[1:]]
-
-
-def mpi_rank(env=os.environ):
-    """This process's rank when an MPI launcher (or srun) started it, else None."""
-    for name in _RANK_VARS:
-        if env.get(name, "").isdigit():
-            return int(env[name])
-    return None
 
 
 def _resolve(command) -> str:
@@ -134,7 +106,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     if max_events is not None and max_events < 1:
         raise InputError(f"--max-events must be at least 1, got {max_events}")
     _resolve(command)
-    rank = mpi_rank()
+    rank = env_rank()
     if out is None and rank is not None:
         raise InputError("running under an MPI launcher: give -o DIR so that every rank writes into the "
                          "same trace directory")
@@ -142,7 +114,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     out_dir = writable_dir(out or default_run_dir("trace")).resolve()
     excl = list(dict.fromkeys([*default_excludes(), *excludes]))
     env = dict(os.environ)
-    kind = launcher_kind(command)
+    kind = launcher_flavour(command)
     tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"))
     if kind:
         argv = wrap_command(command, tvars, kind)  # the ranks get the variables, the launcher does not

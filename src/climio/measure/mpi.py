@@ -14,15 +14,13 @@ import functools
 import os
 import shlex
 import shutil
-import signal
 import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .errors import InputError, NativeError
-from .records import parse_line
+from ..errors import InputError, NativeError
+from .procs import failure_line, stream_records  # noqa: F401  (failure_line: re-exported)
 
 # Open MPI refuses root unless told twice; a benchmark the user started as root is their call.
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -68,7 +66,7 @@ class Launcher:
         return cmd
 
     def env(self) -> dict:
-        from .native import child_env
+        from ..native import child_env
         env = child_env()
         if os.geteuid() == 0:
             env.update(ROOT_ENV)
@@ -98,17 +96,13 @@ class Launcher:
         return [*self.prefix(), *argv]
 
 
-_OPEN_MPI = {}
-
-
 def _is_open_mpi(exe) -> bool:
-    if exe not in _OPEN_MPI:
-        try:
-            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
-            _OPEN_MPI[exe] = "Open MPI" in out.stdout + out.stderr
-        except (OSError, subprocess.SubprocessError):
-            _OPEN_MPI[exe] = False
-    return _OPEN_MPI[exe]
+    return _flavour_of(exe) == OPENMPI
+
+
+@functools.lru_cache(maxsize=None)
+def _flavour_of(exe):
+    return launcher_flavour([exe])
 
 
 @functools.lru_cache(maxsize=None)
@@ -125,60 +119,81 @@ def open_mpi_io_components() -> tuple:
             if line.strip().startswith("MCA io:"))
 
 
-def failure_line(stderr: str, program: str) -> str:
-    """The one line that says why an MPI launch failed."""
-    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
-    own = [l for l in lines if l.startswith(f"{program}: error:")]
-    if own:
-        return own[0][len(f"{program}: error:"):].strip()
-    useful = [l for l in lines if not set(l) <= set("-=*") and not l.startswith(("[", "*** "))]
-    return useful[0] if useful else "no message"
-
-
 def stream_mpi(launcher: Launcher, argv, on_record, cwd=None) -> None:
-    """Launch `argv` under `launcher`, hand every record line of stdout to `on_record`, and turn
-    a failure (non-zero exit, a launcher that cannot start, a timeout) into a one-line NativeError.
-    The whole process group is killed on timeout or interruption, so no rank is left behind."""
-    cmd = launcher.command(argv)
+    """Launch `argv` under `launcher` and stream its records (measure.procs: timeout, group kill,
+    one-line NativeError naming the launch)."""
     program = Path(argv[0]).name
+    stream_records(launcher.command(argv), on_record, env=launcher.env(), cwd=cwd, timeout_s=launcher.timeout_s,
+                   what=f"{launcher.describe()} {program}", program=program)
+
+
+# --- where this process runs: rank, size and launcher flavour from the environment ------------------
+
+# Set in every rank by Open MPI, PMIx and PMI launchers (srun sets PMI_RANK/PMIX_RANK with its MPI
+# plugins). SLURM_PROCID alone is not used: a batch script has it too, outside any step.
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+OPENMPI, HYDRA = "openmpi", "hydra"
+LAUNCHER_NAMES = ("mpirun", "mpiexec", "orterun")
+
+
+def _env_int(env, name):
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                                env=launcher.env(), cwd=cwd, start_new_session=True)
-    except OSError as exc:
-        raise NativeError(f"cannot start {cmd[0]}: {exc.strerror}") from None
-    timed_out = threading.Event()
+        return int(env[name])
+    except (KeyError, ValueError):
+        return None
 
-    def on_timeout():
-        timed_out.set()
-        _kill_group(proc)
 
-    timer = threading.Timer(launcher.timeout_s, on_timeout)
-    timer.start()
-    stderr_chunks = []
-    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
-    reader.start()
+def env_rank(env=None):
+    """This process's rank when an MPI launcher (or srun with an MPI plugin) started it, else None."""
+    env = os.environ if env is None else env
+    for name in RANK_VARS:
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    return None
+
+
+def env_size(env=None):
+    """The number of ranks the launcher started, from its environment; None when none says so.
+
+    Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE, MPICH/Intel MPI's hydra PMI_SIZE, and srun
+    SLURM_STEP_NUM_TASKS together with SLURM_PROCID. SLURM_NTASKS is not used: an sbatch script
+    with -n 4 has it (and SLURM_PROCID=0) but is one process, not a launch."""
+    env = os.environ if env is None else env
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        n = _env_int(env, name)
+        if n is not None:
+            return n
+    if "SLURM_PROCID" in env:
+        return _env_int(env, "SLURM_STEP_NUM_TASKS")
+    return None
+
+
+def under_mpi(env=None) -> bool:
+    """True only in a process that a launcher started as one rank of a multi-rank job.
+
+    A launcher that gives a size decides (a 1-rank mpirun is not parallel). PMIX_RANK without any
+    size (a PMIx-only launcher) counts as parallel: every rank then decides the same way, and a
+    1-rank run of the parallel path is still correct. Child processes of a rank inherit these
+    variables, so ask in the rank itself, not in a program it starts."""
+    env = os.environ if env is None else env
+    n = env_size(env)
+    if n is not None:
+        return n > 1
+    return "PMIX_RANK" in env
+
+
+def launcher_flavour(command):
+    """OPENMPI or HYDRA when command[0] is an MPI launcher whose variable-passing flags we know
+    (`mpirun --version` says which)."""
+    if Path(command[0]).name not in LAUNCHER_NAMES:
+        return None
     try:
-        for line in proc.stdout:
-            if line.startswith("{"):
-                on_record(parse_line(line))
-        rc = proc.wait()
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        timer.cancel()
-    reader.join(timeout=10)
-    stderr = "".join(stderr_chunks)
-    if rc != 0:
-        if timed_out.is_set():
-            raise NativeError(f"{launcher.describe()} {program} did not finish within {launcher.timeout_s:.0f} s "
-                              "and was killed")
-        raise NativeError(f"{launcher.describe()} {program} failed (exit {rc}): {failure_line(stderr, program)}")
-
-
-def _kill_group(proc) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        out = subprocess.run([command[0], "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = out.stdout + out.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return OPENMPI
+    if "HYDRA" in text or "Intel(R) MPI" in text:
+        return HYDRA
+    return None

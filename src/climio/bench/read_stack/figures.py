@@ -9,31 +9,17 @@ Each returns None when the records hold nothing to draw. Units: rates in MB/s = 
 on log2 axes labelled in B/KiB/MiB/GiB, times in seconds.
 """
 
-import io
 import math
 
 from matplotlib.figure import Figure
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from ..units import format_size
+from ...plotting import COLOURS, DNF_MARKER, MARKERS, log2_size_axis, to_png, wall_cpu_legend
+from ...units import format_size
 from .summary import (CPU, LAYER_ORDER, RATE, WALL, group_configs, pattern_sort_key, series_of,
                       syscall_table)
 
 NATIVE = ("c-posix", "c-netcdf")
-_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-            "#7f7f7f", "#bcbd22")
-_MARKERS = ("o", "s", "D", "P", "X", "^", "h", "*", "p", "<")
-DNF_MARKER = "v"
-DPI = 100
-
-
-def to_png(fig) -> bytes:
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
 
 
 def series_styles(labels_layers) -> dict:
@@ -48,26 +34,9 @@ def series_styles(labels_layers) -> dict:
         else:
             i = len(LAYER_ORDER) + extra
             extra += 1
-        styles[label] = (_COLOURS[i % len(_COLOURS)], _MARKERS[i % len(_MARKERS)],
+        styles[label] = (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)],
                          "-" if layer in NATIVE else "--")
     return styles
-
-
-def log2_size_axis(ax, which, lo, hi, max_labels=11) -> None:
-    """Log2 scale on ax's `which` ("x" or "y") axis, major ticks at powers of two labelled in
-    B/KiB/MiB/GiB (every k-th octave so that at most `max_labels` show), minor ticks every octave."""
-    (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    e0, e1 = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-    k = 1
-    while (e1 - e0) // k + 1 > max_labels:
-        k += 1
-    major = [2.0 ** e for e in range(e0, e1 + 1) if e % k == 0]
-    minor = [2.0 ** e for e in range(e0, e1 + 1)]
-    axis.set_major_locator(FixedLocator(major))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_size(v)))
-    axis.set_minor_locator(FixedLocator(minor))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def _x_limits(values):
@@ -288,14 +257,3 @@ def syscall_sizes(records):
     fig.subplots_adjust(left=1.2 / fig.get_figwidth(), right=right, top=0.9, bottom=0.15, hspace=0.12,
                         wspace=0.06)
     return to_png(fig)
-
-
-def wall_cpu_legend(fig, any_dnf: bool, dnf_label: str) -> None:
-    """The legend shared by the wall vs CPU bar figures of every study."""
-    handles = [Line2D([], [], color="#333333", linewidth=8, label="wall time (mean)"),
-               Line2D([], [], color="#a6a6a6", linewidth=6, label="CPU time = user + sys (mean)"),
-               Line2D([], [], color="#d62728", marker="|", linestyle="none", markersize=9, label="wall: 1 std")]
-    if any_dnf:
-        handles.append(Line2D([], [], color="#d62728", marker="^", linestyle="none", label=dnf_label))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))

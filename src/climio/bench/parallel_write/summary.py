@@ -8,6 +8,8 @@ first start), the honest one, and bytes / mean writer time, the thesis's.
 import json
 import statistics
 
+from ...stats import rank_spread
+
 STUDY = "parallel-write"
 SWEEP = "tune-write"   # params.sweep of the records `climio tune write` makes
 PHASES = ("open", "define", "gather", "write", "fsync", "close")
@@ -16,12 +18,9 @@ PER_REP = {"hints", "mpi_library", "library", "launcher", "stripe", "instance"}
 
 
 def rank_stats(values) -> dict:
-    """min / mean / max of per-rank times, and imbalance = max / mean (1.0 = perfectly balanced)."""
-    vals = [float(v) for v in values]
-    if not vals:
-        return {"min": None, "mean": None, "max": None, "imbalance": None}
-    mean = sum(vals) / len(vals)
-    return {"min": min(vals), "mean": mean, "max": max(vals), "imbalance": max(vals) / mean if mean > 0 else None}
+    """min / mean / max of per-rank times and imbalance = max / mean (stats.rank_spread)."""
+    st = rank_spread(values)
+    return {k: st[k] for k in ("min", "mean", "max", "imbalance")}
 
 
 def kind_of(rec) -> str:

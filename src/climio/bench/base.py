@@ -1,0 +1,139 @@
+"""The Study contract and the registry: a study is one package and one line in STUDY_MODULES.
+
+A study declares (the shape of IOR's `ior_aiori_t`: one object per backend, options in a table):
+
+    name      "read-stack"; the CLI command is `climio bench NAME`, records carry study=NAME
+    title     one line for `climio bench --help` and the report's heading
+    Grid      a dataclass: every field whose metadata comes from `option(...)` is a CLI option
+              (flag, help, metavar); the rest are derived when the grid is built
+    presets   {"full": {...}, "survey": {...}, "quick": {...}}: defaults of the Grid's fields
+    grid(preset, **values) -> Grid      parse and check the user's values (one-line InputError)
+    run(ctx, grid) -> int               measure into ctx.run (an open RunDir); records written
+    summarise(records) -> dict          pure: numbers from records (the predictor reads these too)
+    section(records) -> Section         figures and tables as data (climio.sections)
+    findings(records) -> [Finding]      the key findings this study contributes to the report
+
+`climio bench`, `climio survey` and `climio report` iterate `studies()`; nothing else lists them.
+"""
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..errors import InputError
+
+# The one registry line per study: the module that defines it (it calls register() on import).
+STUDY_MODULES = (
+    "climio.bench.read_stack",
+    "climio.bench.chunking",
+    "climio.bench.parallel_write",
+)
+
+_REGISTRY = {}
+_loaded = False
+
+
+@dataclass(frozen=True)
+class Opt:
+    """A Grid field's command-line form."""
+
+    flag: str                      # "--buffers"; "--odirect/--no-odirect" for a switch pair
+    help: str
+    metavar: Optional[str] = None  # SIZE, LIST, SHAPE, N, SECONDS, FILE, DIR ...
+    short: Optional[str] = None
+    repeat: bool = False           # may be given several times (a list of values)
+
+
+def option(flag, help, metavar=None, short=None, repeat=False) -> dict:
+    """Field metadata making a Grid field a CLI option: `field(default=..., metadata=option(...))`."""
+    return {"climio": Opt(flag, help, metavar, short, repeat)}
+
+
+def options_of(grid_cls) -> list:
+    """[(field, Opt)] of the Grid's fields that are CLI options, in declaration order."""
+    return [(f, f.metadata["climio"]) for f in dataclasses.fields(grid_cls) if "climio" in f.metadata]
+
+
+@dataclass
+class RunContext:
+    """Where a study runs: the open run directory, a data directory for generated files, and how
+    it reports progress (bars on a terminal, lines in a batch log)."""
+
+    run: Any                      # climio.rundir.RunDir
+    data_dir: str
+    progress: bool = True
+
+
+class Study:
+    """Base class of every study; subclasses set the class attributes and override the methods."""
+
+    name: str = ""
+    title: str = ""
+    Grid: type = None
+    presets: dict = {}
+
+    def grid(self, preset: str = "full", **values):
+        raise NotImplementedError
+
+    def run(self, ctx: RunContext, grid) -> int:
+        raise NotImplementedError
+
+    def summarise(self, records) -> dict:
+        raise NotImplementedError
+
+    def section(self, records):
+        raise NotImplementedError
+
+    def findings(self, records) -> list:
+        return []
+
+    def survey_grid(self, quick: bool):
+        """The grid `climio survey` runs (None: the survey skips this study)."""
+        return self.grid("quick" if quick else "survey")
+
+    def check(self, grid, data_dir) -> None:
+        """Checks before anything runs or is written (disk space, launcher); one-line errors."""
+
+
+def register(study: Study) -> Study:
+    """Add a study (an instance) to the registry; a second study of the same name is an error."""
+    if not study.name:
+        raise ValueError("a study needs a name")
+    old = _REGISTRY.get(study.name)
+    if old is not None and type(old) is not type(study):
+        raise ValueError(f"two studies named {study.name!r}: {type(old).__name__} and {type(study).__name__}")
+    _REGISTRY[study.name] = study
+    return study
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for mod in STUDY_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+
+
+def studies() -> list:
+    """Every registered study, the built-in ones first in STUDY_MODULES order."""
+    _load()
+    return list(_REGISTRY.values())
+
+
+def get(name: str) -> Study:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InputError(f"unknown study '{name}': choose from {', '.join(_REGISTRY)}") from None
+
+
+def find(name: str) -> Optional[Study]:
+    """The study that wrote records named `name`, or None (records of an unknown study)."""
+    _load()
+    return _REGISTRY.get(name)
