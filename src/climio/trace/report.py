@@ -5,7 +5,7 @@
     to_json(facts, findings) -> str           everything, machine-readable
     html_page(facts, findings) -> str         self-contained page with figures (climio.report.html helpers)
     render(trace_dir, fmt, out, say)          the command: text/json to stdout or FILE, html to FILE
-                                              (default DIR/report.html)
+                                              (default DIR/report.html, or LOG.darshan.html for a Darshan log)
 """
 
 import json
@@ -17,7 +17,7 @@ from ..report import html as H
 from ..units import format_size
 from . import advice, figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
-from .reader import read_trace
+from .reader import Trace, read_input
 
 FORMATS = ("text", "json", "html")
 TOP_FUNCTIONS = 20
@@ -26,7 +26,14 @@ TOP_FILES = 8
 
 
 def build(trace_dir):
-    an = analyse(read_trace(trace_dir))
+    """A trace directory, or a Darshan log file (counters path: climio.trace.counters)."""
+    src = read_input(trace_dir)
+    if not isinstance(src, Trace):
+        from . import counters
+        ca = counters.analyse_log(src)
+        facts = ca.to_dict()
+        return facts, counters.findings(ca, facts)
+    an = analyse(src)
     facts = an.to_dict()
     return facts, advice.findings(an, facts)
 
@@ -298,7 +305,8 @@ def render(trace_dir, fmt="text", out=None, say=print):
         body = to_json(facts, found) + "\n"
     else:
         body = html_page(facts, found)
-        out = Path(out) if out else Path(trace_dir).expanduser() / "report.html"
+        src = Path(trace_dir).expanduser()
+        out = Path(out) if out else src / "report.html" if src.is_dir() else src.with_name(src.name + ".html")
     if out is None:
         print(body, end="")
         return None

@@ -1,0 +1,554 @@
+"""The counters-based path of the trace analysis: a Darshan log's per-file, per-rank counters
+(climio.trace.darshan_log) summarised into the same facts Analysis.to_dict() gives for a climio
+trace, and judged by the same advice rules (climio.trace.advice), without inventing events.
+
+    analyse_log(log) -> CountersAnalysis;  .to_dict() -> facts;  findings(ca, facts) -> list
+
+Where the log has DXT segments (real events), they are analysed by climio.trace.analysis as a
+trace and supply what counters cannot: access classes from real offsets, timelines, the call-path
+flow (nesting inferred by time), and same-offset independent writes.
+
+How counters stand in for events (also in DEFINITIONS_DARSHAN, shown with the report):
+  - calls: Darshan's operation counts per class (reads, writes, metadata: opens, seeks, stats, syncs).
+  - inclusive time: Darshan's cumulative read / write / metadata time of a layer. Exclusive time is
+    estimated per file: a layer's time minus the time of the next lower layer present on that file
+    (netCDF (PnetCDF) > HDF5 > MPI-IO > POSIX; STDIO stands alone). Traced I/O time sums, per file, the
+    top layer's time (and STDIO's).
+  - access classes (POSIX only): per record, transitions = operations - streams (one stream per rank),
+    consecutive / sequential from Darshan's CONSEC_ / SEQ_ counters, strided when one of Darshan's four
+    most common strides (a gap: offset - end of the previous access) covers >= ACCESS_SHARE of the
+    transitions; climio's stride (offset - previous offset) is that gap plus the most common size.
+    MPI-IO and STDIO have no such counters: their class is "unknown" without DXT.
+  - request sizes: Darshan's histogram (the same buckets); "small" (< 64 KiB) counts the buckets up to
+    10 KiB, plus those of the 10-100 KiB bucket that Darshan's four most common sizes place below 64 KiB.
+  - per rank: exact for files a rank opened alone; a file shared by all ranks (one reduced record)
+    is spread evenly over the ranks in per-rank tables, and its fastest / slowest rank are listed in
+    facts["darshan"]["shared_files"].
+"""
+
+from collections import Counter
+from datetime import datetime, timezone
+
+import numpy as np
+
+from . import advice
+from .analysis import ACCESS_SHARE, DEFINITIONS, LAYER_ORDER, MAIN_PER_LAYER, OFFSET_LAYERS, SIZE_BUCKETS, \
+    analyse, imbalance
+from .darshan_log import FUNCTION_NAMES
+
+KiB = 1024
+SMALL_CERTAIN_BUCKETS = 3      # 0-100, 100-1K, 1K-10K: wholly below SMALL_REQUEST_BYTES
+SMALL_SPLIT_BUCKET = 3         # 10K-100K: straddles it; split by Darshan's common access sizes
+CHAIN = ("netcdf", "hdf5", "mpiio", "posix")  # top to bottom; stdio stands alone
+
+DEFINITIONS_DARSHAN = {
+    "calls (Darshan)": "Darshan's operation counts per class: reads, writes and metadata operations "
+                       "(opens, seeks, stats, syncs, set_view); Darshan does not name the functions.",
+    "inclusive time (Darshan)": "the cumulative read, write and metadata time Darshan recorded for the layer.",
+    "exclusive time (Darshan)": "estimated: a layer's time on a file minus the time of the next lower layer "
+                                "recorded on that file (Darshan records no nesting).",
+    "traced I/O time (Darshan)": "over files, the time of the top layer recorded on the file, plus STDIO time.",
+    "process time (Darshan)": "number of processes x the job's run time.",
+    "access classes (Darshan)": "POSIX only, from Darshan's counters: transitions = operations - ranks, "
+                                "consecutive / sequential from CONSEC_ / SEQ_, strided when one of the four most "
+                                "common strides (gap after the previous access) covers the threshold share; "
+                                "the stride shown is that gap plus the most common request size. MPI-IO and "
+                                "STDIO: unknown unless DXT recorded the offsets.",
+    "small requests (Darshan)": "requests in the buckets up to 10 KiB, plus those of the 10-100 KiB bucket "
+                                "that Darshan's four most common access sizes place below the threshold; "
+                                "STDIO has no histogram: all its operations count as small when their mean "
+                                "size is below the threshold.",
+    "shared files (Darshan)": "a file opened by all ranks has one record summed over them; per-rank tables "
+                              "spread it evenly, and its fastest and slowest rank times are listed separately.",
+}
+
+
+def _iso(epoch):
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds") if epoch else None
+
+
+class CountersAnalysis:
+    def __init__(self, log):
+        self.log = log
+        self.recs = [r for r in log.records if r.reads or r.writes or r.meta_ops or r.time > 0]
+        job = log.job
+        n = job["nprocs"] or (1 + max([r.rank for r in self.recs] + [0]))
+        self.nprocs = n
+        self.units = [f"rank {i}" for i in range(n)]
+        self.process_time = n * job["run_time_s"]
+        self.dxt = analyse(log.dxt) if log.dxt is not None else None
+        self.dxt_facts = self.dxt.to_dict() if self.dxt is not None else None
+        self.files_of = {}
+        for r in self.recs:
+            self.files_of.setdefault(r.file, []).append(r)
+        self._excl = self._exclusive()
+        self.io_time = sum(self._top_time(rs) for rs in self.files_of.values())
+
+    # --- helpers ---
+
+    def share(self, t):
+        return t / self.process_time if self.process_time > 0 else 0.0
+
+    def _layer_time(self, rs, layer):
+        return sum(r.time for r in rs if r.layer == layer)
+
+    def _top_time(self, rs):
+        present = [l for l in CHAIN if any(r.layer == l for r in rs)]
+        return (self._layer_time(rs, present[0]) if present else 0.0) + self._layer_time(rs, "stdio")
+
+    def _exclusive(self) -> dict:
+        """(file, layer) -> estimated exclusive time."""
+        out = {}
+        for f, rs in self.files_of.items():
+            present = [l for l in CHAIN if any(r.layer == l for r in rs)]
+            for i, l in enumerate(present):
+                below = self._layer_time(rs, present[i + 1]) if i + 1 < len(present) else 0.0
+                out[(f, l)] = max(0.0, self._layer_time(rs, l) - below)
+            out[(f, "stdio")] = self._layer_time(rs, "stdio")
+        return out
+
+    def _per_rank(self, recs, value) -> np.ndarray:
+        """Per-rank sums of value(record); a shared record (rank -1) spread evenly over the ranks."""
+        out = np.zeros(self.nprocs)
+        for r in recs:
+            v = value(r)
+            if r.rank < 0:
+                out += v / max(self.nprocs, 1)
+            elif r.rank < self.nprocs:
+                out[r.rank] += v
+        return out
+
+    def _ranks_of(self, recs) -> set:
+        if any(r.rank < 0 for r in recs):
+            return set(range(self.nprocs))
+        return {r.rank for r in recs}
+
+    # --- sections ---
+
+    def layers(self) -> list:
+        rows = []
+        for name in LAYER_ORDER:
+            rs = [r for r in self.recs if r.layer == name]
+            if not rs:
+                continue
+            incl = sum(r.time for r in rs)
+            excl = sum(v for (f, l), v in self._excl.items() if l == name)
+            rows.append({"layer": name, "calls": sum(r.reads + r.writes + r.meta_ops for r in rs),
+                         "time_incl_s": incl, "time_excl_s": excl, "share_incl": self.share(incl),
+                         "share_excl": self.share(excl), "bytes_read": sum(r.bytes_read for r in rs),
+                         "bytes_written": sum(r.bytes_written for r in rs), "ranks": len(self._ranks_of(rs)),
+                         "modules": sorted({r.module for r in rs})})
+        return rows
+
+    def _classes(self):
+        """(module, class, layer, kind, calls(r), time(r), bytes(r))."""
+        for mod, (rd, wr, md) in FUNCTION_NAMES.items():
+            for cls, name, kind in ((0, rd, "read"), (1, wr, "write"), (2, md, "other")):
+                if name is None:
+                    continue
+                calls = (lambda r: r.reads) if cls == 0 else (lambda r: r.writes) if cls == 1 else (lambda r: r.meta_ops)
+                time = (lambda r: r.read_time) if cls == 0 else (lambda r: r.write_time) if cls == 1 \
+                    else (lambda r: r.meta_time)
+                nbytes = (lambda r: r.bytes_read) if cls == 0 else (lambda r: r.bytes_written) if cls == 1 \
+                    else (lambda r: 0)
+                yield mod, name, kind, calls, time, nbytes
+
+    def functions(self) -> list:
+        rows = []
+        for mod, name, kind, calls, time, nbytes in self._classes():
+            rs = [r for r in self.recs if r.module == mod and (calls(r) or time(r) > 0)]
+            if not rs:
+                continue
+            layer = rs[0].layer
+            c, t, b = sum(calls(r) for r in rs), sum(time(r) for r in rs), sum(nbytes(r) for r in rs)
+            per = self._per_rank(rs, time)
+            ex = self._class_exclusive(rs, kind, time)
+            row = {"layer": layer, "function": name, "module": mod, "calls": c, "failed": 0, "time_incl_s": t,
+                   "time_excl_s": ex, "share_incl": self.share(t), "share_excl": self.share(ex), "bytes": b, "kind": kind,
+                   "mean_request": b / c if (b and c) else None, "ranks": len(self._ranks_of(rs)),
+                   "max_rank_time_s": float(per.max()) if len(per) else 0.0}
+            if mod in ("MPI-IO", "PNETCDF_VAR", "H5D") and kind != "other":
+                coll = sum((r.coll_reads if kind == "read" else r.coll_writes) for r in rs)
+                row.update(collective=coll, independent=c - coll)
+            rows.append(row)
+        rows.sort(key=lambda r: (LAYER_ORDER.index(r["layer"]), -r["time_incl_s"]))
+        return rows
+
+    def _class_exclusive(self, rs, kind, time) -> float:
+        """Estimated exclusive time of one operation class: per file, its time minus the same class's
+        time in the next lower layer recorded on that file (H5Dwrite - MPI-IO writes - POSIX writes)."""
+        attr = {"read": "read_time", "write": "write_time", "other": "meta_time"}[kind]
+        out = 0.0
+        for f in {r.file for r in rs}:
+            mine = sum(time(r) for r in rs if r.file == f)
+            layer = rs[0].layer
+            below = 0.0
+            if layer in CHAIN:
+                lower = [l for l in CHAIN[CHAIN.index(layer) + 1:] if any(r.layer == l for r in self.files_of[f])]
+                if lower:
+                    below = sum(getattr(r, attr) for r in self.files_of[f] if r.layer == lower[0])
+            out += max(0.0, mine - below)
+        return out
+
+    def flow(self, functions) -> dict:
+        if self.dxt_facts is not None:
+            return self.dxt_facts["flow"]
+        nodes = [{"id": i, "layer": f["layer"], "function": f["function"], "calls": f["calls"],
+                  "time_s": f["time_incl_s"], "max_rank_time_s": f["max_rank_time_s"], "ranks": f["ranks"],
+                  "bytes": f["bytes"]} for i, f in enumerate(functions)]
+        return {"nodes": nodes, "edges": []}
+
+    def ranks(self) -> dict:
+        main = []
+        for name in LAYER_ORDER:
+            cands = []
+            for mod, fname, kind, calls, time, nbytes in self._classes():
+                rs = [r for r in self.recs if r.module == mod and r.layer == name and (calls(r) or time(r) > 0)]
+                if rs:
+                    cands.append((sum(time(r) for r in rs), fname, rs, time))
+            cands.sort(key=lambda c: -c[0])
+            for _, fname, rs, time in cands[:MAIN_PER_LAYER]:
+                per = self._per_rank(rs, time)
+                called = self._ranks_of(rs)
+                times = [float(per[i]) if i in called else None for i in range(self.nprocs)]
+                main.append({"layer": name, "function": fname, "per_rank_s": times, "ranks_calling": len(called),
+                             "shared_spread_evenly": any(r.rank < 0 for r in rs), **imbalance(times)})
+        io = np.zeros(self.nprocs)
+        for f, rs in self.files_of.items():
+            present = [l for l in CHAIN if any(r.layer == l for r in rs)]
+            top = [r for r in rs if (present and r.layer == present[0]) or r.layer == "stdio"]
+            io += self._per_rank(top, lambda r: r.time)
+        by_layer = {}
+        for name in OFFSET_LAYERS + ("netcdf", "hdf5"):
+            rs = [r for r in self.recs if r.layer == name and (r.bytes_read or r.bytes_written)]
+            if rs:
+                by_layer[name] = [int(round(b)) for b in self._per_rank(rs, lambda r: r.bytes_read + r.bytes_written)]
+        return {"units": self.units, "io_time_s": io.tolist(), "bytes_by_layer": by_layer,
+                "io_imbalance": imbalance(io.tolist()), "main": main}
+
+    def shared_files(self) -> list:
+        out = []
+        for r in self.recs:
+            if r.rank >= 0 or not r.slowest or r.slowest["time_s"] <= 0:
+                continue
+            mean = r.time / max(self.nprocs, 1)
+            out.append({"file": r.name, "module": r.module, "layer": r.layer, "ranks": self.nprocs,
+                        "fastest_rank": r.fastest["rank"], "fastest_time_s": r.fastest["time_s"],
+                        "fastest_bytes": r.fastest["bytes"], "slowest_rank": r.slowest["rank"],
+                        "slowest_time_s": r.slowest["time_s"], "slowest_bytes": r.slowest["bytes"],
+                        "mean_time_s": mean, "variance_time": r.variance_time,
+                        "max_over_mean": r.slowest["time_s"] / mean if mean > 0 else None})
+        out.sort(key=lambda s: -s["slowest_time_s"])
+        return out
+
+    def classify(self, rs, kind) -> dict:
+        """Darshan-counter classification of the `kind` accesses of records `rs` (one file, one layer)."""
+        n = sum(r.reads if kind == "read" else r.writes for r in rs)
+        out = {"accesses": n, "unknown_offset": 0, "transitions": 0, "consecutive": 0, "sequential": 0,
+               "classification": "unknown", "stride": None, "streams": {}, "source": "darshan counters"}
+        if any(r.consec_reads is None for r in rs):
+            out["unknown_offset"] = n
+            return out
+        streams, strides = Counter(), Counter()
+        for r in rs:
+            ops = r.reads if kind == "read" else r.writes
+            if not ops:
+                continue
+            k = self.nprocs if r.rank < 0 else 1
+            t = max(ops - k, 0)
+            c = min(r.consec_reads if kind == "read" else r.consec_writes, t)
+            q = min(r.seq_reads if kind == "read" else r.seq_writes, t)
+            gap, gap_n = max(((g, m) for g, m in r.gaps if g > 0), key=lambda x: x[1], default=(0, 0))
+            if t == 0:
+                cls = "single"
+            elif c >= ACCESS_SHARE * t:
+                cls = "consecutive"
+            elif gap_n >= ACCESS_SHARE * t:
+                cls = "strided"
+                size = max(r.access, key=lambda a: a[1])[0] if r.access else 0
+                strides[gap + size] += ops
+            elif q >= ACCESS_SHARE * t:
+                cls = "sequential"
+            else:
+                cls = "random"
+            streams[cls] += ops
+            out["transitions"] += t
+            out["consecutive"] += c
+            out["sequential"] += q
+        out["streams"] = dict(streams)
+        if streams:
+            worse = ("single", "consecutive", "sequential", "strided", "repeated", "random")
+            out["classification"] = max(streams, key=lambda k: (streams[k], worse.index(k)))
+        if out["classification"] == "strided" and strides:
+            out["stride"] = strides.most_common(1)[0][0]
+        return out
+
+    def files(self) -> list:
+        dxt_access = {}
+        if self.dxt_facts is not None:
+            for e in self.dxt_facts["files"]:
+                for a in e["access"]:
+                    dxt_access[(e["file"], a["layer"], a["kind"])] = (a, e)
+        out = []
+        for f, rs in self.files_of.items():
+            entry = {"file": f, "calls": sum(r.reads + r.writes + r.meta_ops for r in rs),
+                     "time_s": self._top_time(rs), "ranks": [self.units[i] for i in sorted(self._ranks_of(rs))
+                                                             if i < self.nprocs],
+                     "modules": sorted({r.module for r in rs}), "access": []}
+            lowest = None
+            for lname in OFFSET_LAYERS:
+                lr = [r for r in rs if r.layer == lname]
+                for kind in ("read", "write"):
+                    kr = [r for r in lr if (r.reads if kind == "read" else r.writes)]
+                    if not kr:
+                        continue
+                    lowest = lowest or lname
+                    count = sum(r.reads if kind == "read" else r.writes for r in kr)
+                    nbytes = sum(r.bytes_read if kind == "read" else r.bytes_written for r in kr)
+                    hists = [r.hist_read if kind == "read" else r.hist_write for r in kr]
+                    hist = np.sum([h for h in hists if h is not None], axis=0).tolist() if any(
+                        h is not None for h in hists) else [0] * len(SIZE_BUCKETS)
+                    sizes = Counter()
+                    for r in kr:
+                        for s, c in r.access:
+                            sizes[s] += c
+                    acc = {"layer": lname, "kind": kind, "count": count, "bytes": nbytes,
+                           "time_s": sum(r.read_time if kind == "read" else r.write_time for r in kr),
+                           "histogram": dict(zip(SIZE_BUCKETS, map(int, hist))),
+                           "histogram_known": any(h is not None for h in hists),
+                           "top_sizes": [[int(s), int(c)] for s, c in sizes.most_common(4)],
+                           **self.classify(kr, kind)}
+                    d = dxt_access.get((f, lname, kind))
+                    if d is not None:
+                        a, e = d
+                        acc.update({k: a[k] for k in ("accesses", "unknown_offset", "transitions", "consecutive",
+                                                      "sequential", "classification", "stride", "streams")})
+                        acc["source"] = "DXT events"
+                        acc["dxt_count"] = a["count"]
+                    entry["access"].append(acc)
+            base = [r for r in rs if r.layer == lowest] if lowest else []
+            entry["bytes_read"] = sum(r.bytes_read for r in base) if base else sum(
+                r.bytes_read for r in rs if r.layer == max((r.layer for r in rs), key=CHAIN_RANK))
+            entry["bytes_written"] = sum(r.bytes_written for r in base) if base else sum(
+                r.bytes_written for r in rs if r.layer == max((r.layer for r in rs), key=CHAIN_RANK))
+            entry["timeline_layer"] = lowest
+            dx = next((e for (ff, l, _), (_, e) in dxt_access.items() if ff == f and l == lowest), None)
+            if dx is not None and dx.get("timeline_layer") == lowest and dx.get("timeline"):
+                entry["timeline"] = dx["timeline"]
+            out.append(entry)
+        out.sort(key=lambda e: -(e["bytes_read"] + e["bytes_written"]))
+        return out
+
+    def file_per_process(self) -> dict:
+        """As Analysis.file_per_process, from the POSIX and STDIO records (else all) of files one rank used."""
+        recs = [r for r in self.recs if not pseudo_file(r.file) and (r.reads or r.writes)]
+        data = [r for r in recs if r.layer in ("posix", "stdio")] or recs
+        users = {}
+        for r in data:
+            users.setdefault(r.file, set()).update(self._ranks_of([r]))
+        own = {f for f, u in users.items() if len(u) == 1}
+        if not users:
+            return {"files": 0, "ranks": 0}
+        rs = [r for r in data if r.file in own]
+        per_t, per_b = {}, {}
+        for r in rs:
+            per_t[r.rank] = per_t.get(r.rank, 0.0) + r.time
+            per_b[r.rank] = per_b.get(r.rank, 0) + r.bytes_read + r.bytes_written
+        ranks = sorted(per_t)
+        return {"files": len(own), "shared_files": len(users) - len(own), "ranks": len(ranks),
+                "time": imbalance([per_t[k] for k in ranks]), "bytes": imbalance([per_b[k] for k in ranks]),
+                "per_rank": [{"rank": self.units[k] if 0 <= k < self.nprocs else f"rank {k}", "time_s": per_t[k],
+                              "bytes": int(per_b[k])} for k in ranks]}
+
+    def to_dict(self) -> dict:
+        log, job = self.log, self.log.job
+        functions = self.functions()
+        notes = list(log.notes) + list(log.limits)
+        nd = findings_not_checked(self)
+        notes.append("Darshan log: rules not checked: " + "; ".join(f"{r} ({why})" for r, why in nd))
+        events = len(log.dxt.events) if log.dxt is not None else 0
+        procs = [{"host": (log.dxt.procs[[p.rank for p in log.dxt.procs].index(i)].host
+                           if log.dxt is not None and i in [p.rank for p in log.dxt.procs] else None),
+                  "pid": None, "rank": i, "label": self.units[i],
+                  "events": int((log.dxt.events["rank"] == i).sum()) if log.dxt is not None else 0,
+                  "end": None, "dropped": 0, "partial": False, "notes": []} for i in range(self.nprocs)]
+        present = [l for l in LAYER_ORDER if any(r.layer == l for r in self.recs)]
+        facts = {
+            "source": "darshan",
+            "trace": {"path": str(log.path), "partial": any(n.startswith("partial:") for n in log.notes),
+                      "notes": notes, "command": job["exe"].split() if job["exe"] else None, "exit_status": None,
+                      "start": _iso(job["start_epoch_s"]), "end": _iso(job["end_epoch_s"]), "host": None,
+                      "events": events, "processes": procs, "units": self.nprocs, "wall_s": job["run_time_s"],
+                      "process_time_s": self.process_time, "io_time_s": self.io_time,
+                      "io_share": self.share(self.io_time), "layers_present": present},
+            "definitions": {**DEFINITIONS, **DEFINITIONS_DARSHAN},
+            "layers": self.layers(), "functions": functions, "flow": self.flow(functions), "ranks": self.ranks(),
+            "files": self.files(), "netcdf": {"variables": [], "reads": [], "reads_total": 0,
+                                              "reads_without_geometry": 0},
+            "shared_writes": self.dxt.shared_writes() if self.dxt is not None else [],
+            "truncation": {"calls": 0, "time_s": 0.0, "share_of_io": 0.0, "under_close": 0, "max_rank_time_s": 0.0,
+                           "close_time_s": 0.0, "functions": []},
+            "file_per_process": self.file_per_process(),
+            "darshan": {"job": job, "modules": log.modules, "dxt": log.dxt is not None, "dxt_events": events,
+                        "limits": log.limits, "shared_files": self.shared_files(),
+                        "rules_not_checked": [{"rule": r, "why": w} for r, w in nd],
+                        "records": len(log.records)},
+        }
+        return facts
+
+
+def CHAIN_RANK(layer):
+    return -CHAIN.index(layer) if layer in CHAIN else -99
+
+
+def analyse_log(log) -> CountersAnalysis:
+    return CountersAnalysis(log)
+
+
+def findings_not_checked(ca) -> list:
+    out = [("partial-chunk-compressed", "needs the netCDF layer"), ("chunk-cache-small", "needs the netCDF layer"),
+           ("close-truncate", "Darshan does not record ftruncate / MPI_File_set_size")]
+    if ca.log.dxt is None:
+        out.append(("independent-shared-writes", "needs per-call offsets (DXT)"))
+    return out
+
+
+# --- the advice rules on counters ---------------------------------------------------------------------
+
+def findings(ca, facts=None) -> list:
+    """advice.findings for a Darshan log: the rules that read only the facts run as they are; the two
+    that read events (small-requests, below-library-min-read) run on counters here."""
+    facts = facts or ca.to_dict()
+    io = facts["trace"]["io_time_s"]
+    out = []
+    out += _small_requests(ca, facts, io)
+    for rule in (advice._random_access, advice._partial_chunks, advice._chunk_cache, advice._shared_writes,
+                 advice._truncate, advice._file_per_process):
+        out.extend(rule(None, facts, io))
+    out += _library_min_read(ca, facts, io)
+    order = {"high": 0, "medium": 1, "low": 2}
+    out.sort(key=lambda f: (order[f["severity"]], -f["evidence"]["share_of_io_time"]))
+    return out
+
+
+def pseudo_file(name) -> bool:
+    """Darshan's names for the standard streams (<STDIN>, <STDOUT>, <STDERR>): terminal I/O, not files."""
+    return name.startswith("<") and name.endswith(">")
+
+
+def _small_count(r, kind) -> tuple:
+    """(requests, small requests, small sizes Counter) of one record and kind."""
+    n = r.reads if kind == "read" else r.writes
+    hist = r.hist_read if kind == "read" else r.hist_write
+    sizes = Counter({s: c for s, c in r.access if s < advice.SMALL_REQUEST_BYTES})
+    if hist is None:  # STDIO: only bytes and counts
+        nb = r.bytes_read if kind == "read" else r.bytes_written
+        return n, (n if n and nb / n < advice.SMALL_REQUEST_BYTES else 0), sizes
+    certain = sum(hist[:SMALL_CERTAIN_BUCKETS])
+    split = min(hist[SMALL_SPLIT_BUCKET], sum(c for s, c in r.access if 10 * KiB < s < advice.SMALL_REQUEST_BYTES))
+    return n, certain + split, sizes
+
+
+def _small_requests(ca, facts, io):
+    out = []
+    for kind in ("read", "write"):
+        n = n_small = 0
+        t = 0.0
+        nbytes = 0
+        sizes, per_file, issued = Counter(), Counter(), Counter()
+        mpi_calls = Counter()
+        for f, rs in ca.files_of.items():
+            if pseudo_file(f):
+                continue
+            low = next((l for l in OFFSET_LAYERS if any(r.layer == l and (r.reads if kind == "read" else r.writes)
+                                                         for r in rs)), None)
+            if low is None:
+                continue
+            fn = fs = 0
+            for r in rs:
+                if r.layer != low:
+                    continue
+                a, b, s = _small_count(r, kind)
+                fn, fs = fn + a, fs + b
+                sizes.update(s)
+                if a:
+                    frac = b / a
+                    t += (r.read_time if kind == "read" else r.write_time) * frac
+                    nbytes += int((r.bytes_read if kind == "read" else r.bytes_written) * frac) if b < a else \
+                        (r.bytes_read if kind == "read" else r.bytes_written)
+            n, n_small = n + fn, n_small + fs
+            if fs:
+                per_file[f] += fs
+                mpi = [r for r in rs if r.module == "MPI-IO"]
+                ops = sum(r.reads if kind == "read" else r.writes for r in mpi)
+                coll = sum(r.coll_reads if kind == "read" else r.coll_writes for r in mpi)
+                group = "no_mpiio" if not ops else "collective_mpiio" if coll * 2 >= ops else "independent_mpiio"
+                issued[group] += fs
+                if ops:
+                    mpi_calls[(group, low == "mpiio")] += ops
+        if n_small < advice.SMALL_REQUEST_MIN_COUNT or n_small < advice.SMALL_REQUEST_SHARE * n:
+            continue
+        top = max(issued, key=issued.get)
+        text, adv = "", advice.SMALL_ADVICE
+        if top != "no_mpiio":
+            mode = "collective" if top == "collective_mpiio" else "independent"
+            own = mpi_calls.get((top, True), 0) >= mpi_calls.get((top, False), 0)
+            if own:
+                text = f" {issued[top]} of them are {mode} MPI-IO calls (Darshan's MPI-IO counters)."
+                adv = advice.SMALL_ADVICE if mode == "collective" else advice.INDEPENDENT_ADVICE
+            else:
+                text = (f" {issued[top]} of them are on files the program accessed with {mode} MPI-IO calls "
+                        "(inferred from Darshan's MPI-IO counters of the same files: Darshan records no nesting).")
+                adv = advice.COLLECTIVE_ADVICE if mode == "collective" else advice.INDEPENDENT_ADVICE
+        nfiles = len(per_file)
+        files = [[f, int(c)] for f, c in per_file.most_common(5)]
+        where = files[0][0] if nfiles == 1 else f"{nfiles} files (most in {files[0][0]}: {files[0][1]})"
+        common = sizes.most_common(3)
+        size_text = ", ".join(f"{s} B x{c}" for s, c in common) if common else "not among Darshan's four common sizes"
+        out.append(advice._finding(
+            "small-requests", t, io,
+            f"{n_small} of {n} {kind}s are smaller than {advice.format_size(advice.SMALL_REQUEST_BYTES)} (Darshan's "
+            f"size histogram), in {where}; most common sizes: {size_text}.{text}",
+            {"kind": kind, "requests": n, "small_requests": n_small, "small_bytes": nbytes,
+             "common_sizes": [[int(s), int(c)] for s, c in common], "files": nfiles, "top_files": files,
+             "issued_by": {k: issued.get(k, 0) for k in ("collective_mpiio", "independent_mpiio", "no_mpiio")},
+             "source": "darshan counters; time estimated as the kind's time x the small share"},
+            adv))
+    return out
+
+
+def _library_min_read(ca, facts, io):
+    """Small H5D reads of datasets not recorded as chunked whose file's POSIX reads are far larger."""
+    n = req = got = 0
+    t = 0.0
+    funcs, typical = set(), Counter()
+    for f, rs in ca.files_of.items():
+        h5 = [r for r in rs if r.module == "H5D" and r.reads and not r.chunked
+              and r.bytes_read / r.reads < advice.LIBRARY_MIN_READ_BYTES]
+        px = [r for r in rs if r.layer == "posix"]
+        if not h5 or not px:
+            continue
+        # Only when every H5D read on the file is such a small read is the file's POSIX read volume theirs.
+        if any(r.module == "H5D" and r.reads and r not in h5 for r in rs):
+            continue
+        n += sum(r.reads for r in h5)
+        req += sum(r.bytes_read for r in h5)
+        got += sum(r.bytes_read for r in px)
+        t += sum(r.read_time for r in h5)
+        funcs.add("H5Dread")
+        for r in px:
+            typical.update(dict(r.access))
+    if n < advice.INFLATED_MIN_READS or not req or got < advice.READ_INFLATION * req:
+        return []
+    typ = typical.most_common(1)[0][0] if typical else 0
+    return [advice._finding(
+        "below-library-min-read", t, io,
+        f"{n} H5Dread calls of unchunked datasets ask for less than "
+        f"{advice.format_size(advice.LIBRARY_MIN_READ_BYTES)} each ({advice.format_size(req)} in all) but the file "
+        f"system read {advice.format_size(got)} of those files ({got / req:.1f}x); the most common POSIX request is "
+        f"{advice.format_size(typ)} (per file, from Darshan's counters).",
+        {"reads": n, "requested": req, "posix_bytes": got, "inflation": got / req, "typical_posix_read": typ,
+         "functions": sorted(funcs)},
+        "The library reads at least a buffer per access (HDF5's 64 KiB sieve buffer for contiguous data): read "
+        "larger blocks per call, lower the sieve buffer (H5Pset_sieve_buf_size), or read contiguous raw data by "
+        "offset.")]
