@@ -1,4 +1,5 @@
-/* Command-line options shared by the probes (getopt_long). Bad input ends the program
+/* The probes' command line: their option table over the common parser (options.h), the
+ * values it fills in, and the checks that span options. Bad input ends the program
  * through fail(): one "PROGRAM: error: ..." line on stderr and exit status 2. */
 #ifndef CLIMIO_ARGS_H
 #define CLIMIO_ARGS_H
@@ -39,6 +40,7 @@ struct probe_args {
     int verify;
     int print_offsets;
     int version;
+    int help;                     /* --help: args_parse prints the usage and exits 0 */
     const char *platform_id;
     int use_fread;                /* --api fread (POSIX) */
     int odirect;                  /* --odirect (POSIX) */
@@ -50,12 +52,12 @@ struct probe_args {
     size_t nlabels;
 };
 
-/* Parse argv into *a (defaults first). With --version the required options are optional. */
+/* Parse argv into *a (defaults first). With --version the required options are optional;
+ * --help prints the generated usage and exits 0. */
 void args_parse(int argc, char **argv, unsigned extra_options, struct probe_args *a);
 void args_free(struct probe_args *a);
 
-/* Strict number parsers; on bad input they fail() naming `what`. */
+/* A non-negative decimal integer; on bad input fail() naming `what`. */
 uint64_t args_u64(const char *text, const char *what);
-double args_seconds(const char *text, const char *what);
 
 #endif

@@ -273,10 +273,12 @@ static void verify(struct run *r, struct pario_outcome *out)
         b->close(&f);
         return;
     }
-    int fail = 0;
+    /* Every rank of the file verifies and serial's rank 0 is alone on its file, so each get can be
+     * collective when asked (--verify-access collective): the same number of gets everywhere. */
+    int fail = 0, coll = r->job->opt->verify_collective;
     if (!serial) {
         /* one get of the block; element (a,b,c) of it is global (off+a, off+b, off+c) */
-        if (b->get(&f, 0, start, count, buf) != 0) {
+        if (b->get(&f, 0, start, count, buf, coll) != 0) {
             outcome_fail(out, "verify: %s", f.err);
             fail = 1;
         } else {
@@ -291,7 +293,7 @@ static void verify(struct run *r, struct pario_outcome *out)
         for (uint64_t i0 = 0; i0 < planes && !fail; i0 += per) {
             start[0] = i0;
             count[0] = i0 + per > planes ? planes - i0 : per;
-            if (b->get(&f, 0, start, count, buf) != 0) {
+            if (b->get(&f, 0, start, count, buf, coll) != 0) {
                 outcome_fail(out, "verify: %s", f.err);
                 fail = 1;
                 break;

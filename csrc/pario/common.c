@@ -1,5 +1,6 @@
-/* The driver.h helpers (phase clock, agreed errors, outcome bookkeeping, names) and the
- * small support.h helpers that do not belong to the hints. */
+/* The driver.h helpers (phase clock, agreed errors, outcome bookkeeping, names), the backend
+ * registry generated from backends.h, and the small support.h helpers that do not belong to
+ * the hints. */
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,12 +93,14 @@ void outcome_add_path(struct pario_outcome *out, const char *path)
     snprintf(out->paths[out->nfiles++], PARIO_PATH_LEN, "%s", path);
 }
 
+#define PARIO_BACKEND_ENTRY(name, ext, key, desc) {&pario_##name, #name, ext, key, desc},
+const struct pario_backend_entry pario_registry[PARIO_NBACKENDS] = {PARIO_BACKENDS(PARIO_BACKEND_ENTRY)};
+
 const struct pario_backend *pario_backend_named(const char *name)
 {
-    const struct pario_backend *all[] = {&pario_mpiio, &pario_hdf5, &pario_netcdf4, &pario_pnetcdf};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
+    for (int i = 0; i < PARIO_NBACKENDS; i++)
+        if (strcmp(pario_registry[i].name, name) == 0)
+            return pario_registry[i].backend;
     return NULL;
 }
 
@@ -134,11 +137,10 @@ size_t pario_type_size(enum pario_type t)
 
 const char *pario_extension(const struct pario_backend *b)
 {
-    if (b == &pario_mpiio)
-        return "dat";
-    if (b == &pario_hdf5)
-        return "h5";
-    return "nc";
+    for (int i = 0; i < PARIO_NBACKENDS; i++)
+        if (pario_registry[i].backend == b)
+            return pario_registry[i].extension;
+    return "dat";
 }
 
 const char *pario_mpi_error(int code, char *buf, size_t len)

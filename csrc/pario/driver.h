@@ -52,6 +52,9 @@ struct pario_options {
      * per-rank statistics can be checked against a known imbalance (-1: none). */
     int straggler_rank;
     double straggler_s;
+    /* --verify-access collective|independent: how benchio's verification reads (get) its
+     * blocks back (default independent; collective exercises the backends' collective get). */
+    int verify_collective;
 };
 
 /* One configuration and repetition. */

@@ -346,7 +346,8 @@ static int put(struct pario_file *f, int varid, const uint64_t *start, const uin
     return ok ? 0 : -1;
 }
 
-static int get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf)
+static int get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf,
+               int collective)
 {
     struct h5 *h = f->impl;
     if (!h || h->file < 0)
@@ -357,15 +358,26 @@ static int get(struct pario_file *f, int varid, const uint64_t *start, const uin
     uint64_t total = 1;
     for (int d = 0; d < v->ndims; d++)
         total *= count[d];
-    if (total == 0)
+    /* A collective read with nothing to read still joins H5Dread, selecting nothing. */
+    if (total == 0 && !collective)
         return 0;
-    hid_t fspace, mspace;
+    hid_t fspace, mspace, dxpl = -1;
     int ok = spaces(f, v, start, count, NULL, total, &fspace, &mspace) == 0;
-    if (ok && H5Dread(v->dset, mem_type(v->type), mspace, fspace, H5P_DEFAULT, buf) < 0) {
-        char what[200];
-        snprintf(what, sizeof what, "H5Dread of %.100s", v->name);
-        ok = fail_h5(f, what) == 0;
+    if (ok) {
+        dxpl = H5Pcreate(H5P_DATASET_XFER);
+        ok = dxpl >= 0 && H5Pset_dxpl_mpio(dxpl, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT) >= 0;
+        if (!ok)
+            fail_h5(f, "transfer property list");
     }
+    if (ok) {
+        static double dummy;   /* HDF5 wants a buffer even when nothing is selected */
+        if (H5Dread(v->dset, mem_type(v->type), mspace, fspace, dxpl, total ? buf : &dummy) < 0) {
+            char what[200];
+            snprintf(what, sizeof what, "H5Dread of %.100s", v->name);
+            ok = fail_h5(f, what) == 0;
+        }
+    }
+    if (dxpl >= 0) H5Pclose(dxpl);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     return ok ? 0 : -1;

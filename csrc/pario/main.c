@@ -16,7 +16,6 @@
 #include "cache.h"
 #include "driver.h"
 #include "fail.h"
-#include "options.h"
 #include "record.h"
 #include "support.h"
 
@@ -43,9 +42,9 @@ static void print_version(void)
     jsonl_init(&j);
     jsonl_begin(&j, NULL);
     jsonl_str(&j, "mpi", pario_mpi_library());
-    jsonl_str(&j, "hdf5", pario_hdf5.version());
-    jsonl_str(&j, "netcdf_c", pario_netcdf4.version());
-    jsonl_str(&j, "pnetcdf", pario_pnetcdf.version());
+    for (int i = 0; i < PARIO_NBACKENDS; i++)
+        if (pario_registry[i].version_key)
+            jsonl_str(&j, pario_registry[i].version_key, pario_registry[i].backend->version());
     jsonl_emit(&j, stdout);
     jsonl_free(&j);
 }
@@ -142,12 +141,19 @@ int main(int argc, char **argv)
     struct cli c;
     char err[PARIO_ERR_LEN] = "";
 
+    fail_set_program(PARIO_PROGRAM);
+    /* Parsing needs no MPI, so --list answers without MPI_Init: the Python side asks for the
+     * backends without a launcher, also where a bare (singleton) MPI_Init cannot run. */
+    int parsed = options_parse(argc, argv, &c, err, sizeof err);
+    if (parsed == 0 && c.list) {
+        options_list(stdout);
+        return fflush(stdout) == 0 ? 0 : CLIMIO_EXIT_USAGE;
+    }
+
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    fail_set_program(PARIO_PROGRAM);
-
-    if (options_parse(argc, argv, &c, err, sizeof err) != 0)
+    if (parsed != 0)
         return finish_error(err);
     if (c.help || c.version) {
         if (rank == 0) {

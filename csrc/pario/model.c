@@ -841,24 +841,24 @@ static long long verify_file(struct ctx *c)
         uint64_t len, start[1] = {0}, count[1];
         small_values(c, s, expect, &iv, &len);
         if (s == 9) {
-            if ((rc = b->get(&rf, c->vid_small[s], start, count, &got)) == 0 && got != iv)
+            if ((rc = b->get(&rf, c->vid_small[s], start, count, &got, 0)) == 0 && got != iv)
                 bad++;
             continue;
         }
         count[0] = s < 5 ? len : 1;
-        if ((rc = b->get(&rf, c->vid_small[s], start, count, dbuf)) == 0)
+        if ((rc = b->get(&rf, c->vid_small[s], start, count, dbuf, 0)) == 0)
             for (uint64_t i = 0; i < count[0]; i++)
                 bad += dbuf[i] != expect[i];
     }
     /* time and written_ flags */
     if (rc == 0) {
         uint64_t start[1] = {0}, count[1] = {nt};
-        if ((rc = b->get(&rf, c->vid_time, start, count, dbuf)) == 0)
+        if ((rc = b->get(&rf, c->vid_time, start, count, dbuf, 0)) == 0)
             for (uint64_t t = 0; t < nt; t++)
                 bad += dbuf[t] != (double)t;
         if (opt->select_threshold > 0)
             for (int k = 0; k < opt->n3d && rc == 0; k++)
-                if ((rc = b->get(&rf, c->vid_flag[k], start, count, ibuf)) == 0)
+                if ((rc = b->get(&rf, c->vid_flag[k], start, count, ibuf, 0)) == 0)
                     for (uint64_t t = 0; t < nt; t++)
                         bad += ibuf[t] != (int)c->written[(size_t)k * nt + t];
     }
@@ -870,7 +870,7 @@ static long long verify_file(struct ctx *c)
             if (!c->written[(size_t)k * nt + t])
                 continue;
             uint64_t start[4] = {t, 0, yoff, xoff}, count[4] = {1, g->nz, g->bny, g->bnx};
-            if ((rc = b->get(&rf, c->vid3d[k], start, count, fbuf)))
+            if ((rc = b->get(&rf, c->vid3d[k], start, count, fbuf, 0)))
                 break;
             size_t p = 0;
             for (uint64_t z = 0; z < g->nz; z++)
@@ -883,7 +883,7 @@ static long long verify_file(struct ctx *c)
         double rate = rate_of(k);
         for (uint64_t t = 0; t < nt && rc == 0; t++) {
             uint64_t start[3] = {t, yoff, xoff}, count[3] = {1, g->bny, g->bnx};
-            if ((rc = b->get(&rf, c->vid2d[k], start, count, fbuf)))
+            if ((rc = b->get(&rf, c->vid2d[k], start, count, fbuf, 0)))
                 break;
             size_t p = 0;
             for (uint64_t j = 0; j < g->bny; j++)
@@ -893,7 +893,7 @@ static long long verify_file(struct ctx *c)
     }
     for (int k = 0; k < opt->nrestart && rc == 0; k++) {
         uint64_t start[3] = {0, yoff, xoff}, count[3] = {g->nz, g->bny, g->bnx};
-        if ((rc = b->get(&rf, c->vidrs[k], start, count, dbuf)))
+        if ((rc = b->get(&rf, c->vidrs[k], start, count, dbuf, 0)))
             break;
         size_t p = 0;
         for (uint64_t z = 0; z < g->nz; z++)

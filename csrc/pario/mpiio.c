@@ -10,8 +10,9 @@
  * MPI_File_write_all. Independent puts cannot use that handle (MPI_File_set_view is
  * collective, and an independent put may be made by one rank alone), so each rank opens the
  * file once more on MPI_COMM_SELF at its first independent put, as PnetCDF does for its
- * independent data mode, and sets the view there before MPI_File_write. get() reads through
- * the same per-rank handle. */
+ * independent data mode, and sets the view there before MPI_File_write. get() reads the same
+ * way, at offset 0 of the view: MPI_File_read_at_all on the shared handle (collective), or
+ * MPI_File_read_at on the per-rank handle (independent). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,14 +294,16 @@ static int access_block(struct pario_file *f, int varid, const uint64_t *start, 
             return -1;
         fh = m->self;
     }
+    const char *call = rbuf ? (collective ? "MPI_File_read_at_all" : "MPI_File_read_at")
+                            : (collective ? "MPI_File_write_all" : "MPI_File_write");
     if (total == 0) {
-        /* This rank has nothing, but set_view and write_all are collective: join with an empty
-         * view of the same etype (its extent must agree across ranks). */
+        /* This rank has nothing, but set_view and read_at_all/write_all are collective: join with
+         * an empty view of the same etype (its extent must agree across ranks). */
         rc = MPI_File_set_view(fh, 0, etype, etype, "native", MPI_INFO_NULL);
         if (rc != MPI_SUCCESS)
             return fail_mpi(f, rc, "MPI_File_set_view");
-        rc = MPI_File_write_all(fh, NULL, 0, etype, &st);
-        return rc == MPI_SUCCESS ? 0 : fail_mpi(f, rc, "MPI_File_write_all");
+        rc = rbuf ? MPI_File_read_at_all(fh, 0, NULL, 0, etype, &st) : MPI_File_write_all(fh, NULL, 0, etype, &st);
+        return rc == MPI_SUCCESS ? 0 : fail_mpi(f, rc, call);
     }
     if (file_type(f, v, start, count, &ftype, &disp) != 0)
         return -1;
@@ -310,8 +313,10 @@ static int access_block(struct pario_file *f, int varid, const uint64_t *start, 
     }
     rc = MPI_File_set_view(fh, disp, etype, ftype, "native", MPI_INFO_NULL);
     if (rc == MPI_SUCCESS) {
-        if (rbuf)
-            rc = MPI_File_read(fh, rbuf, 1, mtype, &st);
+        if (rbuf && collective)
+            rc = MPI_File_read_at_all(fh, 0, rbuf, 1, mtype, &st);
+        else if (rbuf)
+            rc = MPI_File_read_at(fh, 0, rbuf, 1, mtype, &st);
         else if (collective)
             rc = MPI_File_write_all(fh, mem->buf, 1, mtype, &st);
         else
@@ -320,7 +325,7 @@ static int access_block(struct pario_file *f, int varid, const uint64_t *start, 
     MPI_Type_free(&ftype);
     MPI_Type_free(&mtype);
     if (rc != MPI_SUCCESS)
-        return fail_mpi(f, rc, rbuf ? "MPI_File_read" : collective ? "MPI_File_write_all" : "MPI_File_write");
+        return fail_mpi(f, rc, call);
     MPI_Count done = 0;
     MPI_Get_elements_x(&st, etype, &done);
     if ((uint64_t)done != total) {
@@ -340,12 +345,13 @@ static int put(struct pario_file *f, int varid, const uint64_t *start, const uin
     return access_block(f, varid, start, count, mem, NULL, collective);
 }
 
-static int get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf)
+static int get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf,
+               int collective)
 {
     struct mpiio *m = impl(f);
     if (m && m->writing)
         return fail_msg(f, "get on a file opened for writing");
-    return access_block(f, varid, start, count, NULL, buf, 0);
+    return access_block(f, varid, start, count, NULL, buf, collective);
 }
 
 static int sync_(struct pario_file *f)

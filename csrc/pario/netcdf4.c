@@ -25,9 +25,10 @@
  *   ROMS pattern (same bytes, same offsets, all ranks) becomes nranks separate writes.
  * - hints: netCDF-C 4.9 has no public call for the MPI_Info in effect on the HDF5 file
  *   (nc_inq_hdf5_id is not exported), so *used is MPI_INFO_NULL: "not reported by the library".
- * - open: nc_open_par(NC_NOWRITE); get: nc_get_vara_* in independent mode (the default for a
- *   freshly opened file, and set explicitly per variable), so any subset of the file's ranks
- *   may read.
+ * - open: nc_open_par(NC_NOWRITE), every variable set to independent access, so any subset
+ *   of the file's ranks may read. get: nc_var_par_access(NC_COLLECTIVE | NC_INDEPENDENT) when
+ *   the variable's mode changes (as put), then nc_get_vara_*; a collective get with count
+ *   zero still calls nc_get_vara, which then joins HDF5's collective read selecting nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,7 +338,8 @@ static int nc4_open(struct pario_file *f, const char *path)
     return 0;
 }
 
-static int nc4_get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf)
+static int nc4_get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf,
+                   int collective)
 {
     struct nc4_state *s = state(f);
     if (varid < 0 || varid >= s->nvars) {
@@ -345,12 +347,24 @@ static int nc4_get(struct pario_file *f, int varid, const uint64_t *start, const
         return -1;
     }
     struct nc4_var *v = &s->var[varid];
+    int mode = collective ? NC_COLLECTIVE : NC_INDEPENDENT;
+    int st;
+    if (v->access != mode) {
+        st = nc_var_par_access(s->ncid, varid, mode);
+        if (st != NC_NOERR)
+            return nc_fail(f, "nc_var_par_access", NULL, st);
+        v->access = mode;
+    }
     size_t st_[PARIO_MAX_DIMS], ct_[PARIO_MAX_DIMS];
+    uint64_t n = 1;
     for (int d = 0; d < v->ndims; d++) {
         st_[d] = (size_t)start[d];
         ct_[d] = (size_t)count[d];
+        n *= count[d];
     }
-    int st;
+    static double dummy[1];          /* some netCDF-C paths reject a NULL buffer even for count 0 */
+    if (n == 0)
+        buf = dummy;
     switch (v->type) {
     case PARIO_FLOAT:
         st = nc_get_vara_float(s->ncid, varid, st_, ct_, buf);
@@ -365,7 +379,7 @@ static int nc4_get(struct pario_file *f, int varid, const uint64_t *start, const
     if (st != NC_NOERR) {
         char name[NC_MAX_NAME + 1] = "?";
         nc_inq_varname(s->ncid, varid, name);
-        return nc_fail(f, "nc_get_vara", name, st);
+        return nc_fail(f, collective ? "nc_get_vara (collective)" : "nc_get_vara (independent)", name, st);
     }
     return 0;
 }

@@ -14,7 +14,8 @@
  *
  * Every function returns 0 on success or -1 with a one-line message in f->err.
  * All ranks of the file's communicator call create, def_dim, def_var, enddef, close, open,
- * and put when collective != 0 (a rank with nothing to write passes count all zero).
+ * and put and get when collective != 0 (a rank with nothing to move passes count all zero).
+ * The backends are listed once, in backends.h.
  */
 #ifndef CLIMIO_PARIO_H
 #define CLIMIO_PARIO_H
@@ -22,6 +23,8 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "backends.h"
 
 #define PARIO_MAX_DIMS 8
 #define PARIO_MAX_VARS 128
@@ -61,7 +64,7 @@ struct pario_file {
 };
 
 struct pario_backend {
-    const char *name;                /* "mpiio" | "hdf5" | "netcdf4" | "pnetcdf" */
+    const char *name;                /* its name in backends.h: "mpiio", "hdf5", ... */
     /* Library name and version for params.library, e.g. "HDF5 1.10.8"; static storage. */
     const char *(*version)(void);
     /* Create (clobber) `path` for writing in define mode. */
@@ -83,8 +86,13 @@ struct pario_backend {
     /* Re-open an existing file read-only (verification, outside the timed region); the
      * variables keep the varids of the write. */
     int (*open)(struct pario_file *f, const char *path);
-    /* Read block [start, start+count) of varid into a contiguous buffer (independent). */
-    int (*get)(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf);
+    /* Read block [start, start+count) of varid into a contiguous buffer of count's shape
+     * (record variables: start[0] is the first record). Like put: collective != 0 is a
+     * collective read, which every rank of f->comm makes (count all zero when it wants
+     * nothing); 0 is an independent read by this rank alone. Each rank may ask for its own
+     * hyperslab. pnetcdf: switching between the two is collective (see pnetcdf.c). */
+    int (*get)(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf,
+               int collective);
     /* Added after the first version of this interface (model.c, netcdf4.c): 1 if an
      * independent put cannot extend a record variable (netCDF-4 returns NC_ECANTEXTEND:
      * extending an HDF5 dataset is collective). A driver that writes record t of a record
@@ -94,7 +102,16 @@ struct pario_backend {
     int collective_extend;
 };
 
-extern const struct pario_backend pario_mpiio, pario_hdf5, pario_netcdf4, pario_pnetcdf;
+/* pario_mpiio, pario_hdf5, ...: one per line of backends.h. */
+#define PARIO_BACKEND_DECLARE(name, ext, key, desc) extern const struct pario_backend pario_##name;
+PARIO_BACKENDS(PARIO_BACKEND_DECLARE)
+
+/* The lines of backends.h, in their order (common.c). */
+struct pario_backend_entry {
+    const struct pario_backend *backend;
+    const char *name, *extension, *version_key, *description;
+};
+extern const struct pario_backend_entry pario_registry[PARIO_NBACKENDS];
 
 /* The backend called `name`, or NULL. */
 const struct pario_backend *pario_backend_named(const char *name);

@@ -16,8 +16,12 @@
  *   do so: independent puts are made by every writer of the file.
  * - hints: ncmpi_inq_file_info: the MPI-IO hints in effect plus PnetCDF's own nc_* hints.
  * - open: ncmpi_open(NC_NOWRITE) collectively over f->comm, then ncmpi_begin_indep_data right
- *   away, so get (ncmpi_get_vara_*, independent) may be called by any subset of the ranks and
+ *   away, so independent gets (ncmpi_get_vara_*) may be made by any subset of the ranks and
  *   any number of times; close ends independent mode collectively.
+ * - get, collective: the _all calls, after leaving independent data mode; an independent get
+ *   after a collective one enters it again. Both switches are collective over f->comm (as for
+ *   puts), so a driver that mixes the two must have every rank of the file make the same
+ *   sequence (count zero when it wants nothing).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -279,17 +283,20 @@ static int pn_open(struct pario_file *f, const char *path)
     return set_indep(f, 1);
 }
 
-static int pn_get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf)
+static int pn_get(struct pario_file *f, int varid, const uint64_t *start, const uint64_t *count, void *buf,
+                  int collective)
 {
     struct pn_state *s = state(f);
     if (varid < 0 || varid >= s->nvars) {
         snprintf(f->err, PARIO_ERR_LEN, "pnetcdf: get from unknown variable %d", varid);
         return -1;
     }
-    if (!s->indep) {
-        snprintf(f->err, PARIO_ERR_LEN, "pnetcdf: get outside independent data mode (file not opened with open)");
+    if (!s->open) {
+        snprintf(f->err, PARIO_ERR_LEN, "pnetcdf: get from a file that is not open");
         return -1;
     }
+    if (set_indep(f, !collective))
+        return -1;
     struct pn_var *v = &s->var[varid];
     MPI_Offset st_[PARIO_MAX_DIMS + 1] = {0}, ct_[PARIO_MAX_DIMS + 1] = {0};
     for (int d = 0; d < v->ndims; d++) {
@@ -299,19 +306,22 @@ static int pn_get(struct pario_file *f, int varid, const uint64_t *start, const 
     int st;
     switch (v->type) {
     case PARIO_FLOAT:
-        st = ncmpi_get_vara_float(s->ncid, varid, st_, ct_, buf);
+        st = collective ? ncmpi_get_vara_float_all(s->ncid, varid, st_, ct_, buf)
+                        : ncmpi_get_vara_float(s->ncid, varid, st_, ct_, buf);
         break;
     case PARIO_DOUBLE:
-        st = ncmpi_get_vara_double(s->ncid, varid, st_, ct_, buf);
+        st = collective ? ncmpi_get_vara_double_all(s->ncid, varid, st_, ct_, buf)
+                        : ncmpi_get_vara_double(s->ncid, varid, st_, ct_, buf);
         break;
     default:
-        st = ncmpi_get_vara_int(s->ncid, varid, st_, ct_, buf);
+        st = collective ? ncmpi_get_vara_int_all(s->ncid, varid, st_, ct_, buf)
+                        : ncmpi_get_vara_int(s->ncid, varid, st_, ct_, buf);
         break;
     }
     if (st != NC_NOERR) {
         char name[NC_MAX_NAME + 1] = "?";
         ncmpi_inq_varname(s->ncid, varid, name);
-        return pn_fail(f, "ncmpi_get_vara", name, st);
+        return pn_fail(f, collective ? "ncmpi_get_vara_all" : "ncmpi_get_vara", name, st);
     }
     return 0;
 }

@@ -1,16 +1,46 @@
-/* Helpers of main.c and benchio.c that are not part of the driver contract (driver.h):
- * MPI_Info hints from the command line and as JSON, node communicators, file names,
- * one-line MPI error strings. model.c may use them too, but need not. */
+/* Helpers of main.c and benchio.c that are not part of the driver contract (driver.h): the
+ * command line, MPI_Info hints from the command line and as JSON, node communicators, file
+ * names, one-line MPI error strings. model.c may use them too, but need not. */
 #ifndef CLIMIO_PARIO_SUPPORT_H
 #define CLIMIO_PARIO_SUPPORT_H
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdio.h>
 
+#include "driver.h"
 #include "jsonl.h"
 #include "pario.h"
 
 #define PARIO_PROGRAM "climio-pario-write"
+
+/* --- options.c: the command line (README.md), one table over csrc/common/options.c --- */
+#define CLI_MAX_HINTS 256
+
+struct cli {
+    struct pario_options opt;
+    const struct pario_backend *backends[PARIO_NBACKENDS];
+    int nbackends;
+    enum pario_strategy strategies[STRATEGY_COUNT];
+    int nstrategies;
+    const char *hint_items[CLI_MAX_HINTS];   /* --hint values, in order (later ones win) */
+    int nhints;
+    const char *hints_file;
+    int version, help, list;
+    /* raw values, resolved once the mode is known */
+    int mode;                                /* --mode: index in "benchio|model" */
+    const char *chunk;                       /* --chunk */
+    int vars[3];                             /* --vars N3D,N2D,NRESTART */
+};
+
+/* Parsing never exits and needs no MPI: every rank parses the same argv and gets the same
+ * verdict, and main turns an error into one line from rank 0 and exit status 2 after
+ * MPI_Finalize. 0, or -1 with a one-line message in err. */
+int options_parse(int argc, char **argv, struct cli *c, char *err, size_t errlen);
+/* --help: the generated option list, then the backends. */
+void options_usage(FILE *fp);
+/* --list: one line per backend, "NAME<TAB>DESCRIPTION", in the default order. */
+void options_list(FILE *fp);
 
 /* --- hints.c --- */
 /* Split "KEY=VALUE" (or ROMIO's "KEY VALUE" when allow_space) into trimmed key/value;
