@@ -1,5 +1,6 @@
 """Locating and running climio's native programs (built by CMake at install time)."""
 
+import functools
 import json
 import os
 import shutil
@@ -59,13 +60,31 @@ def build_info() -> dict:
     return {}
 
 
-def run_json(args, timeout=60) -> dict:
-    """Run a native program that prints one JSON object (e.g. `--version`)."""
+def run_text(args, timeout=60) -> str:
+    """Run a native program and return what it printed on stdout."""
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise NativeError(f"{Path(args[0]).name} failed: {_first_line(exc)}") from None
-    return json.loads(out.stdout)
+    return out.stdout
+
+
+def run_json(args, timeout=60) -> dict:
+    """Run a native program that prints one JSON object (e.g. `--version`)."""
+    return json.loads(run_text(args, timeout))
+
+
+@functools.lru_cache(maxsize=None)
+def pario_backends() -> tuple:
+    """The backends of climio-pario-write in its default order, as its `--list` prints them
+    (`NAME<TAB>DESCRIPTION` lines; csrc/pario/backends.h is the one list). The program runs once
+    per process (it answers without MPI); NativeError in one line if it cannot."""
+    prog = "climio-pario-write"
+    names = tuple(line.split("\t", 1)[0].strip() for line in run_text([program(prog), "--list"]).splitlines()
+                  if line.strip())
+    if not names or not all(names):
+        raise NativeError(f"{prog} --list printed no backends")
+    return names
 
 
 def _first_line(exc) -> str:

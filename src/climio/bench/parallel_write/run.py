@@ -29,7 +29,14 @@ from ..units import format_size
 STUDY = "parallel-write"
 PROGRAM = "climio-pario-write"
 MODES = ("benchio", "model")
-BACKENDS = ("mpiio", "hdf5", "netcdf4", "pnetcdf")
+
+
+def all_backends() -> tuple:
+    """The backends of climio-pario-write in its default order (mpiio, hdf5, netcdf4, pnetcdf),
+    asked from the program (`--list`) on first use: importing this module runs nothing."""
+    return native.pario_backends()
+
+
 STRATEGIES = ("shared", "file-per-process", "file-per-node", "serial")
 MODEL_STRATEGIES = ("shared", "file-per-process", "serial")
 # The hints ROMIO and Lustre understand that the papers tuned; others pass through unchecked.
@@ -50,7 +57,7 @@ PAPER_GRIDS = {"mom5": "1440,1080,50", "roms": "899,629,40"}
 class Grid:
     mode: str = "benchio"
     ranks: list = field(default_factory=lambda: [1, 2, 4])
-    backends: list = field(default_factory=lambda: list(BACKENDS))
+    backends: list = field(default_factory=lambda: list(all_backends()))
     strategies: list = field(default_factory=lambda: list(STRATEGIES))
     reps: int = 10
     hints: dict = field(default_factory=dict)
@@ -175,7 +182,7 @@ def build_grid(mode="benchio", ranks=None, backends=None, strategies=None, reps=
     if select < 0:
         raise InputError("--select must be a non-negative RMS threshold")
     g = Grid(mode=mode, ranks=parse_int_list(ranks or p["ranks"], "--ranks"),
-             backends=parse_choice(backends or ",".join(BACKENDS), BACKENDS, "backend"),
+             backends=parse_choice(backends or ",".join(all_backends()), all_backends(), "backend"),
              strategies=parse_choice(strategies, allowed, f"{mode}-mode strategy"),
              reps=reps or p["reps"], hints=dict(hints or {}), fsync=fsync, verify=verify, independent=independent,
              small=small, chunk=_check_chunk(chunk), select=select, nt=nt or p["nt"],
