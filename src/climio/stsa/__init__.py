@@ -1,0 +1,37 @@
+"""Space-time spectral analysis (STSA) numerics: pure numpy, no file I/O.
+
+* :mod:`climio.stsa.spectra` -- Hayashi (1971) progressive/retrogressive power, as the thesis's
+  chapter 6 ran it (with its two printed slips fixed), and Wheeler & Kiladis (1999) spectra as
+  NCL's ``wkSpaceTime`` computes them (raw, background, ratio).
+* :mod:`climio.stsa.dispersion` -- shallow-water equatorial wave dispersion curves (WK99 Figs 1-3).
+
+Conventions shared by both: zonal wavenumber in cycles per latitude circle, positive = eastward
+phase propagation (for positive frequency); frequency in cycles per day (cpd).
+"""
+
+from climio.stsa.dispersion import dispersion_curves, equatorial_wave_frequency
+from climio.stsa.spectra import (
+    HayashiSpectrum,
+    WKSpectra,
+    hayashi_power,
+    hayashi_thesis_amplitudes,
+    segment_power,
+    stack_levels_as_time,
+    symmetric_antisymmetric,
+    wk_from_power,
+    wk_spectra,
+)
+
+__all__ = [
+    "HayashiSpectrum",
+    "WKSpectra",
+    "dispersion_curves",
+    "equatorial_wave_frequency",
+    "hayashi_power",
+    "hayashi_thesis_amplitudes",
+    "segment_power",
+    "stack_levels_as_time",
+    "symmetric_antisymmetric",
+    "wk_from_power",
+    "wk_spectra",
+]
