@@ -365,6 +365,9 @@ class CountersAnalysis:
         functions = self.functions()
         notes = list(log.notes) + list(log.limits)
         nd = findings_not_checked(self)
+        if self.io_time > self.process_time > 0:
+            notes.append("Darshan log: the I/O time summed over files exceeds the process time: the program "
+                         "overlapped I/O on several files (threads or non-blocking calls); shares are over 100%.")
         notes.append("Darshan log: rules not checked: " + "; ".join(f"{r} ({why})" for r, why in nd))
         events = len(log.dxt.events) if log.dxt is not None else 0
         procs = [{"host": (log.dxt.procs[[p.rank for p in log.dxt.procs].index(i)].host
@@ -508,7 +511,7 @@ def _small_requests(ca, facts, io):
         out.append(advice._finding(
             "small-requests", t, io,
             f"{n_small} of {n} {kind}s are smaller than {advice.format_size(advice.SMALL_REQUEST_BYTES)} (Darshan's "
-            f"size histogram), in {where}; most common sizes: {size_text}.{text}",
+            f"size histogram; STDIO: mean size), in {where}; most common sizes: {size_text}.{text}",
             {"kind": kind, "requests": n, "small_requests": n_small, "small_bytes": nbytes,
              "common_sizes": [[int(s), int(c)] for s, c in common], "files": nfiles, "top_files": files,
              "issued_by": {k: issued.get(k, 0) for k in ("collective_mpiio", "independent_mpiio", "no_mpiio")},

@@ -25,6 +25,8 @@ offsets without DXT, which function was called (counts per operation class only)
 or close costs (no ftruncate / MPI_File_set_size counters).
 """
 
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,11 +160,46 @@ def _open(path: Path):
     # refused before the C library sees it.
     if len(head) < 4 or not head[:1].isdigit() or b"." not in head[:4]:
         raise DarshanLogError(f"{path} is not a Darshan log (nor a trace directory)")
+    # darshan-util prints its complaints on stderr and returns a NULL handle for a corrupt log, which
+    # pydarshan keeps and later closes (an assertion that aborts the process): open it once here, quietly,
+    # and refuse a NULL handle before a DarshanReport holds it.
+    from darshan.backend import cffi_backend as backend
+    with _CapturedStderr() as err:
+        log = backend.log_open(str(path))
+    if log["handle"] == backend.ffi.NULL:
+        raise DarshanLogError(f"{path} is not a readable Darshan log ({err.first_line() or 'darshan-util refused it'})")
+    backend.log_close(log)
     try:
-        return darshan.DarshanReport(str(path), read_all=False)
+        with _CapturedStderr():
+            return darshan.DarshanReport(str(path), read_all=False)
     except Exception as exc:  # pydarshan raises RuntimeError / ValueError / KeyError for bad logs
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DarshanLogError(f"{path} is not a readable Darshan log ({msg})") from None
+
+
+class _CapturedStderr:
+    """Redirect file descriptor 2 (where darshan-util's C code writes) to a temporary file."""
+
+    def __enter__(self):
+        import tempfile
+        sys.stderr.flush()
+        self._tmp = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._tmp.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._tmp.seek(0)
+        self.text = self._tmp.read().decode("utf-8", "replace")
+        self._tmp.close()
+        return False
+
+    def first_line(self) -> str:
+        lines = [l.strip() for l in getattr(self, "text", "").splitlines() if l.strip()]
+        return lines[0].removeprefix("Error: ").rstrip(".") if lines else ""
 
 
 def read_darshan(path) -> DarshanLog:
@@ -170,39 +207,43 @@ def read_darshan(path) -> DarshanLog:
     if not path.is_file():
         raise DarshanLogError(f"no Darshan log at {path}")
     rep = _open(path)
+    err = _CapturedStderr()
     try:
-        meta = rep.metadata
-        job = meta.get("job", {})
-        start = int(job.get("start_time_sec", 0)) + int(job.get("start_time_nsec", 0)) / 1e9
-        end = int(job.get("end_time_sec", 0)) + int(job.get("end_time_nsec", 0)) / 1e9
-        info = {"nprocs": int(job.get("nprocs", 0)), "run_time_s": float(job.get("run_time", 0.0) or 0.0),
-                "start_epoch_s": start, "end_epoch_s": end, "jobid": job.get("jobid"), "uid": job.get("uid"),
-                "exe": (meta.get("exe") or "").strip(), "log_ver": job.get("log_ver"),
-                "lib_ver": (job.get("metadata") or {}).get("lib_ver"),
-                "hints": (job.get("metadata") or {}).get("h")}
-        modules = list(rep.modules)
-        notes = []
-        for m, desc in rep.modules.items():
-            if desc.get("partial_flag"):
-                notes.append(f"partial: Darshan ran out of memory for {m} records; files beyond are missing")
-        rep.read_name_records()
-        names = dict(rep.name_records)
-        records = []
-        for mod in MODULES:
-            if mod not in rep.modules:
-                continue
-            rep.mod_read_all_records(mod)
-            records += _records(mod, rep.records[mod].to_df(), names)
-        dxt = None
-        present = [m for m in DXT_MODULES if m in rep.modules]
-        for m in present:
-            rep.mod_read_all_dxt_records(m)
-        if present:
-            dxt = _dxt_trace(path, rep, present, names, records, info)
-    except DarshanLogError:
-        raise
+        with err:
+            meta = rep.metadata
+            job = meta.get("job", {})
+            start = int(job.get("start_time_sec", 0)) + int(job.get("start_time_nsec", 0)) / 1e9
+            end = int(job.get("end_time_sec", 0)) + int(job.get("end_time_nsec", 0)) / 1e9
+            info = {"nprocs": int(job.get("nprocs", 0)), "run_time_s": float(job.get("run_time", 0.0) or 0.0),
+                    "start_epoch_s": start, "end_epoch_s": end, "jobid": job.get("jobid"), "uid": job.get("uid"),
+                    "exe": (meta.get("exe") or "").strip(), "log_ver": job.get("log_ver"),
+                    "lib_ver": (job.get("metadata") or {}).get("lib_ver"),
+                    "hints": (job.get("metadata") or {}).get("h")}
+            modules = list(rep.modules)
+            notes = []
+            for m, desc in rep.modules.items():
+                if desc.get("partial_flag"):
+                    notes.append(f"partial: Darshan ran out of memory for {m} records; files beyond are missing")
+            rep.read_name_records()
+            names = dict(rep.name_records)
+            records = []
+            for mod in MODULES:
+                if mod not in rep.modules:
+                    continue
+                rep.mod_read_all_records(mod)
+                records += _records(mod, rep.records[mod].to_df(), names)
+            dxt = None
+            present = [m for m in DXT_MODULES if m in rep.modules]
+            for m in present:
+                rep.mod_read_all_dxt_records(m)
+            if present:
+                dxt = _dxt_trace(path, rep, present, names, records, info)
     except Exception as exc:
-        raise DarshanLogError(f"{path}: pydarshan could not read its records ({type(exc).__name__}: {exc})") from None
+        # darshan-util may have freed the handle's state after a read error; closing it then aborts
+        # the process (an assertion), so pydarshan must not close it.
+        rep.log = None
+        why = err.first_line() or f"{type(exc).__name__}: {exc}"
+        raise DarshanLogError(f"{path} is not a readable Darshan log (pydarshan could not read its records: {why})") from None
     limits = list(LIMITS) + [WITH_DXT if dxt is not None else NO_DXT]
     if dxt is not None:
         notes += dxt.notes
