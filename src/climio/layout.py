@@ -20,17 +20,15 @@ import functools
 import itertools
 import math
 import numbers
+import operator
 import re
 import uuid
+from dataclasses import dataclass
+from typing import Optional
 
 from .errors import InputError
 
 DIMS = ("t", "z", "y", "x")
-CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles", "D": "~16.2 KB xy tiles",
-                "E": "xy", "F": "xt", "G": "xyt", "default": "library default", "balanced": "balanced (Rew)"}
-
-# The thesis's file-system stripe: "64 KB", decimal; four C tiles fit in it, four D tiles do not.
-STRIPE_BYTES = 64000
 
 
 # --- validation -------------------------------------------------------------------------------------
@@ -56,11 +54,12 @@ def _shape(shape) -> tuple:
     return dims
 
 
-def validate_chunks(shape, chunks) -> None:
-    """InputError (one line) unless `chunks` is None (contiguous) or one int 1 <= c <= d per dimension."""
+def validate_chunks(shape, chunks):
+    """The chunk shape as a list of ints (None for contiguous); InputError (one line) unless
+    `chunks` is None or one integer 1 <= c <= d per dimension of `shape`."""
     shape = _shape(shape)
     if chunks is None:
-        return
+        return None
     try:
         vals = [_int(c) for c in chunks]
     except TypeError:
@@ -76,11 +75,12 @@ def validate_chunks(shape, chunks) -> None:
             raise InputError(f"{text}: chunk dimension {i} ({c}) must be at least 1")
         if c > d:
             raise InputError(f"{text}: chunk dimension {i} ({c}) exceeds the dimension ({d})")
+    return vals
 
 
 def _chunks(shape, chunks) -> tuple:
-    validate_chunks(shape, chunks)
-    return None if chunks is None else tuple(int(c) for c in chunks)
+    vals = validate_chunks(shape, chunks)
+    return None if vals is None else tuple(vals)
 
 
 def _slab(shape, start, count) -> tuple:
@@ -352,31 +352,6 @@ def balanced_chunks(shape, itemsize, chunk_bytes=4 * 2**20) -> list:
     return chunks
 
 
-def named_chunk_shapes(shape, itemsize) -> dict:
-    """The thesis's chunk shapes (section 4.1.1) for a [T,Z,Y,X] variable, plus the library default
-    and the balanced shape; None is contiguous.
-
-    C: [1,1,n,n] with n the largest tile of which four fit the 64 KB (64000 B) stripe,
-    4*n*n*itemsize <= 64000 (44 for float64: 15.5 KB); D: one larger (45 for float64: 16.2 KB,
-    four exceed the stripe). The thesis wrote C as [1,1,43,43]; the rule gives 44. Tiles are
-    clipped to Y and X."""
-    t, z, y, x = _need_4d(shape, "the named chunk shapes")
-    itemsize = _itemsize(itemsize)
-    n = max(1, math.isqrt(STRIPE_BYTES // (4 * itemsize)))
-    m = n + 1
-    return {
-        "A": None,
-        "B": [-(-d // 10) for d in (t, z, y, x)],
-        "C": [1, 1, min(n, y), min(n, x)],
-        "D": [1, 1, min(m, y), min(m, x)],
-        "E": [1, 1, y, x],
-        "F": [t, 1, 1, x],
-        "G": [t, 1, y, x],
-        "default": library_default_chunks((t, z, y, x), itemsize),
-        "balanced": balanced_chunks((t, z, y, x), itemsize),
-    }
-
-
 def format_chunks(chunks) -> str:
     """'contiguous' or '[1,1,45,45]'."""
     if chunks is None or chunks == "contiguous":
@@ -386,79 +361,108 @@ def format_chunks(chunks) -> str:
     return _fmt(chunks)
 
 
-def _split_top(text, seps) -> list:
-    """Split on any of `seps` outside brackets."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch in seps and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return [s.strip() for s in out]
+_CHUNK_TEXT = re.compile(r"^\[?\s*(\d+(?:\s*,\s*\d+)*)\s*\]?$")
 
 
-def _is_bare_shape(piece, rank) -> bool:
-    items = [s.strip() for s in piece.split(",")]
-    return len(items) == rank and all(re.fullmatch(r"\d+|[TZYXtzyx]", s) for s in items) \
-        and any(s.isdigit() for s in items)
+def parse_chunk_text(text, rank=4):
+    """A chunk shape as users write it for one variable: None for `contiguous`, "default" for the
+    library's choice, else `rank` ints (`T,Z,Y,X` or `[T,Z,Y,X]` for the 4-D files). The range
+    of each entry is checked against the variable by validate_chunks."""
+    s = str(text).strip()
+    if s.lower() == "contiguous":
+        return None
+    if s.lower() == "default":
+        return "default"
+    m = _CHUNK_TEXT.match(s)
+    vals = [int(x) for x in m.group(1).split(",")] if m else []
+    if len(vals) != rank:
+        names = ",".join(d.upper() for d in DIMS) if rank == 4 else f"{rank} integers"
+        raise InputError(f"malformed chunk shape '{text}': use contiguous, default, or {names} e.g. "
+                         + ("1,1,180,360" if rank == 4 else ",".join(["1"] * rank)))
+    return vals
 
 
-def parse_chunk_spec(text, shape, itemsize) -> list:
-    """User --chunks -> [(label, chunks)], chunks None for contiguous.
+# --- the Layout noun ----------------------------------------------------------------------------------
 
-    Items separated by commas or semicolons: a letter A..G (thesis section 4.1.1, 4-D only),
-    `default`, `balanced`, `contiguous` (= A), or a shape in brackets `[10,1,20,40]` (letters
-    T,Z,Y,X mean the whole dimension), labelled custom, custom2, ... A bare `10,1,20,40` (with no
-    other items, or between semicolons) is one shape too. Repeated items are kept once."""
-    shape = _shape(shape)
-    itemsize = _itemsize(itemsize)
-    src = str(text).strip()
-    items = []
-    for piece in _split_top(src, ";"):
-        if _is_bare_shape(piece, len(shape)):
-            items.append("[" + piece + "]")
-        else:
-            items.extend(_split_top(piece, ","))
-    items = [s for s in items if s]
-    if not items:
-        raise InputError(f"no chunk shapes in '{text}': use e.g. A,E,F,default,[10,1,20,40]")
-    named = None
-    out, seen, customs = [], set(), []
-    for item in items:
-        key = item.upper() if len(item) == 1 else item.lower()
-        if item.startswith("["):
-            if not item.endswith("]"):
-                raise InputError(f"malformed chunk shape '{item}' in '{text}': use e.g. [10,1,20,40]")
-            chunks = list(_template(item, shape, "chunk shape", check_range=False))
-            if chunks in customs:
-                continue
-            customs.append(chunks)
-            label = "custom" if len(customs) == 1 else f"custom{len(customs)}"
-        elif key in ("contiguous", "A"):
-            label, chunks = "A", None
-        elif key == "default":
-            label, chunks = key, library_default_chunks(shape, itemsize)
-        elif key == "balanced":
-            label, chunks = key, balanced_chunks(shape, itemsize)
-        elif key in CHUNK_LABELS:
-            if named is None:
-                named = named_chunk_shapes(_need_4d(shape, f"chunk shape {key}"), itemsize)
-            label, chunks = key, named[key]
-        elif re.fullmatch(r"\d+", item):
-            raise InputError(f"chunk item '{item}' in '{text}' is not a label: write a chunk shape in "
-                             "brackets, e.g. [10,1,20,40]")
-        else:
-            raise InputError(f"unknown chunk shape '{item}' in '{text}': use A-G, default, balanced, "
-                             "contiguous or [t,z,y,x]")
-        if label in seen:
-            continue
-        seen.add(label)
-        validate_chunks(shape, chunks)
-        out.append((label, chunks))
-    return out
+def _checked_int(v, what, minimum):
+    """An int (numpy ints welcome, bools not) >= minimum, else InputError."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        i = operator.index(v)
+    except TypeError:
+        raise InputError(f"{what} {v!r} must be an integer") from None
+    if i < minimum:
+        raise InputError(f"{what} {i} must be at least {minimum}")
+    return i
+
+
+def _checked_ints(seq, what, minimum):
+    try:
+        vals = tuple(seq)
+    except TypeError:
+        raise InputError(f"{what} {seq!r} must be a list of integers") from None
+    return tuple(_checked_int(v, what, minimum) for v in vals)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a variable sits on disk, as far as the planner cares."""
+    shape: tuple
+    itemsize: int
+    chunks: Optional[tuple]         # None = contiguous
+    compressed: bool = False        # a real codec (deflate, zstd, ...); shuffle alone is cheap: False
+    stored_bytes: Optional[int] = None  # bytes on disk; None = nbytes
+
+    def __post_init__(self):
+        shape = _checked_ints(self.shape, "shape", 0)
+        if not shape:
+            raise InputError("shape must have at least one dimension")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "itemsize", _checked_int(self.itemsize, "item size", 1))
+        if self.chunks is not None:
+            chunks = _checked_ints(self.chunks, "chunk shape", 1)
+            if len(chunks) != len(shape):
+                raise InputError(f"chunk shape {format_chunks(chunks)} has {len(chunks)} dimensions, "
+                                 f"shape {format_chunks(shape)} has {len(shape)}")
+            object.__setattr__(self, "chunks", chunks)
+        object.__setattr__(self, "compressed", bool(self.compressed))
+        if self.compressed and self.chunks is None:
+            raise InputError("a compressed variable must be chunked (HDF5 filters need chunks)")
+        if self.stored_bytes is not None:
+            object.__setattr__(self, "stored_bytes", _checked_int(self.stored_bytes, "stored bytes", 0))
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.itemsize
+
+    @property
+    def stored(self) -> int:
+        """Bytes on disk: stored_bytes if known, else the uncompressed size."""
+        return self.nbytes if self.stored_bytes is None else self.stored_bytes
+
+    @property
+    def chunk_nbytes(self) -> int:
+        """Bytes of one full (allocated) chunk; 0 for a contiguous layout."""
+        return 0 if self.chunks is None else chunk_bytes(self.chunks, self.itemsize)
+
+    def to_dict(self) -> dict:
+        return {"shape": list(self.shape), "itemsize": self.itemsize,
+                "chunks": None if self.chunks is None else list(self.chunks),
+                "compressed": self.compressed, "stored_bytes": self.stored}
+
+    def label(self) -> str:
+        return format_chunks(self.chunks) + (" compressed" if self.compressed else "")
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes of all chunks as HDF5 allocates them: whole, so edge chunks that stick out of the
+        array are full size (before compression); the array itself when contiguous."""
+        if self.chunks is None:
+            return self.nbytes
+        return math.prod(-(-d // c) * c for d, c in zip(self.shape, self.chunks)) * self.itemsize
+
+    @property
+    def padding_bytes(self) -> int:
+        """Bytes of the edge chunks beyond the array: 0 when every chunk length divides its dimension."""
+        return self.allocated_bytes - self.nbytes if 0 not in self.shape else 0

@@ -46,7 +46,10 @@ class Opt:
 
 
 def option(flag, help, metavar=None, short=None, repeat=False) -> dict:
-    """Field metadata making a Grid field a CLI option: `field(default=..., metadata=option(...))`."""
+    """Field metadata making a Grid field a CLI option: `field(default=..., metadata=option(...))`.
+
+    The CLI parses a value by the field's type (int, float, bool, Path, else text); a field with
+    metavar SIZE is passed as text ("4KiB") for the study's grid() to parse, as are lists."""
     return {"climio": Opt(flag, help, metavar, short, repeat)}
 
 
@@ -70,8 +73,10 @@ class Study:
 
     name: str = ""
     title: str = ""
+    description: str = ""         # more lines for `climio bench NAME --help`
     Grid: type = None
     presets: dict = {}
+    default_preset: str = "full"  # the preset without --quick / --full
 
     def grid(self, preset: str = "full", **values):
         raise NotImplementedError

@@ -1,0 +1,110 @@
+"""climio from Python (notebooks, scripts); the CLI is a thin layer over these functions.
+
+    climio.run_study("read-stack", preset="quick", out="runs/rs", layers="numpy,h5py")
+    climio.load_records("runs/rs")        -> a flat pandas DataFrame (records.to_frame)
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .bench import base
+from .bench.base import RunContext
+from .measure.progress import info
+
+DATA_PREFIX = "climio-data-"
+
+
+class DataDir:
+    """A user's data directory, or a temporary one on local disk removed afterwards (also on
+    Ctrl-C and SIGTERM). A temporary directory left by a SIGKILLed run of this user is named
+    and removed first."""
+
+    def __init__(self, path):
+        self.path, self.tmp = path, None
+
+    def __enter__(self) -> str:
+        from .rundir import writable_dir
+        if self.path:
+            return str(writable_dir(self.path))
+        remove_stale_data_dirs()
+        self.tmp = tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-")
+        return self.tmp
+
+    def __exit__(self, *exc):
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_data_dirs() -> None:
+    """Generated-data directories whose climio process no longer exists (a SIGKILLed run)."""
+    base = Path(tempfile.gettempdir())
+    for d in base.glob(f"{DATA_PREFIX}*"):
+        pid = d.name[len(DATA_PREFIX):].split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            info(f"removing {d}: generated data left by an earlier climio run that was killed")
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def run_studies(run_dir, data_dir, steps, report: bool, progress=True) -> None:
+    """Run `steps` (functions of a RunContext) into one run directory, then render the report.
+    On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
+    is rendered from them before the interruption goes on to the exit code."""
+    from .rundir import RunDir
+    with RunDir(run_dir, data_dir) as run:
+        ctx = RunContext(run, data_dir, progress)
+        try:
+            for step in steps:
+                step(ctx)
+        except KeyboardInterrupt:
+            run.close()
+            _render_partial(run_dir, report)
+            raise
+    info(f"records: {Path(run_dir) / 'records.jsonl'}")
+    if report:
+        from .report import render_report
+        info(f"report: {render_report(run_dir)}")
+
+
+def _render_partial(run_dir, report: bool) -> None:
+    from .errors import ClimioError
+    from .measure.progress import err_line
+    records = Path(run_dir) / "records.jsonl"
+    if not report or not records.is_file() or records.stat().st_size == 0:
+        return
+    try:
+        from .report import render_report
+        err_line(f"climio: partial report of the records so far: {render_report(run_dir)}")
+    except (ClimioError, OSError, ValueError):
+        pass
+
+
+def run_study(study, preset=None, out=None, data_dir=None, report=True, progress=True, **values):
+    """Run a registered study (by name or object) with Grid values as keyword arguments; return the
+    run directory. The CLI and notebooks both come here."""
+    from .rundir import default_run_dir
+    study = base.get(study) if isinstance(study, str) else study
+    grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
+    run_dir = Path(out) if out else default_run_dir(study.name)
+    with DataDir(data_dir) as ddir:
+        study.check(grid, ddir)
+        run_studies(run_dir, ddir, [lambda ctx: study.run(ctx, grid)], report, progress)
+    return run_dir
+
+
+def load_records(run_dir):
+    """The records of a run directory (or records.jsonl) as a flat pandas DataFrame: one row per
+    record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""
+    from .records import read_records, to_frame
+    return to_frame(read_records(run_dir))

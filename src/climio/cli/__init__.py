@@ -1,0 +1,83 @@
+"""The `climio` command: thin typer apps, one module per command group, over the Python API.
+
+Every failure a user can act on is a ClimioError: one line on stderr and its exit code. Ctrl-C
+(SIGINT) and SIGTERM (scancel, a batch walltime) end with one line and 130 / 143 after the
+records written so far are flushed, the report rendered from them and generated data removed.
+"""
+
+import signal
+import sys
+
+import typer
+
+from .. import __version__
+from ..errors import ClimioError
+from ..measure.progress import err_line
+
+EXIT_CODES = ("exit codes: 0 ok, 1 other failure, 2 bad input (options, values), 3 data (a missing or "
+              "unreadable file or variable), 4 disk space, 5 native program or MPI/Dask launch failure, "
+              "130 interrupted (Ctrl-C), 143 terminated (SIGTERM, e.g. scancel).")
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def _version(value: bool):
+    if value:
+        print(f"climio {__version__}")
+        raise typer.Exit(0)
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None, context_settings=CONTEXT,
+                  help="Measure, explain and fix the I/O performance of climate data work "
+                       "(netCDF-4/HDF5, MPI-IO, parallel file systems). Results are JSON lines "
+                       "(records.jsonl) plus an HTML report in a run directory.\n\n" + EXIT_CODES)
+
+
+@app.callback(invoke_without_command=True)
+def _root(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                       help="Print climio's version and exit.")):
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit(0)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that every `with` and `finally` runs as for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _interrupt_exit(exc) -> None:
+    if isinstance(exc, Terminated):
+        err_line("climio: terminated (SIGTERM); records written so far are kept")
+        sys.exit(143)
+    err_line("climio: interrupted; records written so far are kept")
+    sys.exit(130)
+
+
+def main(argv=None) -> None:
+    """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
+    from . import bench, data, rechunk, report, trace, tune  # noqa: F401  (each registers its commands)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        rv = app(args=argv, standalone_mode=False)
+    except ClimioError as exc:
+        if not getattr(exc, "quiet", False):  # under MPI, only rank 0 reports a shared failure
+            err_line(f"climio: error: {exc}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        _interrupt_exit(exc)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":   # click turns Ctrl-C into Abort; its cause says which signal
+            cause = exc.__cause__ or exc.__context__
+            _interrupt_exit(cause if isinstance(cause, KeyboardInterrupt) else KeyboardInterrupt())
+        # Usage errors of the option parser (typer ships its own copy of click, so match by shape).
+        if callable(getattr(exc, "format_message", None)) and hasattr(exc, "exit_code"):
+            err_line(f"climio: error: {exc.format_message()}")
+            sys.exit(exc.exit_code)
+        raise
+    if isinstance(rv, int) and rv:
+        sys.exit(rv)

@@ -1,0 +1,62 @@
+"""`climio rechunk`: change chunking and compression in bounded memory."""
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..measure.progress import err_line, info
+from . import app
+
+
+@app.command("rechunk")
+def rechunk_cmd(
+    input: Path = typer.Argument(..., help="netCDF-4, netCDF-3 or CDF-5 file (opened read-only, never modified)."),
+    output: Path = typer.Argument(..., help="netCDF-4 file to write (under a temporary name, renamed when complete)."),
+    chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunk", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
+    for_axes: Optional[str] = typer.Option(None, "--for", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
+    balanced: bool = typer.Option(False, "--balanced", help="Rew's balanced chunks (N-D): equal cost for a series along any leading axis and a map."),
+    chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
+    contiguous: bool = typer.Option(False, "--contiguous", help="Contiguous layout (no chunks, no compression)."),
+    compression: Optional[str] = typer.Option(None, help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
+    var: Optional[list[str]] = typer.Option(None, "--var", "-v", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
+    max_mem: Optional[str] = typer.Option(None, "--max-mem", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
+    tmp: Optional[Path] = typer.Option(None, "--tmp", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
+    verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
+    force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
+    json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
+):
+    """Change the chunk shape or compression of netCDF-4 variables fast and in bounded memory.
+
+    Every source chunk is decoded once and every target chunk encoded and written once when the
+    memory budget allows; otherwise the planner picks strided reads, bounded re-decoding or two
+    passes through an intermediate file, whichever it predicts is cheapest."""
+    import json
+
+    from ..mpi_site import activate, under_mpi
+    if under_mpi():
+        activate()  # the MPI h5py must be the first h5py this process imports
+    from ..measure.progress import BytesProgress
+    from ..rechunk.command import Options, rechunk
+    from ..units import parse_size
+
+    opts = Options(chunk_specs=tuple(chunk or ()), for_axes=for_axes, balanced=balanced,
+                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes else None, contiguous=contiguous,
+                   compression=compression, variables=tuple(var or ()),
+                   max_mem=parse_size(max_mem) if max_mem else None,
+                   workers=workers if workers is not None else len(os.sched_getaffinity(0)),
+                   tmp_dir=str(tmp) if tmp else None, verify=verify, force=force)
+    say = err_line if json_out else info
+    if under_mpi() and not dry_run:
+        from ..rechunk.mpi_exec import rechunk_mpi
+        summary = rechunk_mpi(input, output, opts, say=say)
+    else:
+        summary = rechunk(input, output, opts, dry_run=dry_run, say=say,
+                          progress_factory=lambda total: BytesProgress(total, "rechunk"))
+    if json_out and summary:
+        print(json.dumps(summary))
+
+

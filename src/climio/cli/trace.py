@@ -1,0 +1,43 @@
+"""`climio trace run|report`: the LD_PRELOAD tracer and its explanation."""
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..measure.progress import info
+from . import CONTEXT, app
+
+trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
+                        help="Trace a program's netCDF, HDF5, MPI-IO and POSIX calls (LD_PRELOAD) and explain them.")
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def trace_run_cmd(
+    command: Optional[list[str]] = typer.Argument(None, metavar="-- COMMAND [ARGS]...", help="The program to trace, after --; may be an mpirun command (see above)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Trace directory (default climio-runs/trace-TIMESTAMP; required under mpirun)."),
+    layers: Optional[str] = typer.Option(None, help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
+    max_events: Optional[int] = typer.Option(None, "--max-events", help="Events kept per process; beyond, events are counted as dropped and the trace is partial."),
+):
+    """Run COMMAND with the tracer preloaded; exit with COMMAND's exit status.
+
+    Under MPI either `climio trace run -o DIR -- mpirun -n 4 prog` (the variables are handed to the
+    ranks with -x / -genv) or `mpirun -n 4 climio trace run -o DIR -- prog` (every rank traces itself)."""
+    from ..trace.run import run_trace
+    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info))
+
+
+@trace_app.command("report")
+def trace_report_cmd(
+    trace_dir: Path = typer.Argument(..., help="A trace directory written by `climio trace run`."),
+    format: str = typer.Option("text", "--format", help="text (stdout), json (stdout) or html (DIR/report.html)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the report to this file instead."),
+):
+    """Explain a trace: time per layer and function, call paths, per-rank balance, file access, advice."""
+    from ..trace.report import render
+    render(trace_dir, format, out, say=info)
+
+
