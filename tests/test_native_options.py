@@ -1,0 +1,111 @@
+"""The native programs' one option table (csrc/common/options.c) and one backend list
+(csrc/pario/backends.h): --list is what Python reads, --help shows every option, bad input is
+one line and exit status 2, and every backend's get reads back, collectively or not, exactly
+what was written."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from climio import native
+
+PARIO = "climio-pario-write"
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+
+COMMON = ["file", "reps", "cache", "budget", "verify", "platform-id", "version", "help"]
+PLAN = ["patterns", "buffers", "random-count", "seed", "max-ops", "print-offsets"]
+OPTIONS = {
+    "climio-probe-posix": COMMON + PLAN + ["api", "odirect"],
+    "climio-probe-netcdf": COMMON + PLAN + ["var"],
+    "climio-probe-netcdf-slab": COMMON + ["var", "slices", "chunk-cache", "label"],
+    PARIO: ["mode", "dir", "backends", "strategies", "reps", "hint", "hints-file", "fsync", "no-verify", "keep",
+            "independent", "platform-id", "local", "global", "grid", "nt", "decomposition", "io-layout", "small",
+            "chunk", "vars", "select", "straggler", "verify-access", "version", "list", "help"],
+}
+
+
+def run(name, *args, mpi_ranks=0, timeout=120):
+    cmd = [native.program(name), *map(str, args)]
+    if mpi_ranks:
+        cmd = ["timeout", "-k", "10", str(timeout), "mpirun", "-n", str(mpi_ranks), *cmd]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=timeout + 30)
+    assert out.returncode != 124, f"timed out: {out.stderr[-2000:]}"
+    return out
+
+
+def test_list_is_what_python_reads():
+    out = run(PARIO, "--list")
+    assert out.returncode == 0 and out.stderr == ""
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert all(len(r) == 2 and r[0] and r[1] for r in rows), out.stdout
+    assert tuple(r[0] for r in rows) == native.pario_backends() == ("mpiio", "hdf5", "netcdf4", "pnetcdf")
+
+
+def test_version_has_a_member_per_library():
+    v = json.loads(run(PARIO, "--version").stdout)
+    assert set(v) == {"mpi", "hdf5", "netcdf_c", "pnetcdf"} and all(v.values())
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_help_lists_every_option(name):
+    out = run(name, "--help")
+    assert out.returncode == 0 and out.stderr == ""
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"usage: {name} ")
+    shown = [w[2:] for line in lines[1:] for w in line.replace(",", " ").split()[:2] if w.startswith("--")]
+    assert sorted(set(shown)) == sorted(OPTIONS[name]) and len(shown) == len(set(shown)), shown
+    assert run(name, "-h").stdout == out.stdout
+    if name == PARIO:   # the backends, from the same list as --list
+        for b in native.pario_backends():
+            assert any(line.split()[:1] == [b] for line in lines), b
+
+
+def one_line(out, name):
+    lines = [line for line in out.stderr.splitlines() if line.startswith(f"{name}: error: ")]
+    assert out.returncode == 2 and out.stdout == "" and len(lines) == 1, out
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_unknown_option_and_malformed_number(name, tmp_path):
+    base = {"climio-probe-posix": ["--file", "/etc/hostname", "--buffers", "64"],
+            "climio-probe-netcdf": ["--file", "/etc/hostname", "--buffers", "64"],
+            "climio-probe-netcdf-slab": ["--file", "/etc/hostname", "--var", "x", "--slices", "/etc/hostname"],
+            PARIO: ["--mode", "benchio", "--dir", tmp_path]}[name]
+    line = one_line(run(name, *base, "--bogus"), name)
+    assert "unknown option '--bogus'" in line
+    out = run(name, *base, "--reps", "3x")
+    assert one_line(out, name).endswith("--reps must be an integer >= 1, not '3x'")
+    assert "needs a value" in one_line(run(name, *base, "--reps"), name)
+    assert "takes no value" in one_line(run(name, *base, "--version=1"), name)
+    assert "is required" in one_line(run(name, "--reps", "2"), name)
+
+
+def test_pario_bad_input_is_one_line_from_all_ranks(tmp_path):
+    out = run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--local", "4,4", mpi_ranks=2)
+    assert out.returncode != 0 and out.stdout == ""
+    own = [line for line in out.stderr.splitlines() if line.startswith(f"{PARIO}: error:")]
+    assert own == [f"{PARIO}: error: --local must be n1,n2,n3: 3 comma-separated integers >= 1, not '4,4'"]
+    line = one_line(run(PARIO, "--mode", "model", "--dir", tmp_path, "--local", "4,4,4"), PARIO)
+    assert "--local does not apply to --mode model" in line
+    assert "choose from mpiio, hdf5, netcdf4, pnetcdf" in one_line(
+        run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--backends", "mpiio,posix"), PARIO)
+
+
+@pytest.mark.parametrize("access", ["independent", "collective"])
+def test_get_reads_back_what_was_written(tmp_path, access):
+    """benchio's verification re-opens every file and each rank gets its own hyperslab (3 ranks:
+    a 3 x 1 x 1 process grid, so every start differs) and compares it exactly with the values
+    written; --verify-access chooses collective or independent gets."""
+    out = run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--local", "6,5,4", "--reps", 1,
+              "--verify-access", access, mpi_ranks=3)
+    assert out.returncode == 0, out.stderr[-2000:]
+    recs = [json.loads(line) for line in out.stdout.splitlines()]
+    seen = {(r["params"]["backend"], r["params"]["strategy"]) for r in recs}
+    assert seen == {(b, s) for b in native.pario_backends()
+                    for s in ("shared", "file-per-process", "file-per-node", "serial")}
+    for r in recs:
+        assert r["metrics"]["verified"] is True and r["metrics"]["mismatches"] == 0, r["params"]
