@@ -11,6 +11,7 @@ demo: setup
 	@$(VENV)/bin/climio survey
 
 test: setup
+	@$(VENV)/bin/lint-imports --no-cache
 	@$(PY) -m pytest -q tests
 
 bench: setup

@@ -15,7 +15,7 @@ FOOTER = ("climio — I/O benchmarking for netCDF/HDF5 climate data. Units: MB/s
 
 @functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    templates = resources.files("climio.report") / "templates"
+    templates = resources.files("climio") / "templates"
     loader = jinja2.FunctionLoader(lambda name: (templates / name).read_text(encoding="utf-8"))
     return jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.Undefined,
                               trim_blocks=False, lstrip_blocks=False)
@@ -35,7 +35,7 @@ def page(title, meta, sections, findings=(), notes=(), provenance=(), footer=FOO
     """The HTML page: `meta` [(key, value)] under the title, the key findings, `notes` (warnings),
     the sections, then the provenance blocks (collapsed by the caller with a Details)."""
     env = _env()
-    css = (resources.files("climio.report") / "templates" / "report.css").read_text(encoding="utf-8")
+    css = (resources.files("climio") / "templates" / "report.css").read_text(encoding="utf-8")
     return env.get_template("report.html.j2").render(
         title=title, meta=meta, sections=list(sections), findings=list(findings), notes=list(notes),
         provenance=list(provenance), footer=footer, css=css, draw=draw)

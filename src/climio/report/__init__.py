@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
+from .. import render
 from ..bench import base
 from ..cells import generic_section
 from ..errors import DataError
@@ -19,7 +20,6 @@ from ..records import atomic_write_text, read_records
 from ..sections import Details, Note, Table
 from ..stats import by_study
 from ..units import format_size
-from . import render
 
 _PLATFORM_FIRST = ("host", "os", "kernel", "machine", "cpu", "ram_bytes", "filesystem", "versions", "platform_id")
 
