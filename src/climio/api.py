@@ -57,12 +57,14 @@ def remove_stale_data_dirs() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def run_studies(run_dir, data_dir, steps, report: bool, progress=True) -> None:
+def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_dir=None) -> None:
     """Run `steps` (functions of a RunContext) into one run directory, then render the report.
+    platform.json describes the file system of `measured_dir` (the user's files), else of
+    `data_dir` (where the generated files go).
     On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
     is rendered from them before the interruption goes on to the exit code."""
     from .rundir import RunDir
-    with RunDir(run_dir, data_dir) as run:
+    with RunDir(run_dir, measured_dir or data_dir) as run:
         ctx = RunContext(run, data_dir, progress)
         try:
             for step in steps:
@@ -99,7 +101,8 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     run_dir = Path(out) if out else default_run_dir(study.name)
     with DataDir(data_dir) as ddir:
         study.check(grid, ddir)
-        run_studies(run_dir, ddir, [lambda ctx: study.run(ctx, grid)], report, progress)
+        run_studies(run_dir, ddir, [lambda ctx: study.run(ctx, grid)], report, progress,
+                    measured_dir=study.data_location(grid, ddir))
     return run_dir
 
 

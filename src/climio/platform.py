@@ -49,11 +49,40 @@ def filesystem_of(path) -> dict:
         mnt = f[4].replace("\\040", " ")
         if (target == mnt or target.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best["mount_point"])):
             best = {"mount_point": mnt, "type": r[0], "source": r[1], "options": f[5],
-                    "super_options": r[2] if len(r) > 2 else ""}
-    best = best or {"mount_point": "?", "type": "unknown", "source": "?", "options": "", "super_options": ""}
+                    "super_options": r[2] if len(r) > 2 else "", "dev": f[2]}
+    best = best or {"mount_point": "?", "type": "unknown", "source": "?", "options": "", "super_options": "", "dev": ""}
     best["path"] = target
     best["stripe"] = stripe_info(target, best["type"])
+    best["device"] = block_device(best.pop("dev"))
     return best
+
+
+def block_device(dev: str) -> dict:
+    """Readahead, I/O scheduler and model of the device behind a mount (MAJOR:MINOR), where sysfs
+    tells: a partition reports its disk's queue; tmpfs, overlay and network file systems have a
+    readahead (their backing device info) but no block queue."""
+    out = {}
+    ra = _read(f"/sys/class/bdi/{dev}/read_ahead_kb").strip() if dev else ""
+    if ra.isdigit():
+        out["read_ahead_kb"] = int(ra)
+    sys_dev = Path(f"/sys/dev/block/{dev}") if dev else None
+    if sys_dev is None or not sys_dev.exists():
+        out["block_device"] = None
+        return out
+    node = sys_dev.resolve()
+    if (node / "partition").exists():
+        node = node.parent
+    out["block_device"] = node.name
+    queue = node / "queue"
+    sched = _read(queue / "scheduler").strip()
+    if sched:
+        out["scheduler"] = next((w.strip("[]") for w in sched.split() if w.startswith("[")), sched)
+    rot = _read(queue / "rotational").strip()
+    if rot in ("0", "1"):
+        out["rotational"] = rot == "1"
+    model = " ".join(x for x in (_read(node / "device" / "vendor").strip(), _read(node / "device" / "model").strip()) if x)
+    out["model"] = model or None
+    return out
 
 
 def stripe_info(path, fstype) -> dict:
@@ -123,5 +152,11 @@ def collect(target_dir) -> dict:
 
 
 def platform_id(info: dict) -> str:
-    body = {k: v for k, v in info.items() if k != "platform_id"}
+    """A key that is the same for every run on one machine and file system: the host, its CPU
+    and memory, and the mount (type, source, mount point), never a run's own paths or versions
+    (library versions are recorded beside it; a calibration says which it was made with)."""
+    fs = info.get("filesystem", {})
+    body = {"host": info.get("host"), "machine": info.get("machine"), "cpu": info.get("cpu", {}).get("model"),
+            "ram_bytes": info.get("ram_bytes"),
+            "filesystem": {k: fs.get(k) for k in ("type", "source", "mount_point")}}
     return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]

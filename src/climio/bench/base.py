@@ -97,6 +97,19 @@ class Study:
         """The grid `climio survey` runs (None: the survey skips this study)."""
         return self.grid("quick" if quick else "survey")
 
+    def data_location(self, grid, data_dir) -> str:
+        """The directory whose file system is measured: the user's file (a Grid field named file,
+        bin_file or source = FILE:VAR) when given, else the data directory."""
+        import os
+        for name in ("file", "bin_file", "source"):
+            value = getattr(grid, name, None)
+            if value:
+                path = str(value)
+                if name == "source" and ":" in path:
+                    path = path.rpartition(":")[0]
+                return os.path.dirname(os.path.abspath(path))
+        return data_dir
+
     def check(self, grid, data_dir) -> None:
         """Checks before anything runs or is written (disk space, launcher); one-line errors."""
 

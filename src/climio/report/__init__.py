@@ -74,7 +74,7 @@ def provenance_blocks(platform, platform_error, records) -> list:
                                f"{', '.join(o or '(none)' for o in other)}."))
         fs = platform.get("filesystem") or {}
         blocks.append(Details(f"Platform {platform.get('host', '?')}, {fs.get('type', '?')} at "
-                              f"{fs.get('mount', '?')}, id {pid} ({len(rows)} items)",
+                              f"{fs.get('mount_point', '?')}, id {pid} ({len(rows)} items)",
                               [Table(["item", "value"], rows, numeric=False)]))
     return blocks
 
