@@ -23,6 +23,7 @@ def make_data_cmd(
     dtype: str = typer.Option("f8", help="4-D variable type: f4 or f8."),
     random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
     seed: int = typer.Option(0, help="Seed: the same seed gives the same bytes."),
+    force: bool = typer.Option(False, "--force", help="Replace files of the same names already in OUTDIR."),
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
     from ..data import make_data
@@ -36,7 +37,26 @@ def make_data_cmd(
         raise InputError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
     shape4d = parse_shape(shape) if shape else None
     nbytes = parse_size(size)
+    from ..data import FILE_NAMES
+    names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds]
+    existing = [n for n in names if (Path(outdir) / n).exists()]
+    if existing and not force:
+        raise InputError(f"{outdir} already holds {', '.join(existing)}: add --force to replace, or choose another OUTDIR")
+    created = not Path(outdir).exists()
     out = writable_dir(outdir)
+    try:
+        _write(out, kinds, nbytes, shape4d, chunks, deflate, shuffle, dtype, random, seed)
+    except BaseException:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()   # a failed or interrupted run leaves no empty directory behind
+        raise
+
+
+def _write(out, kinds, nbytes, shape4d, chunks, deflate, shuffle, dtype, random, seed):
+    from ..data import make_data
+    from ..layout import parse_chunk_text
+    from ..measure.progress import BytesProgress
+    from ..units import format_size
     total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)
     with BytesProgress(total, "make-data") as bar:
         made = make_data(out, size=nbytes, kinds=kinds, shape4d=shape4d, chunks=parse_chunk_text(chunks) if chunks else None,

@@ -21,22 +21,23 @@ def trace_run_cmd(
     layers: Optional[str] = typer.Option(None, help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
     exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
     max_events: Optional[int] = typer.Option(None, "--max-events", help="Events kept per process; beyond, events are counted as dropped and the trace is partial."),
+    force: bool = typer.Option(False, "--force", help="Trace into a non-empty trace directory (its traces merge into one report)."),
 ):
     """Run COMMAND with the tracer preloaded; exit with COMMAND's exit status.
 
     Under MPI either `climio trace run -o DIR -- mpirun -n 4 prog` (the variables are handed to the
     ranks with -x / -genv) or `mpirun -n 4 climio trace run -o DIR -- prog` (every rank traces itself)."""
     from ..trace.run import run_trace
-    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info))
+    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info, force=force))
 
 
 @trace_app.command("report")
 def trace_report_cmd(
-    trace_dir: Path = typer.Argument(..., help="A trace directory written by `climio trace run`."),
+    trace_dir: Path = typer.Argument(..., help="A trace directory written by `climio trace run`, or a Darshan log (.darshan)."),
     format: str = typer.Option("text", "--format", help="text (stdout), json (stdout) or html (DIR/report.html)."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the report to this file instead."),
 ):
-    """Explain a trace: time per layer and function, call paths, per-rank balance, file access, advice."""
+    """Explain a trace or a Darshan log: time per layer and function, call paths, per-rank balance, file access, advice."""
     from ..trace.report import render
     render(trace_dir, format, out, say=info)
 

@@ -97,8 +97,11 @@ def _iso(ns) -> str:
     return _dt.datetime.fromtimestamp(ns / 1e9, _dt.timezone.utc).isoformat(timespec="microseconds")
 
 
-def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None) -> int:
-    """Trace `command`; return its exit status. `say(msg)` reports where the trace went."""
+def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None, force=False) -> int:
+    """Trace `command`; return its exit status. `say(msg)` reports where the trace went.
+
+    A non-empty trace directory is refused unless `force` (two runs would merge into one report);
+    under an MPI launcher every rank writes into the same directory, so the ranks do not check."""
     command = list(command or [])
     if not command:
         raise InputError("no command to trace: use climio trace run [-o DIR] -- COMMAND [ARGS ...]")
@@ -111,6 +114,9 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
         raise InputError("running under an MPI launcher: give -o DIR so that every rank writes into the "
                          "same trace directory")
     lib = tracer_library()
+    if out is not None and rank is None and not force and Path(out).is_dir() and any(Path(out).iterdir()):
+        raise InputError(f"trace directory {out} is not empty: a second trace would merge into its report; "
+                         "choose another -o DIR or add --force to add to it")
     out_dir = writable_dir(out or default_run_dir("trace")).resolve()
     excl = list(dict.fromkeys([*default_excludes(), *excludes]))
     env = dict(os.environ)
