@@ -260,14 +260,14 @@ def segment_power(x, spd, n_day_win, n_day_skip, taper_fraction=NCL_TAPER_FRACTI
     x = np.asarray(x, dtype=float)
     n_samp = n_day_win * spd
     starts = window_starts(x.shape[0], spd, n_day_win, n_day_skip)
-    seg = np.stack([x[s:s + n_samp] for s in starts])          # (win, N, [lat,] M)
-    if detrend_segments:
-        seg = detrend(seg, axis=1)
-    w = split_cosine_taper(n_samp, taper_fraction).reshape((1, -1) + (1,) * (x.ndim - 1))
-    mean = seg.mean(axis=1, keepdims=True)
-    seg = (seg - mean) * w + mean
-    seg = np.moveaxis(seg, 1, -2)                              # (win, [lat,] N, M)
-    return _hayashi_order(seg).mean(axis=0)
+    w = split_cosine_taper(n_samp, taper_fraction).reshape((-1,) + (1,) * (x.ndim - 1))
+    total = 0.0
+    for s in starts:                     # one segment at a time: memory of one window only
+        seg = detrend(x[s:s + n_samp], axis=0) if detrend_segments else x[s:s + n_samp]
+        mean = seg.mean(axis=0)
+        seg = (seg - mean) * w + mean    # NCL taper(x, p, 0): towards the segment mean
+        total = total + _hayashi_order(np.moveaxis(seg, 0, -2))
+    return total / len(starts)
 
 
 def smooth121(a, axis=-1, passes=1):
