@@ -46,12 +46,16 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that every `with` and `finally` runs as for Ctrl-C."""
 
 
+_terminated = []
+
+
 def _on_sigterm(signum, frame):
+    _terminated.append(signum)
     raise Terminated()
 
 
 def _interrupt_exit(exc) -> None:
-    if isinstance(exc, Terminated):
+    if isinstance(exc, Terminated) or _terminated:
         err_line("climio: terminated (SIGTERM); records written so far are kept")
         sys.exit(143)
     err_line("climio: interrupted; records written so far are kept")
@@ -79,5 +83,7 @@ def main(argv=None) -> None:
             err_line(f"climio: error: {exc.format_message()}")
             sys.exit(exc.exit_code)
         raise
+    if rv == 130:   # typer's own Ctrl-C handling returns 130 without a word: say which signal it was
+        _interrupt_exit(KeyboardInterrupt())
     if isinstance(rv, int) and rv:
         sys.exit(rv)

@@ -1,0 +1,68 @@
+"""Every stop is clean: Ctrl-C and SIGTERM end with one line and 130 / 143, keep the records so far,
+remove generated data; nothing is merged or overwritten silently."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import run_cli
+
+CLIMIO = os.path.join(os.path.dirname(sys.executable), "climio")
+
+
+def _start(args, tmp_path):
+    return subprocess.Popen([CLIMIO, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+
+
+def _wait_for(pred, timeout=60.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_make_data_stops_cleanly(tmp_path, sig, code, word):
+    out = tmp_path / "new"
+    proc = _start(["make-data", out, "--size", "3GiB", "--kind", "1d"], tmp_path)
+    # wait until it is writing (its temporary file exists), then stop it
+    assert _wait_for(lambda: out.is_dir() and any(out.iterdir())), "make-data never started writing"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    lines = [l for l in err.splitlines() if l.strip() and "make-data" not in l]
+    assert lines and word in lines[-1] and "Traceback" not in err
+    assert not out.exists(), f"left behind: {list(out.iterdir()) if out.exists() else ''}"
+
+
+def test_make_data_refuses_to_overwrite_without_force(tmp_path):
+    d = tmp_path / "d"
+    assert run_cli("make-data", d, "--size", "64KiB").returncode == 0
+    before = (d / "data1d.bin").read_bytes()
+    res = run_cli("make-data", d, "--size", "64KiB", "--seed", "3")
+    assert res.returncode == 2 and "already holds data1d.nc, data1d.bin" in res.stderr and "--force" in res.stderr
+    assert (d / "data1d.bin").read_bytes() == before
+    res = run_cli("make-data", d, "--size", "64KiB", "--seed", "3", "--force")
+    assert res.returncode == 0 and (d / "data1d.bin").read_bytes() != before
+
+
+def test_failed_make_data_leaves_no_empty_directory(tmp_path):
+    d = tmp_path / "never"
+    res = run_cli("make-data", d, "--size", "64KiB", "--kind", "4d", "--chunks", "1,1,1")
+    assert res.returncode == 2 and not d.exists()
+
+
+def test_trace_run_refuses_a_non_empty_directory(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "something").write_text("x")
+    res = run_cli("trace", "run", "-o", d, "--", "true")
+    assert res.returncode == 2 and "is not empty" in res.stderr and "--force" in res.stderr
+    assert sorted(p.name for p in d.iterdir()) == ["something"]
