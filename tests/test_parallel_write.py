@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from climio import native
-from climio.report.parallel_write_summary import rank_stats
+from climio.bench.parallel_write.summary import rank_stats
 from tests.conftest import run_cli
 
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

@@ -4,10 +4,14 @@ statistics the report draws, and how a launch failure is turned into one line.""
 import pytest
 
 from climio.bench import parallel_write as pw
-from climio.bench import tune_write as tw
+from climio.bench.parallel_write import summary as pws
+from climio.bench.parallel_write import tune as tw
 from climio.errors import InputError
-from climio.launcher import Launcher, failure_line
-from climio.report import parallel_write_summary as pws
+from climio.measure.mpi import Launcher, failure_line
+
+
+def grid(preset="full", **values):
+    return pw.ParallelWrite().grid(preset, **values)
 
 
 def test_hints_from_flags_and_file(tmp_path):
@@ -26,22 +30,22 @@ def test_malformed_hint_is_one_input_error(bad):
 
 def test_grid_rejects_bad_input():
     with pytest.raises(InputError, match="unknown backend"):
-        pw.build_grid(backends="mpiio,adios")
+        grid(backends="mpiio,adios")
     with pytest.raises(InputError, match="model-mode strategy"):
-        pw.build_grid("model", strategies="file-per-node")
+        grid(mode="model", strategies="file-per-node")
     with pytest.raises(InputError, match="not both"):
-        pw.build_grid(local="8,8,8", global_="16,16,16")
+        grid(local="8,8,8", global_="16,16,16")
     with pytest.raises(InputError, match="--local"):
-        pw.build_grid(local="8,8")
+        grid(local="8,8")
     with pytest.raises(InputError, match="--ranks"):
-        pw.build_grid(ranks="0,2")
+        grid(ranks="0,2")
 
 
 def test_program_args_carry_every_knob(tmp_path, monkeypatch):
     monkeypatch.setattr(pw.native, "program", lambda name: f"/bin/{name}")
-    g = pw.build_grid("model", ranks="4", backends="netcdf4", strategies="shared", reps=2,
-                      hints={"cb_nodes": "2"}, grid="roms", nt=3, io_layout="2,1", small="independent",
-                      chunk="16,8", variables="2,1,1", select=0.05, fsync=True)
+    g = grid(mode="model", ranks="4", backends="netcdf4", strategies="shared", reps=2,
+             hint=["cb_nodes=2"], grid="roms", nt=3, io_layout="2,1", small="independent",
+             chunk="16,8", variables="2,1,1", select=0.05, fsync=True)
     a = g.program_args(tmp_path, "pid")
     assert g.grid == [899, 629, 40]
     for pair in (["--mode", "model"], ["--hint", "cb_nodes=2"], ["--grid", "899,629,40"], ["--io-layout", "2,1"],
@@ -58,7 +62,7 @@ def test_tuning_grid_follows_the_mom5_procedure():
     assert tw.io_layouts([2, 2]) == [[1, 2], [2, 1], [2, 2]]
     assert tw.aggregator_counts(4) == [1, 2, 4]
     assert tw.aggregator_counts(3) == [1, 2, 3]
-    grids = tw.sweep_grids(pw.build_grid("model", preset="quick"), 4)
+    grids = tw.sweep_grids(grid("quick", mode="model"), 4)
     assert grids[0][1].strategies == ["serial"] and grids[0][1].io_layout == [1, 1]
     cands = [g for _, g in grids[1:]]
     # io_layout 1x2 and 2x1 have 2 writers (cb_nodes 1, 2), 2x2 has 4 (1, 2, 4)
@@ -144,11 +148,92 @@ def test_launcher_template_and_oversubscription(tmp_path):
 
 
 def test_report_section_draws_records_and_lists_foreign_ones():
-    from climio.report.parallel_write import parallel_write_section
+    from climio.report import render
     recs = [_rec(rep=i, rate=100.0 + i) for i in range(3)] + [_rec(strategy="serial", rep=i, rate=50.0) for i in range(3)]
     foreign = {"study": "parallel-write", "status": "ok", "rep": 0, "params": {"ranks": 4},
                "metrics": {"bytes": 1, "wall_s": 1.0}, "cache": {"state": "warm"}}
-    html = parallel_write_section(recs + [foreign], {})
+    html = render.page("t", [], [pw.ParallelWrite().section(recs + [foreign])])
     assert "1 record of this study lack" in html
     assert "Parallel vs serial gather" in html and "2.02×" in html   # median 101 / 50
     assert html.count("<img") >= 2
+
+
+# --- the Study contract ------------------------------------------------------------------------------
+
+def test_grid_options_reproduce_the_command_line():
+    from climio.bench import base
+    flags = [o.flag for _, o in base.options_of(pw.Grid)]
+    assert flags == ["--mode", "--ranks", "--backends", "--strategies", "--hint", "--hints-file", "--reps", "--local",
+                     "--global", "--grid", "--nt", "--decomposition", "--io-layout", "--small", "--chunk", "--vars",
+                     "--select", "--independent", "--fsync", "--verify/--no-verify", "--stripe-count",
+                     "--stripe-size", "--instances", "--hostfile", "--launcher", "--timeout", "--mpi-io"]
+    opts = {o.flag: o for _, o in base.options_of(pw.Grid)}
+    assert opts["--hint"].repeat and opts["--hint"].metavar == "KEY=VALUE"
+    assert opts["--ranks"].metavar == "LIST" and opts["--grid"].metavar == "nx,ny,nz"
+    assert all(o.help for o in opts.values())
+    assert base.get("parallel-write").Grid is pw.Grid
+
+
+def test_grid_values_presets_and_one_line_errors(tmp_path):
+    g = grid("quick", stripe_size="1MiB", hint=["cb_nodes=2"], mpi_io="romio", timeout=60)
+    assert (g.ranks, g.reps, g.local, g.stripe_bytes, g.hints) == ([2, 4], 3, [24, 24, 24], 1 << 20, {"cb_nodes": "2"})
+    assert g.mpi_launcher().describe() == "mpirun -n 4" and g.mpi_launcher().timeout_s == 60
+    for bad, match in ((dict(reps=0), "--reps"), (dict(mpi_io="mpich"), "--mpi-io"), (dict(mode="both"), "--mode"),
+                       (dict(bogus=1), "unknown parallel-write option"), (dict(instances=-1), "--instances")):
+        with pytest.raises(InputError, match=match) as exc:
+            grid(**bad)
+        assert "\n" not in str(exc.value)
+
+
+def test_check_fails_before_anything_runs(tmp_path):
+    study = pw.ParallelWrite()
+    with pytest.raises(InputError, match="hostfile"):
+        study.check(grid("quick", hostfile=str(tmp_path / "missing")), tmp_path)
+    from climio.errors import DiskSpaceError
+    with pytest.raises(DiskSpaceError, match="--local"):
+        study.check(grid("quick", local="100000,100000,1000"), tmp_path / "not-yet")
+    study.check(grid("quick"), tmp_path)
+
+
+def test_survey_grid_runs_both_modes():
+    g = pw.ParallelWrite().survey_grid(quick=False)
+    by = {x.mode: x for x in g.split()}
+    assert set(by) == {"benchio", "model"} and g.ranks == [2, 4] and g.reps == 5
+    assert by["benchio"].strategies == list(pw.STRATEGIES) and by["model"].strategies == list(pw.MODEL_STRATEGIES)
+    assert by["benchio"].local == [48, 48, 48] and by["model"].grid == [96, 64, 10]
+    assert g.jobs_per_launch() == 4 * (4 + 3) * 5
+
+
+def test_summarise_findings_and_latency_label():
+    study = pw.ParallelWrite()
+    recs = [_rec(rep=i, rate=100.0 + i) for i in range(3)] + [_rec(strategy="serial", rep=i, rate=50.0) for i in range(3)]
+    recs += [_rec(backend="pnetcdf", rep=i, rate=300.0) for i in range(3)]
+    s = study.summarise(recs)
+    assert len(s["configurations"]) == 3 and s["foreign"] == 0
+    (best,) = s["best"]
+    assert best["best"]["shared"] == {"backend": "pnetcdf", "median_MBps": 300.0}
+    assert best["speedup"]["ratio"] == pytest.approx(101.0 / 50.0) and best["latency_dominated"]
+    (f,) = study.findings(recs)
+    assert "shared pnetcdf 300 MB/s" in f.text and "2.02× the serial gather" in f.text and "latency-dominated" in f.text
+    big = [dict(_rec(rep=i), metrics=dict(_rec(rep=i)["metrics"], bytes=4 * (64 << 20))) for i in range(2)]
+    assert not study.summarise(big)["best"][0]["latency_dominated"]
+
+
+def test_imbalance_is_max_over_mean_of_the_rank_times():
+    recs = [_rec(rep=i, per_rank=[1.0, 1.0, 1.0, 5.0]) for i in range(2)]
+    (row,) = pws.configurations(recs)
+    assert row["imbalance"] == pytest.approx(2.5) and row["idle_share"] == pytest.approx(0.6)
+
+
+def test_study_modules_do_not_import_the_report():
+    import subprocess
+    import sys
+    pure = ("import sys, climio.bench.parallel_write as pw, climio.bench.parallel_write.tune, "
+            "climio.bench.parallel_write.section; pw.ParallelWrite().section([]); "
+            "print(sorted(m for m in sys.modules if m.startswith(('climio.report', 'climio.measure'))))")
+    runs = ("import sys, climio.bench.parallel_write.run; "
+            "print(sorted(m for m in sys.modules if m.startswith('climio.report')))")
+    for code in (pure, runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "[]"

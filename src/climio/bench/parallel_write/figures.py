@@ -10,8 +10,8 @@
 
 from matplotlib.figure import Figure
 
-from .figures import to_png
-from .parallel_write_summary import PHASES, series
+from ...plotting import to_png
+from .summary import PHASES, series
 
 _COLOURS = {"mpiio": "#1f77b4", "hdf5": "#d62728", "netcdf4": "#2ca02c", "pnetcdf": "#9467bd"}
 _STYLES = {"shared": "-", "file-per-process": "--", "file-per-node": "-.", "serial": ":"}

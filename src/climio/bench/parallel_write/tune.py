@@ -12,9 +12,10 @@ the stripe count and the process count (the paper's `real_aggr`), so the table s
 
 from dataclasses import replace
 
-from ..errors import InputError
-from ..report.parallel_write_summary import SWEEP, sweep_summary
-from . import parallel_write as pw
+from ...errors import InputError
+from . import Grid
+from .summary import SWEEP, sweep_summary
+
 
 def divisors(n: int) -> list:
     return [d for d in range(1, n + 1) if n % d == 0]
@@ -46,12 +47,14 @@ def aggregator_counts(writers: int) -> list:
     return out + [writers]
 
 
-def sweep_grids(base: pw.Grid, ranks: int, stripe_counts=(None,)) -> list:
+def sweep_grids(base: Grid, ranks: int, stripe_counts=(None,)) -> list:
     """(label, Grid) for the baseline and every point of the sweep."""
     dec = base.decomposition or decomposition_of(ranks)
     if dec[0] * dec[1] != ranks:
         raise InputError(f"--decomposition {dec[0]},{dec[1]} does not use {ranks} ranks")
-    common = dict(ranks=[ranks], decomposition=dec, mode="model")
+    if base.modes != ["model"]:
+        raise InputError("tune write sweeps model-output grids: build the base grid with mode=\"model\"")
+    common = dict(ranks=[ranks], decomposition=dec, mode="model", modes=["model"])
     grids = [("baseline", replace(base, strategies=["serial"], io_layout=[1, 1],
                                   extra={"sweep": SWEEP, "role": "baseline"}, **common))]
     for lay in io_layouts(dec):
@@ -66,12 +69,18 @@ def sweep_grids(base: pw.Grid, ranks: int, stripe_counts=(None,)) -> list:
     return grids
 
 
-def run_sweep(run, base: pw.Grid, ranks: int, data_dir, launcher, stripe_counts=(None,), say=print) -> dict:
+def run_sweep(run, base: Grid, ranks: int, data_dir, launcher=None, stripe_counts=(None,), say=print,
+              progress=True) -> dict:
+    """Run the baseline and every point of the sweep (records to run.writer); return sweep_summary.
+    `base`: a model-mode grid (ParallelWrite().grid(preset, mode="model", ...)) whose launcher options
+    say how to launch, unless `launcher` (a measure.mpi.Launcher) is given."""
+    from .run import run_study
     grids = sweep_grids(base, ranks, stripe_counts)
+    launcher = launcher or base.mpi_launcher(ranks)
     records = []
     for i, (label, grid) in enumerate(grids, 1):
         say(f"[{i}/{len(grids)}] {label}")
-        records += pw.run_study(run, grid, data_dir, launcher, label=f"tune write {i}/{len(grids)}")
+        records += run_study(run, grid, data_dir, launcher, progress=progress, label=f"tune write {i}/{len(grids)}")
     return sweep_summary(records)
 
 
