@@ -6,6 +6,7 @@ what was written."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -109,3 +110,17 @@ def test_get_reads_back_what_was_written(tmp_path, access):
                     for s in ("shared", "file-per-process", "file-per-node", "serial")}
     for r in recs:
         assert r["metrics"]["verified"] is True and r["metrics"]["mismatches"] == 0, r["params"]
+
+
+def test_parallel_write_asks_the_program_once_and_not_on_import():
+    code = ("import climio.native as n\n"
+            "calls = []\n"
+            "run = n.run_text\n"
+            "n.run_text = lambda *a, **k: calls.append(a) or run(*a, **k)\n"
+            "import climio.bench.parallel_write\n"
+            "from climio.bench.parallel_write import run as pw\n"
+            "assert calls == [], calls\n"
+            "assert pw.all_backends() == pw.all_backends() == n.pario_backends()\n"
+            "assert len(calls) == 1 and calls[0][0][1:] == ['--list'], calls\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
