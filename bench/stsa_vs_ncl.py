@@ -1,6 +1,6 @@
 """climio.stsa.wk_spectra against NCL's wkSpaceTime (issue 14, item 7), cell by cell.
 
-    .venv/bin/python bench/stsa_vs_ncl.py [--quick] [--keep DIR] [--cases A,B,...]
+    .venv/bin/python bench/stsa_vs_ncl.py [--quick] [--keep DIR] [--cases A,B,...] [--controls] [--pywk]
 
 NCL: Debian's ncl-ncarg (6.6.2). If `ncl` is not on PATH this script installs it with apt-get
 (root needed; nothing else here installs anything). Every case writes one synthetic field as
@@ -20,6 +20,11 @@ Per group: median and max over cells of |log10(climio) - log10(NCL) - C| in deca
 one normalisation constant between the two. climio uses NCL's normalisation (2-D FFT / (N M),
 power = |coef|^2, x2 for the half-latitude sums), so C = 0 (a factor of 1); the script also prints
 the median signed offset so a constant mismatch would show. Target: median <= 0.02, max <= 0.05.
+
+--controls reruns climio with deliberate departures from NCL (no low-frequency removal, no taper,
+taper 0.2, full Hann taper) to show the comparison would see them. --pywk also runs PyPI's
+pywkspectra (in its own venv under ~/.cache/climio-bench/pywk, created on first use) on the same
+files; its normalisation differs, so its median signed offset per group is removed and printed.
 """
 
 from __future__ import annotations
@@ -39,6 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from climio.stsa import dispersion, spectra  # noqa: E402
 
 NORMALISATION_DECADES = 0.0   # log10(climio / NCL): the same normalisation by construction
+PYWK_VENV = Path.home() / ".cache" / "climio-bench" / "pywk"
+PYWK_RUN = """
+import sys, numpy as np, pywkspectra
+r = pywkspectra.compute_wk_spectra(sys.argv[1], "x", 15, nDayWin=int(sys.argv[2]),
+                                   nDaySkip=int(sys.argv[3]), max_wn=15, max_freq=0.8, verbose=False)
+np.savez(sys.argv[4], frequency=r.frequency.values, wavenumber=r.wavenumber.values,
+         **{k: r[k].values for k in ("symmetric_log_power", "antisymmetric_log_power",
+            "background_log_power", "symmetric_normalized", "antisymmetric_normalized")})
+"""
+PYWK_NAMES = {"FIG_1_SYM": "symmetric_log_power", "FIG_1_ASYM": "antisymmetric_log_power",
+              "FIG_3_BACK": "background_log_power", "FIG_3_SYM": "symmetric_normalized",
+              "FIG_3_ASYM": "antisymmetric_normalized"}
 
 # name: (days, spd, nlat, mlon, nDayWin, nDaySkip)
 CASES = {
@@ -183,7 +200,47 @@ def compare(ncl, r, n_day_win):
     return res
 
 
-def run_case(name, ncl_bin, work, seed):
+def ensure_pywk():
+    """Python of a separate venv with PyPI's pywkspectra (created on first use)."""
+    py = PYWK_VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PYWK_VENV)], check=True)
+    if subprocess.run([str(py), "-c", "import pywkspectra"], capture_output=True).returncode:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "pywkspectra"], check=True)
+    return py
+
+
+def compare_pywk(ncl, pywk_py, inp, win, skip, work):
+    """pywkspectra's log power / ratios against NCL on the cells both have (f > 0). Its
+    normalisation differs, so per group the median signed offset is removed (and reported)."""
+    out = work / (inp.stem + "_pywk.npz")
+    p = subprocess.run([str(pywk_py), "-c", PYWK_RUN, str(inp), str(win), str(skip), str(out)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
+    z = np.load(out)
+    k_index = {int(round(k)): i for i, k in enumerate(z["wavenumber"])}
+    j_index = {int(round(f * win)): i for i, f in enumerate(z["frequency"])}
+    res = {}
+    for group, names in GROUPS.items():
+        diffs = []
+        for name in names:
+            data, freq, wave = ncl[name]
+            ref = data if name.startswith(("FIG_1", "FIG_3_BACK")) else np.log10(data)
+            theirs = z[PYWK_NAMES[name]]
+            theirs = theirs if name.startswith(("FIG_1", "FIG_3_BACK")) else np.log10(theirs)
+            for a, f in enumerate(freq):
+                for b, w in enumerate(wave):
+                    jj, kk = j_index.get(int(round(f * win))), k_index.get(int(round(w)))
+                    if jj is not None and kk is not None and np.isfinite(ref[a, b]):
+                        diffs.append(theirs[jj, kk] - ref[a, b])
+        d = np.array(diffs)
+        c = np.median(d)
+        res[group] = (np.median(np.abs(d - c)), np.max(np.abs(d - c)), c, d.size)
+    return res
+
+
+def run_case(name, ncl_bin, work, seed, pywk_py=None):
     days, spd, nlat, mlon, win, skip = CASES[name]
     x, lat, lon = make_field(days, spd, nlat, mlon, seed)
     inp = work / f"field_{name}.nc"
@@ -205,6 +262,8 @@ def run_case(name, ncl_bin, work, seed):
     controls = {label: compare(ncl, spectra.wk_spectra(x, spd, win, skip, **kw), win)
                 for label, kw in CONTROLS if not (label == "no low-f removal"
                                                   and not r.params["removed_low_frequencies"])}
+    if pywk_py:
+        controls["pywkspectra"] = compare_pywk(ncl, pywk_py, inp, win, skip, work)
     return compare(ncl, r, win), t_ncl, t_py, r.params, controls
 
 
@@ -216,7 +275,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--controls", action="store_true",
                     help="also print climio with deliberate departures from NCL (negative controls)")
+    ap.add_argument("--pywk", action="store_true",
+                    help=f"also compare PyPI pywkspectra (installed into {PYWK_VENV})")
     a = ap.parse_args(argv)
+    pywk_py = ensure_pywk() if a.pywk else None
     names = a.cases.split(",") if a.cases else (QUICK if a.quick else tuple(CASES))
     ncl_bin = ensure_ncl()
     ver = subprocess.run([ncl_bin, "-V"], capture_output=True, text=True).stdout.strip()
@@ -230,16 +292,20 @@ def main(argv=None):
     print(hdr)
     worst = {g: [0.0, 0.0] for g in GROUPS}
     for i, name in enumerate(names):
-        res, t_ncl, t_py, prm, controls = run_case(name, ncl_bin, work, a.seed + i)
+        res, t_ncl, t_py, prm, controls = run_case(name, ncl_bin, work, a.seed + i, pywk_py)
         days, spd, nlat, mlon, win, skip = CASES[name]
         for g, (med, mx, signed, n) in res.items():
             worst[g] = [max(worst[g][0], med), max(worst[g][1], mx)]
             print(f"{name:4} {days:4d} {spd:3d} {nlat:4d} {mlon:4d} {win:4d} {skip:4d} "
                   f"{prm['n_windows']:4d} {'yes' if prm['removed_low_frequencies'] else 'no':>4} "
                   f"{g:10} {n:5d} {med:10.2e} {mx:10.2e} {signed:10.2e} {t_ncl:6.1f}s {t_py:7.2f}s")
-        for label, cres in controls.items() if a.controls else ():
-            print(f"{'':4} control: {label:17} " + "; ".join(
-                f"{g} median {m:.3f} max {x:.3f}" for g, (m, x, _, _) in cres.items()))
+        for label, cres in controls.items():
+            if label == "pywkspectra":
+                print(f"{'':4} pywkspectra (own constant removed per group): " + (cres.get("error") or "; ".join(
+                    f"{g} C={c:+.3f} median {m:.3f} max {x:.3f} ({n} cells)" for g, (m, x, c, n) in cres.items())))
+            elif a.controls:
+                print(f"{'':4} control: {label:17} " + "; ".join(
+                    f"{g} median {m:.3f} max {x:.3f}" for g, (m, x, _, _) in cres.items()))
     ok = all(med <= 0.02 and mx <= 0.05 for med, mx in worst.values())
     print("worst over cases (decades): " + "; ".join(
         f"{g} median {m:.2e} max {x:.2e}" for g, (m, x) in worst.items()))
