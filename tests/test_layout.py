@@ -1,4 +1,5 @@
-"""climio.layout: chunk geometry checked against brute force, the thesis's numbers, and netCDF-C."""
+"""climio.layout (chunk geometry), climio.access (read shapes) and the chunking catalogue, checked
+against brute force, the thesis's numbers, and netCDF-C."""
 
 import itertools
 import math
@@ -8,7 +9,9 @@ import netCDF4
 import numpy as np
 import pytest
 
+from climio import access as A
 from climio import layout as L
+from climio.bench.chunking import catalogue as C
 from climio.errors import InputError
 
 S430 = [430] * 4
@@ -101,8 +104,8 @@ def test_slice_starts_tile_the_array_once_in_c_order():
         r = rng.randint(1, 4)
         shape = [rng.randint(1, 7) for _ in range(r)]
         count = [rng.randint(1, d) for d in shape]
-        slabs = L.slice_starts(shape, count)
-        assert len(slabs) == L.n_slices(shape, count) == math.prod(-(-d // n) for d, n in zip(shape, count))
+        slabs = A.slice_starts(shape, count)
+        assert len(slabs) == A.n_slices(shape, count) == math.prod(-(-d // n) for d, n in zip(shape, count))
         starts = [s for s, _ in slabs]
         assert starts == sorted(starts)                       # C order of the start positions
         hits = np.zeros(shape, dtype=int)
@@ -111,12 +114,12 @@ def test_slice_starts_tile_the_array_once_in_c_order():
             hits[tuple(slice(a, a + b) for a, b in zip(s, n))] += 1
         assert (hits == 1).all()
     # the thesis's xy loop: t outer, z inner
-    slabs = L.slice_starts([3, 2, 4, 5], L.read_count("xy", [3, 2, 4, 5]))
+    slabs = A.slice_starts([3, 2, 4, 5], A.read_count("xy", [3, 2, 4, 5]))
     assert [s for s, _ in slabs[:3]] == [(0, 0, 0, 0), (0, 1, 0, 0), (1, 0, 0, 0)]
-    assert L.slice_starts([5], [2]) == [((0,), (2,)), ((2,), (2,)), ((4,), (1,))]
-    assert L.n_slices(S430, L.read_count("xy", S430)) == 430 * 430
+    assert A.slice_starts([5], [2]) == [((0,), (2,)), ((2,), (2,)), ((4,), (1,))]
+    assert A.n_slices(S430, A.read_count("xy", S430)) == 430 * 430
     with pytest.raises(InputError):
-        L.slice_starts(S430, [1, 1, 1, 1])                  # 3.4e10 hyperslabs: refused, not built
+        A.slice_starts(S430, [1, 1, 1, 1])                  # 3.4e10 hyperslabs: refused, not built
 
 
 # --- the thesis's numbers -----------------------------------------------------------------------
@@ -136,7 +139,7 @@ def test_thesis_uneven_chunks_explain_the_larger_file():
 
 def test_thesis_reads_against_chunk_shapes():
     F, zero = [430, 1, 1, 430], [0, 0, 0, 0]
-    xy, xt, xyt = (L.read_count(n, S430) for n in L.READ_SHAPES)
+    xy, xt, xyt = (A.read_count(n, S430) for n in A.READ_SHAPES)
     assert (xy, xt, xyt) == ((1, 1, 430, 430), (430, 1, 1, 430), (430, 1, 430, 430))
     assert L.chunks_touched(S430, F, zero, xt) == 1
     assert L.partial_chunks(S430, F, zero, xt) == 0
@@ -167,9 +170,9 @@ def test_thesis_reads_against_chunk_shapes():
 
 
 def test_named_chunk_shapes_thesis_file():
-    named = L.named_chunk_shapes(S430, 8)
+    named = C.named_chunk_shapes(S430, 8)
     assert list(named) == ["A", "B", "C", "D", "E", "F", "G", "default", "balanced"]
-    assert list(named) == list(L.CHUNK_LABELS)
+    assert list(named) == list(C.CHUNK_LABELS)
     n = named["C"][2]
     assert named["C"] == [1, 1, n, n] and 4 * n * n * 8 <= 64000 < 4 * (n + 1) ** 2 * 8
     assert n == 44
@@ -182,11 +185,11 @@ def test_named_chunk_shapes_thesis_file():
     for label, chunks in named.items():
         L.validate_chunks(S430, chunks)
     # single precision: larger tiles, four still fit 64000 B
-    c4 = L.named_chunk_shapes([10, 2, 100, 120], 4)
+    c4 = C.named_chunk_shapes([10, 2, 100, 120], 4)
     assert c4["C"] == [1, 1, 63, 63] and c4["D"] == [1, 1, 64, 64]
     assert c4["B"] == [1, 1, 10, 12]
     # tiles clipped to small maps
-    small = L.named_chunk_shapes([4, 3, 20, 50], 8)
+    small = C.named_chunk_shapes([4, 3, 20, 50], 8)
     assert small["C"] == [1, 1, 20, 44] and small["D"] == [1, 1, 20, 45]
 
 
@@ -208,7 +211,7 @@ def test_default_is_what_netcdf_writes(tmp_path, shape, dtype):
     got = L.library_default_chunks(shape, itemsize)
     assert got == written_default_chunks(tmp_path / "d.nc", shape, dtype)
     if len(shape) == 4:
-        assert L.named_chunk_shapes(shape, itemsize)["default"] == got
+        assert C.named_chunk_shapes(shape, itemsize)["default"] == got
     L.validate_chunks(shape, got)
 
 
@@ -291,42 +294,42 @@ def one_line_error(fn, *args):
 
 
 def test_parse_read():
-    assert L.parse_read("xy", S430) == (1, 1, 430, 430)
-    assert L.parse_read(" XT ", S430) == (430, 1, 1, 430)
-    assert L.parse_read("xyt", S430) == (430, 1, 430, 430)
-    assert L.parse_read("1,1,Y,X", S430) == (1, 1, 430, 430)
-    assert L.parse_read("T,1,10,X", S430) == (430, 1, 10, 430)
-    assert L.parse_read("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
-    assert L.parse_read("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
-    assert "unknown read shape 'yz'" in one_line_error(L.parse_read, "yz", S430)
-    assert "outside 1..430" in one_line_error(L.parse_read, "500,1,Y,X", S430)
-    one_line_error(L.parse_read, "0,1,Y,X", S430)
-    one_line_error(L.parse_read, "1,Y,X", S430)
-    one_line_error(L.parse_read, "X,1,Y,T", S430)                     # letters name their position
-    one_line_error(L.parse_read, "1,1,Y,Q", S430)
-    one_line_error(L.read_count, "xy", [10, 10, 10])                  # named reads are 4-D
+    assert A.parse_read("xy", S430) == (1, 1, 430, 430)
+    assert A.parse_read(" XT ", S430) == (430, 1, 1, 430)
+    assert A.parse_read("xyt", S430) == (430, 1, 430, 430)
+    assert A.parse_read("1,1,Y,X", S430) == (1, 1, 430, 430)
+    assert A.parse_read("T,1,10,X", S430) == (430, 1, 10, 430)
+    assert A.parse_read("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
+    assert A.parse_read("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
+    assert "unknown read shape 'yz'" in one_line_error(A.parse_read, "yz", S430)
+    assert "outside 1..430" in one_line_error(A.parse_read, "500,1,Y,X", S430)
+    one_line_error(A.parse_read, "0,1,Y,X", S430)
+    one_line_error(A.parse_read, "1,Y,X", S430)
+    one_line_error(A.parse_read, "X,1,Y,T", S430)                     # letters name their position
+    one_line_error(A.parse_read, "1,1,Y,Q", S430)
+    one_line_error(A.read_count, "xy", [10, 10, 10])                  # named reads are 4-D
 
 
 def test_parse_chunk_spec():
-    got = L.parse_chunk_spec("A,E,F,[10,1,20,40]", S430, 8)
+    got = C.parse_chunk_spec("A,E,F,[10,1,20,40]", S430, 8)
     assert got == [("A", None), ("E", [1, 1, 430, 430]), ("F", [430, 1, 1, 430]), ("custom", [10, 1, 20, 40])]
-    got = L.parse_chunk_spec("b; default ;balanced;[T,1,1,X];[1,1,45,45];contiguous", S430, 8)
+    got = C.parse_chunk_spec("b; default ;balanced;[T,1,1,X];[1,1,45,45];contiguous", S430, 8)
     assert [lab for lab, _ in got] == ["B", "default", "balanced", "custom", "custom2", "A"]
     assert got[3][1] == [430, 1, 1, 430] and got[4][1] == [1, 1, 45, 45]
     assert got[1][1] == L.library_default_chunks(S430, 8) and got[2][1] == L.balanced_chunks(S430, 8)
-    assert L.parse_chunk_spec("10,1,20,40", S430, 8) == [("custom", [10, 1, 20, 40])]
-    assert L.parse_chunk_spec("A,A,contiguous", S430, 8) == [("A", None)]
-    assert L.parse_chunk_spec("default,[2,3]", [10, 10], 4)[1] == ("custom", [2, 3])
-    msg = one_line_error(L.parse_chunk_spec, "A,[500,1,1,430]", S430, 8)
+    assert C.parse_chunk_spec("10,1,20,40", S430, 8) == [("custom", [10, 1, 20, 40])]
+    assert C.parse_chunk_spec("A,A,contiguous", S430, 8) == [("A", None)]
+    assert C.parse_chunk_spec("default,[2,3]", [10, 10], 4)[1] == ("custom", [2, 3])
+    msg = one_line_error(C.parse_chunk_spec, "A,[500,1,1,430]", S430, 8)
     assert msg == ("chunk shape [500,1,1,430] impossible for shape [430,430,430,430]: "
                    "chunk dimension 1 (500) exceeds the dimension (430)")
-    assert "unknown chunk shape 'H'" in one_line_error(L.parse_chunk_spec, "A,H", S430, 8)
-    one_line_error(L.parse_chunk_spec, "", S430, 8)
-    one_line_error(L.parse_chunk_spec, "A,10", S430, 8)
-    one_line_error(L.parse_chunk_spec, "[0,1,1,1]", S430, 8)
-    one_line_error(L.parse_chunk_spec, "[1,1,1]", S430, 8)
-    one_line_error(L.parse_chunk_spec, "[1,1,1,1", S430, 8)
-    one_line_error(L.parse_chunk_spec, "E", [10, 10, 10], 8)          # letters need [t,z,y,x]
+    assert "unknown chunk shape 'H'" in one_line_error(C.parse_chunk_spec, "A,H", S430, 8)
+    one_line_error(C.parse_chunk_spec, "", S430, 8)
+    one_line_error(C.parse_chunk_spec, "A,10", S430, 8)
+    one_line_error(C.parse_chunk_spec, "[0,1,1,1]", S430, 8)
+    one_line_error(C.parse_chunk_spec, "[1,1,1]", S430, 8)
+    one_line_error(C.parse_chunk_spec, "[1,1,1,1", S430, 8)
+    one_line_error(C.parse_chunk_spec, "E", [10, 10, 10], 8)          # letters need [t,z,y,x]
 
 
 def test_validation_errors():
@@ -337,8 +340,8 @@ def test_validation_errors():
     one_line_error(L.chunks_touched, [4, 4], [2, 2], [3, 0], [2, 1])   # hyperslab past the end
     one_line_error(L.chunks_touched, [4, 4], [2, 2], [0], [1])
     one_line_error(L.chunk_grid, [0, 4], [1, 1])
-    one_line_error(L.named_chunk_shapes, [10, 10, 10], 8)
-    one_line_error(L.n_slices, [4, 4], [5, 1])
+    one_line_error(C.named_chunk_shapes, [10, 10, 10], 8)
+    one_line_error(A.n_slices, [4, 4], [5, 1])
     assert L.format_chunks(None) == "contiguous"
     assert L.format_chunks([1, 1, 45, 45]) == "[1,1,45,45]"
     assert L.format_chunks((np.int64(3), 4)) == "[3,4]"

@@ -17,10 +17,9 @@ import numpy as np
 from .. import __version__
 from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
-from ..layout import library_default_chunks
+from ..layout import chunk_bytes, library_default_chunks, validate_chunks
 from ..units import format_size
 from . import fields
-from .chunks import chunk_bytes, validate_chunks
 
 DEFAULT_BLOCK_BYTES = 64 << 20
 # HDF5 keeps ~10 KiB of bookkeeping per chunk a write call touches (measured: 4096 chunks of
@@ -188,7 +187,7 @@ def resolve_layout(shape, chunks, deflate):
         return True, None
     if chunks == "default":
         return False, None
-    return False, validate_chunks(chunks, shape)
+    return False, validate_chunks(shape, chunks)
 
 
 def plan_4d(shape, chunks=None, dtype="f8", deflate=0, max_block_bytes=DEFAULT_BLOCK_BYTES) -> dict:
