@@ -145,3 +145,28 @@ def test_old_records_without_schema_still_read(tmp_path):
     (tmp_path / "records.jsonl").write_text(json.dumps(rec) + "\n")
     df = to_frame(read_records(tmp_path))
     assert df.loc[0, "schema"] == 1 and df.loc[0, "stack"] == "numpy" and df.loc[0, "params.buffer_bytes"] == 4096
+
+
+# The contract's own names, defined once in each study package (bench/<study>/).
+PER_STUDY_NAMES = {"Grid", "PRESETS", "STUDY", "TITLE", "OPTION_NAMES"}
+
+
+def test_one_word_one_meaning_no_two_modules_define_the_same_class_or_constant():
+    import ast
+    import pathlib
+    from collections import defaultdict
+
+    import climio
+    root = pathlib.Path(climio.__file__).parent
+    where = defaultdict(list)
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            targets = [node.name] if isinstance(node, ast.ClassDef) else [
+                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)
+                and t.id.isupper() and not t.id.startswith("_")] if isinstance(node, ast.Assign) else []
+            for name in targets:
+                rel = path.relative_to(root).parts
+                owner = "/".join(rel[:2]) if name in PER_STUDY_NAMES and rel[0] == "bench" else "climio"
+                where[(owner, name)].append(str(path.relative_to(root)))
+    dupes = {k[1]: v for k, v in where.items() if len(v) > 1}
+    assert not dupes, f"defined more than once: {dupes}"

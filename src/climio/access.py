@@ -14,9 +14,8 @@ import re
 import numpy as np
 
 from .errors import InputError
-from .layout import _fmt, _int, _shape
+from .layout import DIMS, _fmt, _int, _shape
 
-DIMS = ("t", "z", "y", "x")
 READ_SHAPES = ("xy", "xt", "xyt")
 # slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.
 MAX_SLICES = 2_000_000

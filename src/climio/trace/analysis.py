@@ -31,10 +31,10 @@ import numpy as np
 from .. import layout
 from ..errors import InputError
 from ..stats import rank_spread
-from .reader import FLAG_FAILED, LAYER_IDS, LAYERS
+from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES
 
 # Top of the stack first: the order of the flow figure's rows and of every layer table.
-LAYER_ORDER = ("netcdf", "hdf5", "mpiio", "stdio", "posix")
+TRACE_LAYER_ORDER = ("netcdf", "hdf5", "mpiio", "stdio", "posix")
 # Layers whose data calls carry file offsets, lowest (closest to storage) first.
 OFFSET_LAYERS = ("posix", "stdio", "mpiio")
 LIBRARY_LAYERS = ("netcdf", "hdf5")
@@ -228,7 +228,7 @@ class Analysis:
         return self.trace.strings[int(sid)]
 
     def layer_name(self, lid) -> str:
-        return LAYERS.get(int(lid), str(lid))
+        return LAYER_NAMES.get(int(lid), str(lid))
 
     def _walls(self):
         """Per process wall time (see DEFINITIONS["process time"])."""
@@ -265,7 +265,7 @@ class Analysis:
 
     def layers(self) -> list:
         rows = []
-        for name in LAYER_ORDER:
+        for name in TRACE_LAYER_ORDER:
             lid = LAYER_IDS[name]
             m = self.layer == lid
             if not m.any():
@@ -295,7 +295,7 @@ class Analysis:
                          "mean_request": float(data[data > 0].mean()) if (data > 0).any() else None,
                          "ranks": int(len(np.unique(self.unit[m]))),
                          "max_rank_time_s": _s(per.max())})
-        rows.sort(key=lambda r: (LAYER_ORDER.index(r["layer"]) if r["layer"] in LAYER_ORDER else 9,
+        rows.sort(key=lambda r: (TRACE_LAYER_ORDER.index(r["layer"]) if r["layer"] in TRACE_LAYER_ORDER else 9,
                                  -r["time_incl_s"]))
         return rows
 
@@ -339,7 +339,7 @@ class Analysis:
 
     def ranks(self) -> dict:
         main = []
-        for name in LAYER_ORDER:
+        for name in TRACE_LAYER_ORDER:
             m_l = self.layer == LAYER_IDS[name]
             if not m_l.any():
                 continue
@@ -621,7 +621,7 @@ class Analysis:
                            "partial": p.partial, "notes": p.notes} for p in tr.procs],
                       "units": len(self.units), "wall_s": _s(self.wall), "process_time_s": _s(self.process_time),
                       "io_time_s": _s(self.io_time), "io_share": self.share(self.io_time),
-                      "layers_present": [l for l in LAYER_ORDER if (self.layer == LAYER_IDS[l]).any()]},
+                      "layers_present": [l for l in TRACE_LAYER_ORDER if (self.layer == LAYER_IDS[l]).any()]},
             "definitions": DEFINITIONS,
             "layers": self.layers(), "functions": self.functions(), "flow": self.flow(), "ranks": self.ranks(),
             "files": self.files(), "netcdf": self.netcdf(), "shared_writes": self.shared_writes(),

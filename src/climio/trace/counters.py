@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from . import advice
-from .analysis import ACCESS_SHARE, DEFINITIONS, LAYER_ORDER, MAIN_PER_LAYER, OFFSET_LAYERS, SIZE_BUCKETS, \
+from .analysis import ACCESS_SHARE, DEFINITIONS, TRACE_LAYER_ORDER, MAIN_PER_LAYER, OFFSET_LAYERS, SIZE_BUCKETS, \
     analyse, imbalance
 from .darshan_log import FUNCTION_NAMES
 
@@ -127,7 +127,7 @@ class CountersAnalysis:
 
     def layers(self) -> list:
         rows = []
-        for name in LAYER_ORDER:
+        for name in TRACE_LAYER_ORDER:
             rs = [r for r in self.recs if r.layer == name]
             if not rs:
                 continue
@@ -171,7 +171,7 @@ class CountersAnalysis:
                 coll = sum((r.coll_reads if kind == "read" else r.coll_writes) for r in rs)
                 row.update(collective=coll, independent=c - coll)
             rows.append(row)
-        rows.sort(key=lambda r: (LAYER_ORDER.index(r["layer"]), -r["time_incl_s"]))
+        rows.sort(key=lambda r: (TRACE_LAYER_ORDER.index(r["layer"]), -r["time_incl_s"]))
         return rows
 
     def _class_exclusive(self, rs, kind, time) -> float:
@@ -200,7 +200,7 @@ class CountersAnalysis:
 
     def ranks(self) -> dict:
         main = []
-        for name in LAYER_ORDER:
+        for name in TRACE_LAYER_ORDER:
             cands = []
             for mod, fname, kind, calls, time, nbytes in self._classes():
                 rs = [r for r in self.recs if r.module == mod and r.layer == name and (calls(r) or time(r) > 0)]
@@ -375,7 +375,7 @@ class CountersAnalysis:
                   "pid": None, "rank": i, "label": self.units[i],
                   "events": int((log.dxt.events["rank"] == i).sum()) if log.dxt is not None else 0,
                   "end": None, "dropped": 0, "partial": False, "notes": []} for i in range(self.nprocs)]
-        present = [l for l in LAYER_ORDER if any(r.layer == l for r in self.recs)]
+        present = [l for l in TRACE_LAYER_ORDER if any(r.layer == l for r in self.recs)]
         facts = {
             "source": "darshan",
             "trace": {"path": str(log.path), "partial": any(n.startswith("partial:") for n in log.notes),

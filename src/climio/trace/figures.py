@@ -1,4 +1,4 @@
-"""Figures of a trace as PNG bytes (matplotlib Agg through climio.report.figures, no pyplot).
+"""Figures of a trace as PNG bytes (matplotlib Agg through climio.plotting, no pyplot).
 
     flow(facts)            the call-path flow across layers, as MOM5 Figs 10-12: a box per function
                            (max time of one rank, number of ranks), an arrow per parent -> child path
@@ -14,9 +14,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import FuncFormatter
 
-from ..report.figures import _COLOURS, to_png
+from ..plotting import COLOURS as _COLOURS, to_png
 from ..units import format_size
-from .analysis import LAYER_ORDER, SIZE_BUCKETS
+from .analysis import TRACE_LAYER_ORDER, SIZE_BUCKETS
 
 LAYER_TITLES = {"netcdf": "netCDF", "hdf5": "HDF5", "mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX / system I/O"}
 LAYER_COLOURS = {"netcdf": "#d8e8f6", "hdf5": "#e3f1df", "mpiio": "#fbe5cf", "stdio": "#efe3f3", "posix": "#f0f0f0"}
@@ -33,7 +33,7 @@ def flow_selection(facts):
     nodes, edges = facts["flow"]["nodes"], facts["flow"]["edges"]
     top = max([n["max_rank_time_s"] for n in nodes] + [0.0])
     keep = set()
-    for layer in LAYER_ORDER:
+    for layer in TRACE_LAYER_ORDER:
         ln = sorted((n for n in nodes if n["layer"] == layer), key=lambda n: -n["max_rank_time_s"])
         keep |= {n["id"] for n in ln[:FLOW_NODES_PER_LAYER] if n["max_rank_time_s"] >= FLOW_MIN_SHARE * top}
     shown = [e for e in edges if e["parent"] in keep and e["child"] in keep
@@ -45,7 +45,7 @@ def flow(facts):
     nodes, edges, _ = flow_selection(facts)
     if not nodes:
         return None
-    layers = [l for l in LAYER_ORDER if any(n["layer"] == l for n in nodes)]
+    layers = [l for l in TRACE_LAYER_ORDER if any(n["layer"] == l for n in nodes)]
     width = max(len([n for n in nodes if n["layer"] == l]) for l in layers)
     fig = Figure(figsize=(max(7.0, 2.35 * width + 1.6), 1.55 * len(layers) + 0.9))
     ax = fig.add_axes([0, 0, 1, 1 - 0.55 / fig.get_figheight()])

@@ -29,8 +29,8 @@ RECORD_DTYPE = np.dtype([("t_start_ns", "<u8"), ("t_end_ns", "<u8"), ("offset", 
 assert RECORD_DTYPE.itemsize == 64
 EVENTS_DTYPE = np.dtype(RECORD_DTYPE.descr + [("proc", "<u4"), ("index", "<u4")])
 
-LAYERS = {1: "posix", 2: "stdio", 3: "mpiio", 4: "netcdf", 5: "hdf5"}
-LAYER_IDS = {v: k for k, v in LAYERS.items()}
+LAYER_NAMES = {1: "posix", 2: "stdio", 3: "mpiio", 4: "netcdf", 5: "hdf5"}
+LAYER_IDS = {v: k for k, v in LAYER_NAMES.items()}
 FLAG_AUX, FLAG_FAILED = 1, 2
 
 _EVENTS_RE = re.compile(r"^(?P<host>.+)-(?P<pid>\d+)\.events$")
@@ -168,7 +168,7 @@ def _read_events(f: Path, proc: Proc) -> tuple:
         proc.partial = True
         proc.notes.append(f"{len(raw) - whole} trailing bytes of a torn record ignored")
     recs = np.frombuffer(raw[:whole], dtype=RECORD_DTYPE)
-    bad = ~np.isin(recs["layer"], list(LAYERS)) | (recs["t_end_ns"] < recs["t_start_ns"])
+    bad = ~np.isin(recs["layer"], list(LAYER_NAMES)) | (recs["t_end_ns"] < recs["t_start_ns"])
     if len(recs) and bad.all():
         raise TraceError(f"{f} is corrupt: none of its {len(recs)} records is an event (layer "
                          f"{recs['layer'][0]} in the first)")

@@ -36,7 +36,7 @@ from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
 from ..records import atomic_write_text
 from ..rundir import default_run_dir, writable_dir
 
-LAYERS = ("posix", "mpiio", "netcdf", "hdf5")
+TRACEABLE_LAYERS = ("posix", "mpiio", "netcdf", "hdf5")  # what --layers may name (stdio counts as posix)
 
 
 class CommandNotFound(ClimioError):
@@ -105,7 +105,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     command = list(command or [])
     if not command:
         raise InputError("no command to trace: use climio trace run [-o DIR] -- COMMAND [ARGS ...]")
-    layer_list = parse_choice(layers, LAYERS, "trace layer") if layers else list(LAYERS)
+    layer_list = parse_choice(layers, TRACEABLE_LAYERS, "trace layer") if layers else list(TRACEABLE_LAYERS)
     if max_events is not None and max_events < 1:
         raise InputError(f"--max-events must be at least 1, got {max_events}")
     _resolve(command)
