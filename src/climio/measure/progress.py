@@ -1,22 +1,42 @@
-"""Progress bars for long runs (rich), silent when stderr is not a terminal unless asked."""
+"""Progress of long runs: a rich bar on a terminal; in a batch log (stderr not a terminal, as under
+Slurm) one plain line per configuration at most every BATCH_EVERY_S seconds, and always the last;
+silent when the caller says so (enabled=False)."""
 
 import sys
+import time
 
 from rich.console import Console
 from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn, TransferSpeedColumn)
 
 console = Console(stderr=True)
+BATCH_EVERY_S = 10.0
 
 
 class _Bar:
-    """A rich progress bar drawn on stderr, only when it is a terminal unless `enabled` says."""
+    """A rich progress bar drawn on stderr when it is a terminal; plain timed lines otherwise
+    (enabled=None), nothing with enabled=False."""
 
     def __init__(self, total, label, enabled, *columns, **fields):
         self.enabled = console.is_terminal if enabled is None else enabled
+        self.batch = enabled is None and not console.is_terminal
         self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), *columns,
                            console=console, disable=not self.enabled)
         self._task = self._p.add_task(label, total=total, **fields)
+        self._label, self._total, self._done, self._t0 = label, total, 0, time.monotonic()
+        self._last_line = -BATCH_EVERY_S
+
+    def _batch_line(self, n, text="", force=False) -> None:
+        """One line for a batch log: `label: done/total (pct) elapsed text`."""
+        self._done += n
+        now = time.monotonic()
+        if not self.batch or not (force or self._done >= self._total or now - self._last_line >= BATCH_EVERY_S):
+            return
+        self._last_line = now
+        pct = f" ({100 * self._done / self._total:.0f}%)" if self._total else ""
+        fmt = getattr(self, "_fmt", str)
+        err_line(f"{self._label}: {fmt(self._done)}/{fmt(self._total)}{pct} after {now - self._t0:.0f} s"
+                 + (f"  {text}" if text else ""))
 
     def __enter__(self):
         self._p.__enter__()
@@ -43,6 +63,7 @@ class StudyProgress(_Bar):
             rate = f"< {m['rate_bound_MBps']:.1f}" if rec["status"] == "dnf" else f"{m.get('rate_MBps', 0):.1f}"
             last = f"{p.get('layer', '')} {p.get('pattern', '')} {p.get('buffer_bytes', '')} B: {rate} MB/s"
         self._p.update(self._task, advance=n, last=last)
+        self._batch_line(n, last)
 
 
 class BytesProgress(_Bar):
@@ -52,8 +73,13 @@ class BytesProgress(_Bar):
         super().__init__(total, label, enabled, DownloadColumn(binary_units=True), TransferSpeedColumn(),
                          TimeRemainingColumn())
 
+    def _fmt(self, nbytes):
+        from ..units import format_size
+        return format_size(nbytes)
+
     def callback(self, nbytes: int) -> None:
         self._p.update(self._task, advance=nbytes)
+        self._batch_line(nbytes)
 
 
 def info(msg: str) -> None:
