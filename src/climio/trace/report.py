@@ -3,7 +3,8 @@
     build(trace_dir) -> (facts, findings)     the analysis summary and the advice
     text(facts, findings) -> str              the terminal summary
     to_json(facts, findings) -> str           everything, machine-readable
-    html_page(facts, findings) -> str         self-contained page with figures (climio.report.html helpers)
+    html_page(facts, findings) -> str         self-contained page with figures: html_sections() as
+                                              climio.sections objects, rendered by climio.render
     render(trace_dir, fmt, out, say)          the command: text/json to stdout or FILE, html to FILE
                                               (default DIR/report.html, or LOG.darshan.html for a Darshan log)
 """
@@ -11,9 +12,10 @@
 import json
 from pathlib import Path
 
+from ..cells import num
 from ..errors import InputError
 from ..records import atomic_write_text
-from ..report import html as H
+from ..sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
 from ..units import format_size
 from . import advice, figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
@@ -57,7 +59,7 @@ def _plain(o):
 # --- text -----------------------------------------------------------------------------------------------
 
 def _t(s) -> str:
-    return H.num(s) if s is not None else "—"
+    return num(s) if s is not None else "—"
 
 
 def _pct(x) -> str:
@@ -160,133 +162,167 @@ def _chunks(c) -> str:
 
 # --- html -----------------------------------------------------------------------------------------------
 
-_SEV = {"high": "err", "medium": "warm", "low": ""}
+KEY_FINDINGS = 3      # the top advice items shown as the page's key findings
+
+
+def _v(v) -> str:
+    return "—" if v is None else str(v)
 
 
 def html_page(facts, findings) -> str:
+    """The page: html_sections() rendered by the one report template (climio.render)."""
+    from ..render import page
     tr = facts["trace"]
-    e = H.e
-    parts = []
-    meta = [["trace directory", tr["path"]], ["command", " ".join(tr["command"]) if tr.get("command") else "—"],
-            ["exit status", tr.get("exit_status")], ["start / end", f"{tr.get('start') or '—'} / {tr.get('end') or '—'}"],
-            ["processes", f"{len(tr['processes'])} ({tr['units']} ranks/units)"], ["events", tr["events"]],
-            ["layers traced", ", ".join(tr["layers_present"])],
-            ["wall time", f"{_t(tr['wall_s'])} s"],
-            ["traced I/O time", f"{_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of process time "
-                                f"({_t(tr['process_time_s'])} s over all processes)"]]
-    parts.append(H.table(["", ""], [[k, "—" if v is None else v] for k, v in meta], cls="meta"))
+    meta = [("trace directory" if facts.get("source") != "darshan" else "Darshan log", tr["path"]),
+            ("command", " ".join(tr["command"]) if tr.get("command") else "—"),
+            ("exit status", _v(tr.get("exit_status"))),
+            ("start / end", f"{tr.get('start') or '—'} / {tr.get('end') or '—'}"),
+            ("processes", f"{len(tr['processes'])} ({tr['units']} ranks/units)"), ("events", _v(tr["events"])),
+            ("layers traced", ", ".join(tr["layers_present"])),
+            ("wall time", f"{_t(tr['wall_s'])} s"),
+            ("traced I/O time", f"{_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of process time "
+                                f"({_t(tr['process_time_s'])} s over all processes)")]
+    notes = []
     if tr["partial"]:
-        items = "".join(f"<li>{e(n)}</li>" for n in tr["notes"] if n.startswith("partial:"))
-        parts.append(f'<div class="warn"><b>Partial trace</b>: some processes did not finish tracing or dropped '
-                     f'events; counts and times are lower bounds.<ul>{items}</ul></div>')
-    for n in (n for n in tr["notes"] if not n.startswith("partial:")):
-        parts.append(f'<p class="warn">{e(n)}</p>')
-
-    parts.append('<h2 id="advice">Advice</h2>')
-    if findings:
-        for f in findings:
-            ev = "".join(f"<li><code>{e(k)}</code>: {e(_ev(k, v))}</li>" for k, v in f["evidence"].items())
-            th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
-            parts.append(f'<div class="finding"><h3><span class="{_SEV[f["severity"]]}">[{e(f["severity"])}]</span> '
-                         f'{e(f["title"])}</h3><p>{e(f["message"])}</p><p><b>Advice:</b> {e(f["advice"])}</p>'
-                         f'<details><summary>Evidence (thresholds: {e(th)})</summary><ul>{ev}</ul></details></div>')
-    else:
-        parts.append(f"<p>No rule fired ({len(advice.RULES)} rules checked, listed with their thresholds at the end).</p>")
-
-    parts.append('<h2 id="layers">Time and bytes per layer and function</h2>')
-    parts.append(f"<p><b>Inclusive</b>: {e(DEFINITIONS['inclusive time'])} <b>Exclusive</b>: "
-                 f"{e(DEFINITIONS['exclusive time'])} Shares are of the process time ({e(DEFINITIONS['process time'])})</p>")
-    parts.append(H.table(["layer", "calls", "inclusive [s]", "incl. share", "exclusive [s]", "excl. share",
-                          "bytes read", "bytes written", "ranks"],
-                         [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
-                           _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]),
-                           l["ranks"]] for l in facts["layers"]], cls="num"))
-    parts.append(H.table(["function", "layer", "calls", "failed", "inclusive [s]", "incl. share", "exclusive [s]",
-                          "excl. share", "bytes", "mean request", "max rank [s]", "ranks"],
-                         [[r["function"], r["layer"], r["calls"], r["failed"], _t(r["time_incl_s"]),
-                           _pct(r["share_incl"]), _t(r["time_excl_s"]), _pct(r["share_excl"]), format_size(r["bytes"]),
-                           format_size(r["mean_request"]) if r["mean_request"] else "—", _t(r["max_rank_time_s"]),
-                           r["ranks"]] for r in facts["functions"]], cls="num"))
-
-    parts.append('<h2 id="flow">Call-path flow across layers</h2>')
-    _, shown, omitted = figures.flow_selection(facts)
-    parts.append(H.figure(lambda: figures.flow(facts), "call-path flow",
-                          f"As MOM5's Figs 10-12: the maximum time of one rank in each function (box) and on each "
-                          f"parent -> child path (arrow), the number of ranks in brackets. At most "
-                          f"{figures.FLOW_NODES_PER_LAYER} functions per layer; {omitted} paths below "
-                          f"{figures.FLOW_MIN_SHARE:.0%} of the largest function's time omitted."))
-    parts.append(H.table(["parent", "child", "calls", "max rank [s]", "ranks", "total [s]", "bytes"],
-                         [[f"{x['parent_function']} ({x['parent_layer']})", f"{x['child_function']} ({x['child_layer']})",
-                           x["count"], _t(x["max_rank_time_s"]), x["ranks"], _t(x["time_s"]), format_size(x["bytes"])]
-                          for x in facts["flow"]["edges"][:60]], cls="num"))
-
-    rk = facts["ranks"]
-    parts.append('<h2 id="ranks">Load balance per rank</h2>')
-    parts.append(H.figure(lambda: figures.ranks(facts), "time per rank",
-                          "As MOM5's Fig. 13: the largest function of each layer, time per rank. "
-                          + DEFINITIONS["imbalance"]))
-    parts.append(H.table(["function", "layer", "ranks calling", "min [s]", "mean [s]", "max [s]", "max/mean",
-                          "imbalance"],
-                         [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
-                           _t(m["imbalance"]), _pct(m["idle_share"])] for m in rk["main"]], cls="num"))
-
-    parts.append('<h2 id="files">Files</h2>')
-    parts.append(f"<p>{e(DEFINITIONS['classification'])} {e(DEFINITIONS['size buckets'])}</p>")
-    for f in facts["files"][:TOP_FILES]:
-        parts.append(f"<h3><code>{e(f['file'])}</code></h3><p>read {format_size(f['bytes_read'])}, written "
-                     f"{format_size(f['bytes_written'])}, {_t(f['time_s'])} s, ranks: {e(', '.join(f['ranks']))}</p>")
-        parts.append(H.table(["layer", "kind", "requests", "bytes", "time [s]", "class", "stride", "consecutive",
-                              "sequential", "transitions", "top sizes"],
-                             [[a["layer"], a["kind"], a["count"], format_size(a["bytes"]), _t(a["time_s"]),
-                               a["classification"], "—" if a["stride"] is None else f"{a['stride']} B",
-                               a["consecutive"], a["sequential"], a["transitions"],
-                               ", ".join(f"{s} B ×{c}" for s, c in a["top_sizes"])] for a in f["access"]], cls="num"))
-        parts.append(H.figure(lambda f=f: figures.size_histogram(f), "request sizes", "Requests per size bucket."))
-        parts.append(H.figure(lambda f=f: figures.timeline(f, rk["units"]), "timeline",
-                              "Each access: a dot at its start, a line as long as it took."))
-    if len(facts["files"]) > TOP_FILES:
-        parts.append(f"<p>{len(facts['files']) - TOP_FILES} more files are in the JSON output.</p>")
-
-    nc = facts["netcdf"]
-    if nc["variables"]:
-        parts.append('<h2 id="netcdf">netCDF reads against the chunk layout</h2>')
-        parts.append(f"<p><b>Bytes decoded</b>: {e(DEFINITIONS['bytes decoded'])} <b>After cache</b>: "
-                     f"{e(DEFINITIONS['decoded after cache'])} <b>Cache fit</b>: {e(DEFINITIONS['cache fit'])}</p>")
-        parts.append(H.table(["file", "variable", "reads", "requested", "decoded", "ratio", "after cache", "chunks",
-                              "shape", "compressed", "partial-chunk reads", "cache", "max touched", "cache fit",
-                              "reuse prev."],
-                             [[Path(v["file"]).name, v["var"], v["reads"], format_size(v["requested"]),
-                               format_size(v["decoded"]), f"{v['ratio']:.2f}×", format_size(v["decoded_after_cache"]),
-                               _chunks(v["chunks"]), _chunks(v["shape"]), "yes" if v["compressed"] else "no",
-                               v["partial_reads"], format_size(v["cache_bytes"]), format_size(v["max_touched_bytes"]),
-                               ", ".join(f"{k}: {n}" for k, n in v["cache"].items()), v["reuse_reads"]]
-                              for v in nc["variables"]], cls="num"))
-
-    parts.append('<h2 id="rules">Rules and thresholds</h2>')
-    fired = {f["rule"] for f in findings}
-    parts.append(H.table(["rule", "looks for", "thresholds", "fired"],
-                         [[f"{title} ({rid})", what, ", ".join(f"{k} = {_threshold(k, v)}" for k, v in th.items()),
-                           "yes" if rid in fired else "no"] for rid, title, th, what in advice.RULES]))
-    parts.append('<h2 id="definitions">Definitions</h2>')
-    parts.append("<dl>" + "".join(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items()) + "</dl>")
-    procs = [[p["label"], p["host"], p["pid"], p["events"], p["end"] or "—", p["dropped"],
-              "yes" if p["partial"] else "no", "; ".join(p["notes"])] for p in tr["processes"]]
-    parts.append("<details><summary>Processes</summary>" + H.table(
-        ["unit", "host", "pid", "events", "end", "dropped", "partial", "notes"], procs) + "</details>")
-
+        partial = [n for n in tr["notes"] if n.startswith("partial:")]
+        notes.append("Partial trace: some processes did not finish tracing or dropped events; counts and times are "
+                     "lower bounds. " + " ".join(partial))
+    notes += [n for n in tr["notes"] if not n.startswith("partial:")]
+    key = [Finding("trace", f"[{f['severity']}] {f['title']}: {f['message']}") for f in findings[:KEY_FINDINGS]]
     title = f"climio trace report — {Path(tr['path']).name}"
-    css = H.CSS + ".finding{border-left:4px solid #ccc;padding:.1em .8em;margin:.8em 0} .finding h3{margin:.3em 0}"
-    return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
-                      f"<style>{css}</style></head><body>", f"<h1>{e(title)}</h1>", *parts,
-                      "<hr><p><small>climio trace — times in seconds; sizes in B/KiB/MiB/GiB = 2<sup>10</sup>/"
-                      "2<sup>20</sup>/2<sup>30</sup> B.</small></p></body></html>"])
+    return page(title, meta, html_sections(facts, findings), key, notes=notes,
+                       provenance=[Details("Processes", [_processes_table(tr)])],
+                       footer="climio trace — times in seconds; sizes in B/KiB/MiB/GiB = 2^10/2^20/2^30 B.")
+
+
+def html_sections(facts, findings) -> list:
+    """The trace report as climio.sections objects: advice, layers and functions, call-path flow,
+    balance per rank, files, netCDF reads, rules, definitions."""
+    return [s for s in (_advice_section(findings), _layers_section(facts), _flow_section(facts),
+                        _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
+                        _rules_section(findings), _definitions_section(facts)) if s is not None]
+
+
+def _advice_section(findings) -> Section:
+    sec = Section("advice", "Advice")
+    if not findings:
+        return sec.add(Paragraph(f"No rule fired ({len(advice.RULES)} rules checked, listed with their thresholds "
+                                 "at the end)."))
+    for f in findings:
+        th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
+        sec.add(Heading(f"[{f['severity']}] {f['title']}"), Paragraph(f["message"]),
+                Paragraph(f"Advice: {f['advice']}"),
+                Details(f"Evidence (thresholds: {th})",
+                        [ParamList("Measured:", [(k, _ev(k, v)) for k, v in f["evidence"].items()])]))
+    return sec
+
+
+def _layers_section(facts) -> Section:
+    return Section("layers", "Time and bytes per layer and function").add(
+        Paragraph(f"Inclusive: {DEFINITIONS['inclusive time']} Exclusive: {DEFINITIONS['exclusive time']} Shares are "
+                  f"of the process time ({DEFINITIONS['process time']})"),
+        Table(["layer", "calls", "inclusive [s]", "incl. share", "exclusive [s]", "excl. share", "bytes read",
+               "bytes written", "ranks"],
+              [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
+                _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]), l["ranks"]]
+               for l in facts["layers"]]),
+        Table(["function", "layer", "calls", "failed", "inclusive [s]", "incl. share", "exclusive [s]", "excl. share",
+               "bytes", "mean request", "max rank [s]", "ranks"],
+              [[r["function"], r["layer"], r["calls"], r["failed"], _t(r["time_incl_s"]), _pct(r["share_incl"]),
+                _t(r["time_excl_s"]), _pct(r["share_excl"]), format_size(r["bytes"]),
+                format_size(r["mean_request"]) if r["mean_request"] else "—", _t(r["max_rank_time_s"]), r["ranks"]]
+               for r in facts["functions"]]))
+
+
+def _flow_section(facts) -> Section:
+    _, _, omitted = figures.flow_selection(facts)
+    return Section("flow", "Call-path flow across layers").add(
+        Figure(lambda: figures.flow(facts), "call-path flow",
+               f"As MOM5's Figs 10-12: the maximum time of one rank in each function (box) and on each parent -> "
+               f"child path (arrow), the number of ranks in brackets. At most {figures.FLOW_NODES_PER_LAYER} "
+               f"functions per layer; {omitted} paths below {figures.FLOW_MIN_SHARE:.0%} of the largest function's "
+               f"time omitted."),
+        Table(["parent", "child", "calls", "max rank [s]", "ranks", "total [s]", "bytes"],
+              [[f"{x['parent_function']} ({x['parent_layer']})", f"{x['child_function']} ({x['child_layer']})",
+                x["count"], _t(x["max_rank_time_s"]), x["ranks"], _t(x["time_s"]), format_size(x["bytes"])]
+               for x in facts["flow"]["edges"][:60]]))
+
+
+def _ranks_section(facts) -> Section:
+    rk = facts["ranks"]
+    return Section("ranks", "Load balance per rank").add(
+        Figure(lambda: figures.ranks(facts), "time per rank",
+               "As MOM5's Fig. 13: the largest function of each layer, time per rank. " + DEFINITIONS["imbalance"]),
+        Table(["function", "layer", "ranks calling", "min [s]", "mean [s]", "max [s]", "max/mean", "idle share"],
+              [[m["function"], m["layer"], m["ranks_calling"], _t(m["min"]), _t(m["mean"]), _t(m["max"]),
+                _t(m["imbalance"]), _pct(m["idle_share"])] for m in rk["main"]]))
+
+
+def _files_section(facts) -> Section:
+    units = facts["ranks"]["units"]
+    sec = Section("files", "Files").add(Paragraph(f"{DEFINITIONS['classification']} {DEFINITIONS['size buckets']}"))
+    for f in facts["files"][:TOP_FILES]:
+        sec.add(Heading(f["file"]),
+                Paragraph(f"read {format_size(f['bytes_read'])}, written {format_size(f['bytes_written'])}, "
+                          f"{_t(f['time_s'])} s, ranks: {', '.join(map(str, f['ranks']))}"),
+                Table(["layer", "kind", "requests", "bytes", "time [s]", "class", "stride", "consecutive",
+                       "sequential", "transitions", "top sizes"],
+                      [[a["layer"], a["kind"], a["count"], format_size(a["bytes"]), _t(a["time_s"]),
+                        a["classification"], "—" if a["stride"] is None else f"{a['stride']} B", a["consecutive"],
+                        a["sequential"], a["transitions"], ", ".join(f"{s} B ×{c}" for s, c in a["top_sizes"])]
+                       for a in f["access"]]),
+                Figure(lambda f=f: figures.size_histogram(f), "request sizes", "Requests per size bucket."),
+                Figure(lambda f=f: figures.timeline(f, units), "timeline",
+                       "Each access: a dot at its start, a line as long as it took."))
+    if len(facts["files"]) > TOP_FILES:
+        sec.add(Paragraph(f"{len(facts['files']) - TOP_FILES} more files are in the JSON output."))
+    return sec
+
+
+def _netcdf_section(facts):
+    nc = facts["netcdf"]
+    if not nc["variables"]:
+        return None
+    return Section("netcdf", "netCDF reads against the chunk layout").add(
+        Paragraph(f"Bytes decoded: {DEFINITIONS['bytes decoded']} After cache: {DEFINITIONS['decoded after cache']} "
+                  f"Cache fit: {DEFINITIONS['cache fit']}"),
+        Table(["file", "variable", "reads", "requested", "decoded", "ratio", "after cache", "chunks", "shape",
+               "compressed", "partial-chunk reads", "cache", "max touched", "cache fit", "reuse prev."],
+              [[Path(v["file"]).name, v["var"], v["reads"], format_size(v["requested"]), format_size(v["decoded"]),
+                f"{v['ratio']:.2f}×", format_size(v["decoded_after_cache"]), _chunks(v["chunks"]),
+                _chunks(v["shape"]), "yes" if v["compressed"] else "no", v["partial_reads"],
+                format_size(v["cache_bytes"]), format_size(v["max_touched_bytes"]),
+                ", ".join(f"{k}: {n}" for k, n in v["cache"].items()), v["reuse_reads"]]
+               for v in nc["variables"]]))
+
+
+def _rules_section(findings) -> Section:
+    fired = {f["rule"] for f in findings}
+    return Section("rules", "Rules and thresholds").add(
+        Table(["rule", "looks for", "thresholds", "fired"],
+              [[f"{title} ({rid})", what, ", ".join(f"{k} = {_threshold(k, v)}" for k, v in th.items()),
+                Cell("yes", "warm") if rid in fired else "no"] for rid, title, th, what in advice.RULES],
+              numeric=False))
+
+
+def _definitions_section(facts) -> Section:
+    defs = facts.get("definitions") or DEFINITIONS
+    return Section("definitions", "Definitions").add(
+        Table(["term", "definition"], [[k, v] for k, v in defs.items()], numeric=False))
+
+
+def _processes_table(tr) -> Table:
+    return Table(["unit", "host", "pid", "events", "end", "dropped", "partial", "notes"],
+                 [[p["label"], _v(p["host"]), _v(p["pid"]), p["events"], p["end"] or "—", p["dropped"],
+                   "yes" if p["partial"] else "no", "; ".join(p["notes"])] for p in tr["processes"]],
+                 caption="Processes of the trace.")
 
 
 def _ev(k, v) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and (k.endswith("bytes") or k in ("requested", "decoded")):
         return f"{format_size(v)} ({v} B)"
     if isinstance(v, float):
-        return H.num(v)
+        return num(v)
     if isinstance(v, dict):
         return ", ".join(f"{a}={_ev(a, b)}" for a, b in v.items())
     return json.dumps(v) if isinstance(v, (list, bool)) or v is None else str(v)
