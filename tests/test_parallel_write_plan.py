@@ -148,7 +148,7 @@ def test_launcher_template_and_oversubscription(tmp_path):
 
 
 def test_report_section_draws_records_and_lists_foreign_ones():
-    from climio.report import render
+    from climio import render
     recs = [_rec(rep=i, rate=100.0 + i) for i in range(3)] + [_rec(strategy="serial", rep=i, rate=50.0) for i in range(3)]
     foreign = {"study": "parallel-write", "status": "ok", "rep": 0, "params": {"ranks": 4},
                "metrics": {"bytes": 1, "wall_s": 1.0}, "cache": {"state": "warm"}}

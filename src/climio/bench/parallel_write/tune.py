@@ -17,6 +17,14 @@ from . import Grid
 from .summary import SWEEP, sweep_summary
 
 
+def base_grid(ranks: int, preset="full", **values) -> Grid:
+    """The model-output grid `climio tune write` sweeps around: `values` are ParallelWrite Grid options
+    (backends, grid, nt, decomposition, hint, hints_file, reps, hostfile, launcher, timeout, mpi_io)."""
+    from . import build_grid
+    return build_grid(preset, mode="model", ranks=str(ranks), strategies="shared",
+                      **{k: v for k, v in values.items() if v is not None})
+
+
 def divisors(n: int) -> list:
     return [d for d in range(1, n + 1) if n % d == 0]
 
