@@ -4,9 +4,10 @@
 import pytest
 
 from climio import cache
-from climio.bench import read_stack as rs
+from climio.access import plan
+from climio.bench.read_stack import run as rs
 from climio.data.fields import values_1d
-from climio.patterns import StreamChecksum, plan
+from climio.measure.series import StreamChecksum
 from conftest import ONE_D_BYTES, run_probe, run_worker
 
 BUFFERS = (512, 4096, 65536, 1 << 20)

@@ -1,4 +1,5 @@
-"""The report: profile classifier, statistics per configuration, figures and the HTML page."""
+"""The read-stack study's report: profile classifier, statistics per configuration, figures,
+its section in the HTML page, and its key findings."""
 
 import base64
 import html as _html
@@ -10,11 +11,14 @@ import re
 import numpy as np
 import pytest
 
+from climio.bench import base
+from climio.bench.read_stack import figures
+from climio.bench.read_stack.summary import classify_profile, profile_table, syscall_table
 from climio.errors import DataError
 from climio.records import make_record
-from climio.report import figures, html, render_report
-from climio.report.summary import (Stats, classify_profile, describe, group_configs, profile_table,
-                                   syscall_table)
+from climio.report import render_report
+from climio.sections import Paragraph, Section
+from climio.stats import Stats, describe, group_configs
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 THESIS_BUFFERS = [512 << i for i in range(22)]       # 512 B doubling to 1 GiB (thesis 3.1.2)
@@ -299,17 +303,18 @@ def test_render_report_to_another_path(tmp_path):
     assert out == tmp_path / "elsewhere.html" and out.is_file() and not (run / "report.html").exists()
 
 
-def test_registered_section_replaces_the_generic_table(tmp_path):
+def test_registered_section_replaces_the_generic_table(tmp_path, monkeypatch):
     run, _ = synthetic_run(tmp_path)
 
-    @html.section("parallel-read")
-    def _pw(records, ctx):
-        return f'<section id="study-parallel-read"><p>custom {len(records)} record</p></section>'
+    class Custom(base.Study):
+        name = "parallel-read"
 
-    try:
-        text = render_report(run).read_text()
-    finally:
-        del html.SECTIONS["parallel-read"]
+        def section(self, records):
+            return Section("study-parallel-read", "Study: parallel-read").add(Paragraph(f"custom {len(records)} record"))
+
+    base.studies()   # load the built-in studies first, then put the custom one in their registry
+    monkeypatch.setitem(base._REGISTRY, "parallel-read", Custom())
+    text = render_report(run).read_text()
     assert "custom 1 record" in text and "No dedicated report section" not in text
 
 

@@ -1,7 +1,7 @@
 """Which read system calls a layer really issues: strace, split per configuration by markers.
 
 The measured process writes `climio-mark PATTERN BUFFER REP` to /dev/null before each
-configuration's reads (measure.Marker); `strace -y` shows the path behind every fd, so read
+configuration's reads (measure.series.Marker); `strace -y` shows the path behind every fd, so read
 calls on the data file are attributed to the last marker seen. This is a separate, untimed
 pass: strace slows every syscall down, so it never runs during a timed repetition.
 """
@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .errors import NativeError
-from .measure import MARKER_PREFIX
+from .measure.series import MARKER_PREFIX
 from .native import child_env
 
 READ_CALLS = ("read", "pread64", "readv", "preadv", "preadv2")

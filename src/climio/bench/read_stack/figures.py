@@ -13,6 +13,7 @@ import math
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
 from ...plotting import COLOURS, DNF_MARKER, MARKERS, log2_size_axis, to_png, wall_cpu_legend
 from ...units import format_size

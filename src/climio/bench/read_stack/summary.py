@@ -1,17 +1,30 @@
 """Summaries of the read-stack study (thesis ch. 3): series of rate vs buffer size, profile
-classes (Tables 3.1/3.2) and the syscall table; pure functions of records."""
+classes (Tables 3.1/3.2), the syscall table, and the facts the key findings rest on; pure
+functions of records (grouped through stats.group_configs, i.e. records.to_frame).
 
+Records of every schema version read the same way: the software stack is the params' `layer`
+(version 1 and the native probes) or `stack` (records.shared_value).
+"""
+
+import json
 import math
-from collections import Counter
+from collections import OrderedDict
 from dataclasses import dataclass
 
-from ...stats import (CPU, LAYER_ORDER, PATTERN_ORDER, RATE, WALL, Config, describe, group_configs,  # noqa: F401
-                      layer_sort_key, pattern_sort_key)
+from ...records import shared_value
+from ...stats import (CPU, LAYER_ORDER, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
+                      group_configs, layer_sort_key, pattern_sort_key)
 
 # Parameters that follow from the position on the rate-vs-buffer curve (pattern, buffer) rather
 # than define a series: a series is a layer plus everything else.
 POINT_PARAMS = frozenset({"pattern", "buffer_bytes", "planned_ops", "planned_bytes"})
+STACK_KEYS = frozenset({"layer", "stack"})
 PROFILES = ("flat", "steadily increasing", "humped", "insufficient data")
+
+
+def stack_of(params: dict):
+    """The software stack a configuration read through (`layer` in version-1 records)."""
+    return shared_value(params, "stack")
 
 
 # --- series: one curve of rate vs buffer size ------------------------------------------------
@@ -49,7 +62,7 @@ def series_of(configs, patterns=None) -> list:
     parameters (e.g. two files appended to one run directory) each becomes its own series and
     its label names the differing parameters.
     """
-    curve = [c for c in configs if {"layer", "pattern", "buffer_bytes"} <= set(c.params)]
+    curve = [c for c in configs if stack_of(c.params) is not None and {"pattern", "buffer_bytes"} <= set(c.params)]
     ident = {}
     for c in curve:
         rest = {k: v for k, v in c.params.items() if k not in POINT_PARAMS}
@@ -57,10 +70,10 @@ def series_of(configs, patterns=None) -> list:
     # Which non-point params vary between series of the same layer: they go in the label.
     per_layer = {}
     for c in curve:
-        per_layer.setdefault(c.params["layer"], {})[ident[id(c)]] = c.params
+        per_layer.setdefault(stack_of(c.params), {})[ident[id(c)]] = c.params
     labels = {}
     for layer, variants in per_layer.items():
-        varying = sorted({k for p in variants.values() for k in p if k not in POINT_PARAMS and k != "layer"
+        varying = sorted({k for p in variants.values() for k in p if k not in POINT_PARAMS and k not in STACK_KEYS
                           and len({json.dumps(q.get(k), default=str) for q in variants.values()}) > 1})
         for key, p in variants.items():
             extra = ", ".join(f"{k}={p.get(k)}" for k in varying)
@@ -74,7 +87,7 @@ def series_of(configs, patterns=None) -> list:
     out = []
     for (ident_key, pattern), cfgs in groups.items():
         cfgs.sort(key=lambda c: c.params["buffer_bytes"])
-        out.append(Series(cfgs[0].params["layer"], labels[ident_key], pattern, cfgs))
+        out.append(Series(stack_of(cfgs[0].params), labels[ident_key], pattern, cfgs))
     out.sort(key=lambda s: (layer_sort_key(s.layer), s.label, pattern_sort_key(s.pattern)))
     return out
 
@@ -158,7 +171,8 @@ def profile_table(records) -> list:
     """One row per series (layer x pattern), as the thesis's Tables 3.1/3.2.
 
     Row keys: layer, series (label), pattern, profile, peak_MBps, peak_std_MBps, buffer_at_peak
-    (bytes), n_buffers (buffer sizes tried), n_measured (with a finished repetition),
+    (bytes), n_buffers (buffer sizes tried), n_measured (with a finished repetition), largest_measured
+    (the largest buffer with a finished repetition),
     dnf (list of (buffer_bytes, bound MB/s)), errors (buffer sizes with only error records),
     warm (configurations with any warm repetition).
     """
@@ -179,6 +193,7 @@ def profile_table(records) -> list:
             "dnf": [(c.params["buffer_bytes"], c.dnf_bound) for c in s.configs if c.status == "dnf"],
             "errors": [c.params["buffer_bytes"] for c in s.configs if c.status == "error"],
             "warm": sum(1 for c in s.configs if c.cache_states.get("warm")),
+            "largest_measured": max((b for b, _, _ in measured), default=None),
         })
     return rows
 
@@ -230,3 +245,103 @@ def syscall_table(records) -> list:
     return rows
 
 
+# --- facts: the numbers the key findings and the predictor read --------------------------------
+
+# The thesis's strace finding (ch. 3): netCDF4-python (HDF5's sieve buffer underneath) reads at
+# least 64 KiB per read syscall, whatever buffer it is asked for. Buffers below this size decide it.
+LIBRARY_MIN_READ = 64 << 10
+# netCDF4-python's humped sequential profile (Fig. 3.7: ~300 MB/s at 1 MiB down to ~150 MB/s at
+# 1 GiB) falls below the classifier's hump threshold (0.6 x peak) only past ~256 MiB: a grid
+# whose largest buffer is smaller cannot show the hump, so it cannot refute it either.
+HUMP_DECIDES_FROM = 512 << 20
+
+
+def status_counts(records) -> dict:
+    return {s: sum(1 for r in records if r.get("status") == s) for s in ("ok", "dnf", "error")}
+
+
+def headline_pattern(profiles) -> str:
+    """The pattern the headline speaks of: sequential when measured, else the first one."""
+    patterns = sorted({p["pattern"] for p in profiles}, key=pattern_sort_key)
+    return "sequential" if "sequential" in patterns else (patterns[0] if patterns else None)
+
+
+def peaks(profiles, pattern) -> list:
+    """Series of `pattern` with a measured peak, fastest first: dicts of series, layer,
+    peak_MBps, peak_std_MBps, buffer_at_peak."""
+    rows = [{k: p[k] for k in ("series", "layer", "peak_MBps", "peak_std_MBps", "buffer_at_peak")}
+            for p in profiles if p["pattern"] == pattern and p["peak_MBps"] is not None]
+    return sorted(rows, key=lambda r: -r["peak_MBps"])
+
+
+def fastest(peak_rows):
+    """The fastest series of peak_rows and how it compares with the next one, or None.
+
+    within_noise: the two peaks' one-std intervals overlap, so the order is not established."""
+    if not peak_rows:
+        return None
+    top = dict(peak_rows[0])
+    nxt = peak_rows[1] if len(peak_rows) > 1 else None
+    top["next"] = dict(nxt) if nxt else None
+    top["ratio_to_next"] = top["peak_MBps"] / nxt["peak_MBps"] if nxt and nxt["peak_MBps"] > 0 else None
+    top["within_noise"] = bool(nxt) and (top["peak_MBps"] - (top["peak_std_MBps"] or 0)
+                                         <= nxt["peak_MBps"] + (nxt["peak_std_MBps"] or 0))
+    return top
+
+
+def syscall_facts(sc_rows, below=LIBRARY_MIN_READ) -> dict:
+    """Per series: what its read syscalls were at buffers smaller than `below`.
+
+    {series: {layer, configs (traced below `below`), buffers (sorted), min_dominant_bytes (the
+    smallest most-frequent syscall size over those configurations), min_bytes_per_call}}."""
+    out = {}
+    for r in sc_rows:
+        if r["buffer_bytes"] >= below:
+            continue
+        f = out.setdefault(r["series"], {"layer": r["layer"], "configs": 0, "buffers": set(),
+                                         "min_dominant_bytes": None, "min_bytes_per_call": None})
+        f["configs"] += 1
+        f["buffers"].add(r["buffer_bytes"])
+        for key, val in (("min_dominant_bytes", r["dominant_bytes"]), ("min_bytes_per_call", r["bytes_per_call"])):
+            if val is not None and (f[key] is None or val < f[key]):
+                f[key] = val
+    for f in out.values():
+        f["buffers"] = sorted(f["buffers"])
+    return out
+
+
+def hump_fact(profiles, layer="netcdf4-python", pattern="sequential"):
+    """The profile of `layer`'s `pattern` series and whether the grid decides the thesis's hump:
+    {series, profile, peak_MBps, buffer_at_peak, largest_measured, decides}, or None when not measured."""
+    rows = [p for p in profiles if p["layer"] == layer and p["pattern"] == pattern]
+    if not rows:
+        return None
+    p = rows[0]
+    return {"series": p["series"], "profile": p["profile"], "peak_MBps": p["peak_MBps"],
+            "buffer_at_peak": p["buffer_at_peak"], "largest_measured": p["largest_measured"],
+            "decides": p["profile"] == "humped" or (p["profile"] != "insufficient data"
+                                                   and (p["largest_measured"] or 0) >= HUMP_DECIDES_FROM)}
+
+
+def summarise(records) -> dict:
+    """The study's numbers as plain data (JSON-friendly): counts, the profile of every series,
+    peak rates per pattern fastest first, the fastest stack, and syscall facts."""
+    configs = group_configs(records)
+    profiles = profile_table(records)
+    sc_rows = syscall_table(records)
+    head = headline_pattern(profiles)
+    by_pattern = {pat: peaks(profiles, pat) for pat in sorted({p["pattern"] for p in profiles}, key=pattern_sort_key)}
+    return {
+        "study": "read-stack",
+        "records": len(records),
+        "configurations": len(configs),
+        "status": status_counts(records),
+        "cache": sorted({str(r.get("cache", {}).get("state")) for r in records}),
+        "profiles": profiles,
+        "peaks": by_pattern,
+        "headline_pattern": head,
+        "fastest": {pat: fastest(rows) for pat, rows in by_pattern.items()},
+        "syscalls": syscall_facts(sc_rows),
+        "syscall_rows": sc_rows,
+        "netcdf4_python_sequential": hump_fact(profiles),
+    }

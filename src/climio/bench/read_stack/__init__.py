@@ -1,0 +1,58 @@
+"""The read-stack study (thesis ch. 3): serial read rate through the software stack, for layers
+x patterns x buffer sizes, cold cache.
+
+    grid.py     the Grid (its fields' option() metadata are `climio bench read-stack`'s options),
+                the presets and the checks
+    run.py      files, the strace pass and the timed pass (C probes and the Python worker)
+    summary.py  series, profile classes, syscall table, facts (pure; records only)
+    section.py  the report's section and key findings (climio.sections objects)
+    figures.py  rate vs buffer, wall vs CPU, syscall sizes (PNG bytes)
+
+From Python:
+
+    from climio.bench.read_stack import STUDY
+    grid = STUDY.grid("quick", layers="c-posix,netcdf4-python")
+    STUDY.run(RunContext(run_dir, data_dir), grid)
+
+Importing this package is cheap: measuring code and matplotlib are imported when used.
+"""
+
+from .. import base
+from .grid import PRESETS, Grid, build_grid
+
+
+class ReadStack(base.Study):
+    name = "read-stack"
+    title = "Serial read rate through the software stack (thesis ch. 3): layers x patterns x buffer sizes."
+    description = ("Without --file/--bin-file, a 1-D float64 netCDF-4 file and a binary file holding the same "
+                   "random numbers are generated at --size. Without --quick/--full the grid is the survey's "
+                   "(128 MiB files, buffers 512 B..128 MiB in x4 steps, 3 cold repetitions).")
+    Grid = Grid
+    presets = PRESETS
+    default_preset = "survey"
+
+    def grid(self, preset: str = "survey", **values) -> Grid:
+        return build_grid(preset, **values)
+
+    def check(self, grid, data_dir) -> None:
+        from .run import check_space
+        check_space(grid, data_dir)
+
+    def run(self, ctx: base.RunContext, grid) -> int:
+        from .run import run_study
+        return run_study(ctx.run, grid, ctx.data_dir, progress=ctx.progress)
+
+    def summarise(self, records) -> dict:
+        from .summary import summarise
+        return summarise(records)
+
+    def section(self, records):
+        from .section import read_stack_section
+        return read_stack_section(records)
+
+    def findings(self, records) -> list:
+        from .section import findings
+        return findings(records)
+
+
+STUDY = base.register(ReadStack())
