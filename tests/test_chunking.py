@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from climio import layout
-from climio.bench import chunking as ck
+from climio.bench.chunking import run as ck
+from climio.bench.chunking import study
 from climio.data.fields import values_4d
-from climio.patterns import StreamChecksum
+from climio.measure.series import StreamChecksum
 from climio.records import read_records
 from conftest import run_cli
 
@@ -29,7 +30,7 @@ def small_grid(**kw):
                 reads="xy,xt,xyt", compression="none,deflate4+shuffle,bitround10+deflate1",
                 compress_chunks="B,F,custom", caches="default,fit", reps=1, budget_s=0, sample=0)
     args.update(kw)
-    return ck.build_grid(**args)
+    return study.grid("full", **args)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,7 @@ def test_data_read_equals_data_written(written, tmp_path, layer):
             sfile = tmp_path / "s.txt"
             sfile.write_text("".join(" ".join(map(str, (*s, *c))) + "\n" for s, c in slices))
             recs = []
-            from climio.measure import stream_records
+            from climio.measure.procs import stream_records
             cmd = ck.layer_command(layer, lay.path, str(sfile), grid, "default", "") + ["--verify"]
             stream_records(cmd, recs.append)
             assert len(recs) == 1 and recs[0]["status"] == "ok", recs
@@ -171,7 +172,7 @@ def test_cli_quick_end_to_end(tmp_path):
 def test_source_variable_is_copied_into_each_layout(tmp_path):
     from climio.data import make_data
     src = make_data(tmp_path / "src", size="256KiB", kinds=("4d",), shape4d=[6, 2, 10, 16], seed=3)["4d"]
-    grid = ck.build_grid(source=f"{src}:ta", chunks="E,F", reads="xt", compression="none,deflate4",
+    grid = study.grid("full", source=f"{src}:ta", chunks="E,F", reads="xt", compression="none,deflate4",
                          compress_chunks="E", caches="default", reps=1, sample=0)
     assert grid.shape == [6, 2, 10, 16]
     w = ListWriter()

@@ -3,6 +3,7 @@ variable, the library default and Rew's balanced shape, and the --chunks list us
 
     named_chunk_shapes(shape, itemsize) -> {label: chunks or None}
     parse_chunk_spec("A,E,F,default,[10,1,20,40]", shape, itemsize) -> [(label, chunks)]
+    LayoutCase(label, chunks, compression)      one file the study writes and reads
 
 The geometry these shapes are measured with (chunks touched, bytes decoded, library default,
 balanced) lives in climio.layout; this module only names the study's shapes.
@@ -10,6 +11,7 @@ balanced) lives in climio.layout; this module only names the study's shapes.
 
 import math
 import re
+from dataclasses import dataclass
 
 from ...access import _need_4d, _template
 from ...errors import InputError
@@ -123,3 +125,21 @@ def parse_chunk_spec(text, shape, itemsize) -> list:
         validate_chunks(shape, chunks)
         out.append((label, chunks))
     return out
+
+
+@dataclass
+class LayoutCase:
+    """One file of the study: a chunk shape of the catalogue (or the user's) x a compression
+    setting. The Layout noun of the design (shape, chunks, filters) is climio.layout.Layout; a
+    case adds the study's label, the file and why it could not be written."""
+
+    label: str           # A..G, default, balanced, custom
+    chunks: object       # None = contiguous, else list
+    compression: object  # data.compression.Compression
+    path: str = ""
+    error: str = ""      # why the file could not be written (e.g. codec unavailable)
+
+    @property
+    def name(self) -> str:
+        shape = "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))
+        return f"ta_{self.label}_{shape}_{self.compression.label.replace('+', '_')}.nc"

@@ -1,10 +1,10 @@
-"""Figures of the chunking study as PNG bytes (Agg canvas, as figures.py; pyplot is never used).
+"""Figures of the chunking study as PNG bytes (Agg canvas via climio.plotting; pyplot is never used).
 
     heatmaps(panels, ...)   read shape x chunk shape grids of annotated cells (thesis Figs 4.3, 4.5, 4.6)
                             and the same grids of rate ratios (chunk cache "fit" vs "default")
     wall_cpu_bars(...)      wall and CPU time per chunk shape, one panel per read shape (Fig. 4.4)
 
-The functions draw what report/chunking.py computed (HeatPanel, BarPanel); they know nothing
+The functions draw what section.py computed (HeatPanel, BarPanel); they know nothing
 of records. Each returns None when there is nothing to draw.
 """
 
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .figures import to_png, wall_cpu_legend
+from ...plotting import to_png, wall_cpu_legend
 
 RATE_CMAP = "viridis"
 RATIO_CMAP = "RdBu"

@@ -7,79 +7,28 @@ layout from the penalty of a too-small cache. Geometry (chunks touched, bytes de
 byte delivered) comes from climio.layout; the time from the layer processes.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import random
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import layout, native
-from ..data.compression import NONE, parse_compression_list
-from ..errors import DataError, InputError, NativeError
-from ..measure import stream_records
-from ..options import parse_choice, parse_shape
-from ..records import make_record
+from ... import access, layout, native
+from ...data.compression import NONE
+from ...errors import DataError, InputError, NativeError
+from ...measure.procs import stream_records
+from ...records import make_record
+from . import CACHE_SETTINGS, LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
+from .catalogue import LayoutCase  # noqa: F401
 
-STUDY = "chunking"
-LAYERS = ("netcdf4-python", "h5py", "c-netcdf")
-DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
-                       "bitround12+deflate4+shuffle,zstd3")
-PRESETS = {
-    # Every chunk shape of the thesis plus the library default and Rew's balanced shape; the
-    # compression settings on the default and xy chunks, as the thesis's section 4.1.2.
-    # A random sample of slices per cell (read in file order) keeps neighbouring slices from being
-    # served by the readahead of the previous one, as they were not on the thesis's 255 GiB file.
-    "full": {"shape": "64,8,128,256", "chunks": "A,B,C,D,E,F,G,default,balanced", "reads": "xy,xt,xyt",
-             "compression": DEFAULT_COMPRESSION, "compress_chunks": "default,E", "caches": "default,fit",
-             "reps": 3, "budget_s": 20.0, "sample": 48},
-    "survey": {"shape": "24,4,64,128", "chunks": "A,B,C,E,F,G,default", "reads": "xy,xt,xyt",
-               "compression": "none,deflate4+shuffle,bitround12+deflate4+shuffle", "compress_chunks": "default,E",
-               "caches": "default,fit", "reps": 2, "budget_s": 5.0, "sample": 24},
-    "quick": {"shape": "16,4,32,64", "chunks": "A,E,F,default", "reads": "xy,xt",
-              "compression": "none,deflate4+shuffle", "compress_chunks": "default,E", "caches": "default,fit",
-              "reps": 2, "budget_s": 5.0, "sample": 0},
-}
-CACHE_SETTINGS = ("default", "fit")
-
-
-@dataclass
-class Layout:
-    label: str           # A..G, default, balanced, custom
-    chunks: object       # None = contiguous, else list
-    compression: object  # data.compression.Compression
-    path: str = ""
-    error: str = ""      # why the file could not be written (e.g. codec unavailable)
-
-    @property
-    def name(self) -> str:
-        shape = "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))
-        return f"ta_{self.label}_{shape}_{self.compression.label.replace('+', '_')}.nc"
-
-
-@dataclass
-class Grid:
-    shape: list
-    layouts: list
-    reads: list               # (name, count)
-    layers: list
-    caches: list
-    reps: int = 3
-    budget_s: float = 20.0
-    sample: int = 0           # 0 = every slice
-    seed: int = 1
-    dtype: str = "f8"
-    source: str = ""          # "FILE:VAR" or "" for the generator
-
-    def runs(self) -> int:
-        n = 0
-        for lay in self.layouts:
-            caches = [c for c in self.caches if lay.chunks is not None or c == "default"]
-            n += len(self.reads) * len(self.layers) * len(caches)
-        return n
+if TYPE_CHECKING:
+    from . import Grid
 
 
 def split_reads(text) -> list:
@@ -88,7 +37,7 @@ def split_reads(text) -> list:
     if ";" in text:
         return [t.strip() for t in text.split(";") if t.strip()]
     items = [t.strip() for t in text.split(",") if t.strip()]
-    return items if all(t in layout.READ_SHAPES for t in items) else [text]
+    return items if all(t in access.READ_SHAPES for t in items) else [text]
 
 
 def open_source(spec):
@@ -112,38 +61,11 @@ def open_source(spec):
     return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
 
 
-def build_grid(shape=None, chunks=None, reads=None, compression=None, compress_chunks=None, layers=None,
-               caches=None, reps=None, budget_s=None, sample=None, dtype="f8", source="", preset="full") -> Grid:
-    p = PRESETS[preset]
-    if source:
-        shape_list, dtype, _ = open_source(source)
-    else:
-        shape_list = parse_shape(shape or p["shape"])
-    itemsize = np.dtype(dtype).itemsize
-    shapes = layout.parse_chunk_spec(chunks or p["chunks"], shape_list, itemsize)
-    comps = parse_compression_list(compression or p["compression"])
-    compressed_for = set(parse_choice(compress_chunks or p["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
-                                  "chunk label for compression"))
-    layouts = []
-    for label, ch in shapes:
-        for comp in comps:
-            if comp == NONE:
-                layouts.append(Layout(label, ch, comp))
-            elif ch is not None and ("all" in compressed_for or label in compressed_for):
-                layouts.append(Layout(label, ch, comp))
-    read_list = [(name, layout.parse_read(name, shape_list)) for name in split_reads(reads or p["reads"])]
-    return Grid(shape=shape_list, layouts=layouts, reads=read_list,
-                layers=parse_choice(layers or "netcdf4-python", LAYERS, "layer"),
-                caches=parse_choice(caches or p["caches"], CACHE_SETTINGS, "cache setting"),
-                reps=reps or p["reps"], budget_s=p["budget_s"] if budget_s is None else budget_s,
-                sample=p["sample"] if sample is None else sample, dtype=dtype, source=source)
-
-
 # --- files ------------------------------------------------------------------------------------------
 
 def check_space(grid: Grid, data_dir) -> None:
     """Room for every layout file (uncompressed bound, edge chunks padded) before writing any."""
-    from ..data.writer import check_space as check
+    from ...data.writer import check_space as check
     itemsize = np.dtype(grid.dtype).itemsize
 
     def bound(chunks):
@@ -155,7 +77,7 @@ def check_space(grid: Grid, data_dir) -> None:
 
 def write_layouts(grid: Grid, data_dir, progress=None) -> None:
     """One file per layout; a codec the Python netCDF stack lacks is recorded, not fatal."""
-    from ..data.writer import write_4d
+    from ...data.writer import write_4d
     values = open_source(grid.source)[2] if grid.source else None
     os.makedirs(data_dir, exist_ok=True)
     for lay in grid.layouts:
@@ -184,7 +106,7 @@ def stored_bytes(path, var="ta") -> int:
 
 def plan_slices(shape, count, sample, seed) -> tuple:
     """(slices to read in file order, description of the sample)."""
-    slices = layout.slice_starts(shape, count)
+    slices = access.slice_starts(shape, count)
     if sample and sample < len(slices):
         picked = sorted(random.Random(seed).sample(range(len(slices)), sample))
         return [slices[i] for i in picked], f"random {sample} of {len(slices)}"
@@ -293,6 +215,6 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
 
 
 def run_study(run, grid: Grid, data_dir, progress=True) -> int:
-    from ..progressbar import StudyProgress
+    from ...measure.progress import StudyProgress
     with StudyProgress(grid.runs() * grid.reps, "chunking", enabled=None if progress else False) as bar:
         return run_grid(grid, data_dir, run.writer, run.platform_id, bar)

@@ -1,0 +1,186 @@
+"""The chunking study (thesis ch. 4): read rate of xy / xt / xyt reads of a [t, z, y, x] variable
+for chunk shapes x compression x chunk cache.
+
+    catalogue.py   the thesis's chunk shapes A-G (+ default, balanced) and the --chunks list
+    run.py         the layout files and the measuring loop (records into the run directory)
+    summary.py     the numbers (pure): cells, Tables 4.1/4.2, cache ratios, reproduction checks
+    section.py     the report's section and key findings (climio.sections objects)
+    figures.py     heat maps and wall/CPU bars (PNG)
+
+`climio bench chunking` is built from Grid's field metadata (climio.bench.base.option).
+"""
+
+from dataclasses import dataclass, field
+
+from .. import base
+from ...errors import InputError
+from .catalogue import LayoutCase
+
+STUDY = "chunking"
+LAYERS = ("netcdf4-python", "h5py", "c-netcdf")
+CACHE_SETTINGS = ("default", "fit")
+
+DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
+                       "bitround12+deflate4+shuffle,zstd3")
+PRESETS = {
+    # Every chunk shape of the thesis plus the library default and Rew's balanced shape; the
+    # compression settings on the default and xy chunks, as the thesis's section 4.1.2.
+    # A random sample of slices per cell (read in file order) keeps neighbouring slices from being
+    # served by the readahead of the previous one, as they were not on the thesis's 255 GiB file.
+    "full": {"shape": "64,8,128,256", "chunks": "A,B,C,D,E,F,G,default,balanced", "reads": "xy,xt,xyt",
+             "compression": DEFAULT_COMPRESSION, "compress_chunks": "default,E", "caches": "default,fit",
+             "reps": 3, "budget_s": 20.0, "sample": 48},
+    "survey": {"shape": "24,4,64,128", "chunks": "A,B,C,E,F,G,default", "reads": "xy,xt,xyt",
+               "compression": "none,deflate4+shuffle,bitround12+deflate4+shuffle", "compress_chunks": "default,E",
+               "caches": "default,fit", "reps": 2, "budget_s": 5.0, "sample": 24},
+    "quick": {"shape": "16,4,32,64", "chunks": "A,E,F,default", "reads": "xy,xt",
+              "compression": "none,deflate4+shuffle", "compress_chunks": "default,E", "caches": "default,fit",
+              "reps": 2, "budget_s": 5.0, "sample": 0},
+}
+# Options no preset sets.
+DEFAULTS = {"layers": "netcdf4-python", "dtype": "f8", "source": ""}
+
+
+def _opt(flag, help, metavar=None):
+    return base.option(flag, help, metavar)
+
+
+@dataclass
+class Grid:
+    """The study's grid. The option fields hold the parsed values once `Chunking.grid` built it
+    (shape and reads as lists, the chunk and compression lists as given); `layouts` is derived."""
+
+    shape: list = field(default=None, metadata=_opt(
+        "--shape", "Variable shape T,Z,Y,X (default 64,8,128,256; the thesis used 430,430,430,430).", "SHAPE"))
+    chunks: str = field(default=None, metadata=_opt(
+        "--chunks", "Chunk shapes: letters A-G as in the thesis (A contiguous, B hypercube 1/10, C ~16 KB tiles, "
+        "D ~16.2 KB tiles, E xy, F xt, G xyt), default, balanced, or [t,z,y,x]; comma separated.", "LIST"))
+    reads: list = field(default=None, metadata=_opt(
+        "--read", "Read shapes: xy, xt, xyt, or templates such as 1,1,Y,X (separate templates with ';').", "LIST"))
+    compression: str = field(default=None, metadata=_opt(
+        "--compression", "Settings, comma separated: none, deflate1..9, +shuffle, zstdN, bitgroomN/granularbrN "
+        "(digits), bitroundN (bits), e.g. bitround12+deflate4+shuffle.", "LIST"))
+    compress_chunks: str = field(default=None, metadata=_opt(
+        "--compress-chunks", "Chunk labels that get the compressed settings (default: default,E as in the thesis; "
+        "'all' for every chunked shape).", "LIST"))
+    layers: list = field(default=None, metadata=_opt(
+        "--layers", "Comma list of netcdf4-python, h5py, c-netcdf.", "LIST"))
+    caches: list = field(default=None, metadata=_opt(
+        "--caches", "Chunk-cache settings: default (the library's) and/or fit (sized to hold every chunk one read "
+        "touches).", "LIST"))
+    reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per cell (default 3).", "N"))
+    budget_s: float = field(default=20.0, metadata=_opt(
+        "--budget", "Seconds per repetition; a cell cut short reads a sample, one that reads almost nothing is "
+        "did-not-finish.", "SECONDS"))
+    sample: int = field(default=0, metadata=_opt(
+        "--sample", "Read a random sample of this many slices per cell, in file order (default 48; 0 = all "
+        "slices).", "N"))
+    dtype: str = field(default="f8", metadata=_opt("--dtype", "Type of the generated variable: f4 or f8.", "TYPE"))
+    source: str = field(default="", metadata=_opt(
+        "--source", "Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type).",
+        "FILE:VAR"))
+    layouts: list = field(default_factory=list)     # [LayoutCase]: chunk shapes x compression settings
+    seed: int = 1
+
+    def runs(self) -> int:
+        n = 0
+        for lay in self.layouts:
+            caches = [c for c in self.caches if lay.chunks is not None or c == "default"]
+            n += len(self.reads) * len(self.layers) * len(caches)
+        return n
+
+
+OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
+
+
+def _count(value, flag, minimum, kind=int):
+    if isinstance(value, bool):
+        raise InputError(f"{flag} {value!r} must be a number")
+    try:
+        v = kind(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag} '{value}' must be {'an integer' if kind is int else 'a number'}") from None
+    if v < minimum:
+        raise InputError(f"{flag} {v} must be at least {minimum}")
+    return v
+
+
+def build_grid(preset="full", **values) -> Grid:
+    """Parse and check the option values (text as on the command line, or already lists) over the
+    preset's defaults; one-line InputError / DataError."""
+    import numpy as np
+
+    from ...access import parse_read
+    from ...data.compression import NONE, parse_compression_list
+    from ...options import parse_choice, parse_shape
+    from .catalogue import parse_chunk_spec
+    from .run import open_source, split_reads
+
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    unknown = sorted(set(values) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"unknown chunking option(s): {', '.join(unknown)}")
+    v = {**DEFAULTS, **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
+    text = {k: ",".join(map(str, x)) if isinstance(x, (list, tuple)) else x for k, x in v.items()}
+    reps = _count(v["reps"], "--reps", 1)
+    budget = _count(v["budget_s"], "--budget", 0, float)
+    sample = _count(v["sample"], "--sample", 0)
+    source, dtype = str(v["source"] or ""), str(v["dtype"])
+    if source:
+        shape, dtype, _ = open_source(source)
+    else:
+        shape = parse_shape(text["shape"])
+    try:
+        itemsize = np.dtype(dtype).itemsize
+    except TypeError:
+        raise InputError(f"unknown --dtype '{dtype}': use f4 or f8") from None
+    shapes = parse_chunk_spec(text["chunks"], shape, itemsize)
+    comps = parse_compression_list(text["compression"])
+    compressed_for = set(parse_choice(text["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
+                                      "chunk label for compression"))
+    layouts = []
+    for label, ch in shapes:
+        for comp in comps:
+            if comp == NONE or (ch is not None and ("all" in compressed_for or label in compressed_for)):
+                layouts.append(LayoutCase(label, ch, comp))
+    reads = [(name, parse_read(name, shape)) for name in split_reads(text["reads"])]
+    return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
+                compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], LAYERS, "layer"),
+                caches=parse_choice(text["caches"], CACHE_SETTINGS, "cache setting"), reps=reps, budget_s=budget,
+                sample=sample, dtype=dtype, source=source, layouts=layouts)
+
+
+class Chunking(base.Study):
+    name = STUDY
+    title = "Read rate of xy / xt / xyt reads for chunk shapes x compression x chunk cache (thesis ch. 4)."
+    Grid = Grid
+    presets = PRESETS
+    default_preset = "full"
+
+    def grid(self, preset="full", **values) -> Grid:
+        return build_grid(preset, **values)
+
+    def check(self, grid, data_dir) -> None:
+        """Room for every layout file (uncompressed bound, edge chunks padded) before writing any."""
+        from .run import check_space
+        check_space(grid, data_dir)
+
+    def run(self, ctx, grid) -> int:
+        from .run import run_study
+        return run_study(ctx.run, grid, ctx.data_dir, ctx.progress)
+
+    def summarise(self, records) -> dict:
+        from .summary import summarise
+        return summarise(records)
+
+    def section(self, records):
+        from .section import chunking_section
+        return chunking_section(records)
+
+    def findings(self, records) -> list:
+        from .section import findings
+        return findings(records)
+
+
+study = base.register(Chunking())
