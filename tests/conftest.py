@@ -32,9 +32,10 @@ def run_probe(name, *args, check=True):
     return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")], out
 
 
-def run_worker(layer, *args):
-    out = subprocess.run([sys.executable, "-m", "climio.bench.read_stack_worker", "--layer", layer, *map(str, args)],
-                         capture_output=True, text=True)
+def run_worker(stack, *args, study="read-stack"):
+    """Run the generic Python worker (climio.measure.worker) for one stack; return its records."""
+    out = subprocess.run([sys.executable, "-m", "climio.measure.worker", "--study", study, "--stack", stack,
+                          *map(str, args)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
 

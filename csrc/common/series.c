@@ -61,10 +61,35 @@ static void iso_now(char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
 }
 
+/* cache.effective (and cache.storage_share) of a verified record: a cold one whose process
+ * fetched less than SERIES_EFFECTIVELY_WARM_SHARE of the needed bytes from storage was served
+ * from a cache after all (the twin of climio.measure.series.storage_check). */
+static void storage_check(struct jsonl *j, const struct series_outcome *o, uint64_t needed)
+{
+    if (strcmp(o->cache.state, "cold") != 0) {
+        jsonl_str(j, "effective", o->cache.state);
+        return;
+    }
+    if (needed == 0) {
+        jsonl_str(j, "effective", "cold");
+        return;
+    }
+    if (o->t.storage_read_bytes < 0) {
+        jsonl_str(j, "effective", "unverified");
+        return;
+    }
+    double share = (double)o->t.storage_read_bytes / (double)needed;
+    jsonl_double(j, "storage_share", round(share * 1e4) / 1e4);
+    jsonl_str(j, "effective", share >= SERIES_EFFECTIVELY_WARM_SHARE ? "cold" : "effectively-warm");
+}
+
 static void emit_record(struct jsonl *j, const struct series_config *c, const struct probe_args *a,
                         uint64_t rep, const struct series_outcome *o)
 {
     char when[32];
+    int is_error = strcmp(o->status, "error") == 0;
+    int have_needed = !is_error && c->needed_bytes != NULL;
+    uint64_t needed = have_needed ? c->needed_bytes(c->ctx, o->ops) : 0;
     iso_now(when);
 
     jsonl_begin(j, NULL);
@@ -79,7 +104,7 @@ static void emit_record(struct jsonl *j, const struct series_config *c, const st
     jsonl_end(j);
 
     jsonl_begin(j, "metrics");
-    if (strcmp(o->status, "error") == 0) {
+    if (is_error) {
         jsonl_str(j, "error", o->error);
     } else {
         jsonl_u64(j, "bytes", o->bytes);
@@ -90,6 +115,9 @@ static void emit_record(struct jsonl *j, const struct series_config *c, const st
         jsonl_double(j, "cpu_s", o->t.user_s + o->t.sys_s);
         if (o->t.storage_read_bytes >= 0)
             jsonl_u64(j, "storage_read_bytes", (uint64_t)o->t.storage_read_bytes);
+        if (have_needed)
+            jsonl_u64(j, "storage_needed_bytes", needed);
+        jsonl_double(j, "open_s", o->open_s);
         if (o->t.wall_s > 0)
             jsonl_double(j, "rate_MBps", (double)o->bytes / o->t.wall_s / 1e6);
         if (o->have_checksum) {
@@ -117,6 +145,8 @@ static void emit_record(struct jsonl *j, const struct series_config *c, const st
         jsonl_str(j, "method", o->cache.method);
         jsonl_double(j, "resident_fraction", round(o->cache.resident_fraction * 1e6) / 1e6);
         jsonl_str(j, "verified_by", "mincore");
+        if (have_needed)
+            storage_check(j, o, needed);
     } else {
         /* Not verified: never claim a cold cache. */
         jsonl_str(j, "state", "warm");
@@ -152,10 +182,22 @@ static int run_rep(const struct series_config *c, const struct probe_args *a, ui
     /* The library's reads when opening (netCDF/HDF5 header) go to an "open" phase of their
      * own, so per-request syscall counts hold only what the requests themselves cost. */
     marker_mark(mk, "open", 0, rep);
+    timer_start(&t);
     if (c->open(c->ctx, c->path, o->error, sizeof o->error) != 0) {
         o->status = "error";
         return -1;
     }
+    o->open_s = timer_elapsed(&t);
+    /* The cache is brought into its state AFTER the open: the open's header reads (and the
+     * readahead the kernel does with them) would otherwise serve the first requests of a
+     * "cold" repetition from memory (issue 17). */
+    if (cache_prepare(c->path, a->cache_warm, rep == 0, c->odirect, &o->cache,
+                      o->error, sizeof o->error) != 0) {
+        c->close(c->ctx);
+        o->status = "error";
+        return -1;
+    }
+    o->cache_known = 1;
     marker_mark(mk, c->mark, c->mark_value, rep);
     checksum_init(&sum);
     o->status = "ok";
@@ -205,13 +247,6 @@ void series_run(const struct series_config *c, const struct probe_args *a, struc
             emit_record(&io->j, c, a, rep, &o);
             break;
         }
-        if (cache_prepare(c->path, a->cache_warm, rep == 0, c->odirect, &o.cache,
-                          o.error, sizeof o.error) != 0) {
-            o.status = "error";
-            emit_record(&io->j, c, a, rep, &o);
-            break;
-        }
-        o.cache_known = 1;
         run_rep(c, a, rep, &io->mk, buf, &o);
         emit_record(&io->j, c, a, rep, &o);
         if (strcmp(o.status, "ok") != 0)
@@ -253,6 +288,48 @@ static void rs_close(void *ctx)
 {
     struct rs_config *c = ctx;
     c->r->close(c->r);
+}
+
+struct byte_range {
+    uint64_t off, len;
+};
+
+static int range_cmp(const void *x, const void *y)
+{
+    const struct byte_range *a = x, *b = y;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Distinct bytes of the first `ops` reads of the plan: what a cold repetition must fetch from
+ * storage (climio.measure.series.distinct_bytes). Sequential and strided reads never overlap;
+ * random ones may, so they are sorted and merged. */
+static uint64_t rs_needed(void *ctx, uint64_t ops)
+{
+    const struct rs_config *c = ctx;
+    struct plan p = c->plan;
+    uint64_t off, len, total = 0, n = 0;
+    plan_rewind(&p);
+    struct byte_range *r = c->pattern == PATTERN_RANDOM && ops ? malloc(ops * sizeof *r) : NULL;
+    while (n < ops && plan_next(&p, &off, &len)) {
+        if (r)
+            r[n] = (struct byte_range){off, len};
+        else
+            total += len;  /* no overlaps (or no memory: an upper bound) */
+        n++;
+    }
+    if (!r)
+        return total;
+    qsort(r, n, sizeof *r, range_cmp);
+    uint64_t end = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t lo = r[i].off > end ? r[i].off : end, hi = r[i].off + r[i].len;
+        if (hi > lo) {
+            total += hi - lo;
+            end = hi;
+        }
+    }
+    free(r);
+    return total;
 }
 
 static void rs_params(void *ctx, struct jsonl *j)
@@ -328,7 +405,7 @@ int series_main(struct reader *r, const struct probe_args *a)
                 .planned_ops = rc.plan.ops, .planned_bytes = rc.planned_bytes, .buffer_bytes = cap,
                 .odirect = r->odirect, .budget = SERIES_BUDGET_DNF, .ctx = &rc,
                 .open = rs_open, .next = rs_next, .close = rs_close, .params = rs_params,
-                .metrics = NULL,
+                .metrics = NULL, .needed_bytes = rs_needed,
             };
             series_run(&c, a, &io);
         }

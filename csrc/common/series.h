@@ -1,8 +1,11 @@
 /* The repetition loop every probe shares, and the read-stack study built on it.
  *
- * series_run() runs the repetitions of one configuration of any study: prepare and verify
- * the page cache, mark "open", open (untimed), mark the configuration, time the requests
- * (checksum, budget), close, print one JSON record. A probe supplies a series_config: how to
+ * series_run() runs the repetitions of one configuration of any study: mark "open", open
+ * (untimed), THEN prepare and verify the page cache (so the open's header reads and the kernel's
+ * readahead with them are evicted too: issue 17), mark the configuration, time the requests
+ * (checksum, budget), close, print one JSON record. A cold record whose process fetched far less
+ * from storage than the requests need (/proc/self/io against needed_bytes) says
+ * cache.effective "effectively-warm". A probe supplies a series_config: how to
  * open, issue the next request and close, and what the record's params say.
  *
  * series_main() is the read-stack study: one series_run() per pattern and buffer over a
@@ -43,7 +46,12 @@ struct series_outcome {
     uint64_t checksum;
     struct cache_state cache;
     int cache_known;
+    double open_s;           /* wall seconds of the (untimed) open */
 };
+
+/* A cold repetition that fetched less than this share of its needed bytes from storage was
+ * served from a cache: cache.effective "effectively-warm" (climio.measure.series). */
+#define SERIES_EFFECTIVELY_WARM_SHARE 0.5
 
 /* One configuration of a study. */
 struct series_config {
@@ -68,6 +76,9 @@ struct series_config {
     void (*params)(void *ctx, struct jsonl *j);
     /* Extra members of metrics (not in error records), or NULL. */
     void (*metrics)(void *ctx, struct jsonl *j, const struct series_outcome *o);
+    /* Bytes a cold read of the first `ops` requests must fetch from storage (the distinct bytes
+     * they want), or NULL when the probe cannot tell (then the record has no storage check). */
+    uint64_t (*needed_bytes)(void *ctx, uint64_t ops);
 };
 
 /* Where records and markers go. series_io_open fail()s if /dev/null cannot be opened. */

@@ -1,93 +1,185 @@
-"""The software layers of the read-stack study (thesis ch. 3) and how each reads bytes [off, off+n).
+"""The Stack noun: the Python readers, one class per software stack, behind one protocol.
 
-Native layers are separate C programs (csrc/probes); Python layers are classes run by
-read_stack_worker in their own process, so every layer is measured the same way: one
-process per series, imports and file opening outside the timed region.
+Every stack opens a file and delivers either a 1-D byte range of a variable (`read_bytes`: the
+read-stack study's requests) or an N-D hyperslab (`read_slab`: the chunking study's requests),
+with the library's chunk cache as asked. The generic worker (climio.measure.worker) runs a
+study's series over any of them, in a process of its own, so that every stack is measured the
+same way: imports and the open outside the timed region.
+
+Native stacks are separate C programs (csrc/probes); NATIVE_LAYERS names them.
+
+    reader = STACKS["h5py"]()
+    reader.open(path, "ta", chunk_cache=(64 << 20, 1009, 0.75))
+    block = reader.read_slab((0, 0, 0, 0), (1, 1, 32, 64))
+    reader.close()
 """
 
 from importlib import metadata
+from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 NATIVE_LAYERS = {"c-posix": "climio-probe-posix", "c-netcdf": "climio-probe-netcdf"}
-PYTHON_LAYERS = ("py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray")
-LAYERS = tuple(NATIVE_LAYERS) + PYTHON_LAYERS
-# Which of the two test files (plain binary or netCDF-4) a layer reads.
+# Which of the two read-stack test files (plain binary or netCDF-4) a stack reads.
 BINARY_LAYERS = ("c-posix", "py-file", "numpy")
-ITEMSIZE = 8  # the 1-D variable is float64, so netCDF layers index elements of 8 bytes
+ITEMSIZE = 8  # the read-stack file's values are float64 (raw binary: 8-byte words)
+
+# A chunk cache as the command line gives it: (bytes, slots/nelems, preemption), or None for
+# the library's default.
+ChunkCache = Optional[tuple]
 
 
-def file_kind(layer: str) -> str:
-    return "bin" if layer in BINARY_LAYERS else "nc"
+@runtime_checkable
+class Reader(Protocol):
+    """What every Python stack offers.
+
+    `open` may be called again after `close` (one open per repetition). After `open`, `shape`
+    and `dtype` describe the variable (for a raw binary file: float64 words). `read_bytes(offset,
+    nbytes)` delivers bytes [offset, offset + nbytes) of a 1-D variable (offset and nbytes
+    multiples of the itemsize for the netCDF/HDF5 stacks); `read_slab(start, count)` delivers
+    the hyperslab as an array in the variable's type. A stack that cannot read hyperslabs (a
+    raw file has no dimensions) raises NotImplementedError and has `slabs = False`.
+    `chunk_cache_info()` is the chunk cache in effect after the open
+    ({"size", "nelems", "preemption"}), or None where the stack has none.
+    """
+
+    api: str
+    slabs: bool
+    shape: tuple
+    dtype: np.dtype
+
+    def open(self, path: str, var: str, chunk_cache: ChunkCache = None) -> None: ...
+
+    def read_bytes(self, offset: int, nbytes: int): ...
+
+    def read_slab(self, start: Sequence[int], count: Sequence[int]): ...
+
+    def close(self) -> None: ...
+
+    def library(self) -> str: ...
+
+    def chunk_cache_info(self) -> Optional[dict]: ...
 
 
-class _Sequential:
-    """Skips the seek when a read continues where the previous one ended, as the thesis's
-    sequential loop did (read after read, no seeks)."""
-
-    def _seek(self, fh, off):
-        if off != self.pos:
-            fh.seek(off)
-        self.pos = off
+def file_kind(name: str) -> str:
+    """"bin" for the stacks that read the raw binary file, "nc" for the netCDF/HDF5 ones."""
+    return "bin" if name in BINARY_LAYERS else "nc"
 
 
-class PyFile(_Sequential):
-    api = "file.seek/file.read"
+# --- raw files ------------------------------------------------------------------------------------
 
-    def open(self, path, var):
+class _RawFile:
+    """A raw binary file of float64 words. Skips the seek when a read continues where the previous
+    one ended, as the thesis's sequential loop did (read after read, no seeks)."""
+
+    slabs = False
+    dtype = np.dtype("<f8")
+    shape = ()  # (words,) once open
+
+    def open(self, path, var=None, chunk_cache=None):
+        import os
         self.fh = open(path, "rb")
         self.pos = 0
+        self.shape = (os.path.getsize(path) // ITEMSIZE,)
 
-    def read(self, off, n):
-        self._seek(self.fh, off)
-        data = self.fh.read(n)
-        self.pos += len(data)
-        return data
+    def _seek(self, off):
+        if off != self.pos:
+            self.fh.seek(off)
+        self.pos = off
+
+    def read_slab(self, start, count):
+        raise NotImplementedError(f"{type(self).__name__} reads byte ranges of a raw file, not hyperslabs")
 
     def close(self):
         self.fh.close()
+
+    def chunk_cache_info(self):
+        return None
+
+
+class PyFile(_RawFile):
+    api = "file.seek/file.read"
+
+    def read_bytes(self, offset, nbytes):
+        self._seek(offset)
+        data = self.fh.read(nbytes)
+        self.pos += len(data)
+        return data
 
     def library(self):
         return "Python io (BufferedReader)"
 
 
-class NumpyFromfile(_Sequential):
+class NumpyFromfile(_RawFile):
     api = "np.fromfile"
 
-    def open(self, path, var):
-        self.fh = open(path, "rb")
-        self.pos = 0
-
-    def read(self, off, n):
-        self._seek(self.fh, off)
-        data = np.fromfile(self.fh, dtype="<f8", count=n // ITEMSIZE)
+    def read_bytes(self, offset, nbytes):
+        self._seek(offset)
+        data = np.fromfile(self.fh, dtype=self.dtype, count=nbytes // ITEMSIZE)
         self.pos += data.nbytes
         return data
-
-    def close(self):
-        self.fh.close()
 
     def library(self):
         return f"numpy {np.__version__}"
 
 
-class _Slicing:
-    """Libraries that read element ranges of a 1-D variable by slicing."""
+# --- netCDF / HDF5 libraries --------------------------------------------------------------------
 
-    def read(self, off, n):
-        return self.var[off // ITEMSIZE:(off + n) // ITEMSIZE]
+class _Variable:
+    """Stacks that slice a library's variable object (`self.var`)."""
+
+    slabs = True
+    var = None  # the library's variable object, once open
+
+    @property
+    def shape(self):
+        return () if self.var is None else tuple(self.var.shape)
+
+    @property
+    def dtype(self):
+        return None if self.var is None else np.dtype(self.var.dtype)
+
+    def read_bytes(self, offset, nbytes):
+        n = self.dtype.itemsize
+        return self.var[offset // n:(offset + nbytes) // n]
+
+    def read_slab(self, start, count):
+        return self.var[tuple(slice(s, s + c) for s, c in zip(start, count))]
 
 
-class NetCDF4Python(_Slicing):
+def _h5py_cache_kw(chunk_cache) -> dict:
+    if chunk_cache is None:
+        return {}
+    nbytes, nslots, w0 = chunk_cache
+    return {"rdcc_nbytes": int(nbytes), "rdcc_nslots": int(nslots), "rdcc_w0": float(w0)}
+
+
+def _h5py_cache_info(fh) -> dict:
+    _, nslots, nbytes, w0 = fh.id.get_access_plist().get_cache()
+    return {"size": nbytes, "nelems": nslots, "preemption": w0}
+
+
+class NetCDF4Python(_Variable):
+    """netCDF4-python; the variable's chunk cache set with set_var_chunk_cache after the open."""
+
     api = "Variable.__getitem__"
 
-    def open(self, path, var):
+    def open(self, path, var, chunk_cache=None):
         import netCDF4
         self.ds = netCDF4.Dataset(path, "r")
         self.var = self.ds.variables[var]
+        if chunk_cache is not None:
+            self.var.set_var_chunk_cache(*chunk_cache)
 
     def close(self):
         self.ds.close()
+
+    def chunk_cache_info(self):
+        try:
+            size, nelems, preemption = self.var.get_var_chunk_cache()
+        except (RuntimeError, AttributeError):  # netCDF-3 files have no chunk cache
+            return None
+        return {"size": size, "nelems": nelems, "preemption": preemption}
 
     def library(self):
         import netCDF4
@@ -95,60 +187,89 @@ class NetCDF4Python(_Slicing):
                 f" HDF5 {netCDF4.__hdf5libversion__})")
 
 
-class H5py(_Slicing):
+class H5py(_Variable):
+    """h5py; the file's raw-data chunk cache (rdcc_*) set when opening."""
+
     api = "Dataset.__getitem__"
 
-    def open(self, path, var, **file_kw):
+    def open(self, path, var, chunk_cache=None):
         import h5py
-        self.fh = h5py.File(path, "r", **file_kw)
+        import hdf5plugin  # noqa: F401  (registers zstd and other filters netCDF-C may have written)
+        self.fh = h5py.File(path, "r", **_h5py_cache_kw(chunk_cache))
         self.var = self.fh[var]
 
     def close(self):
         self.fh.close()
+
+    def chunk_cache_info(self):
+        return _h5py_cache_info(self.fh)
 
     def library(self):
         import h5py
         return f"h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version})"
 
 
-class H5netcdf(_Slicing):
+class H5netcdf(_Variable):
+    """h5netcdf over h5py; the chunk cache passed through to h5py.File."""
+
     api = "Variable.__getitem__"
 
-    def open(self, path, var):
+    def open(self, path, var, chunk_cache=None):
         import h5netcdf
-        self.ds = h5netcdf.File(path, "r")
+        import hdf5plugin  # noqa: F401
+        self.ds = h5netcdf.File(path, "r", **_h5py_cache_kw(chunk_cache))
         self.var = self.ds.variables[var]
 
     def close(self):
         self.ds.close()
+
+    def chunk_cache_info(self):
+        return _h5py_cache_info(self.ds._h5file)
 
     def library(self):
         import h5py
         return f"h5netcdf {metadata.version('h5netcdf')} (h5py {h5py.__version__}, HDF5 {h5py.version.hdf5_version})"
 
 
-class Xarray:
+class Xarray(_Variable):
+    """xarray over netCDF4-python, uncached: every slice goes to the file, as an analysis script
+    streaming data does. xarray has no per-variable chunk-cache option, so a chunk cache is set
+    as netCDF-C's default for files opened afterwards (netCDF4.set_chunk_cache) before the open."""
+
     api = "DataArray[slice].values"
 
-    def open(self, path, var):
+    def open(self, path, var, chunk_cache=None):
+        import netCDF4
         import xarray as xr
-        # cache=False: every slice goes to the file, as an analysis script streaming data does.
+        if chunk_cache is not None:
+            netCDF4.set_chunk_cache(*chunk_cache)
         self.ds = xr.open_dataset(path, engine="netcdf4", cache=False)
         self.var = self.ds[var]
 
-    def read(self, off, n):
-        return self.var[off // ITEMSIZE:(off + n) // ITEMSIZE].values
+    def read_bytes(self, offset, nbytes):
+        return super().read_bytes(offset, nbytes).values
+
+    def read_slab(self, start, count):
+        return super().read_slab(start, count).values
 
     def close(self):
         self.ds.close()
+
+    def chunk_cache_info(self):
+        import netCDF4
+        size, nelems, preemption = netCDF4.get_chunk_cache()
+        return {"size": size, "nelems": nelems, "preemption": preemption}
 
     def library(self):
         import netCDF4
         return f"xarray {metadata.version('xarray')} over netCDF4-python {netCDF4.__version__}"
 
 
-READERS = {
+STACKS = {
     "py-file": PyFile, "numpy": NumpyFromfile, "netcdf4-python": NetCDF4Python,
     "h5py": H5py, "h5netcdf": H5netcdf, "xarray": Xarray,
 }
-
+PYTHON_LAYERS = tuple(STACKS)
+LAYERS = tuple(NATIVE_LAYERS) + PYTHON_LAYERS
+# The old name of the registry (read-stack study).
+READERS = STACKS

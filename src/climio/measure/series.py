@@ -236,11 +236,13 @@ def run_series(s: Series, emit) -> None:
 
 
 def distinct_bytes(ranges) -> int:
-    """Bytes covered by (offset, length) ranges, overlaps counted once."""
-    total, end = 0, -1
-    for off, n in sorted((int(o), int(n)) for o, n in ranges):
-        if off + n <= end:
-            continue
-        total += off + n - max(off, end)
-        end = off + n
-    return total
+    """Bytes covered by (offset, length) ranges, overlaps counted once (the twin of rs_needed in
+    csrc/common/series.c). Vectorised: a 512 B sequential plan of a large file has millions."""
+    a = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    a = a[a[:, 1] > 0]
+    if not len(a):
+        return 0
+    a = a[np.argsort(a[:, 0], kind="stable")]
+    off, end = a[:, 0], a[:, 0] + a[:, 1]
+    covered = np.concatenate(([off[0]], np.maximum.accumulate(end)[:-1]))  # end of the union so far
+    return int(np.maximum(end - np.maximum(off, covered), 0).sum())

@@ -146,7 +146,7 @@ def layer_command(layer, path, slices_file, grid: Grid, cache_spec, platform_id)
               "--chunk-cache", cache_spec, "--budget", str(grid.budget_s), "--platform-id", platform_id]
     if layer == "c-netcdf":
         return [native.program("climio-probe-netcdf-slab"), *common]
-    return [sys.executable, "-m", "climio.bench.chunking_worker", "--layer", layer, *common]
+    return [sys.executable, "-m", "climio.measure.worker", "--study", STUDY, "--stack", layer, *common]
 
 
 def unavailable_record(lay, layer, read_name, cache_setting, reason, platform_id) -> dict:

@@ -40,7 +40,7 @@ def layer_command(layer, path, grid: Grid, platform_id="", reps=None, cache=None
     if layer in NATIVE_LAYERS:
         extra = ["--api", grid.c_api, *(["--odirect"] if grid.odirect else [])] if layer == "c-posix" else []
         return [native.program(NATIVE_LAYERS[layer]), *common, *extra]
-    return [sys.executable, "-m", "climio.bench.read_stack_worker", "--layer", layer, *common]
+    return [sys.executable, "-m", "climio.measure.worker", "--study", STUDY, "--stack", layer, *common]
 
 
 def trace_layer(layer, path, grid: Grid) -> dict:
