@@ -1,7 +1,6 @@
 """The measuring core on small real files: cold means cold, the bookkeeping of needed bytes, the
 process streamer's timeout, and every stack delivering exactly what the generator wrote."""
 
-import json
 import os
 import subprocess
 import sys
