@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from climio import api
 from climio.bench import base
-from climio.bench.read_stack import STUDY, Grid, ReadStack
+from climio.bench.read_stack import Grid, ReadStack, study
 from climio.cli.bench import make_command
 from climio.errors import DataError, InputError
 from climio.records import read_records
@@ -42,17 +42,17 @@ OLD_OPTIONS = [
 
 
 def test_registered_with_the_old_options_and_presets():
-    assert base.get("read-stack") is STUDY and isinstance(STUDY, ReadStack) and STUDY.Grid is Grid
+    assert base.get("read-stack") is study and isinstance(study, ReadStack) and study.Grid is Grid
     assert [(o.flag, o.metavar, o.help) for _, o in base.options_of(Grid)] == OLD_OPTIONS
-    assert STUDY.presets["full"] == {"size": "1GiB", "buffers": "512B..1GiB", "reps": 3, "budget_s": 60.0}
-    assert STUDY.presets["survey"] == {"size": "128MiB", "buffers": "512B..128MiB:4", "reps": 3, "budget_s": 4.0}
-    assert STUDY.presets["quick"] == {"size": "16MiB", "buffers": "4KiB,64KiB,1MiB,16MiB", "reps": 2, "budget_s": 3.0}
-    assert STUDY.default_preset == "survey"   # no --quick/--full: the survey's grid, as before
+    assert study.presets["full"] == {"size": "1GiB", "buffers": "512B..1GiB", "reps": 3, "budget_s": 60.0}
+    assert study.presets["survey"] == {"size": "128MiB", "buffers": "512B..128MiB:4", "reps": 3, "budget_s": 4.0}
+    assert study.presets["quick"] == {"size": "16MiB", "buffers": "4KiB,64KiB,1MiB,16MiB", "reps": 2, "budget_s": 3.0}
+    assert study.default_preset == "survey"   # no --quick/--full: the survey's grid, as before
 
 
 def test_cli_help_shows_every_option():
     app = typer.Typer(rich_markup_mode=None)
-    app.command("read-stack")(make_command(STUDY))
+    app.command("read-stack")(make_command(study))
     app.command("other")(lambda: None)
     text = CliRunner().invoke(app, ["read-stack", "--help"], terminal_width=250).output
     for flag, metavar, help_ in OLD_OPTIONS:
@@ -62,15 +62,15 @@ def test_cli_help_shows_every_option():
 
 
 def test_grid_from_presets_and_values():
-    g = STUDY.grid("quick")
+    g = study.grid("quick")
     assert g.size_bytes == 16 * MiB and g.buffers == [4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB] and g.reps == 2
     assert g.layers[0] == "c-posix" and len(g.layers) == 8 and g.patterns == ["sequential", "strided", "random"]
-    g = STUDY.grid("survey", size="1MiB", layers="numpy,h5py", patterns="random", reps=5, budget_s=0,
+    g = study.grid("survey", size="1MiB", layers="numpy,h5py", patterns="random", reps=5, budget_s=0,
                    trace_syscalls=False)
     # buffers above the file size are no new case: capped at 1 MiB
     assert g.buffers == [512, 2 * KiB, 8 * KiB, 32 * KiB, 128 * KiB, 512 * KiB]
     assert (g.layers, g.patterns, g.reps, g.budget_s, g.trace_syscalls) == (["numpy", "h5py"], ["random"], 5, 0.0, False)
-    assert STUDY.survey_grid(quick=True).reps == 2 and STUDY.survey_grid(quick=False).size_bytes == 128 * MiB
+    assert study.survey_grid(quick=True).reps == 2 and study.survey_grid(quick=False).size_bytes == 128 * MiB
 
 
 @pytest.mark.parametrize("values, error, message", [
@@ -89,19 +89,19 @@ def test_grid_from_presets_and_values():
 ])
 def test_grid_errors_are_one_line(values, error, message):
     with pytest.raises(error) as exc:
-        STUDY.grid("quick", **values)
+        study.grid("quick", **values)
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_grid_of_the_users_files(files_1d):
-    g = STUDY.grid("full", file=files_1d["nc"])
+    g = study.grid("full", file=files_1d["nc"])
     # only the netCDF layers have their file; the buffers are capped by the variable's bytes
     assert g.layers == ["c-netcdf", "netcdf4-python", "h5py", "h5netcdf", "xarray"] and g.size_bytes is None
     assert g.buffers[-1] <= (1 << 20) + 24 < 2 * g.buffers[-1]
     with pytest.raises(DataError, match="layer numpy needs a plain binary"):
-        STUDY.grid("full", file=files_1d["nc"], layers="numpy")
+        study.grid("full", file=files_1d["nc"], layers="numpy")
     with pytest.raises(DataError, match="no variable 'temp'"):
-        STUDY.grid("full", file=files_1d["nc"], variable="temp")
+        study.grid("full", file=files_1d["nc"], variable="temp")
 
 
 # --- numbers and findings -------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def thesis_records(nc_syscall=64 * KiB, traced=True):
 
 
 def test_summarise_is_plain_numbers():
-    facts = STUDY.summarise(thesis_records())
+    facts = study.summarise(thesis_records())
     json.dumps(facts)   # plain data: the predictor and notebooks read it
     assert facts["records"] == 88 and facts["configurations"] == 44 and facts["status"] == {"ok": 88, "dnf": 0, "error": 0}
     top = facts["fastest"]["sequential"]
@@ -135,7 +135,7 @@ def test_summarise_is_plain_numbers():
 
 
 def test_findings_decide_the_thesis_claims():
-    found = STUDY.findings(thesis_records())
+    found = study.findings(thesis_records())
     assert all(isinstance(f, Finding) and f.study == "read-stack" for f in found) and len(found) == 3
     head, lib, hump = found
     assert head.verdict is None and "peak sequential read rate per stack: c-posix 500 MB/s (at 1GiB)" in head.text
@@ -143,20 +143,20 @@ def test_findings_decide_the_thesis_claims():
     assert lib.verdict == "reproduced" and "512B–32KiB" in lib.text and "never smaller than 64KiB" in lib.text
     assert hump.verdict == "reproduced" and "measured humped, peak 300 MB/s at 1MiB" in hump.text
     # A library reading 4 KiB syscalls for small buffers does not show the thesis's 64 KiB.
-    lib = STUDY.findings(thesis_records(nc_syscall=4 * KiB))[1]
+    lib = study.findings(thesis_records(nc_syscall=4 * KiB))[1]
     assert lib.verdict == "not reproduced" and "as small as 4KiB" in lib.text
     # Without the strace pass the claim is not measured; without large buffers the hump is not decidable.
     small = [r for r in thesis_records(traced=False) if r["params"]["buffer_bytes"] <= 64 * MiB]
-    _, lib, hump = STUDY.findings(small)
+    _, lib, hump = study.findings(small)
     assert lib.verdict == "not measured" and hump.verdict == "not decidable" and "64MiB" in hump.text
     # Only C measured: the headline alone.
     only_c = [r for r in thesis_records() if r["params"]["layer"] == "c-posix"]
-    assert [f.verdict for f in STUDY.findings(only_c)] == [None]
-    assert STUDY.findings([]) == []
+    assert [f.verdict for f in study.findings(only_c)] == [None]
+    assert study.findings([]) == []
 
 
 def test_section_is_data():
-    sec = STUDY.section(thesis_records())
+    sec = study.section(thesis_records())
     assert isinstance(sec, Section) and sec.id == "study-read-stack"
     figs = [b for b in sec.blocks if isinstance(b, Figure)]
     assert [f.alt for f in figs] == ["read rate vs buffer size", "wall vs CPU time", "read syscall sizes"]
@@ -167,7 +167,7 @@ def test_report_opens_with_the_key_findings(tmp_path):
     text = render_report(run).read_text()
     block = re.search(r'<section class="findings" id="key-findings">(.*?)</section>', text, re.S)
     assert block and text.index('id="key-findings"') < text.index('id="study-read-stack"')
-    found = STUDY.findings([r for r in records if r["study"] == "read-stack"])
+    found = study.findings([r for r in records if r["study"] == "read-stack"])
     assert len(found) == 3
     for f in found:
         assert f"<b>read-stack</b>: {f.text}".replace("'", "&#39;") in block.group(1)

@@ -10,9 +10,9 @@ x patterns x buffer sizes, cold cache.
 
 From Python:
 
-    from climio.bench.read_stack import STUDY
-    grid = STUDY.grid("quick", layers="c-posix,netcdf4-python")
-    STUDY.run(RunContext(run_dir, data_dir), grid)
+    from climio.bench.read_stack import study
+    grid = study.grid("quick", layers="c-posix,netcdf4-python")
+    study.run(RunContext(run, data_dir), grid)          # run: an open climio.rundir.RunDir
 
 Importing this package is cheap: measuring code and matplotlib are imported when used.
 """
@@ -20,9 +20,11 @@ Importing this package is cheap: measuring code and matplotlib are imported when
 from .. import base
 from .grid import PRESETS, Grid, build_grid
 
+STUDY = "read-stack"
+
 
 class ReadStack(base.Study):
-    name = "read-stack"
+    name = STUDY
     title = "Serial read rate through the software stack (thesis ch. 3): layers x patterns x buffer sizes."
     description = ("Without --file/--bin-file, a 1-D float64 netCDF-4 file and a binary file holding the same "
                    "random numbers are generated at --size. Without --quick/--full the grid is the survey's "
@@ -55,4 +57,4 @@ class ReadStack(base.Study):
         return findings(records)
 
 
-STUDY = base.register(ReadStack())
+study = base.register(ReadStack())

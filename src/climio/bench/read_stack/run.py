@@ -19,9 +19,9 @@ from ...access import plan
 from ...errors import DataError
 from ...measure.procs import stream_records
 from ...stacks import LAYERS, NATIVE_LAYERS, file_kind  # noqa: F401
+from . import STUDY
 from .grid import FULL_BUFFERS, PRESETS, QUICK_BUFFERS, Grid, buffers_for, data_bytes  # noqa: F401
 
-STUDY = "read-stack"
 TRACE_MAX_OPS = 1000                  # requests traced per configuration: enough for per-request ratios
 
 

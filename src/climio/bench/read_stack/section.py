@@ -9,9 +9,8 @@ import json
 from ...cells import CONFIG_HEADERS, bound_num, config_cells, dnf_text, num, param_value, plural, size
 from ...sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
 from ...units import format_size
-from . import figures, summary
+from . import STUDY, figures, summary
 
-STUDY = "read-stack"
 TITLE = "Study: read-stack — serial read rate through the software stack"
 
 PROFILE_HEADERS = ["layer", "pattern", "profile", "peak rate mean ± std [MB/s]", "buffer at peak",

@@ -30,7 +30,7 @@ def stack_of(params: dict):
 # --- series: one curve of rate vs buffer size ------------------------------------------------
 
 @dataclass
-class Series:
+class Curve:
     """The configurations of one layer (plus any distinguishing params) and one pattern, by buffer."""
 
     layer: str
@@ -87,7 +87,7 @@ def series_of(configs, patterns=None) -> list:
     out = []
     for (ident_key, pattern), cfgs in groups.items():
         cfgs.sort(key=lambda c: c.params["buffer_bytes"])
-        out.append(Series(stack_of(cfgs[0].params), labels[ident_key], pattern, cfgs))
+        out.append(Curve(stack_of(cfgs[0].params), labels[ident_key], pattern, cfgs))
     out.sort(key=lambda s: (layer_sort_key(s.layer), s.label, pattern_sort_key(s.pattern)))
     return out
 
