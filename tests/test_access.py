@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from climio.patterns import StreamChecksum, plan, splitmix64
+from climio.access import plan, splitmix64
+from climio.measure.series import StreamChecksum
 from conftest import run_probe
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from climio import cache, native
-from climio.patterns import StreamChecksum
+from climio.measure.series import StreamChecksum
 from climio.records import validate
 
 PROBE = "climio-probe-netcdf-slab"
