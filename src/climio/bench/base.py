@@ -77,6 +77,7 @@ class Study:
     Grid: type = None
     presets: dict = {}
     default_preset: str = "full"  # the preset without --quick / --full
+    preset_help: dict = {}        # help of --quick / --full when the generic text says too little
 
     def grid(self, preset: str = "full", **values):
         raise NotImplementedError

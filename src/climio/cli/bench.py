@@ -53,7 +53,7 @@ def study_parameters(study) -> list:
     for name in ("quick", "full"):
         if name in study.presets and name != study.default_preset:
             params.append(inspect.Parameter(f"preset_{name}", _POS, annotation=bool,
-                                            default=typer.Option(False, f"--{name}", help=PRESET_HELP[name])))
+                                            default=typer.Option(False, f"--{name}", help=study.preset_help.get(name, PRESET_HELP[name]))))
     params += [
         inspect.Parameter("data_dir", _POS, annotation=Optional[Path], default=typer.Option(
             None, "--data-dir", metavar="DIR", help="Where generated files go (default: a temporary directory on "

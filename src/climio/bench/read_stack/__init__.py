@@ -32,6 +32,8 @@ class ReadStack(base.Study):
     Grid = Grid
     presets = PRESETS
     default_preset = "survey"
+    preset_help = {"full": "The thesis's grid: 512 B to 1 GiB on a 1 GiB file.",
+                   "quick": "A small grid that finishes in about a minute."}
 
     def grid(self, preset: str = "survey", **values) -> Grid:
         return build_grid(preset, **values)
