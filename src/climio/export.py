@@ -15,7 +15,7 @@ import math
 
 from .records import to_frame
 
-FORMATS = ("csv", "parquet")
+EXPORT_FORMATS = ("csv", "parquet")
 
 
 def _histogram(d: dict) -> list:
