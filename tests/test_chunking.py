@@ -242,3 +242,18 @@ def test_blosc_and_bzip2_layouts_read_back_through_every_layer(tmp_path):
     assert len({r["metrics"]["compression_ratio"] for r in ok}) == 2
     # A layer that cannot load a filter says so in a record rather than failing the study.
     assert all(r["status"] == "ok" or r["params"].get("unavailable") for r in w.records)
+
+
+def test_grid_options_and_one_line_errors():
+    from climio.bench.base import options_of
+    from climio.errors import InputError
+    flags = [opt.flag for _, opt in options_of(study.Grid)]
+    assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--layers", "--caches",
+                     "--reps", "--budget", "--sample", "--dtype", "--source"]
+    g = study.grid("quick")
+    assert g.shape == [16, 4, 32, 64] and [name for name, _ in g.reads] == ["xy", "xt"]
+    assert {lay.label for lay in g.layouts} == {"A", "E", "F", "default"} and g.layers == ["netcdf4-python"]
+    for bad in (dict(reps=0), dict(sample=-1), dict(budget_s=-1), dict(layers="pnetcdf"), dict(nonsense=1)):
+        with pytest.raises(InputError) as exc:
+            study.grid("quick", **bad)
+        assert "\n" not in str(exc.value)

@@ -9,10 +9,11 @@ import re
 
 import pytest
 
+from climio import render
 from climio.bench.chunking import section as ch
 from climio.bench.chunking.summary import Bounded
 from climio.records import make_record
-from climio.report import render, render_report
+from climio.report import render_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SHAPE = [16, 4, 32, 64]
@@ -337,3 +338,20 @@ def test_render_report_with_chunking_and_read_stack(tmp_path):
     # The configuration table: every cell, with geometry columns.
     assert "bytes decoded per byte delivered" in plain and "E [1,1,32,64]" in plain
     assert len(re.findall(r'<tr class="dnf">', text)) == 1 + 1 + 3  # xy-F default, xy-F fit, 3 compressed xt
+
+
+def test_opposite_effect_is_refuted_and_findings_carry_verdicts():
+    # xt chunks slower than contiguous for xt reads: the opposite of (a) holds.
+    recs = cell("A", "xt", [10.0]) + cell("F", "xt", [5.0]) + cell("A", "xy", [100.0]) + cell("F", "xy", [10.0])
+    c = checks_by(recs)
+    assert c["a"][0]["ratio"] == pytest.approx(0.5) and c["a"][0]["verdict"] == "refuted"
+    assert c["b"][0]["verdict"] == "reproduced"
+    from climio.bench.chunking import study
+    from climio.sections import VERDICTS
+    found = study.findings(recs)
+    assert found[0].verdict is None and "Best chunk shape per read shape" in found[0].text
+    assert "xt: F [16,1,1,64]" in found[0].text
+    assert [f.verdict for f in found[1:]] == ["refuted", "reproduced", "not measured"]
+    assert all(f.verdict in VERDICTS for f in found[1:])
+    s = study.summarise(recs)
+    assert [r["best"] for r in s["best_worst"]] == ["F", "F"] and len(s["checks"]) == 3
