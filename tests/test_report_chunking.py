@@ -355,3 +355,20 @@ def test_opposite_effect_is_refuted_and_findings_carry_verdicts():
     assert all(f.verdict in VERDICTS for f in found[1:])
     s = study.summarise(recs)
     assert [r["best"] for r in s["best_worst"]] == ["F", "F"] and len(s["checks"]) == 3
+
+
+def test_checks_not_decidable_at_quick_size_or_from_warm_cells():
+    """Issue 17: a --quick grid, or cold cells served by the page cache, decide nothing."""
+    from climio.bench.chunking.summary import reproduction_checks
+    recs = thesis_like()
+    decided = {c["name"]: c["verdict"] for c in reproduction_checks(recs)}
+    assert decided["a"] == "reproduced"
+    for r in recs:
+        r["params"]["preset"] = "quick"
+    c = {x["name"]: x for x in reproduction_checks(recs)}
+    assert c["a"]["verdict"] == "not decidable" and "--quick" in c["a"]["detail"]
+    recs = thesis_like()
+    for r in recs:
+        r["cache"] = dict(r["cache"], effective="effectively-warm", storage_share=0.02)
+    c = {x["name"]: x for x in reproduction_checks(recs)}
+    assert c["a"]["verdict"] == "not decidable" and "page cache" in c["a"]["detail"] and "2%" in c["a"]["detail"]

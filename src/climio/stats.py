@@ -113,7 +113,9 @@ class Config:
 
     @property
     def cache_states(self) -> Counter:
-        return Counter(r.get("cache", {}).get("state", "?") for r in self.records)
+        # a cold repetition the storage check found served by the page cache shows as such
+        return Counter("effectively-warm" if r.get("cache", {}).get("effective") == "effectively-warm"
+                       else r.get("cache", {}).get("state", "?") for r in self.records)
 
     def cache_label(self) -> str:
         """"cold", or e.g. "cold x2, warm x1" when repetitions differ."""

@@ -81,6 +81,7 @@ class Grid:
         "FILE:VAR"))
     layouts: list = field(default_factory=list)     # [LayoutCase]: chunk shapes x compression settings
     seed: int = 1
+    preset: str = "full"                            # recorded: a --quick grid cannot decide the checks
 
     def runs(self) -> int:
         n = 0
@@ -148,7 +149,7 @@ def build_grid(preset="full", **values) -> Grid:
     return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
                 compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], LAYERS, "layer"),
                 caches=parse_choice(text["caches"], CACHE_SETTINGS, "cache setting"), reps=reps, budget_s=budget,
-                sample=sample, dtype=dtype, source=source, layouts=layouts)
+                sample=sample, dtype=dtype, source=source, layouts=layouts, preset=preset)
 
 
 class Chunking(base.Study):

@@ -183,7 +183,8 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
                         extra_p = {"chunk_label": lay.label, "chunking": layout.format_chunks(lay.chunks),
                                    "read_shape": read_name, "read_count": list(rcount),
                                    "compression": lay.compression.label, "cache_setting": cache_setting,
-                                   "sample": sample, "source": grid.source or "generated"}
+                                   "sample": sample, "source": grid.source or "generated",
+                                   "preset": grid.preset}
                         extra_m = {**geo, **file_info}
 
                         def on_record(rec, extra_p=extra_p, extra_m=extra_m):

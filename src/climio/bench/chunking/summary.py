@@ -20,6 +20,7 @@ import numpy as np
 from ...cells import dnf_text, num, plural
 from ...sections import VERDICTS as _ALL_VERDICTS
 from ...stats import RATE, group_configs, layer_sort_key
+from ...units import format_size
 
 STUDY = "chunking"
 CELL_PARAMS = ("layer", "compression", "cache_setting", "read_shape", "chunk_label")
@@ -34,8 +35,16 @@ _DEFAULTS = {"compression": NONE, "cache_setting": "default"}
 THRESHOLD_XT, THRESHOLD_XY, THRESHOLD_COMPRESSION = 5.0, 5.0, 2.0
 # The verdicts a check can get (words of climio.sections.VERDICTS): "refuted" when the measured
 # ratio is below 1, i.e. the opposite of the thesis's effect holds.
-VERDICTS = ("reproduced", "not reproduced", "refuted", "inconclusive", "not measured")
-assert set(VERDICTS) <= set(_ALL_VERDICTS)
+CHECK_VERDICTS = ("reproduced", "not reproduced", "refuted", "inconclusive", "not decidable", "not measured")
+assert set(CHECK_VERDICTS) <= set(_ALL_VERDICTS)
+# Below this many bytes per repetition a cell's time is per-call latency, not transfer: the
+# thesis's effects (measured on 255 GiB) cannot show, so a check on such cells is not decidable.
+MIN_DECIDABLE_BYTES = 1 << 20
+# Presets whose size is too small by design (the --quick grid: a 1 MiB variable).
+UNDECIDABLE_PRESETS = ("quick",)
+# A cold cell that fetched less than this share of the bytes it needs from storage read the page
+# cache (issue 17): no verdict is drawn from it.
+MIN_STORAGE_SHARE = 0.5
 
 
 # --- bounded values ---------------------------------------------------------------------------------
@@ -354,10 +363,39 @@ def verdict(r, threshold, measured=True) -> str:
     return "not reproduced" if r.value < threshold else "inconclusive"
 
 
-def _check(name, title, r, threshold, measured, detail, **extra) -> dict:
+def undecidable_reason(cfgs):
+    """Why the cells `cfgs` cannot decide a check at this size, or None: too few bytes per
+    repetition (latency-dominated), or cold repetitions served by the page cache."""
+    for cfg in cfgs:
+        if cfg is None:
+            continue
+        preset = next((r["params"].get("preset") for r in cfg.records if r["params"].get("preset")), None)
+        if preset in UNDECIDABLE_PRESETS:
+            return (f"not decidable at this size: the --{preset} grid reads a few MiB per cell, where per-call "
+                    "latency, not transfer, sets the time (run without --quick)")
+        got = [r["metrics"].get("bytes") for r in cfg.records if r.get("status") == "ok"]
+        got = [b for b in got if isinstance(b, (int, float))]
+        if got and max(got) < MIN_DECIDABLE_BYTES:
+            return (f"not decidable at this size: a repetition reads {format_size(max(got))}, below "
+                    f"{format_size(MIN_DECIDABLE_BYTES)}, so per-call latency, not transfer, sets its time")
+        shares = [r.get("cache", {}).get("storage_share") for r in cfg.records if r.get("cache", {}).get("state") == "cold"]
+        shares = [x for x in shares if isinstance(x, (int, float))]
+        warm = [r for r in cfg.records if r.get("cache", {}).get("effective") == "effectively-warm"]
+        if warm or (shares and min(shares) < MIN_STORAGE_SHARE):
+            low = min(shares) if shares else None
+            return ("not decidable: cold repetitions read from the page cache"
+                    + (f" (storage share {100 * low:.0f}%)" if low is not None else ""))
+    return None
+
+
+def _check(name, title, r, threshold, measured, detail, cfgs=(), **extra) -> dict:
+    v = verdict(r, threshold, measured)
+    why = undecidable_reason(cfgs) if measured else None
+    if why and v != "not measured":
+        v, detail = "not decidable", f"{detail}; {why}"
     return {"name": name, "title": title, **extra, "ratio": r.value if r else None,
             "bound_kind": r.kind if r else None, "threshold": threshold,
-            "verdict": verdict(r, threshold, measured), "detail": detail}
+            "verdict": v, "detail": detail}
 
 
 def _is_deflate(comp) -> bool:
@@ -367,7 +405,7 @@ def _is_deflate(comp) -> bool:
 def reproduction_checks(records) -> list:
     """The thesis's three findings checked on the records; a list of dicts with keys name ("a",
     "b", "c"), title, layer, compression, ratio, bound_kind ("=" measured, ">" a lower bound, "<" an
-    upper bound, None when unknown), threshold, verdict (one of VERDICTS), detail, n_cells.
+    upper bound, None when unknown), threshold, verdict (one of CHECK_VERDICTS), detail, n_cells.
 
     a  rate(xt, F) / rate(xt, A) >= 5: xt reads from xt chunks much faster than from contiguous.
     b  rate(xy, A) / rate(xy, F) >= 5: xy reads from xt chunks much slower than from contiguous.
@@ -396,7 +434,7 @@ def reproduction_checks(records) -> list:
             else:
                 detail = (f"{layer}, {read} reads, compression none, chunk cache default: "
                           f"{num_lab} {rate_text(ra)} / {den_lab} {rate_text(rb)}")
-            out.append(_check(name, title, r, thr, not missing, detail, layer=layer, compression=NONE,
+            out.append(_check(name, title, r, thr, not missing, detail, cfgs=(a, b), layer=layer, compression=NONE,
                               n_cells=0 if missing else 1))
     partial = []  # (compression, Bounded rate(none)/rate(compressed))
     comps = [c for c in cells.compressions if _is_deflate(c)]
@@ -409,10 +447,11 @@ def reproduction_checks(records) -> list:
         bdpb = metric_of(ref, "bytes_decoded_per_byte") or metric_of(c, "bytes_decoded_per_byte")
         if bdpb is None or bdpb <= 1:
             continue
-        partial.append((comp, ratio(cell_rate(ref), cell_rate(c))))
+        partial.append((comp, ratio(cell_rate(ref), cell_rate(c)), (ref, c)))
     title = "compressed partial-chunk reads vs uncompressed"
     for comp in [None, *comps] if comps else [None]:
-        pairs = [r for cmp, r in partial if comp is None or cmp == comp]
+        pairs = [r for cmp, r, _ in partial if comp is None or cmp == comp]
+        used = [cfg for cmp, _, two in partial if comp is None or cmp == comp for cfg in two]
         known = [r for r in pairs if r is not None]
         g = geomean(known)
         what = "every deflate setting" if comp is None else comp
@@ -425,7 +464,7 @@ def reproduction_checks(records) -> list:
                                                   if len(known) < len(pairs) else ""))
             if known and g is None:
                 detail += "; bounds point both ways, no single bound"
-        out.append(_check("c", title, g, THRESHOLD_COMPRESSION, bool(pairs), detail, layer=None,
+        out.append(_check("c", title, g, THRESHOLD_COMPRESSION, bool(pairs), detail, cfgs=used, layer=None,
                           compression=comp, n_cells=len(known)))
     return out
 
