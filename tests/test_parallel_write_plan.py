@@ -8,6 +8,7 @@ from climio.bench.parallel_write import summary as pws
 from climio.bench.parallel_write import tune as tw
 from climio.errors import InputError
 from climio.measure.mpi import Launcher, failure_line
+from climio.options import parse_hints
 
 
 def grid(preset="full", **values):
@@ -17,7 +18,7 @@ def grid(preset="full", **values):
 def test_hints_from_flags_and_file(tmp_path):
     f = tmp_path / "hints"
     f.write_text("# ROMIO hints file\ncb_nodes 4\nromio_cb_write=enable  # collective buffering\n\n")
-    got = pw.parse_hints(["cb_buffer_size=1048576", "striping_factor=8,striping_unit=1048576"], f)
+    got = parse_hints(["cb_buffer_size=1048576", "striping_factor=8,striping_unit=1048576"], f)
     assert got == {"cb_nodes": "4", "romio_cb_write": "enable", "cb_buffer_size": "1048576",
                    "striping_factor": "8", "striping_unit": "1048576"}
 
@@ -25,7 +26,7 @@ def test_hints_from_flags_and_file(tmp_path):
 @pytest.mark.parametrize("bad", ["cb_nodes", "=4", "cb_nodes="])
 def test_malformed_hint_is_one_input_error(bad):
     with pytest.raises(InputError, match="malformed hint"):
-        pw.parse_hints([bad])
+        parse_hints([bad])
 
 
 def test_grid_rejects_bad_input():
@@ -44,10 +45,10 @@ def test_grid_rejects_bad_input():
 def test_program_args_carry_every_knob(tmp_path, monkeypatch):
     monkeypatch.setattr(pw.native, "program", lambda name: f"/bin/{name}")
     g = grid(mode="model", ranks="4", backends="netcdf4", strategies="shared", reps=2,
-             hint=["cb_nodes=2"], grid="roms", nt=3, io_layout="2,1", small="independent",
+             hint=["cb_nodes=2"], model_grid="roms", nt=3, io_layout="2,1", small="independent",
              chunk="16,8", variables="2,1,1", select=0.05, fsync=True)
     a = g.program_args(tmp_path, "pid")
-    assert g.grid == [899, 629, 40]
+    assert g.model_grid == [899, 629, 40]
     for pair in (["--mode", "model"], ["--hint", "cb_nodes=2"], ["--grid", "899,629,40"], ["--io-layout", "2,1"],
                  ["--small", "independent"], ["--chunk", "16,8"], ["--vars", "2,1,1"], ["--select", "0.05"],
                  ["--nt", "3"], ["--reps", "2"]):
@@ -200,7 +201,7 @@ def test_survey_grid_runs_both_modes():
     by = {x.mode: x for x in g.split()}
     assert set(by) == {"benchio", "model"} and g.ranks == [2, 4] and g.reps == 5
     assert by["benchio"].strategies == list(pw.STRATEGIES) and by["model"].strategies == list(pw.MODEL_STRATEGIES)
-    assert by["benchio"].local == [48, 48, 48] and by["model"].grid == [96, 64, 10]
+    assert by["benchio"].local == [48, 48, 48] and by["model"].model_grid == [96, 64, 10]
     assert g.jobs_per_launch() == 4 * (4 + 3) * 5
 
 

@@ -5,9 +5,9 @@ from typing import Optional
 
 import typer
 
+from ..api import DataDir, run_studies
 from ..measure.progress import info
 from . import app
-from ..api import DataDir, run_studies
 
 
 @app.command("report")

@@ -20,7 +20,7 @@ from typing import Optional
 
 from ... import native
 from ...errors import InputError
-from ...options import parse_choice
+from ...options import parse_choice, parse_hints, parse_int_list
 from ...units import parse_size
 from .. import base
 from .summary import STUDY
@@ -37,9 +37,9 @@ MPI_IO = ("default", "romio", "ompio")
 
 PRESETS = {
     # benchio's own local size (128^3 doubles = 16 MiB per rank) and 10 repetitions.
-    "full": {"ranks": "1,2,4", "local": "128,128,128", "grid": "192,128,20", "nt": 4, "reps": 10},
-    "survey": {"ranks": "2,4", "local": "48,48,48", "grid": "96,64,10", "nt": 3, "reps": 5},
-    "quick": {"ranks": "2,4", "local": "24,24,24", "grid": "48,32,6", "nt": 2, "reps": 3},
+    "full": {"ranks": "1,2,4", "local": "128,128,128", "model_grid": "192,128,20", "nt": 4, "reps": 10},
+    "survey": {"ranks": "2,4", "local": "48,48,48", "model_grid": "96,64,10", "nt": 3, "reps": 5},
+    "quick": {"ranks": "2,4", "local": "24,24,24", "model_grid": "48,32,6", "nt": 2, "reps": 3},
 }
 # The papers' grids, for --grid on a cluster.
 PAPER_GRIDS = {"mom5": "1440,1080,50", "roms": "899,629,40"}
@@ -74,7 +74,7 @@ class Grid:
         "--local", "benchio weak scaling: local array n1,n2,n3 per rank (default 128,128,128).", "n1,n2,n3"))
     global_: Optional[list] = field(default=None, metadata=_opt(
         "--global", "benchio strong scaling: global array N1,N2,N3 split over the ranks.", "N1,N2,N3"))
-    grid: Optional[list] = field(default=None, metadata=_opt(
+    model_grid: Optional[list] = field(default=None, metadata=_opt(
         "--grid", "model: nx,ny,nz, or mom5 (1440,1080,50) / roms (899,629,40) (default 192,128,20).", "nx,ny,nz"))
     nt: Optional[int] = field(default=None, metadata=_opt(
         "--nt", "model: records appended (default 4).", "N"))
@@ -150,8 +150,8 @@ class Grid:
             elif self.local:
                 a += ["--local", _csv(self.local)]
         else:
-            if self.grid:
-                a += ["--grid", _csv(self.grid)]
+            if self.model_grid:
+                a += ["--grid", _csv(self.model_grid)]
             a += ["--nt", str(self.nt), "--small", self.small, "--chunk", self.chunk]
             if self.decomposition:
                 a += ["--decomposition", _csv(self.decomposition)]
@@ -175,7 +175,7 @@ class Grid:
                     n = loc[0] * loc[1] * loc[2] * ranks
                 out = max(out, 8 * n)
             else:
-                nx, ny, nz = self.grid or [192, 128, 20]
+                nx, ny, nz = self.model_grid or [192, 128, 20]
                 n3d, n2d, nrst = self.variables or [4, 3, 2]
                 out = max(out, 4 * self.nt * (n3d * nz + n2d) * nx * ny + 8 * nrst * nx * ny * nz)
         return out
@@ -191,42 +191,8 @@ def _csv(values) -> str:
     return ",".join(str(v) for v in values)
 
 
-def parse_int_list(text, what, n=None, minimum=1) -> list:
-    try:
-        vals = [int(x) for x in str(text).strip("[] ").split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"malformed {what} '{text}': use comma-separated integers") from None
-    if not vals or (n is not None and len(vals) != n) or min(vals) < minimum:
-        want = f"{n} " if n else ""
-        raise InputError(f"{what} '{text}' must be {want}integers >= {minimum}")
-    return vals
-
-
 def _text(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-
-
-def parse_hints(pairs=(), hints_file=None) -> dict:
-    """`KEY=VALUE` items and the lines of a hints file (KEY=VALUE or ROMIO's `KEY VALUE`; # comments)."""
-    items = []
-    if hints_file:
-        try:
-            text = Path(hints_file).read_text()
-        except OSError as exc:
-            raise InputError(f"cannot read hints file {hints_file}: {exc.strerror}") from None
-        for line in text.splitlines():
-            line = line.split("#", 1)[0].strip()
-            if line:
-                items.append(line if "=" in line else "=".join(line.split(None, 1)))
-    for p in pairs:
-        items += [x.strip() for x in str(p).split(",") if x.strip()]
-    hints = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise InputError(f"malformed hint '{item}': use KEY=VALUE, e.g. cb_nodes=4")
-        hints[key.strip()] = value.strip()
-    return hints
 
 
 def _check_chunk(chunk) -> str:
@@ -306,8 +272,8 @@ def build_grid(preset="full", **values) -> Grid:
         else:
             g.local = parse_int_list(_text(v.get("local") or p["local"]), "--local", 3)
     if "model" in modes:
-        gr = _text(v.get("grid") or p["grid"])
-        g.grid = parse_int_list(PAPER_GRIDS.get(gr.lower(), gr), "--grid", 3)
+        gr = _text(v.get("model_grid") or p["model_grid"])
+        g.model_grid = parse_int_list(PAPER_GRIDS.get(gr.lower(), gr), "--grid", 3)
         if v.get("decomposition"):
             g.decomposition = parse_int_list(_text(v["decomposition"]), "--decomposition", 2)
         if v.get("io_layout"):

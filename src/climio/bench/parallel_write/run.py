@@ -119,31 +119,6 @@ def load_test(run, grid, data_dir, launcher: Launcher = None, instances: int = N
     return aggregate_instances(recs)
 
 
-def build_grid(mode="benchio", ranks=None, backends=None, strategies=None, reps=None, hints=None, fsync=False,
-               verify=True, independent=False, local=None, global_=None, grid=None, nt=None, decomposition=None,
-               io_layout=None, small="collective", chunk="default", variables=None, select=0.0,
-               stripe_count=None, stripe_size=None, preset="full"):
-    """The positional form cli/tune.py still calls; new code calls ParallelWrite().grid(preset, **options)
-    or tune.base_grid()."""
-    from . import build_grid as grid_of
-    values = dict(mode=mode, ranks=ranks, backends=backends, strategies=strategies, reps=reps,
-                  hint=[f"{k}={v}" for k, v in (hints or {}).items()], fsync=fsync, verify=verify,
-                  independent=independent, local=local, global_=global_, grid=grid, nt=nt,
-                  decomposition=decomposition, io_layout=io_layout, small=small, chunk=chunk, variables=variables,
-                  select=select, stripe_count=stripe_count, stripe_size=stripe_size)
-    return grid_of(preset, **{k: v for k, v in values.items() if v is not None})
-
-
-def parse_hints(pairs=(), hints_file=None) -> dict:
-    from . import parse_hints as parse
-    return parse(pairs, hints_file)
-
-
-def parse_int_list(text, what, n=None, minimum=1) -> list:
-    from . import parse_int_list as parse
-    return parse(text, what, n, minimum)
-
-
 def default_ranks_note(grid) -> str:
     n = cores()
     over = [r for r in grid.ranks if r > n]
