@@ -30,7 +30,7 @@ class Job:
 
 
 @dataclass
-class Stats:
+class RechunkStats:
     bytes_read: int = 0
     chunks_decoded: int = 0
     worker_rss: dict = field(default_factory=dict)   # pid -> peak RSS bytes
@@ -95,7 +95,7 @@ def output_sink(dset) -> blocks.Sink:
 class Runner:
     """Hands tasks to a process pool (or runs them in-process) and writes results in order."""
 
-    def __init__(self, workers: int, stats: Stats):
+    def __init__(self, workers: int, stats: RechunkStats):
         self.workers = workers
         self.stats = stats
         self.pool = None
@@ -205,10 +205,10 @@ def _run_job(job: Job, runner: Runner, in_path: str, src_h5, write_to, tmp_dir: 
             inter_path.unlink(missing_ok=True)
 
 
-def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None) -> Stats:
+def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None) -> RechunkStats:
     """Fill the target variables of `out_path` (already defined by meta.define_output)."""
     import h5py
-    stats = Stats()
+    stats = RechunkStats()
     runner = Runner(max((p.workers for j in jobs for p in j.plan.passes), default=1), stats)
     ok = False
     try:

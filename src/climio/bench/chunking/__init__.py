@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from .. import base
 from ...errors import InputError
 from .catalogue import LayoutCase
+from .summary import STUDY  # defined once, beside the summary
 
-STUDY = "chunking"
-LAYERS = ("netcdf4-python", "h5py", "c-netcdf")
+CHUNKING_LAYERS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
 CACHE_SETTINGS = ("default", "fit")
 
 DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
@@ -147,7 +147,7 @@ def build_grid(preset="full", **values) -> Grid:
                 layouts.append(LayoutCase(label, ch, comp))
     reads = [(name, parse_read(name, shape)) for name in split_reads(text["reads"])]
     return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
-                compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], LAYERS, "layer"),
+                compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], CHUNKING_LAYERS, "layer"),
                 caches=parse_choice(text["caches"], CACHE_SETTINGS, "cache setting"), reps=reps, budget_s=budget,
                 sample=sample, dtype=dtype, source=source, layouts=layouts, preset=preset)
 

@@ -24,7 +24,7 @@ from ...data.compression import NONE
 from ...errors import DataError, InputError, NativeError
 from ...measure.procs import stream_records
 from ...records import make_record
-from . import CACHE_SETTINGS, LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
+from . import CACHE_SETTINGS, CHUNKING_LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
 from .catalogue import LayoutCase  # noqa: F401
 
 if TYPE_CHECKING:
