@@ -14,6 +14,9 @@ from climio.units import format_size, parse_size, parse_size_list
 def test_sizes():
     assert parse_size("512B") == 512 and parse_size("64KiB") == 65536 and parse_size("1GiB") == 1 << 30
     assert parse_size("2GB") == 2_000_000_000 and parse_size("1.5KiB") == 1536
+    # bare k/m/g/t are binary as in fio and IOR; kB/MB/GB decimal
+    assert parse_size("4k") == 4096 and parse_size("1m") == 1 << 20 and parse_size("2g") == 2 << 30
+    assert parse_size("4kB") == 4000 and parse_size("1MB") == 10**6
     assert parse_size_list("512B..4KiB") == [512, 1024, 2048, 4096]
     assert parse_size_list("512B..32KiB:4") == [512, 2048, 8192, 32768]
     assert parse_size_list("1MiB,4KiB,4KiB") == [4096, 1 << 20]

@@ -1,4 +1,7 @@
-"""Byte sizes: parse `512B`, `64KiB`, `1GiB`, `2GB`; format for humans.
+"""Byte sizes: parse `512B`, `64KiB`, `1GiB`, `2GB`, `4k`; format for humans.
+
+Binary: KiB, MiB, GiB, TiB and the bare letters k, m, g, t (as fio's and IOR's -b/-t/--bs take
+them). Decimal: kB, MB, GB, TB (case-insensitive).
 
 Internally everything is bytes; rates are MB/s = 1e6 B/s (as the thesis reports them).
 """
@@ -9,8 +12,8 @@ from .errors import InputError
 
 _UNITS = {
     "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4,
+    "k": 1024, "kb": 1000, "m": 1024**2, "mb": 1000**2, "g": 1024**3, "gb": 1000**3,
+    "t": 1024**4, "tb": 1000**4,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -24,7 +27,7 @@ def parse_size(text) -> int:
         return text
     m = _SIZE_RE.match(str(text))
     if not m or m.group(2).lower() not in _UNITS:
-        raise InputError(f"malformed size '{text}': use e.g. 512B, 64KiB, 1MiB, 2GB")
+        raise InputError(f"malformed size '{text}': use e.g. 512B, 64KiB (or 64k, binary as in fio/IOR), 1MiB, 2GB (decimal)")
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if value != int(value):
         raise InputError(f"size '{text}' is not a whole number of bytes")
