@@ -169,7 +169,9 @@ def make_file(path, dims, coord_attrs, nt=T):
     return scan(path)
 
 
-XT = (T, 1, (MiB // (T * X * 4)), X)     # [T,1,1,X] = 144000 B; lat grows to 7, lev stays 1
+# [T,1,1,X] = 144000 B; lat grows as far as 1 MiB allows (7), to the largest length that divides
+# Y = 180 (6: no padded edge chunk); lev stays 1
+XT = (T, 1, 6, X)
 
 
 def test_for_xt_axis_attributes(tmp_path):
@@ -178,16 +180,18 @@ def test_for_xt_axis_attributes(tmp_path):
     data = next(i for i in infos if i.path == "/data")
     assert S.resolve_axes(data, infos) == {"x": "d3", "y": "d2", "z": "d1", "t": "d0"}
     got = resolve(infos, for_axes="xt")
-    assert XT == (100, 1, 7, 360) and got["/data"].chunks == XT
-    assert math.prod(XT) * 4 <= MiB < math.prod((T, 1, 8, X)) * 4  # as big as fits in the target
+    assert XT == (100, 1, 6, 360) and got["/data"].chunks == XT
+    assert math.prod(XT) * 4 <= MiB < math.prod((T, 1, 8, X)) * 4  # 7 would fit, 6 divides 180
     # coordinate variables: d0 (t) and d3 (x) chunked whole, d1/d2 have neither axis: unchanged
     assert "/d0" not in got and "/d3" not in got  # coordinate variables: not selected unless named
     assert "/d1" not in got
     # xy and a larger target; a chunk already over the target is not shrunk
-    assert resolve(infos, for_axes="xy")["/data"].chunks == (1, MiB // (Y * X * 4), Y, X)  # lev grows first
+    # lev grows first: 4 levels fit in 1 MiB, 2 divide Z = 10; then time grows into the room left (2)
+    assert resolve(infos, for_axes="xy")["/data"].chunks == (2, 2, Y, X)
     assert resolve(infos, for_axes="xt", chunk_bytes="64KiB")["/data"].chunks == (T, 1, 1, X)
-    # t alone: lon grows to its whole length first, then lat as far as 4 MiB allows, lev stays 1
-    assert resolve(infos, for_axes="t", chunk_bytes=4 * MiB)["/data"].chunks == (T, 1, 29, X)
+    # t alone: lon grows to its whole length first, then lat as far as 4 MiB allows (29) to a
+    # divisor of 180 (20), lev stays 1
+    assert resolve(infos, for_axes="t", chunk_bytes=4 * MiB)["/data"].chunks == (T, 1, 20, X)
 
 
 def test_for_standard_name_only(tmp_path):
@@ -237,7 +241,7 @@ def test_axis_evidence_order():
 def test_for_dim_names_and_missing_axes():
     got = resolve(FILE, for_axes="time,lon")
     assert got["/t"].chunks == XT
-    assert got["/u"].chunks == (MiB // (Y * X * 4), Y, X)  # no time: lon full, lat grows to Y, then lev
+    assert got["/u"].chunks == (2, Y, X)  # no time: lon full, lat grows to Y, then lev (4 fit, 2 divide 10)
     assert "/lat" not in got                                # a coordinate variable: not selected
     assert "unknown dimension 'height'" in error(resolve, FILE, for_axes="time,height")
     # xyz on [time, lat, lon]: no z, so z is skipped; time grows

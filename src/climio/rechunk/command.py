@@ -1,7 +1,9 @@
 """`climio rechunk IN OUT`: check, plan, define the output, convert, verify, rename."""
 
 import errno
+import math
 import os
+import re
 import resource
 import signal
 import time
@@ -19,6 +21,13 @@ from .plan import Layout, Rates, plan_variable
 # Default --max-mem: a quarter of the RAM, and no more than half of what is available now, so the
 # converter shares a node politely.
 DEFAULT_MEM_FRACTION = 0.25
+# Chunks smaller than this are mostly overhead: HDF5 keeps an index entry, makes a filter call and
+# an I/O request per chunk (and ~10 KiB of bookkeeping per chunk a write touches, data/writer.py).
+SMALL_CHUNK_BYTES = 64 << 10
+MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
+# Codecs HDF5 reads only through a filter plugin (netCDF4-python and h5py bring theirs; ncdump,
+# h5dump and other netCDF-C / HDF5 programs look in HDF5_PLUGIN_PATH).
+PLUGIN_CODECS = ("zstd", "bzip2", "blosc")
 
 
 @dataclass
@@ -47,6 +56,10 @@ def default_max_mem() -> int:
 
 
 def _check_paths(in_path: Path, out_path: Path, force: bool) -> None:
+    if in_path.is_dir():
+        raise DataError(f"input {in_path} is a directory, not a netCDF file")
+    if out_path.is_dir():
+        raise InputError(f"output {out_path} is a directory: give the name of the file to write")
     if not in_path.is_file():
         raise DataError(f"input {in_path} does not exist or is not a file")
     if not os.access(in_path, os.R_OK):
@@ -70,6 +83,84 @@ def _stored_bytes(in_path: Path, infos) -> dict:
         return {v.path: v.nbytes for v in infos}
     with h5py.File(in_path, "r") as f:
         return {v.path: (f[v.hdf5_path].id.get_storage_size() if v.hdf5_path else v.nbytes) for v in infos}
+
+
+def check_tmp_dir(tmp_dir: Path) -> Path:
+    """--tmp must be an existing, writable directory (the space is checked with the output's)."""
+    if not tmp_dir.exists():
+        raise DataError(f"--tmp {tmp_dir} does not exist")
+    if not tmp_dir.is_dir():
+        raise DataError(f"--tmp {tmp_dir} is not a directory")
+    if not os.access(tmp_dir, os.W_OK | os.X_OK):
+        raise DataError(f"--tmp {tmp_dir} is not writable")
+    return tmp_dir
+
+
+# ---------------------------------------------------------------- what killed runs leave behind
+#
+# A run writes OUTPUT under data.writer.tmp_name (".OUT.tmp-PID" next to it) and two-pass
+# intermediates as ".climio-rechunk-PID-VAR.h5" in --tmp. An error or a signal that Python sees
+# removes them; SIGKILL (the OOM killer, a batch system's hard limit) does not. The next run finds
+# those of processes that no longer exist and removes them, saying so in one line. A file of a
+# process that is still running (another rechunk to the same name) is left alone.
+
+def _pid_gone(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:     # alive, another user's
+        return False
+    return False
+
+
+def leftovers(out_path: Path, tmp_dir: Path) -> list:
+    """Temporary files of killed runs: this output's temporary name and our own intermediates."""
+    found = []
+    own = re.compile(r"\." + re.escape(out_path.name) + r"\.tmp-(\d+)")
+    inter = re.compile(r"\.climio-rechunk-(\d+)-.+\.h5")
+    for directory, pattern in ((out_path.parent, own), (tmp_dir, inter)):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for e in entries:
+            m = pattern.fullmatch(e.name)
+            try:
+                if m and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.getuid() \
+                        and _pid_gone(int(m.group(1))):
+                    found.append(Path(e.path))
+            except OSError:
+                continue
+    return sorted(set(found))
+
+
+def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> list:
+    """Remove (or, for --dry-run, only name) what killed runs left; one line if anything."""
+    found = leftovers(out_path, tmp_dir)
+    if not found:
+        return []
+    sizes = {}
+    for p in found:
+        try:
+            sizes[p] = p.stat().st_size
+        except OSError:
+            sizes[p] = 0
+    names = ", ".join(f"{p} ({format_size(sizes[p])})" for p in found)
+    if not remove:
+        say(f"left by an interrupted rechunk (process gone): {names}; a real run removes it")
+        return found
+    for p in found:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise DataError(f"cannot remove {p}, left by an interrupted rechunk: {exc.strerror or exc}") from None
+    say(f"removed what an interrupted rechunk left (its process is gone): {names}")
+    return found
 
 
 def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, two_pass: bool) -> dict:
@@ -125,49 +216,121 @@ class Prepared:
     targets: dict
     stored: dict
     plans: dict
+    warnings: list = None      # "warning: ..." lines, said once every check has passed
 
     def output_bytes(self, in_path: Path) -> int:
         return _estimate_output(in_path, self.infos, self.targets, self.stored)
 
 
-def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass: bool, say, force=False) -> Prepared:
-    """Check paths and options, scan the input, resolve targets and plan every variable."""
+def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass: bool, say, force=False,
+            dry_run=False) -> Prepared:
+    """Check paths and options, clean up after killed runs, scan the input, resolve targets, plan
+    every variable and warn about what the user may not want (no change, tiny chunks)."""
     _check_paths(in_path, out_path, opts.force or force)
     if workers < 1:
         raise InputError("--workers must be at least 1")
+    tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
     max_mem = opts.max_mem or default_max_mem()
     infos = meta.scan(in_path)
     targets = spec.resolve_targets(infos, list(opts.chunk_specs), opts.for_axes, opts.balanced, opts.chunk_bytes,
                                    opts.contiguous, opts.compression, list(opts.variables) or None,
                                    source=str(in_path))
-    if not targets:
-        say(f"no numeric data variable to re-lay out in {in_path}: copying its contents as they are")
     stored = _stored_bytes(in_path, infos)
-    return Prepared(max_mem, infos, targets, stored, make_plans(infos, targets, stored, max_mem, workers, two_pass))
+    prep = Prepared(max_mem, infos, targets, stored, make_plans(infos, targets, stored, max_mem, workers, two_pass),
+                    layout_warnings(in_path, infos, targets))
+    clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
+    return prep
+
+
+def changed(infos, targets) -> list:
+    """Paths of the targets whose chunks or compression differ from the source's."""
+    by_path = {v.path: v for v in infos}
+    return [p for p, t in targets.items()
+            if (tuple(t.chunks) if t.chunks else None) != (tuple(by_path[p].chunks) if by_path[p].chunks else None)
+            or t.compression != by_path[p].compression]
+
+
+def layout_warnings(in_path: Path, infos, targets) -> list:
+    """Lines starting with "warning:": nothing would change, or new chunks are tiny."""
+    out = []
+    moved = changed(infos, targets)
+    if not targets:
+        out.append(f"warning: no numeric data variable to re-lay out in {in_path}: the output is a copy of its "
+                   "contents")
+    elif not moved:
+        out.append(f"warning: no variable changes chunks or compression ({len(targets)} already laid out as "
+                   "asked): the output is a copy of the input's contents")
+    by_path = {v.path: v for v in infos}
+    small = []
+    for p in moved:
+        t, v = targets[p], by_path[p]
+        if not t.chunks or 0 in v.shape:
+            continue
+        nbytes = math.prod(t.chunks) * v.itemsize
+        n_chunks = math.prod(-(-d // c) for d, c in zip(v.shape, t.chunks))
+        if nbytes < SMALL_CHUNK_BYTES and n_chunks > 1:
+            small.append((p, t.chunks, nbytes, n_chunks))
+    for p, chunks, nbytes, n_chunks in small[:MAX_WARNED]:
+        out.append(f"warning: {p} chunks [{','.join(map(str, chunks))}] are {format_size(nbytes)} ({n_chunks} chunks), "
+                   f"below {format_size(SMALL_CHUNK_BYTES)}: HDF5's per-chunk overhead (index entry, filter call, "
+                   "I/O request) dominates; ask for larger chunks (--chunk-bytes, longer -c lengths)")
+    if len(small) > MAX_WARNED:
+        out.append(f"warning: {len(small) - MAX_WARNED} more variable(s) get chunks below "
+                   f"{format_size(SMALL_CHUNK_BYTES)}")
+    return out
+
+
+def plugin_note(out_path: Path, infos, targets) -> str:
+    """The line telling where other programs find the filter plugins the output needs ("" if none)."""
+    codecs = []
+    for v in infos:
+        c = targets[v.path].compression if v.path in targets else v.compression
+        if c.codec.startswith(PLUGIN_CODECS) and c.codec not in codecs:
+            codecs.append(c.codec)
+    if not codecs:
+        return ""
+    try:
+        import hdf5plugin
+        where = f"HDF5_PLUGIN_PATH={hdf5plugin.PLUGIN_PATH}"
+    except ImportError:
+        where = "HDF5_PLUGIN_PATH set to a directory of HDF5 filter plugins (pip install hdf5plugin)"
+    return (f"note: {out_path} uses {', '.join(codecs)} (HDF5 filter plugins): ncdump, h5dump and other "
+            f"netCDF-C/HDF5 programs need {where}")
+
+
+def say_warnings(prep: Prepared, say) -> None:
+    for line in prep.warnings or ():
+        say(line)
 
 
 def say_plans(prep: Prepared, say) -> None:
+    say_warnings(prep, say)
     for path, p in prep.plans.items():  # one line each; --dry-run gives the whole plan
-        say(f"{path} -> {_target_label(prep.targets[path])}: {p.describe()[0]}")
+        pad = (f"; edge chunks pad {format_size(p.padding_bytes)} ({100 * p.padding_fraction:.1f} %)"
+               if p.padding_bytes else "")
+        say(f"{path} -> {_target_label(prep.targets[path])}: {p.describe()[0]}{pad}")
 
 
 def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
     """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
     in_path, out_path = Path(in_path), Path(out_path)
-    prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run)
+    prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
                "plans": {k: p.to_dict() for k, p in plans.items()}}
+    # --dry-run checks the space too: it says what the real run would refuse
+    tmp_bytes = max((p.tmp_bytes for p in plans.values()), default=0)
+    check_space([(out_path, prep.output_bytes(in_path))]
+                + ([(tmp_dir / ".climio-rechunk-intermediate", tmp_bytes)] if tmp_bytes else []))
     if dry_run:
+        say_warnings(prep, say)
         for path, p in plans.items():
             say(f"{path} -> {_target_label(targets[path])}")
             for line in p.describe():
                 say("  " + line)
         return summary
 
-    check_space([(out_path, prep.output_bytes(in_path))]
-                + [(tmp_dir / ".climio-rechunk-intermediate", max((p.tmp_bytes for p in plans.values()), default=0))])
     say_plans(prep, say)
     total = sum(p.src.nbytes for plan in plans.values() for p in plan.passes)
     t0 = time.perf_counter()
@@ -199,6 +362,9 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
         f"{', verified' if opts.verify else ''} -> {out_path}")
+    note = plugin_note(out_path, infos, targets)
+    if note:
+        say(note)
     return summary
 
 

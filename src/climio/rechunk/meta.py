@@ -10,6 +10,7 @@ Values are always copied raw: no masking, no scale_factor/add_offset, no char-to
 
 import itertools
 import math
+import re
 
 import h5py
 import netCDF4
@@ -237,11 +238,15 @@ def string_attr_names(h5obj) -> set:
     return names
 
 
-def copy_attrs(src, dst, nc_strings: set, skip=("_FillValue",)):
+def copy_attrs(src, dst, nc_strings: set, skip=("_FillValue",), fill=None):
     """All attributes in order with their netCDF types. NC_CHAR values travel as latin-1 bytes, which
-    round-trips any byte (netCDF4-python would write a non-ASCII str as NC_STRING)."""
+    round-trips any byte (netCDF4-python would write a non-ASCII str as NC_STRING). `fill(value)`, if
+    given, writes a variable's _FillValue at its place in the order (see put_fill_value)."""
     for name in src.ncattrs():
         if name in skip:
+            continue
+        if fill is not None and name == "_FillValue":
+            fill(src.getncattr(name))
             continue
         try:
             if name in nc_strings:
@@ -251,6 +256,78 @@ def copy_attrs(src, dst, nc_strings: set, skip=("_FillValue",)):
         except KeyError:
             raise DataError(f"attribute {name} of {_where(src)} has a type netCDF4-python cannot copy") from None
         dst.setncattr(name, value.encode("latin-1") if isinstance(value, str) else value)
+
+
+# ---------------------------------------------------------------- _FillValue at its place
+#
+# netCDF-C accepts _FillValue like any attribute while a variable is being defined (before data is
+# written): nc_put_att(..., "_FillValue", ...) both sets the HDF5 fill value and puts the attribute
+# where it comes in the order, as the program that wrote the source did (NEMO puts it after units,
+# for instance). netCDF4-python refuses _FillValue after createVariable (its issue #959) and puts
+# the one given to createVariable first, so climio calls nc_put_att of the very libnetcdf that
+# netCDF4-python loaded (same process, same ncids) through ctypes.
+
+NC_TYPES = {"i1": 1, "S1": 2, "i2": 3, "i4": 4, "f4": 5, "f8": 6, "u1": 7, "u2": 8, "u4": 9, "i8": 10, "u8": 11}
+_NETCDF_LIB = []
+
+
+def _netcdf_lib():
+    """The libnetcdf netCDF4-python uses, as a ctypes library (None if it cannot be found)."""
+    if not _NETCDF_LIB:
+        lib = None
+        try:
+            import ctypes
+            with open("/proc/self/maps") as fh:
+                paths = sorted({line.split()[-1] for line in fh
+                                if re.match(r"libnetcdf[-.]", line.split()[-1].rsplit("/", 1)[-1])})
+            # the one netCDF4-python's wheel bundles, or the only one loaded
+            bundled = [p for p in paths if "/netcdf4.libs/" in p.lower()]
+            paths = bundled or paths
+            if len(paths) == 1:
+                lib = ctypes.CDLL(paths[0])
+                lib.nc_put_att.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                           ctypes.c_size_t, ctypes.c_void_p]
+                lib.nc_strerror.restype = ctypes.c_char_p
+                lib.nc_strerror.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            lib = None
+        _NETCDF_LIB.append(lib)
+    return _NETCDF_LIB[0]
+
+
+def _fill_type(var):
+    """(netCDF type id, numpy memory dtype) for writing a _FillValue of `var` with nc_put_att, or None
+    when it must go through createVariable (strings, vlen, compound)."""
+    k = kind(var)
+    if k == "enum":
+        return var.datatype._nc_type, np.dtype(var.datatype.dtype).newbyteorder("=")
+    if k:
+        return None
+    dt = np.dtype(var.dtype)
+    key = "S1" if dt.kind == "S" else dt.str[1:]
+    if key not in NC_TYPES:
+        return None
+    return NC_TYPES[key], (dt if dt.kind == "S" else dt.newbyteorder("="))
+
+
+def can_place_fill(var) -> bool:
+    """Whether put_fill_value can write this variable's _FillValue at its place in the order."""
+    return _fill_type(var) is not None and _netcdf_lib() is not None
+
+
+def put_fill_value(dst_var, src_var, value):
+    """Write _FillValue of `dst_var` (being defined) now, i.e. after the attributes written so far."""
+    import ctypes
+    xtype, dt = _fill_type(src_var)
+    data = np.asarray(value).astype(dt, copy=False).reshape(-1)
+    if data.size != 1:
+        raise DataError(f"_FillValue of {var_path(src_var)} has {data.size} values, netCDF allows one")
+    raw_bytes = data.tobytes()
+    buf = ctypes.create_string_buffer(raw_bytes, len(raw_bytes))
+    lib = _netcdf_lib()
+    rc = lib.nc_put_att(dst_var._grpid, dst_var._varid, b"_FillValue", xtype, 1, buf)
+    if rc != 0:
+        raise DataError(f"cannot set _FillValue of {var_path(src_var)}: {lib.nc_strerror(rc).decode()}")
 
 
 def _where(obj) -> str:
@@ -335,19 +412,23 @@ def _define(src, dst, h5, targets) -> list:
         for v in sg.variables.values():
             path = var_path(v)
             target = targets.get(path)
-            dv = _create_variable(v, dg, target, types, dims, is_netcdf4(src))
-            skip = ["_FillValue"]
+            in_order = "_FillValue" in v.ncattrs() and can_place_fill(v)
+            dv = _create_variable(v, dg, target, types, dims, is_netcdf4(src), fill_in_order=in_order)
+            skip = [] if in_order else ["_FillValue"]
             if target is not None and target.compression.quantize:
                 # netCDF-C writes the attribute of the new quantization; the source's would contradict it
                 skip += [n for n in v.ncattrs() if n.startswith("_Quantize")]
             hpath = hdf5_path(h5, path) if h5 is not None else ""
-            copy_attrs(v, dv, string_attr_names(h5[hpath]) if hpath else set(), skip=skip)
+            copy_attrs(v, dv, string_attr_names(h5[hpath]) if hpath else set(), skip=skip,
+                       fill=(lambda value, v=v, dv=dv: put_fill_value(dv, v, value)) if in_order else None)
             if path not in targets:
                 copies.append((v, dv))
     return copies
 
 
-def _create_variable(v, dg, target, types, dims, nc4: bool):
+def _create_variable(v, dg, target, types, dims, nc4: bool, fill_in_order=False):
+    """createVariable with the source's type, fill mode and layout (or the target's). With
+    `fill_in_order` the _FillValue is left to copy_attrs, which puts it at its place."""
     k = kind(v)
     if k == "str":
         datatype = str
@@ -360,7 +441,8 @@ def _create_variable(v, dg, target, types, dims, nc4: bool):
         kw["endian"] = v.endian()          # "native" for netCDF-3
     attrs = v.ncattrs()
     if "_FillValue" in attrs:
-        kw["fill_value"] = v.getncattr("_FillValue")
+        if not fill_in_order:
+            kw["fill_value"] = v.getncattr("_FillValue")
     elif not k and v.get_fill_value() is None:
         kw["fill_value"] = False            # the source variable has fill mode off: keep it off
     # (a no-fill variable that also has a _FillValue attribute gets fill on: netCDF4-python cannot set

@@ -145,6 +145,10 @@ def rechunk_mpi(in_path, out_path, opts, say=print) -> dict:
     nbytes = sum(j.info.nbytes for j in jobs)
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({rate_MBps(nbytes, seconds):.0f} MB/s) on {size} MPI ranks{', verified' if opts.verify else ''} -> {out_path}")
+    from .command import plugin_note
+    note = plugin_note(out_path, [j.info for j in jobs], {j.info.path: j.target for j in jobs})
+    if note:
+        say(note)
     return {"input": str(in_path), "output": str(out_path), "ranks": size, "max_mem_per_rank": max_mem,
             "plans": {j.info.path: j.plan.to_dict() for j in jobs}, "seconds": seconds, "bytes": nbytes,
             "bytes_written": written, "rate_MBps": rate_MBps(nbytes, seconds), "verified": opts.verify}

@@ -39,12 +39,11 @@ allocates and decodes such chunks whole.
 import functools
 import itertools
 import math
-import operator
 from dataclasses import dataclass, fields
-from typing import Optional
 
 from ..errors import InputError
-from ..layout import chunk_bytes, format_chunks
+from ..layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
+from ..layout import _checked_int as _int
 from ..units import format_size
 
 PASS_NAMES = ("copy", "to-intermediate", "from-intermediate")
@@ -53,77 +52,6 @@ PLAN_STRATEGIES = ("single-pass", "strided", "redecode", "two-pass")
 
 
 # --- the nouns --------------------------------------------------------------------------------------
-
-def _int(v, what, minimum):
-    """An int (numpy ints welcome, bools not) >= minimum, else InputError."""
-    try:
-        if isinstance(v, bool):
-            raise TypeError
-        i = operator.index(v)
-    except TypeError:
-        raise InputError(f"{what} {v!r} must be an integer") from None
-    if i < minimum:
-        raise InputError(f"{what} {i} must be at least {minimum}")
-    return i
-
-
-def _ints(seq, what, minimum):
-    try:
-        vals = tuple(seq)
-    except TypeError:
-        raise InputError(f"{what} {seq!r} must be a list of integers") from None
-    return tuple(_int(v, what, minimum) for v in vals)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a variable sits on disk, as far as the planner cares."""
-    shape: tuple
-    itemsize: int
-    chunks: Optional[tuple]         # None = contiguous
-    compressed: bool = False        # a real codec (deflate, zstd, ...); shuffle alone is cheap: False
-    stored_bytes: Optional[int] = None  # bytes on disk; None = nbytes
-
-    def __post_init__(self):
-        shape = _ints(self.shape, "shape", 0)
-        if not shape:
-            raise InputError("shape must have at least one dimension")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "itemsize", _int(self.itemsize, "item size", 1))
-        if self.chunks is not None:
-            chunks = _ints(self.chunks, "chunk shape", 1)
-            if len(chunks) != len(shape):
-                raise InputError(f"chunk shape {format_chunks(chunks)} has {len(chunks)} dimensions, "
-                                 f"shape {format_chunks(shape)} has {len(shape)}")
-            object.__setattr__(self, "chunks", chunks)
-        object.__setattr__(self, "compressed", bool(self.compressed))
-        if self.compressed and self.chunks is None:
-            raise InputError("a compressed variable must be chunked (HDF5 filters need chunks)")
-        if self.stored_bytes is not None:
-            object.__setattr__(self, "stored_bytes", _int(self.stored_bytes, "stored bytes", 0))
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.itemsize
-
-    @property
-    def stored(self) -> int:
-        """Bytes on disk: stored_bytes if known, else the uncompressed size."""
-        return self.nbytes if self.stored_bytes is None else self.stored_bytes
-
-    @property
-    def chunk_nbytes(self) -> int:
-        """Bytes of one full (allocated) chunk; 0 for a contiguous layout."""
-        return 0 if self.chunks is None else chunk_bytes(self.chunks, self.itemsize)
-
-    def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "itemsize": self.itemsize,
-                "chunks": None if self.chunks is None else list(self.chunks),
-                "compressed": self.compressed, "stored_bytes": self.stored}
-
-    def label(self) -> str:
-        return format_chunks(self.chunks) + (" compressed" if self.compressed else "")
-
 
 @dataclass(frozen=True)
 class Rates:
@@ -199,9 +127,36 @@ class Plan:
         """Bytes of the intermediate file (two-pass only)."""
         return self.passes[0].dst.nbytes if self.strategy == "two-pass" else 0
 
+    @property
+    def target(self) -> Layout:
+        return self.passes[-1].dst
+
+    @property
+    def padding_bytes(self) -> int:
+        """What target chunk lengths that do not divide their dimensions add: bytes of the edge
+        chunks beyond the array (stored as such uncompressed; compressed, the padding shrinks)."""
+        return self.target.padding_bytes
+
+    @property
+    def padding_fraction(self) -> float:
+        """padding_bytes / the variable's bytes (0.0 for an empty variable)."""
+        n = self.target.nbytes
+        return self.padding_bytes / n if n else 0.0
+
+    def padding_line(self) -> str:
+        """One line saying what the padding costs, "" when there is none."""
+        if not self.padding_bytes:
+            return ""
+        t = self.target
+        return (f"padding: target chunks {format_chunks(t.chunks)} do not divide {format_chunks(t.shape)}; "
+                f"edge chunks add {format_size(self.padding_bytes)} ({self.padding_bytes} B, "
+                f"{100 * self.padding_fraction:.1f} % of {format_size(t.nbytes)})"
+                + (" before compression" if t.compressed else ""))
+
     def to_dict(self) -> dict:
         return {"strategy": self.strategy, "max_mem": self.max_mem, "workers": self.workers,
                 "peak_mem": self.peak_mem, "predicted_s": self.predicted_s, "tmp_bytes": self.tmp_bytes,
+                "padding_bytes": self.padding_bytes, "padding_fraction": self.padding_fraction,
                 "passes": [p.to_dict() for p in self.passes]}
 
     def describe(self) -> list:
@@ -211,6 +166,8 @@ class Plan:
         if self.tmp_bytes:
             head += f", temporary file {format_size(self.tmp_bytes)}"
         lines = [head]
+        if self.padding_bytes:
+            lines.append(self.padding_line())
         for i, p in enumerate(self.passes, 1):
             lines += p.describe(i)
         return lines

@@ -35,6 +35,7 @@ BALANCED_BYTES = 4 << 20      # --balanced default, as Rew's blog post and layou
 FALLBACK_BYTES = 4 << 20      # chunks for variables that must be chunked and have no other rule
 NCCOPY_UNLIM_BYTES = 4 << 20  # nccopy's default chunk along an unlimited dimension nobody named
 MAX_CHUNK_BYTES = 2**32 - 1   # HDF5 refuses chunks of 4 GiB or more
+DIVISOR_FACTOR = 2            # --for: a chunk length dividing the dimension may be this much shorter
 AXES = "xyzt"
 
 _CODEC_NAME = {codec: name for name, (codec, _, _) in CODECS.items()}  # zlib -> deflate, ...
@@ -120,6 +121,8 @@ def _group(path: str) -> str:
 
 
 def _int_len(text: str, what: str) -> int:
+    if re.fullmatch(r"\s*-\s*\d+\s*", text):
+        raise InputError(f"chunk length {text.strip()} {what} is negative: chunk lengths are at least 1")
     if not re.fullmatch(r"\s*\d+\s*", text):
         raise InputError(f"chunk length '{text}' {what} is not a whole number")
     n = int(text)
@@ -221,24 +224,48 @@ def resolve_axes(info: VarInfo, infos: list[VarInfo]) -> dict[str, str]:
 
 # --- chunk rules ---------------------------------------------------------------------------------
 
+def divisor_near(n: int, limit: int, factor: int = DIVISOR_FACTOR) -> int:
+    """A chunk length for a dimension of length n that should not exceed `limit`: the largest
+    divisor of n that is <= limit, if it is at least limit / factor; otherwise the even split
+    ceil(n / k) with k = ceil(n / limit) chunks, whose padding (k * length - n < k elements) is the
+    least any k chunks can have.
+
+    Why: HDF5 allocates (and, uncompressed, stores) every chunk whole, so a length that does not
+    divide the dimension pads the last chunk along it: 97 along 100 stores 194 (94 % more), 50
+    stores 100 and 34 (the even split of 3) stores 102."""
+    n, limit = int(n), int(limit)
+    if limit >= n:
+        return n
+    limit = max(limit, 1)
+    floor = -(-limit // factor)
+    for q in range(limit, floor - 1, -1):
+        if n % q == 0:
+            return q
+    k = -(-n // limit)
+    return -(-n // k)
+
+
 def for_chunks(info: VarInfo, axes_idx, target_bytes: int) -> tuple:
     """Chunks for fast reads along the dimensions `axes_idx`: their full extent, 1 elsewhere
     (thesis ch. 4: an xt read of [t,z,y,x] wants [T,1,1,X], an xy read [1,1,Y,X]); then, while the
     chunk is smaller than `target_bytes`, the other dimensions grow, innermost first, each as far
-    as it can without the chunk exceeding the target.
+    as it can without the chunk exceeding the target, to a length that divides the dimension
+    when one is within a factor DIVISOR_FACTOR of that (`divisor_near`).
 
     Why grow: a bare [T,1,1,X] chunk of a short series can be a few KiB. HDF5 indexes every chunk
     (a B-tree entry each), so tiny chunks make a huge index, and every read, write and filter call
     works per chunk: many tiny I/Os and per-chunk overheads. Growing the other axes up to the target
     keeps the wanted read one chunk deep along its axes while each chunk stays big enough to be
     read efficiently and small enough for a default chunk cache (1 MiB in HDF5) to hold it. The
-    innermost axis grows first because its values are adjacent on disk within the chunk."""
+    innermost axis grows first because its values are adjacent on disk within the chunk.
+    Why divisors: a length that does not divide its dimension pads the last chunk (HDF5 stores
+    chunks whole); on real files the first --for outputs were 17-22 % larger than their inputs."""
     chunks = [_ext(info, i) if i in axes_idx else 1 for i in range(len(info.dims))]
     for i in reversed(range(len(chunks))):
         if i in axes_idx:
             continue
         rest = math.prod(chunks) * info.itemsize  # chunks[i] is 1 here
-        chunks[i] = max(1, min(_ext(info, i), target_bytes // rest))
+        chunks[i] = divisor_near(_ext(info, i), max(1, min(_ext(info, i), target_bytes // rest)))
     return tuple(chunks)
 
 

@@ -1,13 +1,14 @@
 """Compare two netCDF files in everything a layout conversion must preserve, in bounded memory.
 
 Compared: the group tree, dimensions (names, order, lengths, unlimited), user types, variable order,
-dims, data types, attributes (names, order, values, types NC_CHAR / NC_STRING / numeric, NaN-aware),
+dims, data types, attributes (names, order including _FillValue's place, values, types NC_CHAR /
+NC_STRING / numeric, NaN-aware),
 fill mode, and every value: raw (no masking, scaling or char-to-string), bit-exact, except that NaN
 equals NaN at the same place (whatever its payload).
 Not compared, being layout: chunking, filters, contiguous/compact storage, byte order, the file
 format, and netCDF-4's special attributes (_NCProperties, _Netcdf4Dimid, _Storage, ...).
-The position of _FillValue among the attributes is not compared either (its value and type are):
-netCDF4-python can only give _FillValue when a variable is created, so it comes first in outputs.
+_FillValue is an attribute like the others here: its place in the order is compared too (the
+converter puts it where the source has it, see meta.put_fill_value).
 """
 
 import numpy as np
@@ -208,7 +209,7 @@ def _attr_type(value, name, strings: set) -> str:
 def _attrs(a, b, sa: set, sb: set, listing: _Listing):
     na = [n for n in a.ncattrs() if n not in SPECIAL_ATTRS]
     nb = [n for n in b.ncattrs() if n not in SPECIAL_ATTRS]
-    for n in _names("attribute", na, nb, "", listing.add, unordered=("_FillValue",)):
+    for n in _names("attribute", na, nb, "", listing.add):
         va, vb = _read_attr(a, n), _read_attr(b, n)
         ta, tb = _attr_type(va, n, sa), _attr_type(vb, n, sb)
         if ta != tb:
@@ -224,9 +225,8 @@ def _attrs(a, b, sa: set, sb: set, listing: _Listing):
                 listing.add(f"attribute {n}: {_show(va)} != {_show(vb)}")
 
 
-def _names(kind_: str, a: list, b: list, where: str, add, unordered=()) -> list:
-    """Report missing / extra / reordered names through `add`; return the common ones in a's order.
-    Names in `unordered` may sit anywhere (netCDF moves _FillValue)."""
+def _names(kind_: str, a: list, b: list, where: str, add) -> list:
+    """Report missing / extra / reordered names through `add`; return the common ones in a's order."""
     at = f"{where}: " if where else ""
     for n in a:
         if n not in b:
@@ -235,8 +235,8 @@ def _names(kind_: str, a: list, b: list, where: str, add, unordered=()) -> list:
         if n not in a:
             add(f"{at}{kind_} {n} only in second file")
     common = [n for n in a if n in b]
-    order_a = [n for n in common if n not in unordered]
-    order_b = [n for n in b if n in a and n not in unordered]
+    order_a = common
+    order_b = [n for n in b if n in a]
     if order_a != order_b:
         add(f"{at}{kind_} order {order_a} != {order_b}")
     return common
