@@ -66,7 +66,7 @@ def make_nemo_like(path, fill_first=False):
         attrs = {"long_name": "sea surface salinity", "_FillValue": np.int16(-32767),
                  "scale_factor": np.float32(0.001), "add_offset": np.float32(30)}
         kw = dict(endian="big", chunksizes=(2, Y, X))
-        sos = g.createVariable("sos", "i2", ("time_counter", "y", "x"),
+        sos = g.createVariable("sos", ">i2", ("time_counter", "y", "x"),
                                **(dict(fill_value=attrs["_FillValue"]) if fill_first else {}), **kw)
         for a in SOS_ORDER:
             if not (fill_first and a == "_FillValue"):
