@@ -64,7 +64,7 @@ def _interrupt_exit(exc) -> None:
 
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
-    from . import bench, data, export, rechunk, report, trace, tune  # noqa: F401  (each registers its commands)
+    from . import bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = app(args=argv, standalone_mode=False)

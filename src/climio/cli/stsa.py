@@ -1,0 +1,82 @@
+"""`climio stsa`: space-time spectral analysis of CF netCDF/HDF5 files on Dask distributed."""
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import InputError
+from ..measure.progress import info
+from . import app
+
+HPC_HELP = """
+Where it runs: by default a Dask LocalCluster with one single-threaded worker process per core
+(--workers N for another number); --scheduler ADDRESS uses a cluster that is already running,
+whose workers must see FILES under the same paths.
+
+On an HPC system start the workers with the batch system and pass the scheduler's address:
+
+  dask-jobqueue (pip install dask-jobqueue), from a login node:
+    python -c "from dask_jobqueue import SLURMCluster; c = SLURMCluster(cores=1, processes=1, memory='8GB'); c.scale(jobs=16); print(c.scheduler_address); input()"
+    climio stsa 'u_*.nc' --var u --scheduler tcp://10.0.0.5:8786 -o out
+
+  dask-mpi (pip install dask-mpi mpi4py), inside one batch job:
+    srun -n 18 dask-mpi --scheduler-file sched.json --nthreads 1 &
+    climio stsa 'u_*.nc' --var u --scheduler "$(python -c 'import json; print(json.load(open("sched.json"))["address"])')" -o out
+
+In Python: climio.stsa.wk(da, ...) / climio.stsa.hayashi(da, ...) take client=, workers= or scheduler=.
+"""
+
+
+@app.command("stsa", epilog=HPC_HELP)
+def stsa_cmd(
+    files: list[str] = typer.Argument(..., help="netCDF/HDF5 files or glob patterns ('u_*.nc'); several files are combined by their coordinates (xarray.open_mfdataset)."),
+    var: Optional[str] = typer.Option(None, "--var", "-v", help="Variable to analyse (default: the only one with 3 or more dimensions)."),
+    method: str = typer.Option("wk", "--method", "-m", help="wk: Wheeler-Kiladis (1999) as NCL's wkSpaceTime (symmetric/antisymmetric, background, ratios); hayashi: Hayashi (1971) eastward/westward power as the thesis ran it."),
+    level: Optional[float] = typer.Option(None, "--level", help="Value of the vertical coordinate to analyse (the nearest level). Hayashi without --level stacks all levels as pseudo-time, as the thesis did."),
+    lat_band: Optional[str] = typer.Option(None, "--lat-band", help="Latitudes SOUTH,NORTH in degrees (default -15,15 for wk, all for hayashi; 'all' for every latitude)."),
+    ndaywin: int = typer.Option(96, "--ndaywin", help="WK segment length in days (NCL nDayWin)."),
+    ndayskip: int = typer.Option(-65, "--ndayskip", help="Days between segments; negative overlaps (NCL nDaySkip)."),
+    spd: Optional[float] = typer.Option(None, "--spd", help="Samples per day (default: from the time coordinate)."),
+    tasks: int = typer.Option(16, "--tasks", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Worker processes of the LocalCluster (default: one per core)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (instead of a LocalCluster)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="xarray engine: netcdf4 or h5netcdf (default: xarray's choice)."),
+    out: Path = typer.Option(Path("stsa-out"), "--out", "-o", help="Output directory: spectra.nc (CF netCDF), PNG figures, stsa.html, tasks.json."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the PNG and HTML plots."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Dask's progress bar on a terminal, a line per task otherwise."),
+):
+    """Wavenumber-frequency spectra of a (time, [level,] lat, lon) variable, split into latitude tasks
+    that each read and compute (timed separately) on Dask workers."""
+    from ..rundir import writable_dir
+    from ..stsa import output, workflow
+
+    if method not in workflow.METHODS:
+        raise InputError(f"unknown --method '{method}': choose from {', '.join(workflow.METHODS)}")
+    if workers is not None and scheduler:
+        raise InputError("give --workers or --scheduler, not both")
+    da, paths = workflow.open_input(files, var, engine)
+    inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
+                                 spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
+    outdir = writable_dir(out)
+    with workflow.Cluster(workers, scheduler) as cl:
+        info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
+             f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
+        result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress)
+        result.where = cl.where
+    t = result.timings()
+    written = [output.write_netcdf(result.spectra, outdir / "spectra.nc", result.description),
+               output.write_tasks(result, outdir / "tasks.json")]
+    if plots:
+        from ..stsa import plots as stsa_plots
+        pngs = stsa_plots.figures(result.spectra)
+        for name, png in pngs.items():
+            written.append(output.write_bytes(outdir / f"{name}.png", png))
+        written.append(output.write_text(outdir / "stsa.html", stsa_plots.html_page(
+            result.spectra, pngs, result, title=f"climio stsa — {method} of {inp.description['variable']}")))
+    info(f"stsa: {t['n_tasks']} tasks, job {t['job_wall_s']:.2f} s wall; per task summed: read "
+         f"{t['sum_read_wall_s']:.2f} s wall / {t['sum_read_cpu_s']:.2f} s CPU, compute {t['sum_compute_wall_s']:.2f} s "
+         f"wall / {t['sum_compute_cpu_s']:.2f} s CPU; {t['bytes'] / 1e6:.1f} MB, equivalent read rate "
+         f"{t['equivalent_rate_MBps']:.1f} MB/s")
+    for p in written:
+        info(f"wrote {p}")
