@@ -41,6 +41,7 @@ def stsa_cmd(
     tasks: int = typer.Option(16, "--tasks", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Worker processes of the LocalCluster (default: one per core)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (instead of a LocalCluster)."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to wait for --scheduler."),
     engine: Optional[str] = typer.Option(None, "--engine", help="xarray engine: netcdf4 or h5netcdf (default: xarray's choice)."),
     out: Path = typer.Option(Path("stsa-out"), "--out", "-o", help="Output directory: spectra.nc (CF netCDF), PNG figures, stsa.html, tasks.json."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the PNG and HTML plots."),
@@ -59,7 +60,7 @@ def stsa_cmd(
     inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
                                  spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
     outdir = writable_dir(out)
-    with workflow.Cluster(workers, scheduler) as cl:
+    with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout) as cl:
         info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
              f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
         result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress)

@@ -453,7 +453,7 @@ def run_task(sub, spec: TaskSpec) -> dict:
     if spec.compute:
         if not np.isfinite(block).all():
             bad = int(np.size(block) - np.count_nonzero(np.isfinite(block)))
-            raise DataError(f"{bad} missing (NaN or fill) values in latitude rows {spec.rows[0]}..{spec.rows[-1]}: "
+            raise DataError(f"{bad} missing (NaN or fill) values in latitude rows {rows_text(spec.rows)}: "
                             "STSA needs a complete record (fill the gaps first)")
         out.update(_compute(block, spec))
     w2, cpu2 = time.perf_counter(), _cpu()
@@ -492,8 +492,8 @@ class Cluster:
     """A distributed Client: to `scheduler` (an existing cluster), or a LocalCluster of `workers`
     single-threaded worker processes. Use as a context manager; `.client`, `.startup_s`, `.where`."""
 
-    def __init__(self, workers=None, scheduler=None, silence=True):
-        self.workers, self.scheduler, self.silence = workers, scheduler, silence
+    def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S):
+        self.workers, self.scheduler, self.silence, self.timeout_s = workers, scheduler, silence, timeout_s
         self.client = self._cluster = None
 
     def __enter__(self):
@@ -503,7 +503,7 @@ class Cluster:
         t0 = time.perf_counter()
         if self.scheduler:
             try:
-                self.client = Client(self.scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
+                self.client = Client(self.scheduler, timeout=f"{self.timeout_s}s")
             except (OSError, TimeoutError, ValueError) as exc:
                 raise NativeError(f"cannot reach the Dask scheduler at {self.scheduler}: {_one_line(exc)}") from None
             self.where = f"scheduler {self.scheduler}"
@@ -514,7 +514,7 @@ class Cluster:
             try:
                 self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                              dashboard_address=None,
-                                             silence_logs=logging.ERROR if self.silence else logging.WARNING)
+                                             silence_logs=logging.CRITICAL if self.silence else logging.WARNING)
                 self.client = Client(self._cluster)
             except (OSError, TimeoutError, RuntimeError) as exc:
                 raise NativeError(f"cannot start a Dask LocalCluster of {n} workers: {_one_line(exc)}") from None
