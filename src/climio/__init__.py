@@ -11,7 +11,9 @@ USER_HDF5_PLUGIN_PATH = _os.environ.get("HDF5_PLUGIN_PATH")
 
 def __getattr__(name):
     """The Python API, imported on first use so that `import climio` stays cheap."""
+    import importlib
+    if name == "rechunk":   # the package is callable: climio.rechunk(src, dst, chunks=..., ...)
+        return importlib.import_module("climio.rechunk")
     if name in ("run_study", "load_records"):
-        import importlib
         return getattr(importlib.import_module("climio.api"), name)
     raise AttributeError(f"module 'climio' has no attribute {name!r}")

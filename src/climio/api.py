@@ -111,3 +111,10 @@ def load_records(run_dir):
     record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""
     from .records import read_records, to_frame
     return to_frame(read_records(run_dir))
+
+
+
+def rechunk(*args, **kwargs) -> dict:
+    """climio.rechunk.convert: change chunking and compression (see its docstring)."""
+    from .rechunk import convert
+    return convert(*args, **kwargs)

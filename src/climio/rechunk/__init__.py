@@ -7,4 +7,57 @@ plan     the pure planner: passes, block shapes, predicted bytes, memory and tim
 codec    decode/encode whole chunks (HDF5 shuffle + deflate) outside HDF5
 execute  run a plan: read blocks, encode target chunks, write them in file order
 verify   compare every value and the metadata of two files in bounded memory
+
+`climio.rechunk(...)` calls `convert` (this package is callable, so the package and the function
+of the same name are one thing).
 """
+
+import sys as _sys
+import types as _types
+
+
+def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
+            contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
+            dry_run=False, progress=False, say=None) -> dict:
+    """Change the chunk shape and/or compression of netCDF-4 variables (the `climio rechunk` command).
+
+    chunks: {"time": 60, "lat": 1} (per dimension), {"tas": [60, 1, 360]} (per variable), or nccopy
+    spec strings ["time/60,lat/1"]; compression: "deflate1+shuffle", "zstd3", "none", ...;
+    for_axes: "t", "xt", "xy" or dimension names; sizes (chunk_bytes, max_mem) as bytes or "4MiB".
+    Returns the summary dict the command prints with --json. Worker processes are spawned: a
+    script (not a notebook) calling this with workers > 1 needs `if __name__ == "__main__":`."""
+    import os as _os
+
+    from ..units import parse_size
+    from .command import Options, rechunk as _rechunk
+
+    if isinstance(chunks, dict):
+        per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
+        per_var = [f"{k}:{','.join(map(str, v))}" for k, v in chunks.items() if isinstance(v, (list, tuple))]
+        specs = ((",".join(per_dim),) if per_dim else ()) + tuple(per_var)
+    elif isinstance(chunks, str):
+        specs = (chunks,)
+    else:
+        specs = tuple(chunks or ())
+    opts = Options(chunk_specs=specs, for_axes=for_axes, balanced=balanced,
+                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes is not None else None, contiguous=contiguous,
+                   compression=compression, variables=tuple([variables] if isinstance(variables, str) else variables),
+                   max_mem=parse_size(max_mem) if max_mem is not None else None,
+                   workers=workers if workers is not None else len(_os.sched_getaffinity(0)),
+                   tmp_dir=str(tmp_dir) if tmp_dir else None, verify=verify, force=force)
+    factory = None
+    if progress:
+        from ..measure.progress import BytesProgress
+        factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
+    return _rechunk(src, dst, opts, dry_run=dry_run, say=say or (lambda *_: None), progress_factory=factory)
+
+
+
+class _CallableModule(_types.ModuleType):
+    """`climio.rechunk(src, dst, ...)` is `climio.rechunk.convert(src, dst, ...)`."""
+
+    def __call__(self, *args, **kwargs):
+        return convert(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule
