@@ -1,0 +1,162 @@
+"""The STSA study (thesis ch. 6, Table 6.1): a real analysis -- Hayashi space-time spectra of every
+latitude and level, split into latitude tasks on Dask workers -- reading one [t, z, y, x] variable
+from different layouts: contiguous, the library's default chunks, x-t chunks, and compressed
+default and x-t chunks; x worker counts x I/O only vs I/O + spectra, repeated from a cold cache.
+
+    run.py       the layout files and the measuring loop (records into the run directory)
+    summary.py   Table 6.1 rows, speed-ups and the checks of findings F12-F18 (pure)
+    section.py   the report's section and key findings (climio.sections objects)
+    figures.py   Figs 6.3-6.5 equivalents (PNG)
+
+`climio bench stsa` is built from Grid's field metadata (climio.bench.base.option).
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from .. import base
+from ...errors import InputError
+from .summary import STUDY
+
+LAYOUT_LABELS = ("contiguous", "default", "xt")
+MODES = ("io", "cpu")
+PRESETS = {
+    # x-t slabs of 240 x 1024 float64 (the thesis's 1.97 MB, 8 KiB pieces in a contiguous file)
+    "full": {"shape": "240,10,64,1024", "layouts": "contiguous,default,xt,default+deflate4,xt+deflate4",
+             "workers": "", "modes": "io,cpu", "reps": 3, "tasks": 16},
+    "survey": {"shape": "96,4,32,1024", "layouts": "contiguous,default,xt,default+deflate4,xt+deflate4",
+               "workers": "", "modes": "io,cpu", "reps": 2, "tasks": 16},
+    "quick": {"shape": "48,2,16,512", "layouts": "contiguous,default,xt,default+deflate4",
+              "workers": "1,2", "modes": "io,cpu", "reps": 1, "tasks": 8},
+}
+
+
+def _opt(flag, help, metavar=None):
+    return base.option(flag, help, metavar)
+
+
+@dataclass
+class Grid:
+    shape: list = field(default=None, metadata=_opt(
+        "--shape", "Generated variable T,Z,Y,X (default 240,10,64,1024; the thesis read 240,40,768,1024 of u).",
+        "SHAPE"))
+    layouts: list = field(default=None, metadata=_opt(
+        "--layouts", "Layouts: contiguous, default (library chunks), xt ([T,1,1,X] chunks), each optionally "
+        "+COMPRESSION (e.g. default+deflate4, xt+deflate1+shuffle); comma separated.", "LIST"))
+    workers: list = field(default=None, metadata=_opt(
+        "--workers", "Worker counts, e.g. 1,2,4 (default: 1, 2, 4, ... up to the cores, and the cores).", "LIST"))
+    modes: list = field(default=None, metadata=_opt(
+        "--modes", "io (read only) and/or cpu (read + Hayashi spectra), comma separated.", "LIST"))
+    reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per configuration (default 3).", "N"))
+    tasks: int = field(default=16, metadata=_opt("--tasks", "Latitude tasks per job (the thesis's 16).", "N"))
+    source: str = field(default="", metadata=_opt(
+        "--source", "Use a real 4-D variable FILE:VAR (its values, shape and type) instead of generated data.",
+        "FILE:VAR"))
+    layout_specs: list = field(default_factory=list)   # [(label, chunk label, compression text)]
+    dtype: str = "f8"
+    preset: str = "full"
+
+    def runs(self) -> int:
+        return len(self.layout_specs) * len(self.workers) * len(self.modes) * self.reps
+
+
+OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
+
+
+def default_workers() -> list:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    out, n = [], 1
+    while n < cores:
+        out.append(n)
+        n *= 2
+    return out + [cores]
+
+
+def parse_layouts(text) -> list:
+    from ...data.compression import NONE, parse_compression
+    out = []
+    for item in [s.strip() for s in str(text).split(",") if s.strip()]:
+        label, _, comp = item.partition("+")
+        if label not in LAYOUT_LABELS:
+            raise InputError(f"unknown layout '{item}': use {', '.join(LAYOUT_LABELS)}, optionally +COMPRESSION")
+        c = parse_compression(comp) if comp else NONE
+        if label == "contiguous" and c != NONE:
+            raise InputError(f"layout '{item}': a contiguous variable cannot be compressed")
+        out.append((item, label, c.label if c != NONE else "none"))
+    if not out:
+        raise InputError(f"no layout in '{text}'")
+    return out
+
+
+def _int(value, flag, minimum=1):
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag} '{value}' must be an integer") from None
+    if v < minimum:
+        raise InputError(f"{flag} {v} must be at least {minimum}")
+    return v
+
+
+def build_grid(preset="full", **values) -> Grid:
+    from ...options import parse_choice, parse_int_list, parse_shape
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    unknown = sorted(set(values) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"unknown stsa option(s): {', '.join(unknown)}")
+    v = {"source": "", **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
+    text = {k: ",".join(map(str, x)) if isinstance(x, (list, tuple)) else x for k, x in v.items()}
+    source, dtype = str(v["source"] or ""), "f8"
+    if source:
+        from .run import open_source
+        shape, dtype, _ = open_source(source)
+    else:
+        shape = parse_shape(text["shape"])
+    if shape[2] < 2 or shape[3] < 4:
+        raise InputError(f"shape {shape}: need at least 2 latitudes and 4 longitudes")
+    workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
+    return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
+                modes=parse_choice(text["modes"], MODES, "mode"), reps=_int(v["reps"], "--reps"),
+                tasks=_int(v["tasks"], "--tasks"), source=source, layout_specs=parse_layouts(text["layouts"]),
+                dtype=dtype, preset=preset)
+
+
+class Stsa(base.Study):
+    name = STUDY
+    title = "STSA (Hayashi spectra) on Dask: layouts x workers x I/O only vs I/O + compute (thesis ch. 6, Table 6.1)."
+    description = ("Every latitude and level of a [t,z,y,x] variable is read as (t, x) slabs by latitude tasks on a "
+                   "Dask LocalCluster and (mode cpu) turned into Hayashi spectra; per-task wall and CPU of read and "
+                   "compute, the job wall and the equivalent read rate, from a cold page cache.")
+    Grid = Grid
+    presets = PRESETS
+    default_preset = "full"
+
+    def grid(self, preset="full", **values) -> Grid:
+        return build_grid(preset, **values)
+
+    def check(self, grid, data_dir) -> None:
+        from .run import check_space
+        check_space(grid, data_dir)
+
+    def run(self, ctx, grid) -> int:
+        from .run import run_study
+        return run_study(ctx.run, grid, ctx.data_dir, ctx.progress)
+
+    def summarise(self, records) -> dict:
+        from .summary import summarise
+        return summarise(records)
+
+    def section(self, records):
+        from .section import stsa_section
+        return stsa_section(records)
+
+    def findings(self, records) -> list:
+        from .section import findings
+        return findings(records)
+
+
+study = base.register(Stsa())
