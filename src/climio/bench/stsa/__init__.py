@@ -19,7 +19,7 @@ from ...errors import InputError
 from .summary import STUDY
 
 LAYOUT_LABELS = ("contiguous", "default", "xt")
-MODES = ("io", "cpu")
+STSA_MODES = ("io", "cpu")
 PRESETS = {
     # x-t slabs of 240 x 1024 float64 (the thesis's 1.97 MB, 8 KiB pieces in a contiguous file)
     "full": {"shape": "240,10,64,1024", "layouts": "contiguous,default,xt,default+deflate4,xt+deflate4",
@@ -120,7 +120,7 @@ def build_grid(preset="full", **values) -> Grid:
         raise InputError(f"shape {shape}: need at least 2 latitudes and 4 longitudes")
     workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
     return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
-                modes=parse_choice(text["modes"], MODES, "mode"), reps=_int(v["reps"], "--reps"),
+                modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=_int(v["reps"], "--reps"),
                 tasks=_int(v["tasks"], "--tasks"), source=source, layout_specs=parse_layouts(text["layouts"]),
                 dtype=dtype, preset=preset)
 
