@@ -146,6 +146,37 @@ def is_darshan_path(path) -> bool:
     return Path(path).expanduser().is_file()
 
 
+def _unreadable_in_child(path: Path):
+    """Read every record of the log in a forked child first: darshan-util reads past the end of a
+    truncated log and may crash the process (SIGSEGV) or abort it, which no Python handler can
+    catch. Returns None when the child read it all, else why not (its first stderr line)."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: stderr into the pipe, read everything, report by exit status only
+        try:
+            os.close(rfd)
+            os.dup2(wfd, 2)
+            import darshan
+            rep = darshan.DarshanReport(str(path), read_all=True)
+            for m in DXT_MODULES:
+                if m in rep.modules:
+                    rep.mod_read_all_dxt_records(m)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001  (any failure is the answer)
+            os._exit(3)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as fh:
+        text = fh.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    first = (lines[-1] if lines[0].startswith("Traceback") else lines[0]) if lines else ""
+    if os.WIFSIGNALED(status):
+        return first or f"darshan-util crashed reading it (signal {os.WTERMSIG(status)})"
+    if os.WEXITSTATUS(status) != 0:
+        return first or "darshan-util could not read every record"
+    return None
+
+
 def _open(path: Path):
     try:
         import darshan
@@ -169,6 +200,9 @@ def _open(path: Path):
     if log["handle"] == backend.ffi.NULL:
         raise DarshanLogError(f"{path} is not a readable Darshan log ({err.first_line() or 'darshan-util refused it'})")
     backend.log_close(log)
+    why = _unreadable_in_child(path)
+    if why:
+        raise DarshanLogError(f"{path} is not a readable Darshan log ({why})")
     try:
         with _CapturedStderr():
             return darshan.DarshanReport(str(path), read_all=False)
