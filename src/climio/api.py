@@ -106,6 +106,20 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     return run_dir
 
 
+def results_table(run_dir) -> str:
+    """The short results block a study prints on stdout at its end, as fio and IOR do: each
+    study's key findings (peak rate per stack, best chunk shape per read shape, best backend per
+    strategy, reproduction verdicts), one per line."""
+    from .records import read_records
+    from .stats import by_study
+    lines = []
+    for name, recs in by_study(read_records(run_dir)).items():
+        st = base.find(name)
+        for f in (st.findings(recs) if st else []):
+            lines.append(f"{name}: " + (f"[{f.verdict}] " if f.verdict else "") + f.text)
+    return "\n".join(lines)
+
+
 def load_records(run_dir):
     """The records of a run directory (or records.jsonl) as a flat pandas DataFrame: one row per
     record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from ..api import run_study
+from ..api import results_table, run_study
 from ..bench import base
 from ..errors import InputError
 from . import CONTEXT, app
@@ -77,7 +77,10 @@ def make_command(study):
     def command(**kw):
         preset = chosen_preset(study, kw)
         shared = {k: kw.pop(k) for k in ("data_dir", "out", "report")}
-        run_study(study, preset, **shared, **kw)
+        run_dir = run_study(study, preset, **shared, **kw)
+        table = results_table(run_dir)
+        if table:
+            print(table)
 
     params = study_parameters(study)
     command.__signature__ = inspect.Signature(params)
