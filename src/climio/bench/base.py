@@ -86,14 +86,25 @@ class Study:
     def run(self, ctx: RunContext, grid) -> int:
         raise NotImplementedError
 
+    # By default the pure parts live beside the Study, in its package: summary.summarise(records),
+    # section.<name>_section(records) (or section.section) and section.findings(records). They are
+    # imported on first use, so registering a study loads no plotting or measuring code.
+    def _part(self, name):
+        return importlib.import_module(f"{type(self).__module__}.{name}")
+
     def summarise(self, records) -> dict:
-        raise NotImplementedError
+        return self._part("summary").summarise(records)
 
     def section(self, records):
-        raise NotImplementedError
+        mod = self._part("section")
+        return (getattr(mod, "section", None) or getattr(mod, f"{self.name.replace('-', '_')}_section"))(records)
 
     def findings(self, records) -> list:
-        return []
+        try:
+            part = self._part("section")
+        except ModuleNotFoundError:   # a study without a section module adds no findings
+            return []
+        return getattr(part, "findings", lambda _: [])(records)
 
     def survey_grid(self, quick: bool):
         """The grid `climio survey` runs (None: the survey skips this study)."""

@@ -309,17 +309,5 @@ class ParallelWrite(base.Study):
         from . import run
         return run.run_grid(ctx, grid)
 
-    def summarise(self, records) -> dict:
-        from .summary import summarise
-        return summarise(records)
-
-    def section(self, records):
-        from .section import parallel_write_section
-        return parallel_write_section(records)
-
-    def findings(self, records) -> list:
-        from .section import findings
-        return findings(records)
-
 
 PARALLEL_WRITE = base.register(ParallelWrite())

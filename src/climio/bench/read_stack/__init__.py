@@ -46,17 +46,5 @@ class ReadStack(base.Study):
         from .run import run_study
         return run_study(ctx.run, grid, ctx.data_dir, progress=ctx.progress)
 
-    def summarise(self, records) -> dict:
-        from .summary import summarise
-        return summarise(records)
-
-    def section(self, records):
-        from .section import read_stack_section
-        return read_stack_section(records)
-
-    def findings(self, records) -> list:
-        from .section import findings
-        return findings(records)
-
 
 study = base.register(ReadStack())
