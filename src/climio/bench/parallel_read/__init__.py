@@ -1,0 +1,215 @@
+"""The parallel-read study (thesis chapter 5, issue 13): how fast many tasks read climate data at once.
+
+    experiment A  (tasks)  N independent tasks launched by measure.mpi.Launcher, each reading its own
+                           file or contiguous piece sequentially with C POSIX / netCDF-C
+                           (climio-pario-read --mode tasks) or netCDF4-python / h5py (task.py), buffers
+                           1 MiB and 1 GiB (capped by the piece), file sets per-task, shared, small
+    experiment B  (mpiio)  one shared file through MPI-IO, parallel HDF5, netCDF-4 and PnetCDF
+                           (climio-pario-read --mode mpiio): sequential / striding x independent /
+                           collective, MPI-IO hints, ROMIO vs OMPIO (--mpi-io)
+    dask                   the same files with xarray + Dask on a LocalCluster or --scheduler ADDRESS,
+                           per-task times from the task stream (dask_read.py)
+
+    Grid / PRESETS / ParallelRead     the options of `climio bench parallel-read` and the Study
+    run.py                            file sets (space checked before writing) and launches
+    summary.py                        pure numbers; section.py: Figs 5.4-5.8 and the findings table
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ...errors import InputError
+from ...options import parse_choice, parse_hints
+from ...units import parse_size, parse_size_list
+from .. import base
+from .summary import STUDY
+
+EXPERIMENTS = ("mpiio", "tasks", "dask")
+STACKS = ("posix", "netcdf-c", "netcdf4-python", "h5py")
+FILE_SETS = ("per-task", "shared", "small")
+PATTERNS = ("sequential", "striding")
+ACCESS = ("independent", "collective")
+MPI_IO = ("default", "romio", "ompio")
+BACKENDS = ("mpiio", "hdf5", "netcdf4", "pnetcdf")
+
+PRESETS = {
+    # The thesis's grid scaled to a laptop: 256 MiB per file instead of 256 GB.
+    "full": {"ranks": "1,2,4", "size": "256MiB", "buffers": "1MiB,1GiB", "mpi_buffer": "1MiB", "reps": 3},
+    "survey": {"ranks": "1,2", "size": "32MiB", "buffers": "1MiB,1GiB", "mpi_buffer": "1MiB", "reps": 3},
+    "quick": {"ranks": "1,2", "size": "4MiB", "buffers": "1MiB", "mpi_buffer": "256KiB", "reps": 2,
+              "stacks": "posix,netcdf-c,netcdf4-python", "file_sets": "per-task,shared", "backends": "mpiio,hdf5"},
+}
+
+
+def _opt(flag, help, metavar=None, repeat=False) -> dict:
+    return base.option(flag, help, metavar=metavar, repeat=repeat)
+
+
+@dataclass
+class Grid:
+    # --- options of `climio bench parallel-read`
+    experiments: Optional[list] = field(default=None, metadata=_opt(
+        "--experiments", "Comma list of tasks (A: independent tasks), mpiio (B: one file through MPI-IO backends), "
+        "dask (xarray + Dask) (default all).", "LIST"))
+    ranks: Optional[list] = field(default=None, metadata=_opt(
+        "--ranks", "Task counts (MPI ranks, Dask workers), comma separated (default 1,2,4; --quick 1,2).", "LIST"))
+    size: Optional[str] = field(default=None, metadata=_opt(
+        "--size", "Bytes of each file (per-task files and the shared file; small files are 1/16) (default 256MiB).",
+        "SIZE"))
+    buffers: Optional[list] = field(default=None, metadata=_opt(
+        "--buffers", "Experiment A read sizes (default 1MiB,1GiB; capped by each task's piece).", "LIST"))
+    stacks: Optional[list] = field(default=None, metadata=_opt(
+        "--stacks", "Experiment A stacks: posix, netcdf-c, netcdf4-python, h5py (default all).", "LIST"))
+    file_sets: Optional[list] = field(default=None, metadata=_opt(
+        "--file-sets", "per-task (one file per task), shared (one file split in N pieces), small (one file of "
+        "size/16 per task) (default all).", "LIST"))
+    backends: Optional[list] = field(default=None, metadata=_opt(
+        "--backends", "Experiment B backends: mpiio, hdf5, netcdf4, pnetcdf (default all).", "LIST"))
+    patterns: Optional[list] = field(default=None, metadata=_opt(
+        "--patterns", "Experiment B: sequential (1/N per rank), striding (one buffer, skip N-1) (default both).",
+        "LIST"))
+    access: Optional[list] = field(default=None, metadata=_opt(
+        "--access", "Experiment B: independent, collective (default both).", "LIST"))
+    mpi_buffer: Optional[str] = field(default=None, metadata=_opt(
+        "--mpi-buffer", "Experiment B bytes per get (default 1MiB).", "SIZE"))
+    hint: list = field(default_factory=list, metadata=_opt(
+        "--hint", "MPI-IO hint KEY=VALUE for experiment B (cb_nodes, cb_buffer_size, romio_cb_read, ...); "
+        "repeatable.", "KEY=VALUE", repeat=True))
+    hints_file: Optional[str] = field(default=None, metadata=_opt(
+        "--hints-file", "File of hints, one KEY=VALUE per line.", "FILE"))
+    mpi_io: str = field(default="default", metadata=_opt(
+        "--mpi-io", "Open MPI's MPI-IO implementation: default, romio or ompio.", "default|romio|ompio"))
+    reps: Optional[int] = field(default=None, metadata=_opt(
+        "--reps", "Cold repetitions per configuration (default 3).", "N"))
+    scheduler: Optional[str] = field(default=None, metadata=_opt(
+        "--scheduler", "Dask scheduler address (e.g. from dask-jobqueue or dask-mpi) instead of a LocalCluster "
+        "of N workers.", "ADDRESS"))
+    hostfile: Optional[str] = field(default=None, metadata=_opt(
+        "--hostfile", "mpirun --hostfile for a multi-node run.", "FILE"))
+    launcher: Optional[str] = field(default=None, metadata=_opt(
+        "--launcher", "Launch command template instead of mpirun, e.g. 'srun -n {ranks} --ntasks-per-node 4'.",
+        "COMMAND"))
+    timeout: float = field(default=3600.0, metadata=_opt(
+        "--timeout", "Seconds before a launch is killed (a hung rank) and reported as failed.", "SECONDS"))
+    stall: Optional[str] = field(default=None, metadata=_opt(
+        "--stall", "Diagnostic: that rank sleeps SECONDS in its read phase (imbalance and timeout checks).",
+        "RANK:SECONDS"))
+    # --- derived by grid()
+    hints: dict = field(default_factory=dict)
+
+    def mpi_launcher(self, ranks=None):
+        from ...measure.mpi import Launcher
+        return Launcher(ranks=ranks or max(self.ranks), hostfile=self.hostfile, template=self.launcher,
+                        timeout_s=self.timeout, mpi_io=self.mpi_io)
+
+
+OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
+
+
+def _text(v) -> str:
+    return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+
+def build_grid(preset="full", **values) -> Grid:
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    unknown = sorted(set(values) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"unknown parallel-read option(s): {', '.join(unknown)}")
+    v = {k: x for k, x in values.items() if x is not None}
+    p = PRESETS[preset]
+    get = lambda k, d=None: v.get(k, p.get(k, d))  # noqa: E731
+    if isinstance(v.get("hint"), str):
+        v["hint"] = [v["hint"]]
+    try:
+        ranks = sorted({int(x) for x in _text(get("ranks")).split(",") if x.strip()})
+    except ValueError:
+        raise InputError(f"--ranks must be integers, not '{_text(get('ranks'))}'") from None
+    if not ranks or ranks[0] < 1:
+        raise InputError("--ranks must be positive integers")
+    size = parse_size(_text(get("size")))
+    if size < 8 or size % 8:
+        raise InputError(f"--size {size} must be a positive multiple of 8 bytes (float64 elements)")
+    mpi_buffer = parse_size(_text(get("mpi_buffer")))
+    if mpi_buffer < 8 or mpi_buffer % 8:
+        raise InputError(f"--mpi-buffer {mpi_buffer} must be a positive multiple of 8 bytes")
+    buffers = parse_size_list(_text(get("buffers")))
+    if any(b < 8 or b % 8 for b in buffers):
+        raise InputError("--buffers must be positive multiples of 8 bytes")
+    reps = int(get("reps"))
+    if reps < 1:
+        raise InputError("--reps must be at least 1")
+    mpi_io = get("mpi_io", "default")
+    if mpi_io not in MPI_IO:
+        raise InputError(f"unknown --mpi-io '{mpi_io}': use default, romio or ompio")
+    timeout = float(get("timeout", 3600.0))
+    if not timeout > 0:
+        raise InputError(f"--timeout must be positive, not {timeout:g}")
+    stall = v.get("stall")
+    if stall:
+        try:
+            r, s = stall.split(":")
+            int(r), float(s)
+        except ValueError:
+            raise InputError(f"--stall '{stall}' must be RANK:SECONDS") from None
+    ch = lambda k, allowed, what: parse_choice(_text(get(k, ",".join(allowed))), allowed, what)  # noqa: E731
+    g = Grid(experiments=ch("experiments", EXPERIMENTS, "experiment"), ranks=ranks, size=size, buffers=buffers,
+             stacks=ch("stacks", STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
+             backends=ch("backends", BACKENDS, "backend"), patterns=ch("patterns", PATTERNS, "pattern"),
+             access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),
+             hints_file=v.get("hints_file"), mpi_io=mpi_io, reps=reps, scheduler=v.get("scheduler"),
+             hostfile=v.get("hostfile"), launcher=v.get("launcher"), timeout=timeout, stall=stall,
+             hints=parse_hints(v.get("hint") or (), v.get("hints_file")))
+    from .run import check_ranks
+    check_ranks(g)
+    return g
+
+
+class ParallelRead(base.Study):
+    name = STUDY
+    title = "Parallel read scaling (thesis ch. 5): independent tasks, MPI-IO on one file, and Dask."
+    description = ("Experiment A: N tasks each read their own file or piece (C POSIX, netCDF-C, netCDF4-python, "
+                   "h5py). Experiment B: one file through MPI-IO/HDF5/netCDF-4/PnetCDF, sequential or striding, "
+                   "independent or collective. Dask: xarray on a LocalCluster or --scheduler (dask-jobqueue, "
+                   "dask-mpi). Every repetition is cold per rank (fadvise + mincore) and every value is checked.")
+    Grid = Grid
+    presets = PRESETS
+
+    def grid(self, preset: str = "full", **values) -> Grid:
+        return build_grid(preset, **values)
+
+    def survey_grid(self, quick: bool) -> Grid:
+        """2 ranks, small files: well under a minute."""
+        return self.grid("quick", ranks="2", size="4MiB" if quick else "16MiB", reps=2 if quick else 3,
+                         timeout=600.0)
+
+    def check(self, grid: Grid, data_dir) -> None:
+        from . import run
+        grid.mpi_launcher().io_component()
+        if grid.hostfile and not Path(grid.hostfile).is_file():
+            raise InputError(f"hostfile {grid.hostfile} does not exist")
+        run.check_space(grid, data_dir)
+        if "dask" in grid.experiments and grid.scheduler:
+            from .dask_read import connect
+            client, _ = connect(grid.scheduler)
+            client.close()
+
+    def run(self, ctx: base.RunContext, grid: Grid) -> int:
+        from . import run
+        return run.run_grid(ctx, grid)
+
+    def summarise(self, records) -> dict:
+        from .summary import summarise
+        return summarise(records)
+
+    def section(self, records):
+        from .section import parallel_read_section
+        return parallel_read_section(records)
+
+    def findings(self, records) -> list:
+        from .section import findings
+        return findings(records)
+
+
+PARALLEL_READ = base.register(ParallelRead())
