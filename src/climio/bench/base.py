@@ -28,6 +28,7 @@ STUDY_MODULES = (
     "climio.bench.read_stack",
     "climio.bench.chunking",
     "climio.bench.parallel_write",
+    "climio.bench.parallel_read",
     "climio.bench.stsa",
 )
 
