@@ -66,3 +66,20 @@ def test_trace_run_refuses_a_non_empty_directory(tmp_path):
     res = run_cli("trace", "run", "-o", d, "--", "true")
     assert res.returncode == 2 and "is not empty" in res.stderr and "--force" in res.stderr
     assert sorted(p.name for p in d.iterdir()) == ["something"]
+
+
+def test_make_data_speaks_climio_compression_and_refuses_conflicts(tmp_path):
+    import netCDF4
+    d = tmp_path / "c"
+    res = run_cli("make-data", d, "--kind", "4d", "--shape", "4,2,16,32", "--chunks", "1,1,16,32",
+                  "--compression", "deflate4+shuffle")
+    assert res.returncode == 0, res.stderr
+    with netCDF4.Dataset(d / "field4d.nc") as ds:
+        f = ds["ta"].filters()
+        assert f["zlib"] and f["complevel"] == 4 and f["shuffle"] and ds["ta"].chunking() == [1, 1, 16, 32]
+    for args, word in ((("--size", "1MiB", "--shape", "4,2,16,32", "--kind", "4d"), "give one"),
+                       (("--compression", "deflate4"), "4-D file only"),
+                       (("--kind", "4d", "--chunks", "contiguous", "--compression", "deflate1"), "needs chunks")):
+        res = run_cli("make-data", tmp_path / "x", *args)
+        assert res.returncode == 2 and word in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert not (tmp_path / "x").exists()

@@ -14,13 +14,12 @@ from . import app
 @app.command("make-data")
 def make_data_cmd(
     outdir: Path = typer.Argument(..., help="Directory for the files (created if missing)."),
-    size: str = typer.Option("256MiB", help="Bytes of data per file, e.g. 512MiB, 4GiB (larger than RAM is fine: written in blocks)."),
-    kind: str = typer.Option("1d", help="Which files: 1d (data1d.nc + data1d.bin, float64 contiguous), 4d (field4d.nc), or 1d,4d."),
-    shape: Optional[str] = typer.Option(None, help="4-D shape T,Z,Y,X (default: derived from --size)."),
-    chunks: Optional[str] = typer.Option(None, help="4-D chunk shape: contiguous, default, or T,Z,Y,X."),
-    deflate: int = typer.Option(0, min=0, max=9, help="Deflate level for the 4-D variable (0 = none)."),
-    shuffle: bool = typer.Option(False, help="Byte-shuffle filter before deflate."),
-    dtype: str = typer.Option("f8", help="4-D variable type: f4 or f8."),
+    size: Optional[str] = typer.Option(None, metavar="SIZE", help="Bytes of data per file, e.g. 512MiB, 4GiB (default 256MiB; larger than RAM is fine: written in blocks). Not with --shape."),
+    kind: str = typer.Option("1d", metavar="LIST", help="Which files: 1d (data1d.nc + data1d.bin, float64 contiguous), 4d (field4d.nc), or 1d,4d."),
+    shape: Optional[str] = typer.Option(None, metavar="SHAPE", help="4-D shape T,Z,Y,X (default: derived from --size; not with --size)."),
+    chunks: Optional[str] = typer.Option(None, metavar="SHAPE", help="4-D chunk shape: contiguous, default, or T,Z,Y,X."),
+    compression: Optional[str] = typer.Option(None, metavar="SETTING", help="Compression of the 4-D variable, as everywhere in climio: none, deflate4, deflate4+shuffle, zstd3, bitround12+deflate4 ... (needs chunks)."),
+    dtype: str = typer.Option("f8", metavar="TYPE", help="4-D variable type: f4 or f8."),
     random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
     seed: int = typer.Option(0, help="Seed: the same seed gives the same bytes."),
     force: bool = typer.Option(False, "--force", help="Replace files of the same names already in OUTDIR."),
@@ -32,11 +31,21 @@ def make_data_cmd(
     from ..rundir import writable_dir
     from ..units import format_size, parse_size
 
+    from ..data.compression import NONE, parse_compression
+
     kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
     if not kinds or any(k not in ("1d", "4d") for k in kinds):
         raise InputError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
+    if size is not None and shape is not None:
+        raise InputError("--size and --shape both set the 4-D size: give one")
+    four_d_only = [f for f, v in (("--shape", shape), ("--chunks", chunks), ("--compression", compression)) if v]
+    if four_d_only and "4d" not in kinds:
+        raise InputError(f"{', '.join(four_d_only)} applies to the 4-D file only: add --kind 4d (or 1d,4d)")
+    comp = parse_compression(compression) if compression else None
+    if comp is not None and comp != NONE and chunks and chunks.strip().lower() == "contiguous":
+        raise InputError(f"--compression {compression} needs chunks: a contiguous variable cannot be compressed")
     shape4d = parse_shape(shape) if shape else None
-    nbytes = parse_size(size)
+    nbytes = parse_size(size or "256MiB")
     from ..data import FILE_NAMES
     names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds]
     existing = [n for n in names if (Path(outdir) / n).exists()]
@@ -45,14 +54,14 @@ def make_data_cmd(
     created = not Path(outdir).exists()
     out = writable_dir(outdir)
     try:
-        _write(out, kinds, nbytes, shape4d, chunks, deflate, shuffle, dtype, random, seed)
+        _write(out, kinds, nbytes, shape4d, chunks, comp, dtype, random, seed)
     except BaseException:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()   # a failed or interrupted run leaves no empty directory behind
         raise
 
 
-def _write(out, kinds, nbytes, shape4d, chunks, deflate, shuffle, dtype, random, seed):
+def _write(out, kinds, nbytes, shape4d, chunks, compression, dtype, random, seed):
     from ..data import make_data
     from ..layout import parse_chunk_text
     from ..measure.progress import BytesProgress
@@ -60,7 +69,7 @@ def _write(out, kinds, nbytes, shape4d, chunks, deflate, shuffle, dtype, random,
     total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)
     with BytesProgress(total, "make-data") as bar:
         made = make_data(out, size=nbytes, kinds=kinds, shape4d=shape4d, chunks=parse_chunk_text(chunks) if chunks else None,
-                         deflate=deflate, shuffle=shuffle, dtype=dtype, random=random, seed=seed, progress=bar.callback)
+                         compression=compression, dtype=dtype, random=random, seed=seed, progress=bar.callback)
     for key, path in made.items():
         if key != "bytes":
             info(f"{key}: {path}")

@@ -20,7 +20,7 @@ def rechunk_cmd(
     chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="Contiguous layout (no chunks, no compression)."),
     compression: Optional[str] = typer.Option(None, help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
-    var: Optional[list[str]] = typer.Option(None, "--var", "-v", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
+    var: Optional[list[str]] = typer.Option(None, "--var", metavar="NAME", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
     max_mem: Optional[str] = typer.Option(None, "--max-mem", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
     tmp: Optional[Path] = typer.Option(None, "--tmp", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),

@@ -40,7 +40,8 @@ def _outdir(path) -> Path:
 
 
 def make_data(outdir, size="256MiB", kinds=("1d",), shape4d=None, chunks=None, deflate=0, shuffle=False,
-              dtype="f8", random=False, seed=0, progress=None, max_block_bytes=DEFAULT_BLOCK_BYTES) -> dict:
+              dtype="f8", random=False, seed=0, progress=None, max_block_bytes=DEFAULT_BLOCK_BYTES,
+              compression=None) -> dict:
     """Write the requested files into outdir; return their paths and the data bytes written.
 
     size is per file (1-D files: rounded down to whole float64s; 4-D: the shape derived from it
@@ -70,7 +71,7 @@ def make_data(outdir, size="256MiB", kinds=("1d",), shape4d=None, chunks=None, d
         made.update({"1d_nc": paths["1d_nc"], "1d_bin": paths["1d_bin"]})
         made["bytes"] += 2 * n
     if "4d" in kinds:
-        made["bytes"] += write_4d(paths["4d"], shape4d, chunks=chunks, dtype=dtype, deflate=deflate,
+        made["bytes"] += write_4d(paths["4d"], shape4d, chunks=chunks, dtype=dtype, deflate=deflate, compression=compression,
                                   shuffle=shuffle, seed=seed, random=random, progress=progress,
                                   max_block_bytes=max_block_bytes)
         made["4d"] = paths["4d"]
