@@ -78,6 +78,8 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
     client, cluster = connect(grid.scheduler, ranks)
     try:
         nworkers = len(client.scheduler_info()["workers"])
+        import socket
+        hostname = client.run(socket.gethostname)   # {worker address: host name}
         for fs in grid.file_sets:
             paths = paths_of(top, fs, ranks)
             elems = file_bytes(grid, fs) // 8
@@ -102,16 +104,24 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                 t0 = time.perf_counter()
                 epoch0 = time.time()
                 with get_task_stream(client) as ts:
-                    results = dask.compute(*digests)
+                    futures = client.compute(digests)
+                    results = client.gather(futures)
+                # A one-block graph is fused into its finalize task and that task's 'original-' data task,
+                # whose keys share the future's token.
+                tokens = {str(fut.key).rsplit("-", 1)[-1]: i for i, (a, fut) in enumerate(zip(arrays, futures))
+                          if a.numblocks[0] == 1}
                 wall = time.perf_counter() - t0
                 for d in dsets:
                     d.close()
                 spans = {}
                 for t in ts.data:
                     name, idx = _key_parts(t["key"])
-                    if name not in names:
+                    if name in names:
+                        blk = (names[name], idx[0] if idx else 0)
+                    elif isinstance(name, str) and name.rsplit("-", 1)[-1] in tokens:
+                        blk = (tokens[name.rsplit("-", 1)[-1]], 0)
+                    else:
                         continue
-                    blk = (names[name], idx[0] if idx else 0)
                     for ss in t.get("startstops", []):
                         if ss.get("action") == "compute":
                             lo, hi, w = spans.get(blk, (ss["start"], ss["stop"], t.get("worker", "")))
@@ -124,7 +134,7 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                 times = [spans[blk][1] - spans[blk][0] if blk in spans else float("nan") for blk in blocks]
                 if any(not t > 0 for t in times):
                     times = [wall] * len(blocks)   # the stream missed a block: fall back to the job time
-                hosts = [str(spans.get(blk, (0, 0, ""))[2]).split("://")[-1].rsplit(":", 1)[0] for blk in blocks]
+                hosts = [hostname.get(spans[blk][2], str(spans[blk][2])) if blk in spans else "" for blk in blocks]
                 nodes, per_node, host_idx = host_layout(hosts)
                 nbytes = sum(per_bytes)
                 rates = task_rates(nbytes, times)
