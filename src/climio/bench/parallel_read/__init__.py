@@ -26,11 +26,11 @@ from .. import base
 from .summary import STUDY
 
 EXPERIMENTS = ("mpiio", "tasks", "dask")
-STACKS = ("posix", "netcdf-c", "netcdf4-python", "h5py")
+TASK_STACKS = ("posix", "netcdf-c", "netcdf4-python", "h5py")
 FILE_SETS = ("per-task", "shared", "small")
-PATTERNS = ("sequential", "striding")
+MPI_PATTERNS = ("sequential", "striding")
 ACCESS = ("independent", "collective")
-MPI_IO = ("default", "romio", "ompio")
+_MPI_IO = ("default", "romio", "ompio")
 BACKENDS = ("mpiio", "hdf5", "netcdf4", "pnetcdf")
 
 PRESETS = {
@@ -141,7 +141,7 @@ def build_grid(preset="full", **values) -> Grid:
     if reps < 1:
         raise InputError("--reps must be at least 1")
     mpi_io = get("mpi_io", "default")
-    if mpi_io not in MPI_IO:
+    if mpi_io not in _MPI_IO:
         raise InputError(f"unknown --mpi-io '{mpi_io}': use default, romio or ompio")
     timeout = float(get("timeout", 3600.0))
     if not timeout > 0:
@@ -155,8 +155,8 @@ def build_grid(preset="full", **values) -> Grid:
             raise InputError(f"--stall '{stall}' must be RANK:SECONDS") from None
     ch = lambda k, allowed, what: parse_choice(_text(get(k, ",".join(allowed))), allowed, what)  # noqa: E731
     g = Grid(experiments=ch("experiments", EXPERIMENTS, "experiment"), ranks=ranks, size=size, buffers=buffers,
-             stacks=ch("stacks", STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
-             backends=ch("backends", BACKENDS, "backend"), patterns=ch("patterns", PATTERNS, "pattern"),
+             stacks=ch("stacks", TASK_STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
+             backends=ch("backends", BACKENDS, "backend"), patterns=ch("patterns", MPI_PATTERNS, "pattern"),
              access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),
              hints_file=v.get("hints_file"), mpi_io=mpi_io, reps=reps, scheduler=v.get("scheduler"),
              hostfile=v.get("hostfile"), launcher=v.get("launcher"), timeout=timeout, stall=stall,

@@ -21,7 +21,7 @@ import numpy as np
 from ...errors import InputError
 from ...records import SCHEMA_VERSION, now_iso
 from .run import file_bytes
-from .summary import COLD_THRESHOLD, host_layout, task_rates
+from .summary import host_layout, task_rates
 
 CONNECT_TIMEOUT_S = 10
 
@@ -35,7 +35,7 @@ def connect(scheduler=None, workers=1):
         except (OSError, TimeoutError) as exc:
             raise InputError(f"cannot reach the Dask scheduler at {scheduler}: {exc.__class__.__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else 'no answer'}") from None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=50)
     return Client(cluster), cluster
 
@@ -74,7 +74,7 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
     import xarray as xr
     from distributed import get_task_stream
 
-    from ...cache import evict, resident_fraction
+    from ...cache import COLD_THRESHOLD, evict, resident_fraction
     client, cluster = connect(grid.scheduler, ranks)
     try:
         nworkers = len(client.scheduler_info()["workers"])

@@ -26,7 +26,7 @@ from ...measure.progress import StudyProgress, info
 from ...units import format_size
 from .summary import STUDY
 
-PROGRAM = "climio-pario-read"
+READ_PROGRAM = "climio-pario-read"
 C_STACKS = {"posix": "posix", "netcdf-c": "netcdf-c"}
 SMALL_DIVISOR = 16
 WRITE_BLOCK = 1 << 22     # elements per write while generating
@@ -123,12 +123,12 @@ def tasks_argv(grid, stack, file_set, buffer, top, ranks, platform_id) -> list:
               "--platform-id", platform_id] + (["--split"] if split else [])
     common += ["--stall", grid.stall] if grid.stall else []
     if stack in C_STACKS:
-        return [native.program(PROGRAM), "--mode", "tasks", "--stack", C_STACKS[stack], *common]
+        return [native.program(READ_PROGRAM), "--mode", "tasks", "--stack", C_STACKS[stack], *common]
     return [sys.executable, "-m", "climio.bench.parallel_read.task", "--stack", stack, *common]
 
 
 def mpiio_argv(grid, out_dir, platform_id) -> list:
-    a = [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(out_dir), "--size", str(grid.size),
+    a = [native.program(READ_PROGRAM), "--mode", "mpiio", "--dir", str(out_dir), "--size", str(grid.size),
          "--buffer", str(grid.mpi_buffer), "--reps", str(grid.reps), "--backends", ",".join(grid.backends),
          "--patterns", ",".join(grid.patterns), "--access", ",".join(grid.access), "--platform-id", platform_id]
     for k, v in grid.hints.items():
@@ -173,7 +173,7 @@ def run_grid(ctx, grid) -> int:
             if "mpiio" in grid.experiments:
                 out = top / "mpiio"
                 out.mkdir(parents=True, exist_ok=True)
-                bar.note(f"experiment B: {lau.describe()} {PROGRAM} --mode mpiio")
+                bar.note(f"experiment B: {lau.describe()} {READ_PROGRAM} --mode mpiio")
                 stream_mpi(lau, mpiio_argv(grid, out, ctx.run.platform_id),
                            sink({"launcher": lau.describe(), "mpi_io": mpi_io, "buffer_requested": grid.mpi_buffer}))
             if "tasks" in grid.experiments:

@@ -13,7 +13,6 @@ from collections import OrderedDict
 STUDY = "parallel-read"
 CONFIG_KEYS = ("experiment", "stack", "file_set", "pattern", "access", "buffer_bytes", "ranks", "nodes",
                "tasks_per_node", "mpi_io")
-COLD_THRESHOLD = 0.01
 
 
 def host_layout(hosts) -> tuple:

@@ -22,9 +22,8 @@ import time
 
 import numpy as np
 
-PROG = "climio-parallel-read-task"
-STACKS = ("netcdf4-python", "h5py")
-COLD_THRESHOLD = 0.01
+TASK_PROG = "climio-parallel-read-task"
+PY_TASK_STACKS = ("netcdf4-python", "h5py")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -34,8 +33,8 @@ _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog=PROG)
-    ap.add_argument("--stack", choices=STACKS, required=True)
+    ap = argparse.ArgumentParser(prog=TASK_PROG)
+    ap.add_argument("--stack", choices=PY_TASK_STACKS, required=True)
     ap.add_argument("--files", required=True)
     ap.add_argument("--split", action="store_true")
     ap.add_argument("--file-set", default=None)
@@ -87,7 +86,7 @@ def evict_range(path, off, length) -> float:
         os.close(fd)
 
 
-class Reader:
+class PieceReader:
     def __init__(self, stack, path, var):
         self.stack = stack
         if stack == "netcdf4-python":
@@ -163,7 +162,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         epoch0 = time.time()
         try:
-            rd = Reader(args.stack, path, args.var)
+            rd = PieceReader(args.stack, path, args.var)
             t1 = time.perf_counter()
             for first in range(lo, hi, belems):
                 n = min(belems, hi - first)
@@ -197,6 +196,7 @@ def main(argv=None) -> int:
 
 def make_record(args, per, hosts, lib, elems, file_bytes, size, rep) -> dict:
     """The record of read.c's emit(), from the gathered per-rank outcomes."""
+    from ...cache import COLD_THRESHOLD
     from ...records import SCHEMA_VERSION, now_iso
     from .summary import host_layout, task_rates
     nodes, per_node, host_idx = host_layout(hosts)
@@ -234,7 +234,7 @@ def make_record(args, per, hosts, lib, elems, file_bytes, size, rep) -> dict:
 
 def fail(rank, msg) -> int:
     if rank == 0:
-        sys.stderr.write(f"{PROG}: error: {msg}\n")
+        sys.stderr.write(f"{TASK_PROG}: error: {msg}\n")
         sys.stderr.flush()
     return 2
 
