@@ -260,3 +260,25 @@ def test_small_run_end_to_end(tmp_path):
     assert all(r["status"] == "ok" and r["metrics"]["syscalls"]["requests"] > 0 for r in recs)
     text = (run_dir / "report.html").read_text()
     assert 'id="key-findings"' in text and "peak sequential read rate per stack" in text
+
+
+def test_overlapping_random_reads_are_shown_apart():
+    """Issue 17: 100 x 16 MiB random reads of a 64 MiB file are not a cold point of the curve."""
+    from climio.bench.read_stack import study
+    from climio.bench.read_stack.summary import overlapping_configs, series_of
+    from climio.records import make_record
+    from climio.render import page
+    from climio.stats import group_configs
+    recs = []
+    for buf, rate in ((1 << 20, 50.0), (4 << 20, 80.0), (16 << 20, 900.0)):
+        planned = 100 * buf
+        recs.append(make_record("read-stack", {"layer": "numpy", "pattern": "random", "buffer_bytes": buf,
+                                               "random_count": 100, "planned_bytes": planned,
+                                               "file_bytes": 512 << 20},
+                                {"bytes": planned, "wall_s": planned / rate / 1e6}, {"state": "cold"}))
+    configs = group_configs(recs)
+    assert [c.params["buffer_bytes"] for c in overlapping_configs(configs)] == [16 << 20]
+    (s,) = series_of(configs)
+    assert s.buffers == [1 << 20, 4 << 20]
+    html = page("t", [], [study.section(recs)])
+    assert "Left out of the random-read curves: 1 configuration" in html and "3.1x the file" in html

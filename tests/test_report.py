@@ -236,7 +236,7 @@ def synthetic_run(tmp_path, platform=True):
                 for rep in range(3):
                     records.append(rec(layer, pattern, b, rate * rnd.uniform(0.9, 1.1), rep,
                                        syscalls=sc(size, max(1, 100 * b // size), 100)))
-    records.append(make_record("parallel-read", {"ranks": 4, "backend": "mpiio"},
+    records.append(make_record("future-study", {"ranks": 4, "backend": "mpiio"},
                                {"bytes": 4 * MiB, "wall_s": 0.5, "user_s": 0.1, "sys_s": 0.1}, CACHE, 0, "ok", "pid0"))
     with open(run / "records.jsonl", "w") as fh:
         for r in records:
@@ -282,7 +282,7 @@ def test_render_report(tmp_path):
     assert '<td>netcdf4-python</td><td>random</td><td>4KiB</td><td>0/1</td><td><span class="dnf">&lt; 7 MB/s</span>' in text
     assert "< 7 MB/s" in _html.unescape(text)
     # A study without a section of its own is listed generically.
-    assert 'id="study-parallel-read"' in text and "mpiio" in text
+    assert 'id="study-future-study"' in text and "mpiio" in text
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
 
@@ -307,13 +307,13 @@ def test_registered_section_replaces_the_generic_table(tmp_path, monkeypatch):
     run, _ = synthetic_run(tmp_path)
 
     class Custom(base.Study):
-        name = "parallel-read"
+        name = "future-study"
 
         def section(self, records):
-            return Section("study-parallel-read", "Study: parallel-read").add(Paragraph(f"custom {len(records)} record"))
+            return Section("study-future-study", "Study: future-study").add(Paragraph(f"custom {len(records)} record"))
 
     base.studies()   # load the built-in studies first, then put the custom one in their registry
-    monkeypatch.setitem(base._REGISTRY, "parallel-read", Custom())
+    monkeypatch.setitem(base._REGISTRY, "future-study", Custom())
     text = render_report(run).read_text()
     assert "custom 1 record" in text and "No dedicated report section" not in text
 

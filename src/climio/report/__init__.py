@@ -87,8 +87,14 @@ def sections_and_findings(records) -> tuple:
         if st is None:
             sections.append(generic_section(study, recs))
             continue
-        sections.append(st.section(recs))
-        findings += st.findings(recs)
+        try:
+            sections.append(st.section(recs))
+            findings += st.findings(recs)
+        except Exception as exc:  # noqa: BLE001  (a broken section must not cost the reader the report)
+            sec = generic_section(study, recs)
+            sec.blocks.insert(0, Note(f"The {study} section could not be built from these records "
+                                      f"({type(exc).__name__}: {exc}); every configuration is listed instead."))
+            sections.append(sec)
     return sections, findings
 
 

@@ -187,8 +187,10 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
                                    "preset": grid.preset}
                         extra_m = {**geo, **file_info}
 
-                        def on_record(rec, extra_p=extra_p, extra_m=extra_m):
+                        def on_record(rec, extra_p=extra_p, extra_m=extra_m, slices=slices,
+                                      stored=file_info.get("stored_bytes")):
                             nonlocal count
+                            check_storage(rec, grid.shape, lay.chunks, slices, itemsize, stored)
                             rec["params"].update(extra_p)
                             rec["metrics"].update({k: v for k, v in extra_m.items() if v is not None})
                             writer.write(rec)
@@ -219,3 +221,17 @@ def run_study(run, grid: Grid, data_dir, progress=True) -> int:
     from ...measure.progress import StudyProgress
     with StudyProgress(grid.runs() * grid.reps, "chunking", enabled=None if progress else False) as bar:
         return run_grid(grid, data_dir, run.writer, run.platform_id, bar)
+
+
+def check_storage(rec, shape, chunks, slices, itemsize, stored) -> None:
+    """The storage-share check for records that could not make it themselves (the C slab probe:
+    netCDF-C does not report stored chunk sizes): needed bytes of the hyperslabs read, from the
+    chunk geometry and the variable's stored size."""
+    from ...measure.series import storage_check
+    from ...measure.worker import chunk_needed_bytes
+    m, cache = rec.get("metrics", {}), rec.get("cache", {})
+    if "effective" in cache or "storage_read_bytes" not in m or rec.get("status") == "error":
+        return
+    needed = chunk_needed_bytes(shape, chunks, slices, itemsize, stored)(int(m.get("ops", 0)))
+    m["storage_needed_bytes"] = needed
+    rec["cache"] = storage_check(cache, m["storage_read_bytes"], needed)

@@ -7,7 +7,7 @@ Reads records only (through summary); nothing here measures or formats HTML.
 import json
 
 from ...cells import CONFIG_HEADERS, bound_num, config_cells, dnf_text, num, param_value, plural, size
-from ...sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
+from ...sections import Cell, Details, Figure, Finding, Heading, Note, Paragraph, ParamList, Section, Table
 from ...units import format_size
 from . import STUDY, figures, summary
 
@@ -114,6 +114,7 @@ def read_stack_section(records) -> Section:
         *series_params_blocks(configs),
         Heading("Read rate vs buffer size"),
         Figure(lambda: figures.rate_vs_buffer(records), "read rate vs buffer size", RATE_CAPTION),
+        overlap_note(configs),
         Heading("Profiles"),
         Paragraph(PROFILE_TEXT),
         Table(PROFILE_HEADERS, profile_rows(prof)),
@@ -205,3 +206,16 @@ def findings(records) -> list:
     claims the records can decide."""
     facts = summary.summarise(records)
     return [f for f in (headline(facts), library_min_read(facts), hump(facts)) if f is not None]
+
+
+def overlap_note(configs):
+    """Random configurations whose requests cover the file more than once: left out of the curves."""
+    from .summary import overlap, overlapping_configs, stack_of
+    over = overlapping_configs(configs)
+    if not over:
+        return None
+    items = "; ".join(f"{stack_of(c.params)} {format_size(c.params['buffer_bytes'])} x {c.params.get('random_count', '?')} "
+                      f"= {overlap(c.params):.1f}x the file" for c in over)
+    return Note(f"Left out of the random-read curves: {len(over)} configuration(s) whose random requests cover the "
+                f"file more than once ({items}). Their later requests find pages the earlier ones brought in, so "
+                "their rate is a page-cache rate, not a cold one; they are listed with all configurations.")

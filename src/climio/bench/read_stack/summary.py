@@ -55,6 +55,20 @@ class Curve:
         return [c.dnf_bound if c.status == "dnf" else None for c in self.configs]
 
 
+def overlap(params) -> float:
+    """How many times the requests of a random configuration cover the file (planned bytes / file
+    bytes); above 1 they overlap, later requests hit pages the earlier ones brought in, and the
+    "cold" rate is a page-cache rate. 0 for other patterns or when unknown."""
+    planned, size = params.get("planned_bytes"), params.get("file_bytes")
+    if params.get("pattern") != "random" or not planned or not size:
+        return 0.0
+    return planned / size
+
+
+def overlapping_configs(configs) -> list:
+    return [c for c in configs if overlap(c.params) > 1]
+
+
 def series_of(configs, patterns=None) -> list:
     """Group curve-like configurations (with layer, pattern and buffer_bytes) into series.
 
@@ -62,7 +76,9 @@ def series_of(configs, patterns=None) -> list:
     parameters (e.g. two files appended to one run directory) each becomes its own series and
     its label names the differing parameters.
     """
-    curve = [c for c in configs if stack_of(c.params) is not None and {"pattern", "buffer_bytes"} <= set(c.params)]
+    # random reads that overlap are shown apart (overlapping_configs), never as a point of a curve
+    curve = [c for c in configs if stack_of(c.params) is not None and {"pattern", "buffer_bytes"} <= set(c.params)
+             and overlap(c.params) <= 1]
     ident = {}
     for c in curve:
         rest = {k: v for k, v in c.params.items() if k not in POINT_PARAMS}
