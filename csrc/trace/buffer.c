@@ -364,7 +364,8 @@ static size_t ev_conv;                 /* events of ev_buf already converted to 
 static size_t ev_flush_at;             /* flush when ev_n reaches it: ev_cap (see set_flush_at) */
 static void set_lim(void) {
     size_t l = ct_use_tsc ? ev_conv + CT_CONV_CHUNK : ev_flush_at;
-    ct_g.lim = ev_max ? 0 : l < ev_flush_at ? l : ev_flush_at;   /* a cap is counted in ct_emit_slow */
+    /* a cap is counted in ct_emit_slow, and so is every call in counters mode */
+    ct_g.lim = ev_max || ct_cnt_mode ? 0 : l < ev_flush_at ? l : ev_flush_at;
 }
 static uint64_t ev_file_off;           /* bytes of .events written or being written */
 
@@ -627,6 +628,7 @@ static void flush_events(int create, int in_signal) {
         /* the trace directory went away or filled up: stop, and leave no done.json (= partial) */
         if (bad) __atomic_store_n(&ct_active, 0, __ATOMIC_RELEASE);
     }
+    if (ct_cnt_mode || ct_cnt_counted()) ct_cnt_write();   /* a killed run keeps its counts so far */
     errno = e;
 }
 
@@ -637,14 +639,37 @@ void ct_io_slow(const ct_io *c, uint64_t t1, int64_t off, int64_t size, int64_t 
     ct_emit_slow(&e);
 }
 
+static uint64_t cnt_seen;   /* counters mode: calls seen, for the sampled events */
+
 int64_t ct_emit_slow(ct_event *e) {
     if (CT_UNLIKELY(!ct_tls.tid)) ct_tls.tid = (uint32_t)syscall(SYS_gettid);
     int64_t idx = -1;
-    spin_lock();
+    if (ct_cnt_mode) {
+        /* counters mode: every call is counted; every ct_cnt_sample-th is also kept as an event.
+         * No lock while single-threaded (nothing else counts; a signal handler's write reads a
+         * table that is consistent but for the call in progress). */
+        int sample = ct_cnt_sample && ++cnt_seen % ct_cnt_sample == 0;
+        int locked = sample || !CT_SINGLE_THREADED();
+        if (locked) spin_lock();
+        if (CT_LIKELY(ct_active)) {
+            e->rank = ct_rank;
+            ct_count(e);
+        }
+        if (!sample || !ct_active) {
+            if (locked) spin_unlock();
+            return -1;
+        }
+    } else {
+        spin_lock();
+    }
     if (CT_UNLIKELY(!ct_active)) {
         /* finished: nothing more is written */
     } else if (CT_UNLIKELY(ev_max && ev_kept >= ev_max)) {
+        /* past the cap: not kept as an event ("dropped", the event trace is partial) but counted
+         * (done.json "counted"; the report says from when) */
         ev_dropped++;
+        ct_cnt_capped(e->t_start);
+        ct_count(e);
     } else {
         idx = (int64_t)(ev_base + ev_kept++);
         /* tid, rank and t_end >= t_start (thread moved CPU / clock step) are ct_fill's */
@@ -819,6 +844,21 @@ static void add_exclude(const char *p, size_t len) {
     ct_excl_len[ct_nexcl++] = al;
 }
 
+/* ---- what counters.c needs --------------------------------------------------------------- */
+const char *ct_cnt_stem(void) { return ct_stem; }
+uint64_t ct_cnt_t0(void) { return ct_t0_ns; }
+int ct_cnt_open(const char *path, int flags) { return r_open(path, flags, 0644); }
+int ct_cnt_write_all(int fd, const void *buf, size_t n) { return write_all(fd, buf, n); }
+int ct_cnt_close(int fd) { return r_close(fd); }
+void ct_cnt_flush_strings(void) { flush_strings(); }
+void ct_cnt_clock(uint64_t *tsc, uint64_t *ns, uint64_t *mult) {
+    ct_anchor(tsc, ns);
+    if (!ct_use_tsc) { *tsc = *ns = ct_realtime_ns(); *mult = 1ull << 32; return; }
+    uint64_t m = ns_per_tick_32(*ns - an0_ns, *tsc - an0_tsc);
+    if (!m && ap_ns) m = ns_per_tick_32(*ns - ap_ns, *tsc - ap_tsc);
+    *mult = m ? m : (uint64_t)(4294967296.0 / 2.5);
+}
+
 /* ---- done.json and the end of a trace ---------------------------------------------------- */
 static int ct_finished;
 
@@ -835,6 +875,12 @@ static void write_done(const char *end) {
     a = cat(b, a, sizeof b, ",\"dropped\":");
     a = cat_u64(b, a, sizeof b, ev_dropped);
     a = cat(b, a, sizeof b, ev_dropped ? ",\"partial\":true" : ",\"partial\":false");
+    a = cat(b, a, sizeof b, ",\"mode\":\"");
+    a = cat(b, a, sizeof b, ct_cnt_mode ? "counters" : "full");
+    a = cat(b, a, sizeof b, "\",\"counted\":");
+    a = cat_u64(b, a, sizeof b, ct_cnt_counted());
+    a = cat(b, a, sizeof b, ",\"sample\":");
+    a = cat_u64(b, a, sizeof b, ct_cnt_mode ? ct_cnt_sample : 0);
     a = cat(b, a, sizeof b, ",\"end\":\"");
     a = cat(b, a, sizeof b, end);
     a = cat(b, a, sizeof b, "\",\"clock\":\"CLOCK_REALTIME\",\"timer\":\"");
@@ -909,7 +955,7 @@ CT_EXPORT void _Exit(int status) { _exit(status); }
  * inside libc, so their buffered events are lost and the new image finds no done.json.) */
 static void ct_before_exec(void) {
     /* nothing recorded (the usual fork+exec child): leave no files behind */
-    if (ct_same_process() && (ev_kept || ev_dropped || aux_n)) ct_flush_all(NULL, 0, 0);
+    if (ct_same_process() && (ev_kept || ev_dropped || aux_n || ct_cnt_counted())) ct_flush_all(NULL, 0, 0);
 }
 CT_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
     ct_before_exec();
@@ -1087,6 +1133,8 @@ static void fork_child(void) {
     if (dio.state > 0) dio.state = -1;
 #endif
     aux_n = 0;
+    cnt_seen = 0;
+    ct_cnt_fork_child();
     str_written = 0;   /* the child's .strings gets every id again */
     ct_t0_ns = ct_realtime_ns();
     ct_anchor(&an0_tsc, &an0_ns);
@@ -1146,6 +1194,9 @@ __attribute__((constructor)) static void ct_init(void) {
     }
     add_exclude(ct_dir, strlen(ct_dir));   /* never trace the trace */
     ev_max = env_u64("CLIMIO_TRACE_MAX_EVENTS", 0);
+    const char *mode = getenv("CLIMIO_TRACE_MODE");
+    ct_cnt_mode = mode && strcmp(mode, "counters") == 0;
+    ct_cnt_sample = (uint32_t)env_u64("CLIMIO_TRACE_SAMPLE", 0);
     uint64_t bytes = env_u64("CLIMIO_TRACE_BUFFER", 4u << 20);
     ev_cap = bytes / sizeof(ct_event);
     if (ev_cap < 1) ev_cap = 1;
@@ -1189,6 +1240,7 @@ __attribute__((constructor)) static void ct_init(void) {
     ct_adopt();
     set_flush_at();
     set_lim();
+    ct_cnt_init(ct_use_tsc ? 2500000000ull : 1000000000ull);   /* counters written about once a second */
     ct_g.single = CT_SINGLE_FLAG;
     ct_posix_init();
     install_signal_handlers();

@@ -277,6 +277,16 @@ void ct_missing(const char *name);   /* report an unresolvable real function (on
 
 int ct_own_process(void);   /* not a vfork() child sharing our memory (one getpid call) */
 
+/* Counters (counters.c): CLIMIO_TRACE_MODE=counters, and a full trace past its event cap */
+extern int ct_cnt_mode;          /* 1: counters mode (events only every ct_cnt_sample-th call) */
+extern uint32_t ct_cnt_sample;   /* CLIMIO_TRACE_SAMPLE (0: no events) */
+void ct_count(const ct_event *e);          /* count one call (event lock held or single-threaded) */
+void ct_cnt_capped(uint64_t t_start);      /* the first call past the cap started at t_start */
+void ct_cnt_write(void);                   /* rewrite <stem>.counters (async-signal-safe) */
+void ct_cnt_init(uint64_t ticks_per_s);
+void ct_cnt_fork_child(void);
+uint64_t ct_cnt_counted(void);
+
 /* Hooks of the layers, called by buffer.c */
 void ct_posix_init(void);              /* fd table */
 void ct_mpi_finalize_hook(void);

@@ -1,5 +1,7 @@
 """The counters-based path of the trace analysis: a Darshan log's per-file, per-rank counters
-(climio.trace.darshan_log) summarised into the same facts Analysis.to_dict() gives for a climio
+(climio.trace.darshan_log), or the counters of a climio trace (counters mode, or a full trace past
+its event cap: climio.trace.counters_log, where records carry real function names and exact access
+classes per stream, and the kept events take DXT's place), summarised into the same facts Analysis.to_dict() gives for a climio
 trace, and judged by the same advice rules (climio.trace.advice), without inventing events.
 
     analyse_log(log) -> CountersAnalysis;  .to_dict() -> facts;  findings(ca, facts) -> list
@@ -63,6 +65,18 @@ DEFINITIONS_DARSHAN = {
 }
 
 
+DEFINITIONS_CLIMIO = {
+    "calls (climio counters)": "every traced call, counted per process, file, function and layer.",
+    "inclusive time (climio counters)": "the summed duration of a function's calls.",
+    "exclusive time (climio counters)": "estimated: a function's time on a file minus the time of the next lower "
+                                        "layer's calls of the same kind on that file (counters record no nesting).",
+    "traced I/O time (climio counters)": "the summed duration of the outermost traced calls (depth 0), exact.",
+    "access classes (climio counters)": "per stream (process, file, layer, kind) as for events: transitions, "
+                                        "consecutive and sequential counts, and the four most common strides "
+                                        "(offset - previous offset) kept by the tracer.",
+}
+
+
 def _iso(epoch):
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds") if epoch else None
 
@@ -70,19 +84,23 @@ def _iso(epoch):
 class CountersAnalysis:
     def __init__(self, log):
         self.log = log
+        self.climio = getattr(log, "source", "darshan") == "climio-counters"
         self.recs = [r for r in log.records if r.reads or r.writes or r.meta_ops or r.time > 0]
         job = log.job
         n = job["nprocs"] or (1 + max([r.rank for r in self.recs] + [0]))
         self.nprocs = n
-        self.units = [f"rank {i}" for i in range(n)]
-        self.process_time = n * job["run_time_s"]
+        self.units = list(getattr(log, "units", None) or [f"rank {i}" for i in range(n)])
+        self.process_time = job.get("process_time_s") or n * job["run_time_s"]
         self.dxt = analyse(log.dxt) if log.dxt is not None else None
         self.dxt_facts = self.dxt.to_dict() if self.dxt is not None else None
         self.files_of = {}
         for r in self.recs:
             self.files_of.setdefault(r.file, []).append(r)
         self._excl = self._exclusive()
-        self.io_time = sum(self._top_time(rs) for rs in self.files_of.values())
+        if self.climio:   # outermost calls are known exactly (depth 0)
+            self.io_time = sum(r.time_top for r in self.recs)
+        else:
+            self.io_time = sum(self._top_time(rs) for rs in self.files_of.values())
 
     # --- helpers ---
 
@@ -153,7 +171,37 @@ class CountersAnalysis:
                     else (lambda r: 0)
                 yield mod, name, kind, calls, time, nbytes
 
+    def _climio_functions(self) -> list:
+        groups = {}
+        for r in self.recs:
+            groups.setdefault((r.layer, r.function), []).append(r)
+        rows = []
+        for (layer, fname), rs in groups.items():
+            c = sum(r.reads + r.writes + r.meta_ops for r in rs)
+            t = sum(r.time for r in rs)
+            b = sum(r.bytes_read + r.bytes_written for r in rs)
+            per = self._per_rank(rs, lambda r: r.time)
+            kind = rs[0].kind
+            ex = self._class_exclusive(rs, kind, lambda r: r.time)
+            row = {"layer": layer, "function": fname, "module": rs[0].module, "calls": c,
+                   "failed": sum(r.failed for r in rs), "time_incl_s": t, "time_excl_s": ex,
+                   "share_incl": self.share(t), "share_excl": self.share(ex), "bytes": b, "kind": kind,
+                   "mean_request": b / c if (b and c and kind != "other") else None,
+                   "ranks": len(self._ranks_of(rs)), "max_rank_time_s": float(per.max()) if len(per) else 0.0,
+                   "max_call_s": max(r.time_max for r in rs),
+                   "first": min((r.start_s for r in rs if r.start_s), default=None),
+                   "last": max((r.end_s for r in rs if r.end_s), default=None)}
+            if layer == "mpiio" and kind != "other":
+                coll = sum(r.coll_reads + r.coll_writes for r in rs)
+                row.update(collective=coll, independent=c - coll)
+            rows.append(row)
+        rows.sort(key=lambda r: (TRACE_LAYER_ORDER.index(r["layer"]) if r["layer"] in TRACE_LAYER_ORDER else 9,
+                                 -r["time_incl_s"]))
+        return rows
+
     def functions(self) -> list:
+        if self.climio:
+            return self._climio_functions()
         rows = []
         for mod, name, kind, calls, time, nbytes in self._classes():
             rs = [r for r in self.recs if r.module == mod and (calls(r) or time(r) > 0)]
@@ -191,7 +239,7 @@ class CountersAnalysis:
         return out
 
     def flow(self, functions) -> dict:
-        if self.dxt_facts is not None:
+        if self.dxt_facts is not None and not (self.climio and self.log.sample):
             return self.dxt_facts["flow"]
         nodes = [{"id": i, "layer": f["layer"], "function": f["function"], "calls": f["calls"],
                   "time_s": f["time_incl_s"], "max_rank_time_s": f["max_rank_time_s"], "ranks": f["ranks"],
@@ -202,7 +250,11 @@ class CountersAnalysis:
         main = []
         for name in TRACE_LAYER_ORDER:
             cands = []
-            for mod, fname, kind, calls, time, nbytes in self._classes():
+            if self.climio:
+                for fname in sorted({r.function for r in self.recs if r.layer == name}):
+                    rs = [r for r in self.recs if r.layer == name and r.function == fname]
+                    cands.append((sum(r.time for r in rs), fname, rs, lambda r: r.time))
+            for mod, fname, kind, calls, time, nbytes in ([] if self.climio else self._classes()):
                 rs = [r for r in self.recs if r.module == mod and r.layer == name and (calls(r) or time(r) > 0)]
                 if rs:
                     cands.append((sum(time(r) for r in rs), fname, rs, time))
@@ -214,10 +266,12 @@ class CountersAnalysis:
                 main.append({"layer": name, "function": fname, "per_rank_s": times, "ranks_calling": len(called),
                              "shared_spread_evenly": any(r.rank < 0 for r in rs), **imbalance(times)})
         io = np.zeros(self.nprocs)
-        for f, rs in self.files_of.items():
+        for f, rs in ({} if self.climio else self.files_of).items():
             present = [l for l in CHAIN if any(r.layer == l for r in rs)]
             top = [r for r in rs if (present and r.layer == present[0]) or r.layer == "stdio"]
             io += self._per_rank(top, lambda r: r.time)
+        if self.climio:
+            io = self._per_rank(self.recs, lambda r: r.time_top)
         by_layer = {}
         for name in OFFSET_LAYERS + ("netcdf", "hdf5"):
             rs = [r for r in self.recs if r.layer == name and (r.bytes_read or r.bytes_written)]
@@ -246,6 +300,8 @@ class CountersAnalysis:
         n = sum(r.reads if kind == "read" else r.writes for r in rs)
         out = {"accesses": n, "unknown_offset": 0, "transitions": 0, "consecutive": 0, "sequential": 0,
                "classification": "unknown", "stride": None, "streams": {}, "source": "darshan counters"}
+        if self.climio:
+            return self._classify_streams(rs, out)
         if any(r.consec_reads is None for r in rs):
             out["unknown_offset"] = n
             return out
@@ -283,9 +339,44 @@ class CountersAnalysis:
             out["stride"] = strides.most_common(1)[0][0]
         return out
 
+    def _classify_streams(self, rs, out) -> dict:
+        """climio counters: each stream classified as analysis.Analysis.classify does from events."""
+        out["source"] = "climio counters"
+        out["unknown_offset"] = sum(r.unknown_offset for r in rs)
+        classes, strides = Counter(), Counter()
+        for r in rs:
+            s = r.stream
+            if not s:
+                continue
+            t, c, q = s["transitions"], s["consecutive"], s["sequential"]
+            dom, dom_n = max(((v, k) for v, k in s["strides"]), key=lambda x: (x[1], -abs(x[0])), default=(0, 0))
+            if t == 0:
+                cls = "single"
+            elif c >= ACCESS_SHARE * t:
+                cls = "consecutive"
+            elif dom_n >= ACCESS_SHARE * t:
+                cls = "repeated" if dom == 0 else "strided"
+                if dom:
+                    strides[dom] += s["accesses"]
+            elif q >= ACCESS_SHARE * t:
+                cls = "sequential"
+            else:
+                cls = "random"
+            classes[cls] += s["accesses"]
+            out["transitions"] += t
+            out["consecutive"] += c
+            out["sequential"] += q
+        out["streams"] = dict(classes)
+        if classes:
+            worse = ("single", "consecutive", "sequential", "strided", "repeated", "random")
+            out["classification"] = max(classes, key=lambda k: (classes[k], worse.index(k)))
+        if out["classification"] == "strided" and strides:
+            out["stride"] = strides.most_common(1)[0][0]
+        return out
+
     def files(self) -> list:
         dxt_access = {}
-        if self.dxt_facts is not None:
+        if self.dxt_facts is not None and not self.climio:
             for e in self.dxt_facts["files"]:
                 for a in e["access"]:
                     dxt_access[(e["file"], a["layer"], a["kind"])] = (a, e)
@@ -397,7 +488,46 @@ class CountersAnalysis:
                         "rules_not_checked": [{"rule": r, "why": w} for r, w in nd],
                         "records": len(log.records)},
         }
+        if self.climio:
+            self._climio_facts(facts, functions, nd)
         return facts
+
+    def _climio_facts(self, facts, functions, nd) -> None:
+        """The facts of a climio counters trace: its processes, notes and the parts the kept events give."""
+        log = self.log
+        tr = facts["trace"]
+        facts["source"] = "climio-counters"
+        facts["definitions"] = {**DEFINITIONS, **DEFINITIONS_CLIMIO}
+        tr["notes"] = list(log.notes) + list(log.limits)
+        if self.io_time > self.process_time > 0:
+            tr["notes"].append("the traced I/O time exceeds the process time: I/O overlapped in several threads; "
+                               "shares are over 100%.")
+        if nd:
+            tr["notes"].append("climio counters: rules not checked: " + "; ".join(f"{r} ({why})" for r, why in nd))
+        tr["partial"] = any(n.startswith("partial:") for n in log.notes)
+        tr["exit_status"] = log.job.get("exit_status")
+        tr["command"] = (log.meta or {}).get("command") or tr["command"]
+        tr["host"] = (log.meta or {}).get("host")
+        tr["calls"] = sum(f["calls"] for f in functions)
+        tr["processes"] = [{"host": p.host, "pid": p.pid, "rank": p.rank, "label": p.label, "events": p.n_events,
+                            "end": (p.done or {}).get("end"), "dropped": (p.done or {}).get("dropped", 0),
+                            "counted": (p.done or {}).get("counted"), "mode": (p.done or {}).get("mode"),
+                            "partial": p.partial, "notes": list(p.notes)} for p in log.procs]
+        facts["counters"] = {"mode": sorted({p["mode"] for p in tr["processes"] if p["mode"]}),
+                             "sample": log.sample, "capped": log.capped, "records": len(log.records),
+                             "rules_not_checked": [{"rule": r, "why": w} for r, w in nd]}
+        del facts["darshan"]
+        if self.dxt_facts is not None and not log.sample:   # the events before the cap
+            facts["netcdf"] = self.dxt_facts["netcdf"]
+        if not log.sample:
+            facts["shared_writes"] = self.dxt_facts["shared_writes"] if self.dxt_facts is not None else []
+        set_size = [r for r in self.recs if r.function == "MPI_File_set_size"]
+        t = sum(r.time for r in set_size)
+        per = self._per_rank(set_size, lambda r: r.time)
+        facts["truncation"].update(calls=sum(r.meta_ops for r in set_size), time_s=t,
+                                   share_of_io=t / self.io_time if self.io_time else 0.0,
+                                   max_rank_time_s=float(per.max()) if len(per) else 0.0,
+                                   functions=["MPI_File_set_size"] if set_size else [])
 
 
 def CHAIN_RANK(layer):
@@ -409,6 +539,13 @@ def analyse_log(log) -> CountersAnalysis:
 
 
 def findings_not_checked(ca) -> list:
+    if ca.climio:
+        out = []
+        if ca.log.dxt is None or ca.log.sample:
+            out += [("partial-chunk-compressed", "needs netCDF request geometry (events)"),
+                    ("chunk-cache-small", "needs netCDF request geometry (events)"),
+                    ("independent-shared-writes", "needs per-call offsets of every write (events)")]
+        return out + [("below-library-min-read", "needs the POSIX reads under each library read (nesting)")]
     out = [("partial-chunk-compressed", "needs the netCDF layer"), ("chunk-cache-small", "needs the netCDF layer"),
            ("close-truncate", "Darshan does not record ftruncate / MPI_File_set_size")]
     if ca.log.dxt is None:
@@ -428,7 +565,8 @@ def findings(ca, facts=None) -> list:
     for rule in (advice._random_access, advice._partial_chunks, advice._chunk_cache, advice._shared_writes,
                  advice._truncate, advice._file_per_process):
         out.extend(rule(None, facts, io))
-    out += _library_min_read(ca, facts, io)
+    if not ca.climio:   # needs the POSIX reads under each library read: nesting, which counters lack
+        out += _library_min_read(ca, facts, io)
     order = {"high": 0, "medium": 1, "low": 2}
     out.sort(key=lambda f: (order[f["severity"]], -f["evidence"]["share_of_io_time"]))
     return out
@@ -510,12 +648,13 @@ def _small_requests(ca, facts, io):
         size_text = ", ".join(f"{s} B x{c}" for s, c in common) if common else "not among Darshan's four common sizes"
         out.append(advice._finding(
             "small-requests", t, io,
-            f"{n_small} of {n} {kind}s are smaller than {advice.format_size(advice.SMALL_REQUEST_BYTES)} (Darshan's "
-            f"size histogram; STDIO: mean size), in {where}; most common sizes: {size_text}.{text}",
+            f"{n_small} of {n} {kind}s are smaller than {advice.format_size(advice.SMALL_REQUEST_BYTES)} "
+            f"({'the size histogram of climio counters' if ca.climio else 'Darshan' + chr(39) + 's size histogram; STDIO: mean size'}), "
+            f"in {where}; most common sizes: {size_text}.{text}",
             {"kind": kind, "requests": n, "small_requests": n_small, "small_bytes": nbytes,
              "common_sizes": [[int(s), int(c)] for s, c in common], "files": nfiles, "top_files": files,
              "issued_by": {k: issued.get(k, 0) for k in ("collective_mpiio", "independent_mpiio", "no_mpiio")},
-             "source": "darshan counters; time estimated as the kind's time x the small share"},
+             "source": ("climio" if ca.climio else "darshan") + " counters; time estimated as the kind's time x the small share"},
             adv))
     return out
 

@@ -1,4 +1,9 @@
-"""`climio trace run [-o DIR] [--layers ...] [--exclude PREFIX ...] [--max-events N] -- COMMAND ...`
+"""`climio trace run [-o DIR] [--layers ...] [--exclude PREFIX ...] [--max-events N] [--mode full|counters[:N]] -- COMMAND ...`
+
+--mode counters: the tracer keeps Darshan-style counters per process, file, function and layer in
+bounded memory (CLIMIO_TRACE_MODE=counters) instead of an event per call, for runs of any length;
+counters:N also keeps every Nth call as an event (CLIMIO_TRACE_SAMPLE=N). A full trace that reaches
+--max-events goes on counting its calls in counters.
 
 Runs COMMAND with libclimio-trace.so preloaded and the CLIMIO_TRACE_* variables of
 csrc/trace/FORMAT.md set, writes DIR/meta.json and returns COMMAND's exit status (128 + N when
@@ -21,6 +26,7 @@ MPI, both ways round:
 import datetime as _dt
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -62,11 +68,28 @@ def preload(existing, lib) -> str:
     return ":".join(parts if lib in parts else [*parts, lib])
 
 
-def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None) -> dict:
+MODES = ("full", "counters")
+
+
+def parse_mode(mode) -> tuple:
+    """'full', 'counters' or 'counters:N' -> (mode, sample N or 0)."""
+    text = (mode or "full").strip().lower()
+    name, _, n = text.partition(":")
+    if name not in MODES or (n and (name != "counters" or not n.isdigit() or int(n) < 1)):
+        raise InputError(f"--mode must be full, counters or counters:N (every Nth call also kept as an event), "
+                         f"got {mode!r}")
+    return name, int(n) if n else 0
+
+
+def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None, mode="full", sample=0) -> dict:
     env = {"LD_PRELOAD": preload(existing_preload, lib), "CLIMIO_TRACE_DIR": str(out_dir),
            "CLIMIO_TRACE_LAYERS": ",".join(layers), "CLIMIO_TRACE_EXCLUDE": ":".join(excludes)}
     if max_events is not None:
         env["CLIMIO_TRACE_MAX_EVENTS"] = str(max_events)
+    if mode == "counters":
+        env["CLIMIO_TRACE_MODE"] = "counters"
+        if sample:
+            env["CLIMIO_TRACE_SAMPLE"] = str(sample)
     return env
 
 
@@ -97,7 +120,8 @@ def _iso(ns) -> str:
     return _dt.datetime.fromtimestamp(ns / 1e9, _dt.timezone.utc).isoformat(timespec="microseconds")
 
 
-def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None, force=False) -> int:
+def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None, force=False,
+              mode="full") -> int:
     """Trace `command`; return its exit status. `say(msg)` reports where the trace went.
 
     A non-empty trace directory is refused unless `force` (two runs would merge into one report);
@@ -108,6 +132,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     layer_list = parse_choice(layers, TRACEABLE_LAYERS, "trace layer") if layers else list(TRACEABLE_LAYERS)
     if max_events is not None and max_events < 1:
         raise InputError(f"--max-events must be at least 1, got {max_events}")
+    mode_name, sample = parse_mode(mode)
     _resolve(command)
     rank = env_rank()
     if out is None and rank is not None:
@@ -121,7 +146,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     excl = list(dict.fromkeys([*default_excludes(), *excludes]))
     env = dict(os.environ)
     kind = launcher_flavour(command)
-    tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"))
+    tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"), mode_name, sample)
     if kind:
         argv = wrap_command(command, tvars, kind)  # the ranks get the variables, the launcher does not
     else:
@@ -129,7 +154,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
         env.update(tvars)
     write_meta = rank in (None, 0)
     meta = {"format": 1, "command": command, "argv": argv, "cwd": os.getcwd(), "host": socket.gethostname(),
-            "layers": layer_list, "exclude": excl, "max_events": max_events, "library": lib, "launcher": kind,
+            "layers": layer_list, "exclude": excl, "max_events": max_events, "mode": mode_name, "sample": sample, "library": lib, "launcher": kind,
             "climio_version": __version__, "env": tvars, "start_ns": time.time_ns(), "end_ns": None,
             "exit_status": None}
     meta["start"] = _iso(meta["start_ns"])
@@ -142,7 +167,8 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     if write_meta:
         atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
         if say:
-            n = len(list(out_dir.glob("*.events")))
+            n = len({re.sub(r"(\.exec\d+)?\.(events|counters)$", "", f.name) for f in out_dir.iterdir()
+                     if f.name.endswith((".events", ".counters"))})
             say(f"trace: {out_dir} ({n} traced process{'es' if n != 1 else ''}; exit status {status}); "
                 f"report with: climio trace report {out_dir}")
     return status
