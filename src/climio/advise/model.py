@@ -1,0 +1,363 @@
+"""The model: how long a Layout + Access + Stack + task count takes on a calibrated platform.
+
+One explicit formula, evaluated on the requests the HDF5 library makes for the reads:
+
+    time = sum over storage requests  (latency(pattern) + size / rate(size, pattern))      I/O
+         + bytes decoded / decode rate(codec)                                             decode
+         + calls x call_s + chunks visited x chunk_s + runs x piece_s + bytes / copy_Bps   CPU
+    with N tasks:  I/O / S_io(N) + (decode + CPU) / S_cpu(N) + open
+
+The requests come from the chunk geometry (climio.layout's conventions) and what HDF5 does
+with it, simulated read by read in the order the program reads:
+  * contiguous data: one request per contiguous run; runs shorter than the sieve buffer (64 KiB)
+    are served by a sieve read of 64 KiB starting at the run, which later runs inside it reuse;
+  * chunked data: every chunk a read touches is fetched whole (stored size) and decoded when
+    compressed, unless the chunk cache still holds it from an earlier read (LRU, the stack's
+    cache size; a chunk larger than the cache is never cached). An uncompressed chunk larger
+    than the cache is read directly: only the runs the read needs, through the sieve;
+  * the page cache: a request whose pages were all fetched before is a "warm" request (the
+    warm latency and rate), a cold one is "sequential" when it starts where the previous
+    storage request ended, else "strided".
+Reads beyond a window (SIM_REQUESTS requests) are not simulated one by one: the first reads are,
+and the counts are scaled by reads / reads simulated.
+
+The path through the thesis's flowchart (Fig. 7.1: contiguous or chunked, sequential or not,
+whole or partial chunks, compressed, parallel) is returned with the breakdown.
+"""
+
+import itertools
+import math
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..layout import Layout, format_chunks
+from .profile import Profile
+
+SIM_REQUESTS = 200_000     # storage requests simulated one by one before scaling
+
+
+@dataclass
+class Counts:
+    """What the reads cost in countable units (totals over every read, scaled if sampled)."""
+    reads: int = 0
+    reads_simulated: int = 0
+    calls: float = 0
+    pieces: float = 0                  # contiguous runs gathered into the user's buffer
+    chunks_visited: float = 0
+    chunk_cache_hits: float = 0
+    partial_chunks: float = 0
+    decodes: float = 0
+    bytes_wanted: float = 0
+    bytes_decoded: float = 0
+    requests: dict = field(default_factory=dict)   # (pattern, size) -> count
+    max_touched_bytes: int = 0         # most chunk bytes one read touches (chunk cache sizing)
+
+    def storage(self, pattern=None) -> tuple:
+        n = b = 0.0
+        for (p, s), c in self.requests.items():
+            if pattern is None or p == pattern:
+                n += c
+                b += c * s
+        return n, b
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "requests"}
+        by = {}
+        for (p, s), c in self.requests.items():
+            e = by.setdefault(p, {"requests": 0.0, "bytes": 0.0})
+            e["requests"] += c
+            e["bytes"] += c * s
+        d["storage"] = by
+        return d
+
+
+def _prod(xs) -> int:
+    return int(math.prod(int(x) for x in xs))
+
+
+def _runs(count, extents):
+    """(runs, run length in elements, the dimension the runs step along or -1) of a box with
+    `count` inside an array of `extents`, C order."""
+    last = max((i for i, (n, e) in enumerate(zip(count, extents)) if n != e), default=-1)
+    if last < 0:
+        return 1, _prod(count), last
+    return _prod(count[:last]), _prod(count[last:]), last
+
+
+def _run_offsets(start, count, extents, last) -> np.ndarray:
+    """Element offsets (C order in `extents`) of the runs of box (start, count)."""
+    if last <= 0:
+        return np.array([int(np.ravel_multi_index(tuple(start), tuple(extents)))], dtype=np.int64)
+    strides = np.array([_prod(extents[i + 1:]) for i in range(len(extents))], dtype=np.int64)
+    offs = np.array([int(start[last]) * strides[last] + sum(int(start[i]) * strides[i] for i in range(last + 1, len(extents)))],
+                    dtype=np.int64)
+    for i in range(last - 1, -1, -1):
+        idx = (np.arange(int(count[i]), dtype=np.int64) + int(start[i])) * strides[i]
+        offs = (idx[:, None] + offs[None, :]).ravel()
+    return offs
+
+
+class _Storage:
+    """The storage side: page-cache state and request classification."""
+
+    def __init__(self, page, sieve):
+        self.page = page
+        self.sieve = sieve
+        self.seen = set()
+        self.prev_end = None
+        self.req = Counter()
+        self.sieve_lo = self.sieve_hi = -1
+
+    def fetch(self, off, size):
+        size = int(size)
+        if size <= 0:
+            return
+        p0, p1 = off // self.page, (off + size - 1) // self.page
+        pages = range(p0, p1 + 1)
+        if all(p in self.seen for p in pages):
+            pattern = "warm"
+        else:
+            pattern = "sequential" if self.prev_end is not None and off == self.prev_end else "strided"
+            self.seen.update(pages)
+        self.prev_end = off + size
+        self.req[(pattern, size)] += 1
+
+    def contig(self, offs_bytes, run_bytes, region_lo, region_hi):
+        """Runs of `run_bytes` at byte offsets inside the region [lo, hi) (a contiguous dataset
+        or one chunk read directly), through HDF5's sieve buffer."""
+        if run_bytes >= self.sieve:
+            for o in offs_bytes:
+                self.fetch(int(o), run_bytes)
+            return
+        for o in offs_bytes:
+            o = int(o)
+            if self.sieve_lo <= o and o + run_bytes <= self.sieve_hi:
+                continue
+            lo = o
+            hi = min(o + self.sieve, region_hi)
+            if hi - lo < run_bytes:
+                hi = lo + run_bytes
+            self.fetch(lo, hi - lo)
+            self.sieve_lo, self.sieve_hi = lo, hi
+
+
+def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, max_requests=SIM_REQUESTS) -> Counts:
+    """Counts of the reads (a list of (start, count)) against `layout`, in the order given."""
+    shape, isz = layout.shape, layout.itemsize
+    reads = list(reads)
+    for s, c in reads[:1] + reads[-1:]:
+        if len(s) != len(shape) or any(a < 0 or b < 1 or a + b > d for a, b, d in zip(s, c, shape)):
+            raise InputError(f"read start {list(s)} count {list(c)} outside the variable of shape "
+                             f"{format_chunks(shape)}")
+    st = _Storage(profile.page_bytes, profile.sieve_bytes)
+    cnt = Counts(reads=len(reads))
+    chunks = layout.chunks
+    if chunks is not None:
+        grid = tuple(-(-d // c) for d, c in zip(shape, chunks))
+        nchunks = _prod(grid)
+        cbytes = layout.chunk_nbytes
+        stored_chunk = max(1, round(layout.stored * cbytes / max(layout.allocated_bytes, 1))) if layout.compressed \
+            else cbytes
+        cache = OrderedDict()
+        cache_slots = chunk_cache_bytes // cbytes if cbytes and cbytes <= chunk_cache_bytes else 0
+        gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
+    simulated = 0
+    for start, count in reads:
+        if sum(st.req.values()) >= max_requests and simulated:
+            break
+        simulated += 1
+        cnt.calls += 1
+        cnt.bytes_wanted += _prod(count) * isz
+        if chunks is None:
+            nruns, run_len, last = _runs(count, shape)
+            cnt.pieces += nruns
+            offs = _run_offsets(start, count, shape, last) * isz
+            st.contig(offs, run_len * isz, 0, layout.nbytes)
+            continue
+        ranges = [range(s // c, (s + n - 1) // c + 1) for s, n, c in zip(start, count, chunks)]
+        touched = _prod(len(r) for r in ranges)
+        cnt.max_touched_bytes = max(cnt.max_touched_bytes, touched * cbytes)
+        # per dimension: the intersection length with each chunk index, and whether it is whole
+        inter = []
+        for r, s, n, c, d in zip(ranges, start, count, chunks, shape):
+            inter.append([(j, min((j + 1) * c, s + n) - max(j * c, s), min((j + 1) * c, d) - j * c) for j in r])
+        for combo in itertools.product(*inter):
+            cid = sum(j * g for (j, _, _), g in zip(combo, gstrides))
+            m = [x for _, x, _ in combo]
+            whole = all(x == e for _, x, e in combo)
+            cnt.chunks_visited += 1
+            if not whole:
+                cnt.partial_chunks += 1
+            nr, rl, lst = _runs(m, chunks)
+            cnt.pieces += nr
+            if cache_slots and cid in cache:
+                cache.move_to_end(cid)
+                cnt.chunk_cache_hits += 1
+                continue
+            base = cid * stored_chunk
+            if layout.compressed or cache_slots:
+                st.fetch(base, stored_chunk)
+                st.sieve_lo = st.sieve_hi = -1
+                if layout.compressed:
+                    cnt.decodes += 1
+                    cnt.bytes_decoded += cbytes
+                if cache_slots:
+                    cache[cid] = True
+                    if len(cache) > cache_slots:
+                        cache.popitem(last=False)
+            else:   # uncompressed, too large for the cache: direct reads of the runs needed
+                lo = [max(j * c, s) - j * c for (j, _, _), s, c in zip(combo, start, chunks)]
+                offs = _run_offsets(lo, m, chunks, lst) * isz + base
+                st.contig(offs, rl * isz, base, base + cbytes)
+    cnt.reads_simulated = simulated
+    scale = len(reads) / simulated if simulated else 0.0
+    if scale != 1.0:
+        for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "partial_chunks", "decodes",
+                  "bytes_wanted", "bytes_decoded"):
+            setattr(cnt, k, getattr(cnt, k) * scale)
+    cnt.requests = {k: v * scale for k, v in st.req.items()}
+    return cnt
+
+
+# --- time ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Prediction:
+    seconds: float
+    io_s: float
+    decode_s: float
+    cpu_s: float
+    open_s: float
+    tasks: int
+    speedup_io: float
+    speedup_cpu: float
+    serial_s: float
+    stack: str
+    layout: dict
+    counts: Counts
+    path: list
+    bound: str
+    platform_id: str
+    passes: int = 1
+    notes: list = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        """The reads plus opening the file (`seconds` is the reads alone, what --check times)."""
+        return self.seconds + self.open_s
+
+    @property
+    def parallel_factor(self) -> float:
+        return self.serial_s / self.seconds if self.seconds else 1.0
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "counts"}
+        d["counts"] = self.counts.to_dict()
+        d["parallel_factor"] = self.parallel_factor
+        d["total_s"] = self.total_s
+        return d
+
+    def lines(self) -> list:
+        c = self.counts
+        n_cold, b_cold = (c.storage("sequential")[i] + c.storage("strided")[i] for i in (0, 1))
+        n_warm, b_warm = c.storage("warm")
+        out = [f"predicted {self.seconds:.3g} s of reads + {self.open_s:.2g} s open ({self.bound}-bound; {self.tasks} task{'s' if self.tasks != 1 else ''}, "
+               f"{self.stack}, profile {self.platform_id})",
+               f"  I/O     {self.io_s:9.3g} s  {n_cold:.0f} storage requests ({_mib(b_cold)}) + {n_warm:.0f} from "
+               f"the page cache ({_mib(b_warm)})",
+               f"  decode  {self.decode_s:9.3g} s  {_mib(c.bytes_decoded)} decoded in {c.decodes:.0f} chunk decodes",
+               f"  CPU     {self.cpu_s:9.3g} s  {c.calls:.0f} calls, {c.chunks_visited:.0f} chunk visits "
+               f"({c.chunk_cache_hits:.0f} cache hits), {c.pieces:.0f} runs, {_mib(c.bytes_wanted)} delivered",
+               f"  open    {self.open_s:9.3g} s",
+               f"  parallel factor {self.parallel_factor:.2f}x (I/O {self.speedup_io:.2f}x, CPU {self.speedup_cpu:.2f}x "
+               f"with {self.tasks} tasks; serial {self.serial_s:.3g} s)"]
+        out.append("  flowchart: " + " -> ".join(self.path))
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+
+def _mib(b) -> str:
+    return f"{b / 2**20:.1f} MiB"
+
+
+def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> dict:
+    """The formula on counts: seconds per component (serial, one pass)."""
+    sr = profile.stack(stack)
+    io = 0.0
+    for (p, size), n in counts.requests.items():
+        io += n * (profile.latency(p) + size / profile.rate(p, size))
+    decode = counts.bytes_decoded / profile.decode(codec) if counts.bytes_decoded else 0.0
+    cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_s + counts.pieces * sr.piece_s
+           + counts.bytes_wanted / sr.copy_Bps)
+    return {"io_s": io, "decode_s": decode, "cpu_s": cpu, "open_s": sr.open_s}
+
+
+def flowchart_path(layout: Layout, counts: Counts, codec: str, tasks: int) -> list:
+    """The branch of the thesis's Fig. 7.1 these reads take."""
+    path = []
+    n_cold, b_cold = (counts.storage("sequential")[i] + counts.storage("strided")[i] for i in (0, 1))
+    seq_share = counts.storage("sequential")[1] / b_cold if b_cold else 1.0
+    size = b_cold / n_cold if n_cold else 0
+    if layout.chunks is None:
+        path.append("contiguous")
+        per_read = counts.pieces / counts.calls if counts.calls else 0
+        if per_read <= 1.0:
+            path.append("sequential (one run per read)")
+        else:
+            run = counts.bytes_wanted / counts.pieces if counts.pieces else 0
+            path.append(f"non-sequential ({per_read:.0f} runs of {_kib(run)} per read)")
+    else:
+        path.append(f"chunked {format_chunks(layout.chunks)}")
+        if counts.partial_chunks:
+            share = counts.partial_chunks / counts.chunks_visited if counts.chunks_visited else 0
+            amp = counts.bytes_decoded / counts.bytes_wanted if layout.compressed and counts.bytes_wanted else None
+            path.append(f"partial chunks ({100 * share:.0f}% of chunks visited"
+                        + (f", {amp:.1f}x decoded per byte wanted" if amp else "") + ")")
+        else:
+            path.append("whole chunks")
+        if layout.compressed:
+            path.append(f"compressed ({codec or 'codec unknown'})")
+        else:
+            path.append("uncompressed")
+    path.append(f"storage requests of {_kib(size)} ({100 * seq_share:.0f}% sequential)" if n_cold
+                else "served by the page cache")
+    if tasks > 1:
+        path.append(f"{tasks} tasks")
+    return path
+
+
+def _kib(b) -> str:
+    return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 1024:.1f} KiB"
+
+
+def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1, codec: str = "",
+            chunk_cache_bytes=None, passes: int = 1, counts: Counts = None) -> Prediction:
+    """Predicted wall time of `reads` (a list of (start, count)), `passes` times over, with
+    `tasks` tasks sharing the reads, through `stack`."""
+    if not isinstance(tasks, int) or tasks < 1:
+        raise InputError(f"--tasks {tasks!r} must be a positive integer")
+    sr = profile.stack(stack)
+    if layout.compressed and not codec:
+        codec = "deflate4+shuffle"
+    cache = sr.chunk_cache_bytes if chunk_cache_bytes is None else int(chunk_cache_bytes)
+    if counts is None:
+        counts = simulate(layout, reads, cache, profile)
+    t = time_of(counts, stack, profile, codec)
+    s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
+    serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])
+    wall = passes * (t["io_s"] / s_io + (t["decode_s"] + t["cpu_s"]) / s_cpu)
+    bound = max((("I/O", t["io_s"]), ("decode", t["decode_s"]), ("CPU", t["cpu_s"])), key=lambda kv: kv[1])[0]
+    notes = []
+    if counts.reads_simulated < counts.reads:
+        notes.append(f"{counts.reads_simulated} of {counts.reads} reads simulated one by one; counts scaled")
+    if layout.chunks is not None and layout.compressed and counts.max_touched_bytes > cache and counts.partial_chunks:
+        notes.append(f"one read touches {_mib(counts.max_touched_bytes)} of chunks, more than the "
+                     f"{_mib(cache)} chunk cache: chunks shared by consecutive reads are decoded again")
+    return Prediction(seconds=wall, io_s=passes * t["io_s"] / s_io, decode_s=passes * t["decode_s"] / s_cpu,
+                      cpu_s=passes * t["cpu_s"] / s_cpu, open_s=t["open_s"], tasks=tasks, speedup_io=s_io,
+                      speedup_cpu=s_cpu, serial_s=serial, stack=stack, layout=layout.to_dict(), counts=counts,
+                      path=flowchart_path(layout, counts, codec, tasks), bound=bound,
+                      platform_id=profile.platform_id, passes=passes, notes=notes)

@@ -1,0 +1,406 @@
+"""Calibrated platform rates: what the model needs to know about one machine and file system.
+
+A Profile is keyed by `platform_id` (climio.platform: host, CPU, RAM and the data's mount) and
+holds, all measured by `climio calibrate` (or fitted from existing run directories):
+
+  storage   per-request latency [s] and rate [B/s] against request size, for sequential and
+            strided requests of cold data, and for re-reads served by the page cache ("warm");
+  stacks    per software stack: call_s (CPU per library read call), chunk_s (per chunk visited),
+            piece_s (per contiguous run gathered), copy_Bps (bytes delivered per second of
+            copying), open_s, and the chunk cache the stack opens a variable with;
+  decode    decode rate [B/s of decoded output] per codec label (deflate4+shuffle, zstd3, ...);
+  parallel  aggregate speed-up of storage reads and of CPU work at the task counts measured;
+  records   the calibration measurements it was fitted from (configuration and median time).
+
+JSON round trip: Profile.from_dict(p.to_dict()) == p. Profiles live in
+~/.cache/climio/profiles/<platform_id>.json (CLIMIO_PROFILE_DIR overrides) and in the run dir.
+Everything here is pure except save/load/find (files).
+"""
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..errors import DataError, InputError
+
+SCHEMA = 1
+PATTERNS = ("sequential", "strided", "warm")
+PROFILE_NAME = "profile.json"
+SIEVE_BYTES = 64 << 10       # HDF5's default sieve buffer for contiguous datasets
+PAGE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class StackRates:
+    call_s: float = 20e-6
+    chunk_s: float = 5e-6
+    piece_s: float = 0.2e-6
+    copy_Bps: float = 4e9
+    open_s: float = 2e-3
+    chunk_cache_bytes: int = 16 << 20
+
+    @classmethod
+    def from_dict(cls, d) -> "StackRates":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class Profile:
+    platform_id: str
+    latency_s: dict = field(default_factory=dict)      # pattern -> s per request
+    rate_Bps: dict = field(default_factory=dict)       # pattern -> [[size, B/s], ...] ascending size
+    stacks: dict = field(default_factory=dict)         # name -> StackRates
+    decode_Bps: dict = field(default_factory=dict)     # codec label -> B/s of decoded output
+    parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
+    sieve_bytes: int = SIEVE_BYTES
+    page_bytes: int = PAGE_BYTES
+    source: str = "synthetic"                          # calibration | runs | synthetic
+    created: str = ""
+    host: str = ""
+    filesystem: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)         # measured effects kept for the report
+    records: list = field(default_factory=list)        # the measurements it came from
+
+    # --- lookups ---------------------------------------------------------------------------------
+    def stack(self, name: str) -> StackRates:
+        if name not in self.stacks:
+            raise InputError(f"unknown stack '{name}' for this profile: calibrated stacks are "
+                             f"{', '.join(sorted(self.stacks)) or 'none'}")
+        return self.stacks[name]
+
+    def latency(self, pattern: str) -> float:
+        return float(self.latency_s.get(pattern, self.latency_s.get("strided", 0.0)))
+
+    def rate(self, pattern: str, size: float) -> float:
+        """B/s for requests of `size` bytes: log-log interpolation in the calibrated table, flat
+        beyond its ends."""
+        table = self.rate_Bps.get(pattern) or self.rate_Bps.get("strided")
+        if not table:
+            raise InputError(f"profile {self.platform_id} has no {pattern} rates")
+        return interp_loglog(table, size)
+
+    def decode(self, codec: str) -> float:
+        """Decode rate for a codec label; an unknown codec takes the closest calibrated one by
+        family (deflateN -> the deflate rates, zstdN -> zstd), else the slowest calibrated."""
+        if not codec or codec == "none":
+            return math.inf
+        if codec in self.decode_Bps:
+            return float(self.decode_Bps[codec])
+        fam = codec_family(codec)
+        same = [v for k, v in self.decode_Bps.items() if codec_family(k) == fam]
+        pool = same or list(self.decode_Bps.values())
+        if not pool:
+            raise InputError(f"profile {self.platform_id} has no decode rates (codec {codec})")
+        return float(sum(pool) / len(pool)) if same else float(min(pool))
+
+    def speedup(self, kind: str, tasks: int) -> float:
+        """Aggregate speed-up of `kind` (io or cpu) work with `tasks` tasks, interpolated in the
+        measured points; beyond the largest measured count: flat for io, and for cpu flat once
+        past the cores (tasks share them)."""
+        if tasks <= 1:
+            return 1.0
+        pts = sorted((int(k), float(v)) for k, v in (self.parallel.get(kind) or {}).items())
+        pts = [(1, 1.0)] + [p for p in pts if p[0] > 1]
+        if len(pts) == 1:
+            cores = int(self.parallel.get("cores") or 1)
+            return float(min(tasks, cores))
+        for (n0, s0), (n1, s1) in zip(pts, pts[1:]):
+            if n0 <= tasks <= n1:
+                return s0 + (s1 - s0) * (tasks - n0) / (n1 - n0)
+        return pts[-1][1]
+
+    # --- JSON --------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["schema"] = SCHEMA
+        d["stacks"] = {k: asdict(v) for k, v in self.stacks.items()}
+        d["parallel"] = {k: ({str(n): s for n, s in v.items()} if isinstance(v, dict) else v)
+                         for k, v in self.parallel.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Profile":
+        if not isinstance(d, dict) or "platform_id" not in d:
+            raise DataError("not a climio profile: no platform_id")
+        kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        kw["stacks"] = {k: StackRates.from_dict(v) for k, v in (d.get("stacks") or {}).items()}
+        kw["rate_Bps"] = {k: [[float(a), float(b)] for a, b in v] for k, v in (d.get("rate_Bps") or {}).items()}
+        kw["parallel"] = {k: ({str(n): float(s) for n, s in v.items()} if isinstance(v, dict) else v)
+                          for k, v in (d.get("parallel") or {}).items()}
+        return cls(**kw)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Profile":
+        return cls.from_dict(json.loads(text))
+
+    def summary_lines(self) -> list:
+        """What the profile says, in a few lines (report, `climio calibrate`)."""
+        out = [f"profile {self.platform_id} ({self.source}{', ' + self.created if self.created else ''})"]
+        for p in ("sequential", "strided", "warm"):
+            if p in self.rate_Bps:
+                pts = ", ".join(f"{_size(s)} {r / 1e6:.0f}" for s, r in self.rate_Bps[p])
+                out.append(f"  storage {p}: latency {1e6 * self.latency(p):.1f} us; MB/s by request size: {pts}")
+        for name, s in sorted(self.stacks.items()):
+            out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk, "
+                       f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
+                       f"chunk cache {_size(s.chunk_cache_bytes)}")
+        if self.decode_Bps:
+            out.append("  decode MB/s: " + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted(self.decode_Bps.items())))
+        for kind in ("io", "cpu"):
+            if self.parallel.get(kind):
+                out.append(f"  parallel {kind} speed-up: " + ", ".join(
+                    f"{n} tasks {s:.2f}x" for n, s in sorted(self.parallel[kind].items(), key=lambda kv: int(kv[0]))))
+        return out
+
+
+def _size(n) -> str:
+    n = float(n)
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= f:
+            v = n / f
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def codec_family(label: str) -> str:
+    """deflate4+shuffle -> deflate; zstd3 -> zstd; bitround12+deflate4 -> deflate."""
+    for part in str(label).split("+"):
+        name = part.rstrip("0123456789:")
+        if name and name not in ("shuffle", "bitround", "bitgroom", "granularbr"):
+            return name
+    return str(label)
+
+
+def interp_loglog(table, x: float) -> float:
+    pts = sorted((float(a), float(b)) for a, b in table)
+    x = max(float(x), 1.0)
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+    return pts[-1][1]
+
+
+# --- fitting: records -> profile (pure) ---------------------------------------------------------------
+
+def fit_storage(points) -> tuple:
+    """points: [(size, seconds per request)] of one pattern -> (latency, [[size, rate]]).
+
+    latency = the intercept of a least-squares line t = a + size/b through the two smallest
+    sizes (clamped to [0, smallest t * 0.9]); rate(size) = size / (t(size) - latency), so the
+    model reproduces every calibrated point exactly."""
+    pts = sorted((float(s), float(t)) for s, t in points if t > 0)
+    if not pts:
+        return 0.0, []
+    if len(pts) >= 2:
+        (s0, t0), (s1, t1) = pts[0], pts[1]
+        slope = (t1 - t0) / (s1 - s0) if s1 != s0 else 0.0
+        lat = t0 - slope * s0
+    else:
+        lat = 0.0
+    lat = min(max(lat, 0.0), 0.9 * pts[0][1])
+    return lat, [[s, s / max(t - lat, 1e-12)] for s, t in pts]
+
+
+def _median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def fit(records, platform_id: str, platform: Optional[dict] = None, source="calibration",
+        base: Optional["Profile"] = None) -> "Profile":
+    """A Profile from calibration records (study "calibrate", params.kind says what each measured).
+
+    kinds: storage (pattern, request_bytes; wall / ops per request), stack-call / stack-runs /
+    stack-copy / stack-chunks (warm library costs, per stack), decode (codec; the decoded bytes
+    and the time beyond the uncompressed twin), parallel (io|cpu, tasks; speed-up against 1 task),
+    open. Fields no record measures keep `base`'s values (or the defaults)."""
+    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get("study") == "calibrate"]
+    prof = Profile(platform_id=platform_id, source=source)
+    if base is not None:
+        prof = Profile.from_dict({**base.to_dict(), "platform_id": platform_id, "source": source, "records": []})
+    groups = {}
+    for r in ok:
+        p = r["params"]
+        key = (p.get("kind"), p.get("stack"), p.get("pattern"), p.get("request_bytes"), p.get("codec"),
+               p.get("what"), p.get("tasks"))
+        groups.setdefault(key, []).append(r)
+    med = {k: _median([r["metrics"]["wall_s"] for r in v]) for k, v in groups.items()}
+    one = {k: v[0] for k, v in groups.items()}
+    # storage
+    for pattern in PATTERNS:
+        pts = [(k[3], med[k] / max(one[k]["metrics"].get("ops") or 1, 1)) for k in groups
+               if k[0] == "storage" and k[2] == pattern]
+        if pts:
+            prof.latency_s[pattern], prof.rate_Bps[pattern] = fit_storage(pts)
+    # stacks: solve the warm library costs in order (call, then runs, then copy, then chunks)
+    names = sorted({k[1] for k in groups if k[0] and k[0].startswith("stack-") and k[1]})
+    for name in names:
+        old = prof.stacks.get(name, StackRates())
+        vals = asdict(old)
+
+        def get(kind):
+            k = next((k for k in groups if k[0] == kind and k[1] == name), None)
+            return (med[k], one[k]["params"], one[k]["metrics"]) if k else None
+        warm = lambda nbytes, reqs: nbytes / prof.rate("warm", max(nbytes / max(reqs, 1), 1)) + \
+            reqs * prof.latency("warm") if prof.rate_Bps.get("warm") else 0.0
+        c = get("stack-call")
+        if c:
+            t, p, m = c
+            vals["call_s"] = max(t - warm(p["bytes_read"], p["requests"]), 0.0) / p["calls"]
+        cp = get("stack-copy")
+        if cp:
+            t, p, m = cp
+            rest = t - p["calls"] * vals["call_s"] - warm(p["bytes_read"], p["requests"])
+            vals["copy_Bps"] = p["bytes_wanted"] / max(rest, 1e-9)
+        rn = get("stack-runs")
+        if rn:
+            t, p, m = rn
+            rest = (t - p["calls"] * vals["call_s"] - p["bytes_wanted"] / vals["copy_Bps"]
+                    - warm(p["bytes_read"], p["requests"]))
+            vals["piece_s"] = max(rest, 0.0) / p["pieces"]
+        ch = get("stack-chunks")
+        if ch:
+            t, p, m = ch
+            rest = (t - p["calls"] * vals["call_s"] - p["bytes_wanted"] / vals["copy_Bps"]
+                    - p["pieces"] * vals["piece_s"] - warm(p["bytes_read"], p["requests"]))
+            vals["chunk_s"] = max(rest, 0.0) / p["chunks"]
+        op = get("stack-open")
+        if op:
+            vals["open_s"] = op[0]
+            if op[1].get("chunk_cache_bytes"):
+                vals["chunk_cache_bytes"] = int(op[1]["chunk_cache_bytes"])
+        prof.stacks[name] = StackRates(**vals)
+    # decode: decoded bytes over the time beyond the uncompressed twin (same stack, same reads)
+    for k in groups:
+        if k[0] == "decode" and k[4]:
+            t, p = med[k], one[k]["params"]
+            twin = next((kk for kk in groups if kk[0] == "decode" and kk[4] in (None, "none")
+                         and kk[1] == k[1]), None)
+            t0 = med[twin] if twin else 0.0
+            extra = t - t0 - warm_cost(prof, p.get("bytes_read", 0) - (one[twin]["params"].get("bytes_read", 0) if twin else 0))
+            prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-9)
+    # parallel speed-ups: time of the same total work with 1 task over time with n tasks
+    for kind in ("io", "cpu"):
+        base1 = [med[k] for k in groups if k[0] == "parallel" and k[5] == kind and int(k[6]) == 1]
+        if base1:
+            pts = {str(int(k[6])): base1[0] / med[k] for k in groups
+                   if k[0] == "parallel" and k[5] == kind and int(k[6]) > 1}
+            prof.parallel[kind] = pts
+    if any(k[0] == "parallel" for k in groups):
+        prof.parallel["cores"] = max(int(one[k]["params"].get("cores") or 1) for k in groups if k[0] == "parallel")
+    for k in groups:
+        if k[0] == "cache-effect":
+            prof.checks.setdefault("chunk_cache", {})[k[5]] = med[k]
+    if platform:
+        prof.host = platform.get("host", "")
+        fs = platform.get("filesystem", {})
+        prof.filesystem = {x: fs.get(x) for x in ("type", "source", "mount_point")}
+        prof.versions = (platform.get("versions") or {}).get("python", {})
+    prof.records = [{"params": one[k]["params"], "median_wall_s": med[k], "reps": len(groups[k])} for k in groups]
+    return prof
+
+
+def warm_cost(prof: Profile, nbytes) -> float:
+    if nbytes <= 0 or not prof.rate_Bps.get("warm"):
+        return 0.0
+    return nbytes / prof.rate("warm", 1 << 20)
+
+
+# --- files -------------------------------------------------------------------------------------------
+
+def profile_dir() -> Path:
+    env = os.environ.get("CLIMIO_PROFILE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "climio" / "profiles"
+
+
+def path_for(platform_id: str) -> Path:
+    return profile_dir() / f"{platform_id}.json"
+
+
+def save(prof: Profile, *paths) -> list:
+    """Write the profile to the cache directory (by platform id) and to any extra paths; each
+    written under a temporary name and renamed."""
+    out = []
+    for p in (path_for(prof.platform_id), *paths):
+        p = Path(p)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(prof.to_json())
+        os.replace(tmp, p)
+        out.append(p)
+    return out
+
+
+def load(path) -> Profile:
+    p = Path(path)
+    if p.is_dir():
+        p = p / PROFILE_NAME
+    try:
+        return Profile.from_json(p.read_text())
+    except FileNotFoundError:
+        raise DataError(f"no profile at {p}") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"{p} is not a climio profile: {exc}") from None
+
+
+def find(platform_id: str, path=None, warn=None):
+    """The profile to predict with, and a warning line or "".
+
+    `path` given: that profile; a different platform id than `platform_id` is used with a warning.
+    Else the cached profile of this platform; else the newest cached profile of another platform
+    with a warning; else None (the caller falls back to the built-in defaults, and says so)."""
+    if path:
+        prof = load(path)
+        if platform_id and prof.platform_id != platform_id:
+            return prof, (f"warning: profile {path} is for platform {prof.platform_id}, not this one "
+                          f"({platform_id}); predictions use another machine's rates")
+        return prof, ""
+    mine = path_for(platform_id) if platform_id else None
+    if mine and mine.exists():
+        return load(mine), ""
+    others = sorted(profile_dir().glob("*.json"), key=lambda q: q.stat().st_mtime, reverse=True) \
+        if profile_dir().is_dir() else []
+    if others:
+        prof = load(others[0])
+        return prof, (f"warning: no profile for this platform ({platform_id}); using {others[0]} from platform "
+                      f"{prof.platform_id}: run `climio calibrate` here for this machine's rates")
+    return None, (f"warning: no calibrated profile for this platform ({platform_id}); using built-in laptop "
+                  "defaults: run `climio calibrate` (about 5 minutes, --quick about 1)")
+
+
+def default_profile(platform_id: str = "defaults") -> Profile:
+    """Built-in rates (a laptop SSD, HDF5 1.14, netCDF4-python) used when nothing is calibrated."""
+    stacks = {
+        "netcdf4-python": StackRates(call_s=60e-6, chunk_s=4e-6, piece_s=0.15e-6, copy_Bps=3e9, open_s=3e-3,
+                                     chunk_cache_bytes=16 << 20),
+        "h5py": StackRates(call_s=40e-6, chunk_s=4e-6, piece_s=0.15e-6, copy_Bps=3e9, open_s=2e-3,
+                           chunk_cache_bytes=1 << 20),
+        "h5netcdf": StackRates(call_s=80e-6, chunk_s=4e-6, piece_s=0.15e-6, copy_Bps=3e9, open_s=5e-3,
+                               chunk_cache_bytes=1 << 20),
+        "xarray": StackRates(call_s=200e-6, chunk_s=4e-6, piece_s=0.15e-6, copy_Bps=2e9, open_s=20e-3,
+                             chunk_cache_bytes=16 << 20),
+        "c-netcdf": StackRates(call_s=10e-6, chunk_s=4e-6, piece_s=0.15e-6, copy_Bps=4e9, open_s=2e-3,
+                               chunk_cache_bytes=16 << 20),
+    }
+    return Profile(platform_id=platform_id, source="defaults",
+                   latency_s={"sequential": 2e-6, "strided": 60e-6, "warm": 1e-6},
+                   rate_Bps={"sequential": [[4096, 1e9], [1 << 20, 2e9]],
+                             "strided": [[4096, 1e9], [1 << 20, 1.5e9]],
+                             "warm": [[4096, 3e9], [1 << 20, 6e9]]},
+                   stacks=stacks, decode_Bps={"deflate1": 400e6, "deflate4+shuffle": 500e6, "zstd3": 1200e6},
+                   parallel={"cores": os.cpu_count() or 1})

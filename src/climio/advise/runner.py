@@ -1,0 +1,177 @@
+"""Run a workflow's reads cold and time them: what `climio predict --check`, the calibration and
+the validation study measure.
+
+    measure(path, var, reads, stack, tasks=1, reps=3, ...) -> [record]
+
+One task: the shared repetition loop (measure.series.run_series) in this process: open (untimed),
+evict the file and verify with mincore, time the reads, close. N tasks: N processes (spawned once
+per call, outside the timed region) each open the file, the parent evicts it once every task has
+opened, then all start together and each times its share of the reads (consecutive groups, as
+the STSA splits latitudes); the record's wall time is the slowest task's. c-netcdf: the native
+slab probe (climio-probe-netcdf-slab), N of them at once for N tasks.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from .. import cache, native
+from ..errors import DataError, InputError, NativeError
+from ..measure.series import Series, Timer, run_series, storage_check, storage_read_bytes
+from ..records import make_record
+from ..stacks import STACKS
+
+STACK_NAMES = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
+
+
+def check_stack(stack: str) -> str:
+    if stack not in STACK_NAMES:
+        raise InputError(f"unknown stack '{stack}': use {', '.join(STACK_NAMES)}")
+    return stack
+
+
+class _Opened:
+    def __init__(self, reader):
+        self.reader = reader
+
+    def read(self, s):
+        return self.reader.read_slab(*s)
+
+    def close(self):
+        self.reader.close()
+
+
+def _cache_spec(chunk_cache):
+    return None if chunk_cache is None else (int(chunk_cache), 4133, 0.75)
+
+
+def split(reads, tasks) -> list:
+    """Consecutive groups of reads, one per task (as equal as possible)."""
+    n = len(reads)
+    bounds = [round(i * n / tasks) for i in range(tasks + 1)]
+    return [reads[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+# --- N tasks in processes ----------------------------------------------------------------------------
+
+_STATE = {}
+
+
+def _task(path, var, stack, reads, chunk_cache, barrier):
+    reader = STACKS[stack]()
+    reader.open(path, var, _cache_spec(chunk_cache))
+    barrier.wait()          # every task has opened
+    barrier.wait()          # the parent has evicted the file
+    nbytes = 0
+    with Timer() as t:
+        for s in reads:
+            nbytes += reader.read_slab(*s).nbytes
+    reader.close()
+    return {"bytes": nbytes, "ops": len(reads), **t.metrics()}
+
+
+def _parallel_rep(pool, barrier, path, var, stack, groups, chunk_cache):
+    futs = [pool.submit(_task, path, var, stack, g, chunk_cache, barrier) for g in groups]
+    barrier.wait()
+    state = cache.prepare([path], "cold")
+    io0 = storage_read_bytes()
+    barrier.wait()
+    t0 = time.perf_counter()
+    res = [f.result() for f in futs]
+    wall = time.perf_counter() - t0
+    return res, state, wall, io0
+
+
+def _c_probe(path, var, groups, chunk_cache, platform_id):
+    files, procs = [], []
+    try:
+        for g in groups:
+            fd, name = tempfile.mkstemp(prefix="climio-slices-", suffix=".txt")
+            with os.fdopen(fd, "w") as fh:
+                for s, c in g:
+                    fh.write(" ".join(map(str, [*s, *c])) + "\n")
+            files.append(name)
+        spec = "default" if chunk_cache is None else f"{int(chunk_cache)},4133,0.75"
+        exe = native.program("climio-probe-netcdf-slab")
+        for name in files:
+            procs.append(subprocess.Popen([exe, "--file", path, "--var", var, "--slices", name, "--reps", "1",
+                                           "--cache", "cold", "--budget", "0", "--chunk-cache", spec,
+                                           "--platform-id", platform_id],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        out = []
+        for p in procs:
+            so, se = p.communicate()
+            if p.returncode != 0:
+                raise NativeError(f"climio-probe-netcdf-slab failed: {se.strip().splitlines()[-1] if se.strip() else p.returncode}")
+            recs = [json.loads(line) for line in so.splitlines() if line.startswith("{")]
+            out.append(recs[-1])
+        return out
+    finally:
+        for name in files:
+            os.unlink(name)
+
+
+def measure(path, var, reads, stack, tasks=1, reps=3, chunk_cache=None, platform_id="", study="predict",
+            params=None, needed_bytes=None) -> list:
+    """Cold records of reading `reads` (list of (start, count)) of `var` in `path` with `tasks` tasks."""
+    check_stack(stack)
+    path = os.path.abspath(str(path))
+    if not os.path.exists(path):
+        raise DataError(f"no such file: {path}")
+    reads = [(tuple(int(x) for x in s), tuple(int(x) for x in c)) for s, c in reads]
+    tasks = int(tasks)
+    if tasks < 1:
+        raise InputError(f"--tasks {tasks} must be at least 1")
+    tasks = min(tasks, len(reads))
+    groups = split(reads, tasks)
+    wanted = sum(math.prod(c) for _, c in reads)
+    base = {"stack": stack, "file": path, "variable": var, "tasks": tasks, "reads": len(reads),
+            "chunk_cache": chunk_cache, **(params or {})}
+    out = []
+    needed = needed_bytes if needed_bytes is not None else 0
+    if stack == "c-netcdf":
+        for rep in range(reps):
+            recs = _c_probe(path, var, groups, chunk_cache, platform_id)
+            walls = [r["metrics"]["wall_s"] for r in recs]
+            m = {"bytes": sum(r["metrics"].get("bytes", 0) for r in recs), "ops": len(reads), "wall_s": max(walls),
+                 "task_wall_s": walls, "cpu_s": sum(r["metrics"].get("cpu_s", 0) or 0 for r in recs)}
+            out.append(make_record(study, base, m, recs[0].get("cache", {"state": "cold"}), rep, "ok", platform_id))
+        return out
+    if tasks == 1:
+        def open_():
+            r = STACKS[stack]()
+            r.open(path, var, _cache_spec(chunk_cache))
+            return _Opened(r)
+        run_series(Series(study=study, path=path, params=base, requests=reads, open=open_,
+                          needed_bytes=lambda n: needed, planned_bytes=wanted, reps=reps, platform_id=platform_id),
+                   out.append)
+        return out
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as mgr, ProcessPoolExecutor(max_workers=tasks, mp_context=ctx) as pool:
+        barrier = mgr.Barrier(tasks + 1)
+        for rep in range(reps):
+            res, state, wall, io0 = _parallel_rep(pool, barrier, path, var, stack, groups, chunk_cache)
+            walls = [r["wall_s"] for r in res]
+            storage = [r.get("storage_read_bytes") for r in res]
+            sb = sum(storage) if all(s is not None for s in storage) else None
+            m = {"bytes": sum(r["bytes"] for r in res), "ops": len(reads), "wall_s": max(walls),
+                 "job_wall_s": wall, "task_wall_s": walls, "cpu_s": sum(r["cpu_s"] for r in res),
+                 "user_s": sum(r["user_s"] for r in res), "sys_s": sum(r["sys_s"] for r in res),
+                 "storage_needed_bytes": needed}
+            if sb is not None:
+                m["storage_read_bytes"] = sb
+            out.append(make_record(study, base, m, storage_check(state, sb, needed), rep, "ok", platform_id))
+    return out
+
+
+def median_wall(records) -> float:
+    w = sorted(r["metrics"]["wall_s"] for r in records if r.get("status") == "ok")
+    return float(np.median(w)) if w else float("nan")

@@ -1,0 +1,267 @@
+"""Workflow descriptions: which variable of which file is read how, how often, by how many tasks.
+
+From the command line (`--read xt --passes 3 --tasks 4`), or a small YAML/JSON file:
+
+    file: run1/ta.nc          # or a list under `reads` per read: file/var may differ per read
+    var: ta
+    stack: netcdf4-python     # netcdf4-python | h5py | h5netcdf | xarray | c-netcdf
+    tasks: 4
+    reads:
+      - read: xt              # xy | xt | xyt | a count template such as 24,1,Y,X
+        passes: 3             # times the workflow goes over the data this way
+      - read: 1,1,Y,X
+
+A read tiles the variable with hyperslabs of its count (access.slice_starts), in C order of the
+starts, as the thesis's loops did. The Layout (shape, item size, chunks, compression, stored
+bytes) comes from the file (netCDF4 + h5py) or from an xarray Dataset's encoding.
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..access import parse_read, slice_starts
+from ..errors import DataError, InputError
+from ..layout import Layout, format_chunks
+from .model import Prediction, predict
+from .profile import Profile
+from .runner import check_stack
+
+DEFAULT_STACK = "netcdf4-python"
+
+
+@dataclass
+class ReadSpec:
+    read: str                       # xy | xt | xyt | template
+    passes: int = 1
+    file: Optional[str] = None      # default: the workflow's
+    var: Optional[str] = None
+
+
+@dataclass
+class Workflow:
+    file: Optional[str]
+    var: Optional[str]
+    reads: list
+    tasks: int = 1
+    stack: str = DEFAULT_STACK
+    chunk_cache: Optional[int] = None
+    dataset: object = field(default=None, repr=False)   # an xarray Dataset instead of a file
+
+    def __post_init__(self):
+        check_stack(self.stack)
+        if not isinstance(self.tasks, int) or isinstance(self.tasks, bool) or self.tasks < 1:
+            raise InputError(f"tasks {self.tasks!r} must be a positive integer")
+        if not self.reads:
+            raise InputError("a workflow needs at least one read (--read xt|xy|xyt|TEMPLATE)")
+        for r in self.reads:
+            if not isinstance(r.passes, int) or r.passes < 1:
+                raise InputError(f"passes {r.passes!r} of read {r.read} must be a positive integer")
+
+
+def _int(v, what):
+    try:
+        if isinstance(v, bool):
+            raise ValueError
+        return int(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} {v!r} must be an integer") from None
+
+
+def from_mapping(d: dict, base_dir=".") -> Workflow:
+    if not isinstance(d, dict):
+        raise InputError("a workflow file holds a mapping: file, var, stack, tasks, reads")
+    unknown = set(d) - {"file", "var", "stack", "tasks", "reads", "chunk_cache", "passes", "read"}
+    if unknown:
+        raise InputError(f"unknown workflow key(s) {', '.join(sorted(unknown))}: use file, var, stack, tasks, reads")
+
+    def path(p):
+        return None if p is None else str(Path(base_dir, os.path.expanduser(str(p))))
+    reads = d.get("reads")
+    if reads is None and "read" in d:
+        reads = [{"read": d["read"], "passes": d.get("passes", 1)}]
+    if not isinstance(reads, list):
+        raise InputError("workflow 'reads' must be a list of {read: xt, passes: N}")
+    specs = []
+    for r in reads:
+        if isinstance(r, str):
+            r = {"read": r}
+        if not isinstance(r, dict) or "read" not in r:
+            raise InputError(f"workflow read {r!r} needs a 'read' (xy, xt, xyt or a count template)")
+        specs.append(ReadSpec(str(r["read"]), _int(r.get("passes", 1), "passes"), path(r.get("file")), r.get("var")))
+    from ..units import parse_size
+    cc = d.get("chunk_cache")
+    return Workflow(path(d.get("file")), d.get("var"), specs, _int(d.get("tasks", 1), "tasks"),
+                    str(d.get("stack", DEFAULT_STACK)), parse_size(str(cc)) if cc is not None else None)
+
+
+def load(path) -> Workflow:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise DataError(f"cannot read workflow {p}: {exc.strerror}") from None
+    try:
+        if p.suffix.lower() == ".json":
+            d = json.loads(text)
+        else:
+            import yaml
+            d = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001  (json/yaml parse errors: one line)
+        raise InputError(f"workflow {p} is not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
+                         f"{str(exc).splitlines()[0]}") from None
+    return from_mapping(d, p.parent)
+
+
+# --- layouts ---------------------------------------------------------------------------------------
+
+def codec_label(filters: dict) -> str:
+    """netCDF4 Variable.filters() -> a compression label (deflate4+shuffle, zstd3, none)."""
+    f = filters or {}
+    parts = []
+    if f.get("zlib"):
+        parts.append(f"deflate{int(f.get('complevel') or 0)}")
+    for name in ("zstd", "bzip2", "blosc", "szip"):
+        if f.get(name):
+            lvl = f.get("complevel") or ""
+            parts.append(f"{name}{lvl if isinstance(lvl, int) else ''}")
+    if f.get("shuffle") and parts:
+        parts.append("shuffle")
+    return "+".join(parts) or "none"
+
+
+def layout_of(path, var) -> tuple:
+    """(Layout, codec label) of `var` in the netCDF-4/HDF5 file at `path`."""
+    import netCDF4
+    p = str(path)
+    if not os.path.exists(p):
+        raise DataError(f"no such file: {p}")
+    try:
+        ds = netCDF4.Dataset(p)
+    except OSError as exc:
+        raise DataError(f"cannot open {p} as netCDF: {exc}") from None
+    with ds:
+        if var is None:
+            cands = [k for k, v in ds.variables.items() if len(v.shape) >= 2 and k not in ds.dimensions]
+            if len(cands) != 1:
+                raise InputError(f"say which variable with --var: {p} has {', '.join(cands) or 'no multi-dimensional variables'}")
+            var = cands[0]
+        if var not in ds.variables:
+            raise DataError(f"no variable '{var}' in {p}: it has {', '.join(ds.variables)}")
+        v = ds.variables[var]
+        chunking = v.chunking()
+        filters = v.filters() or {}
+        chunks = None if chunking in ("contiguous", "compact", None) else tuple(int(c) for c in chunking)
+        codec = codec_label(filters)
+        itemsize = v.dtype.itemsize
+        shape = tuple(int(n) for n in v.shape)
+    stored = None
+    try:
+        import h5py
+        with h5py.File(p, "r") as fh:
+            stored = int(fh[var].id.get_storage_size())
+    except Exception:  # noqa: BLE001  (netCDF-3 or a group path: stored bytes unknown)
+        stored = None
+    compressed = codec != "none" and chunks is not None and any(x in codec for x in ("deflate", "zstd", "bzip2", "blosc", "szip"))
+    return Layout(shape, itemsize, chunks, compressed, stored or None), codec, var
+
+
+def layout_of_dataset(ds, var) -> tuple:
+    """(Layout, codec, source path or None) from an xarray Dataset: its encoding says where the
+    variable came from and how it is stored."""
+    if var is None:
+        cands = [k for k, v in ds.data_vars.items() if v.ndim >= 2]
+        if len(cands) != 1:
+            raise InputError(f"say which variable: the Dataset has {', '.join(cands) or 'no multi-dimensional variables'}")
+        var = cands[0]
+    if var not in ds.variables:
+        raise DataError(f"no variable '{var}' in the Dataset: it has {', '.join(map(str, ds.variables))}")
+    da = ds[var]
+    enc = dict(da.encoding)
+    src = enc.get("source") or ds.encoding.get("source")
+    if src and os.path.exists(src):
+        lay, codec, var = layout_of(src, var)
+        return lay, codec, src, var
+    chunks = enc.get("chunksizes")
+    chunks = None if enc.get("contiguous") or not chunks else tuple(int(c) for c in chunks)
+    codec = codec_label({"zlib": enc.get("zlib"), "complevel": enc.get("complevel"), "shuffle": enc.get("shuffle")})
+    lay = Layout(tuple(int(n) for n in da.shape), da.dtype.itemsize, chunks, codec != "none" and chunks is not None)
+    return lay, codec, None, var
+
+
+def reads_for(layout: Layout, spec: str, var: str = "") -> list:
+    """The (start, count) hyperslabs tiling the variable with the read `spec`; InputError (one line)
+    for a read bigger than the variable or one that does not fit its rank."""
+    shape = layout.shape
+    try:
+        count = parse_read(spec, shape)
+    except InputError as exc:
+        msg = str(exc)
+        if "outside 1.." in msg:
+            raise InputError(f"read '{spec}' is bigger than variable {var or ''} of shape {format_chunks(shape)}: "
+                             f"{msg.split(': ', 1)[-1]}") from None
+        raise
+    return slice_starts(shape, count)
+
+
+@dataclass
+class WorkflowPrediction:
+    items: list            # [(ReadSpec, Layout, codec, Prediction)]
+    tasks: int
+    stack: str
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for _, _, _, p in self.items)
+
+    @property
+    def total_s(self) -> float:
+        return sum(p.total_s for _, _, _, p in self.items)
+
+    def lines(self) -> list:
+        out = []
+        for spec, lay, codec, p in self.items:
+            out.append(f"read {spec.read} of {lay.label()} {format_chunks(lay.shape)}"
+                       f"{' ' + codec if codec != 'none' else ''}, {spec.passes} pass{'es' if spec.passes != 1 else ''}:")
+            out += ["  " + line for line in p.lines()]
+        if len(self.items) > 1:
+            out.append(f"workflow total: {self.total_s:.3g} s")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"seconds": self.seconds, "total_s": self.total_s, "tasks": self.tasks, "stack": self.stack,
+                "reads": [{"read": s.read, "passes": s.passes, "layout": lay.to_dict(), "codec": codec,
+                           "prediction": p.to_dict()} for s, lay, codec, p in self.items]}
+
+
+def resolve(wf: Workflow, spec: ReadSpec) -> tuple:
+    """(Layout, codec, path, var) of one read of the workflow."""
+    if wf.dataset is not None and spec.file is None:
+        return layout_of_dataset(wf.dataset, spec.var or wf.var)
+    path = spec.file or wf.file
+    if not path:
+        raise InputError("the workflow names no file")
+    lay, codec, var = layout_of(path, spec.var or wf.var)
+    return lay, codec, path, var
+
+
+def predict_workflow(wf: Workflow, profile: Profile, layout_override=None) -> WorkflowPrediction:
+    """Every read of the workflow through the model; `layout_override(layout) -> Layout` predicts
+    the same reads on another layout (what a rechunk would buy)."""
+    items = []
+    for spec in wf.reads:
+        lay, codec, _, var = resolve(wf, spec)
+        reads = reads_for(lay, spec.read, var)
+        if layout_override is not None:
+            lay, codec = layout_override(lay, codec)
+        p = predict(lay, reads, wf.stack, profile, tasks=wf.tasks, codec=codec if lay.compressed else "",
+                    chunk_cache_bytes=wf.chunk_cache, passes=spec.passes)
+        items.append((spec, lay, codec, p))
+    return WorkflowPrediction(items, wf.tasks, wf.stack)
+
+
+def human_count(n) -> str:
+    return f"{n:,.0f}" if math.isfinite(n) else "?"

@@ -1,0 +1,140 @@
+"""The advisor's model and profile on synthetic profiles: exact arithmetic, geometry-driven
+orderings, the JSON round trip, and fitting a profile from calibration records."""
+
+import json
+import math
+
+import pytest
+
+from climio.access import parse_read, slice_starts
+from climio.advise import profile as prof_mod
+from climio.advise.model import predict, simulate
+from climio.advise.profile import Profile, StackRates, default_profile, fit, fit_storage
+from climio.errors import InputError
+from climio.layout import Layout
+
+
+def synthetic() -> Profile:
+    return Profile(
+        platform_id="synthetic", page_bytes=16, sieve_bytes=64 << 10,
+        latency_s={"sequential": 1e-4, "strided": 1e-3, "warm": 0.0},
+        rate_Bps={"sequential": [[1, 100e6]], "strided": [[1, 50e6]], "warm": [[1, 1e9]]},
+        stacks={"s": StackRates(call_s=1e-3, chunk_s=1e-4, piece_s=1e-5, copy_Bps=1e9, open_s=0.5,
+                                chunk_cache_bytes=0)},
+        decode_Bps={"deflate4": 100e6}, parallel={"cores": 2, "io": {"2": 1.5}, "cpu": {"2": 2.0}})
+
+
+def test_contiguous_arithmetic_exact():
+    lay = Layout((2, 1, 4, 1024), 8, None)
+    reads = slice_starts(lay.shape, parse_read("xy", lay.shape))      # two reads of one 32 KiB run each
+    p = predict(lay, reads, "s", synthetic())
+    # one sieve read of 64 KiB (the whole variable) serves both runs; first request: a seek (strided)
+    assert p.counts.requests == {("strided", 65536): 1}
+    assert p.io_s == pytest.approx(1e-3 + 65536 / 50e6, rel=1e-12)
+    assert p.cpu_s == pytest.approx(2 * (1e-3 + 1e-5 + 32768 / 1e9), rel=1e-12)
+    assert p.decode_s == 0
+    assert p.seconds == pytest.approx(0.00231072 + 0.002085536, rel=1e-12)
+    assert p.open_s == 0.5 and p.total_s == pytest.approx(p.seconds + 0.5)
+    assert p.path[:2] == ["contiguous", "sequential (one run per read)"]
+
+
+def test_chunked_compressed_arithmetic_exact_and_parallel():
+    lay = Layout((4, 4), 8, (2, 2), compressed=True, stored_bytes=64)   # 4 chunks of 32 B, 16 B stored
+    prof = synthetic()
+    p = predict(lay, [((0, 0), (4, 4))], "s", prof, codec="deflate4")
+    assert p.counts.requests == {("strided", 16): 1, ("sequential", 16): 3}
+    io = (1e-3 + 16 / 50e6) + 3 * (1e-4 + 16 / 100e6)
+    dec = 4 * 32 / 100e6
+    cpu = 1e-3 + 4 * 1e-4 + 4 * 1e-5 + 128 / 1e9
+    assert (p.io_s, p.decode_s, p.cpu_s) == pytest.approx((io, dec, cpu), rel=1e-12)
+    assert p.path == ["chunked [2,2]", "whole chunks", "compressed (deflate4)",
+                      "storage requests of 0.0 KiB (75% sequential)"]
+    p2 = predict(lay, [((0, 0), (4, 4))], "s", prof, tasks=2, codec="deflate4")
+    assert p2.seconds == pytest.approx(io / 1.5 + (dec + cpu) / 2.0, rel=1e-12)
+    assert p2.parallel_factor == pytest.approx((io + dec + cpu) / (io / 1.5 + (dec + cpu) / 2.0), rel=1e-12)
+    # decoding the same chunk twice: the second read finds it in the page cache, not the chunk cache
+    p3 = predict(lay, [((0, 0), (1, 4)), ((1, 0), (1, 4))], "s", prof, codec="deflate4")
+    assert p3.counts.decodes == 4 and p3.counts.partial_chunks == 4
+    assert p3.counts.requests == {("strided", 16): 1, ("sequential", 16): 1, ("warm", 16): 2}
+    # a chunk cache that holds both chunks of a read: decoded once
+    p4 = predict(lay, [((0, 0), (1, 4)), ((1, 0), (1, 4))], "s", prof, codec="deflate4", chunk_cache_bytes=64)
+    assert p4.counts.decodes == 2 and p4.counts.chunk_cache_hits == 2
+
+
+def test_xt_from_xt_chunks_faster_than_from_contiguous():
+    shape = (64, 8, 128, 256)
+    reads = slice_starts(shape, parse_read("xt", shape))
+    prof = default_profile()
+    contiguous = predict(Layout(shape, 8, None), reads, "netcdf4-python", prof)
+    xt = predict(Layout(shape, 8, (64, 1, 1, 256)), reads, "netcdf4-python", prof)
+    assert xt.seconds < contiguous.seconds / 3
+    assert contiguous.path[1].startswith("non-sequential") and xt.path[1] == "whole chunks"
+
+
+def test_compressed_partial_chunks_slower_than_uncompressed():
+    shape = (64, 8, 128, 256)
+    reads = slice_starts(shape, parse_read("xt", shape))
+    prof = default_profile()
+    plain = predict(Layout(shape, 8, (8, 2, 32, 64)), reads, "netcdf4-python", prof)
+    packed = predict(Layout(shape, 8, (8, 2, 32, 64), True, 40 << 20), reads, "netcdf4-python", prof)
+    assert packed.seconds > 2 * plain.seconds
+    assert "partial chunks" in packed.path[1] and packed.decode_s > packed.io_s
+    # whole chunks compressed cost little next to partial ones
+    whole = predict(Layout(shape, 8, (64, 1, 1, 256), True, 40 << 20), reads, "netcdf4-python", prof)
+    assert whole.seconds < packed.seconds / 2
+
+
+def test_more_tasks_never_slower_and_bad_input():
+    shape = (16, 2, 32, 64)
+    reads = slice_starts(shape, parse_read("xt", shape))
+    prof = synthetic()
+    one = predict(Layout(shape, 8, None), reads, "s", prof)
+    two = predict(Layout(shape, 8, None), reads, "s", prof, tasks=2)
+    assert two.seconds < one.seconds
+    with pytest.raises(InputError, match="unknown stack 'nope'"):
+        predict(Layout(shape, 8, None), reads, "nope", prof)
+    with pytest.raises(InputError, match="outside the variable"):
+        simulate(Layout(shape, 8, None), [((0, 0, 0, 0), (17, 1, 1, 64))], 0, prof)
+
+
+def test_profile_round_trip(tmp_path, monkeypatch):
+    p = synthetic()
+    p.records = [{"params": {"kind": "storage"}, "median_wall_s": 0.1, "reps": 3}]
+    q = Profile.from_json(p.to_json())
+    assert q == p and q.to_dict() == p.to_dict()
+    assert json.loads(q.to_json())["schema"] == prof_mod.SCHEMA
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    written = prof_mod.save(p, tmp_path / "run" / "profile.json")
+    assert written[0] == tmp_path / "profiles" / "synthetic.json"
+    assert prof_mod.load(tmp_path / "run") == p
+    found, warn = prof_mod.find("synthetic")
+    assert found == p and warn == ""
+    other, warn = prof_mod.find("another-machine")
+    assert other == p and "warning" in warn and "synthetic" in warn and "another-machine" in warn
+
+
+def test_rate_interpolation_and_speedup():
+    p = synthetic()
+    p.rate_Bps["strided"] = [[1024, 10e6], [1 << 20, 1000e6]]
+    assert p.rate("strided", 32 << 10) == pytest.approx(math.exp((math.log(10e6) + math.log(1000e6)) / 2))
+    assert p.rate("strided", 10) == 10e6 and p.rate("strided", 1 << 30) == 1000e6
+    assert p.speedup("io", 1) == 1.0 and p.speedup("cpu", 2) == 2.0 and p.speedup("cpu", 8) == 2.0
+
+
+def test_fit_storage_reproduces_points_and_fit_from_records():
+    lat, table = fit_storage([(4096, 1e-4 + 4096 / 1e8), (65536, 1e-4 + 65536 / 1e8), (1 << 20, 1e-4 + (1 << 20) / 2e8)])
+    assert lat == pytest.approx(1e-4)
+    assert [r for _, r in table] == pytest.approx([1e8, 1e8, 2e8])
+
+    def rec(kind, wall, ops=1, **params):
+        return {"study": "calibrate", "status": "ok", "params": {"kind": kind, **params},
+                "metrics": {"wall_s": wall, "ops": ops}}
+    recs = [rec("storage", 100 * (1e-4 + 4096 / 1e8), 100, pattern="strided", request_bytes=4096),
+            rec("storage", 10 * (1e-4 + 65536 / 1e8), 10, pattern="strided", request_bytes=65536),
+            rec("stack-call", 0.01, stack="h5py", calls=1000, bytes_read=0, requests=0),
+            rec("parallel", 2.0, what="io", tasks=1, cores=2), rec("parallel", 1.25, what="io", tasks=2, cores=2)]
+    p = fit(recs, "pid")
+    assert p.latency("strided") == pytest.approx(1e-4)
+    assert p.stacks["h5py"].call_s == pytest.approx(1e-5)
+    assert p.parallel["io"] == {"2": pytest.approx(1.6)} and p.parallel["cores"] == 2
+    assert len(p.records) == 5
