@@ -83,3 +83,27 @@ def test_make_data_speaks_climio_compression_and_refuses_conflicts(tmp_path):
         res = run_cli("make-data", tmp_path / "x", *args)
         assert res.returncode == 2 and word in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("cmd,sig,code", [
+    (["bench", "read-stack", "--quick", "--layers", "numpy,py-file", "--no-syscalls", "--reps", "5"], signal.SIGTERM, 143),
+    (["bench", "chunking", "--quick", "--reps", "5"], signal.SIGINT, 130),
+    (["survey", "--quick"], signal.SIGTERM, 143),
+])
+def test_long_commands_stop_cleanly_keeping_records(tmp_path, cmd, sig, code):
+    import glob
+    import tempfile
+    run = tmp_path / "run"
+    proc = _start([*cmd, "-o", run], tmp_path)
+    records = run / "records.jsonl"
+    assert _wait_for(lambda: records.is_file() and records.stat().st_size > 0, timeout=240), "no record written"
+    data_dirs = glob.glob(os.path.join(tempfile.gettempdir(), f"climio-data-{proc.pid}-*"))
+    assert data_dirs, "the study generated no data directory of its own"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and ("terminated" if code == 143 else "interrupted") in err.strip().splitlines()[-1]
+    lines = records.read_text().splitlines()
+    assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)   # every line whole
+    assert (run / "report.html").is_file()          # the partial report, rendered from the records so far
+    assert not any(os.path.exists(d) for d in data_dirs), "generated data left behind"
