@@ -107,3 +107,20 @@ def test_long_commands_stop_cleanly_keeping_records(tmp_path, cmd, sig, code):
     assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)   # every line whole
     assert (run / "report.html").is_file()          # the partial report, rendered from the records so far
     assert not any(os.path.exists(d) for d in data_dirs), "generated data left behind"
+
+
+def test_sigkilled_study_leaves_data_the_next_run_names_and_removes(tmp_path):
+    import glob
+    import tempfile
+    proc = _start(["bench", "read-stack", "--quick", "--layers", "numpy", "--no-syscalls", "--reps", "20",
+                   "-o", tmp_path / "r1"], tmp_path)
+    pattern = os.path.join(tempfile.gettempdir(), f"climio-data-{proc.pid}-*")
+    assert _wait_for(lambda: glob.glob(pattern) and (tmp_path / "r1" / "records.jsonl").is_file(), timeout=240)
+    proc.kill()
+    proc.communicate(timeout=60)
+    (left,) = glob.glob(pattern)
+    res = run_cli("bench", "read-stack", "--quick", "--layers", "numpy", "--no-syscalls", "--reps", "1",
+                  "-o", tmp_path / "r2", "--no-report")
+    assert res.returncode == 0, res.stderr
+    assert f"removing {left}" in res.stderr and "killed" in res.stderr
+    assert not os.path.exists(left)
