@@ -368,6 +368,7 @@ static void set_lim(void) {
     ct_g.lim = ev_max || ct_cnt_mode ? 0 : l < ev_flush_at ? l : ev_flush_at;
 }
 static uint64_t ev_file_off;           /* bytes of .events written or being written */
+static uint64_t ev_direct;             /* buffers submitted as direct writes (done.json "direct_writes") */
 
 static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
     const char *p = buf;
@@ -579,6 +580,7 @@ static int dio_write(size_t len) {
         return write_buffered(ev_buf, len, ev_file_off);
     }
     dio.busy = 1;
+    ev_direct++;
     dio.w_buf = ev_buf;
     dio.w_len = len;
     dio.w_off = ev_file_off;
@@ -881,6 +883,8 @@ static void write_done(const char *end) {
     a = cat_u64(b, a, sizeof b, ct_cnt_counted());
     a = cat(b, a, sizeof b, ",\"sample\":");
     a = cat_u64(b, a, sizeof b, ct_cnt_mode ? ct_cnt_sample : 0);
+    a = cat(b, a, sizeof b, ",\"direct_writes\":");
+    a = cat_u64(b, a, sizeof b, ev_direct);
     a = cat(b, a, sizeof b, ",\"end\":\"");
     a = cat(b, a, sizeof b, end);
     a = cat(b, a, sizeof b, "\",\"clock\":\"CLOCK_REALTIME\",\"timer\":\"");
@@ -1125,6 +1129,7 @@ static void fork_child(void) {
     ev_n = ev_conv = 0;
     ev_base = ev_kept = ev_dropped = 0;
     ev_file_off = 0;
+    ev_direct = 0;
 #if CT_HAVE_DIO
     /* the parent's ring (not mapped in the child) and its write in flight are not the child's */
     dio.mem = NULL;
