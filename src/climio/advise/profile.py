@@ -31,6 +31,9 @@ PATTERNS = ("sequential", "strided", "warm")
 PROFILE_NAME = "profile.json"
 SIEVE_BYTES = 64 << 10       # HDF5's default sieve buffer for contiguous datasets
 PAGE_BYTES = 4096
+# Delivering a single-run read costs almost nothing beyond the pread into the user's buffer; the
+# fitted copy rate is bounded to memory speeds so that noise does not make it infinite.
+COPY_MIN_BPS, COPY_MAX_BPS = 0.5e9, 20e9
 
 
 @dataclass(frozen=True)
@@ -197,20 +200,36 @@ def interp_loglog(table, x: float) -> float:
 def fit_storage(points) -> tuple:
     """points: [(size, seconds per request)] of one pattern -> (latency, [[size, rate]]).
 
-    latency = the intercept of a least-squares line t = a + size/b through the two smallest
-    sizes (clamped to [0, smallest t * 0.9]); rate(size) = size / (t(size) - latency), so the
-    model reproduces every calibrated point exactly."""
-    pts = sorted((float(s), float(t)) for s, t in points if t > 0)
+    A line t = latency + size / rate fitted by least squares in relative error (weights 1/t)
+    over all points gives the latency (clamped to [0, 0.9 x the fastest request]) and a line
+    rate R; each point keeps its own rate size / (t - latency), bounded to [R/3, 3R] so that
+    one noisy point does not bend the curve. Points on a line are reproduced exactly."""
+    pts = sorted((float(s), float(t)) for s, t in points if t and t > 0)
     if not pts:
         return 0.0, []
-    if len(pts) >= 2:
-        (s0, t0), (s1, t1) = pts[0], pts[1]
-        slope = (t1 - t0) / (s1 - s0) if s1 != s0 else 0.0
-        lat = t0 - slope * s0
-    else:
-        lat = 0.0
-    lat = min(max(lat, 0.0), 0.9 * pts[0][1])
-    return lat, [[s, s / max(t - lat, 1e-12)] for s, t in pts]
+    if len(pts) == 1:
+        s, t = pts[0]
+        return 0.0, [[s, s / t]]
+    # weighted least squares of t_i = a + c s_i, weights 1/t_i^2
+    w = [1.0 / (t * t) for _, t in pts]
+    sw = sum(w)
+    sx = sum(wi * s for wi, (s, _) in zip(w, pts))
+    sy = sum(wi * t for wi, (_, t) in zip(w, pts))
+    sxx = sum(wi * s * s for wi, (s, _) in zip(w, pts))
+    sxy = sum(wi * s * t for wi, (s, t) in zip(w, pts))
+    det = sw * sxx - sx * sx
+    c = (sw * sxy - sx * sy) / det if det else 0.0
+    a = (sy - c * sx) / sw if sw else 0.0
+    lat = min(max(a, 0.0), 0.9 * min(t for _, t in pts))
+    if c <= 0:   # time does not grow with size: a rate from the largest request
+        s, t = pts[-1]
+        c = max(t - lat, 1e-12) / s
+    line = 1.0 / c
+    table = []
+    for s, t in pts:
+        r = s / (t - lat) if t > lat else 3 * line
+        table.append([s, min(max(r, line / 3), 3 * line)])
+    return lat, table
 
 
 def _median(xs):
@@ -230,6 +249,10 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     and the time beyond the uncompressed twin), parallel (io|cpu, tasks; speed-up against 1 task),
     open. Fields no record measures keep `base`'s values (or the defaults)."""
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get("study") == "calibrate"]
+    ok += [_storage_from_read_stack(r) for r in records if r.get("study") == "read-stack"
+           and r.get("status", "ok") == "ok" and r.get("params", {}).get("layer") in ("c-posix", "py-file", "numpy")
+           and r.get("params", {}).get("pattern") in ("sequential", "strided")
+           and (r.get("cache") or {}).get("effective", (r.get("cache") or {}).get("state")) == "cold"]
     prof = Profile(platform_id=platform_id, source=source)
     if base is not None:
         prof = Profile.from_dict({**base.to_dict(), "platform_id": platform_id, "source": source, "records": []})
@@ -247,58 +270,61 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
                if k[0] == "storage" and k[2] == pattern]
         if pts:
             prof.latency_s[pattern], prof.rate_Bps[pattern] = fit_storage(pts)
-    # stacks: solve the warm library costs in order (call, then runs, then copy, then chunks)
+    # stacks: the warm library costs, solved from the model's request counts of the same reads
     names = sorted({k[1] for k in groups if k[0] and k[0].startswith("stack-") and k[1]})
     for name in names:
-        old = prof.stacks.get(name, StackRates())
-        vals = asdict(old)
+        vals = asdict(prof.stacks.get(name, StackRates()))
 
         def get(kind):
             k = next((k for k in groups if k[0] == kind and k[1] == name), None)
-            return (med[k], one[k]["params"], one[k]["metrics"]) if k else None
-        warm = lambda nbytes, reqs: nbytes / prof.rate("warm", max(nbytes / max(reqs, 1), 1)) + \
-            reqs * prof.latency("warm") if prof.rate_Bps.get("warm") else 0.0
-        c = get("stack-call")
-        if c:
-            t, p, m = c
-            vals["call_s"] = max(t - warm(p["bytes_read"], p["requests"]), 0.0) / p["calls"]
-        cp = get("stack-copy")
-        if cp:
-            t, p, m = cp
-            rest = t - p["calls"] * vals["call_s"] - warm(p["bytes_read"], p["requests"])
-            vals["copy_Bps"] = p["bytes_wanted"] / max(rest, 1e-9)
-        rn = get("stack-runs")
-        if rn:
-            t, p, m = rn
-            rest = (t - p["calls"] * vals["call_s"] - p["bytes_wanted"] / vals["copy_Bps"]
-                    - warm(p["bytes_read"], p["requests"]))
-            vals["piece_s"] = max(rest, 0.0) / p["pieces"]
-        ch = get("stack-chunks")
-        if ch:
-            t, p, m = ch
-            rest = (t - p["calls"] * vals["call_s"] - p["bytes_wanted"] / vals["copy_Bps"]
-                    - p["pieces"] * vals["piece_s"] - warm(p["bytes_read"], p["requests"]))
-            vals["chunk_s"] = max(rest, 0.0) / p["chunks"]
-        op = get("stack-open")
-        if op:
-            vals["open_s"] = op[0]
-            if op[1].get("chunk_cache_bytes"):
-                vals["chunk_cache_bytes"] = int(op[1]["chunk_cache_bytes"])
+            return (med[k] - warm_io(prof, one[k]["params"]), one[k]["params"]) if k else None
+        call, runs, copy, chunks = get("stack-call"), get("stack-runs"), get("stack-copy"), get("stack-chunks")
+        for _ in range(3):   # the copy term is small in the call/run cases: iterate the two solutions
+            if call and runs:
+                (r1, p1), (r2, p2) = call, runs
+                r1 -= p1["bytes_wanted"] / vals["copy_Bps"]
+                r2 -= p2["bytes_wanted"] / vals["copy_Bps"]
+                a1, n1, a2, n2 = p1["calls"], p1["pieces"], p2["calls"], p2["pieces"]
+                det = a1 * n2 - a2 * n1
+                piece = (a1 * r2 - a2 * r1) / det if det else 0.0
+                piece = max(piece, 0.0)
+                vals["piece_s"] = piece
+                vals["call_s"] = max(r1 - n1 * piece, 0.0) / a1
+            elif call:
+                r1, p1 = call
+                vals["call_s"] = max(r1 - p1["pieces"] * vals["piece_s"], 0.0) / p1["calls"]
+            if copy:
+                r, p = copy
+                rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"]
+                vals["copy_Bps"] = min(max(p["bytes_wanted"] / max(rest, 1e-9), COPY_MIN_BPS), COPY_MAX_BPS)
+        if chunks:
+            r, p = chunks
+            rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"] - p["bytes_wanted"] / vals["copy_Bps"]
+            vals["chunk_s"] = max(rest, 0.0) / max(p["chunks"], 1)
+        opk = next((k for k in groups if k[0] == "stack-open" and k[1] == name), None)
+        if opk:
+            vals["open_s"] = med[opk]
+            if one[opk]["params"].get("chunk_cache_bytes"):
+                vals["chunk_cache_bytes"] = int(one[opk]["params"]["chunk_cache_bytes"])
         prof.stacks[name] = StackRates(**vals)
     # decode: decoded bytes over the time beyond the uncompressed twin (same stack, same reads)
     for k in groups:
-        if k[0] == "decode" and k[4]:
-            t, p = med[k], one[k]["params"]
-            twin = next((kk for kk in groups if kk[0] == "decode" and kk[4] in (None, "none")
-                         and kk[1] == k[1]), None)
-            t0 = med[twin] if twin else 0.0
-            extra = t - t0 - warm_cost(prof, p.get("bytes_read", 0) - (one[twin]["params"].get("bytes_read", 0) if twin else 0))
-            prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-9)
+        if k[0] == "decode" and k[4] and k[4] != "none":
+            p = one[k]["params"]
+            twin = next((kk for kk in groups if kk[0] == "decode" and kk[4] == "none" and kk[1] == k[1]), None)
+            extra = med[k] - warm_io(prof, p)
+            if twin:
+                extra -= med[twin] - warm_io(prof, one[twin]["params"])
+            else:
+                sr = prof.stacks.get(k[1], StackRates())
+                extra -= p["calls"] * sr.call_s + p["chunks"] * sr.chunk_s + p["bytes_wanted"] / sr.copy_Bps
+            prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-6)
     # parallel speed-ups: time of the same total work with 1 task over time with n tasks
     for kind in ("io", "cpu"):
         base1 = [med[k] for k in groups if k[0] == "parallel" and k[5] == kind and int(k[6]) == 1]
         if base1:
-            pts = {str(int(k[6])): base1[0] / med[k] for k in groups
+            # bounded to [1/2, n]: more than n times faster with n tasks is noise (a shared machine)
+            pts = {str(int(k[6])): min(max(base1[0] / med[k], 0.5), int(k[6])) for k in groups
                    if k[0] == "parallel" and k[5] == kind and int(k[6]) > 1}
             prof.parallel[kind] = pts
     if any(k[0] == "parallel" for k in groups):
@@ -315,10 +341,19 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     return prof
 
 
-def warm_cost(prof: Profile, nbytes) -> float:
-    if nbytes <= 0 or not prof.rate_Bps.get("warm"):
+def _storage_from_read_stack(r) -> dict:
+    """A read-stack record of a raw-file stack as a storage calibration point."""
+    p = r["params"]
+    return {"study": "calibrate", "status": "ok", "metrics": r["metrics"],
+            "params": {"kind": "storage", "pattern": p["pattern"], "request_bytes": p.get("buffer_bytes"),
+                       "stack": p.get("layer"), "from": "read-stack"}}
+
+
+def warm_io(prof: Profile, params: dict) -> float:
+    """Seconds of the page-cache requests the model counts for a warm calibration measurement."""
+    if not prof.rate_Bps.get("warm"):
         return 0.0
-    return nbytes / prof.rate("warm", 1 << 20)
+    return sum(n * (prof.latency("warm") + s / prof.rate("warm", s)) for _, s, n in params.get("requests") or [])
 
 
 # --- files -------------------------------------------------------------------------------------------

@@ -212,6 +212,10 @@ class WorkflowPrediction:
     items: list            # [(ReadSpec, Layout, codec, Prediction)]
     tasks: int
     stack: str
+    checks: list = field(default_factory=list)   # [Check] after --check
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
 
     @property
     def seconds(self) -> float:
@@ -229,12 +233,15 @@ class WorkflowPrediction:
             out += ["  " + line for line in p.lines()]
         if len(self.items) > 1:
             out.append(f"workflow total: {self.total_s:.3g} s")
+        out += [c.line() for c in self.checks]
         return out
 
     def to_dict(self) -> dict:
         return {"seconds": self.seconds, "total_s": self.total_s, "tasks": self.tasks, "stack": self.stack,
                 "reads": [{"read": s.read, "passes": s.passes, "layout": lay.to_dict(), "codec": codec,
-                           "prediction": p.to_dict()} for s, lay, codec, p in self.items]}
+                           "prediction": p.to_dict()} for s, lay, codec, p in self.items],
+                "checks": [{"read": c.read, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
+                            "measured_all": c.measured_all, "ratio": c.ratio} for c in self.checks]}
 
 
 def resolve(wf: Workflow, spec: ReadSpec) -> tuple:
@@ -265,3 +272,94 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None) -> Wo
 
 def human_count(n) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
+
+
+# --- the Python API: climio.predict(...) -------------------------------------------------------------
+
+def platform_id_of(path) -> str:
+    """This machine's platform id for the file system holding `path` (as climio.platform.collect
+    computes it, without the slow library-version probes)."""
+    import platform as _pf
+    import socket
+    from .. import platform as plat
+    d = os.path.dirname(os.path.abspath(str(path))) if path else os.getcwd()
+    info = {"host": socket.gethostname(), "machine": _pf.uname().machine, "cpu": plat.cpu_info(),
+            "ram_bytes": plat.ram_bytes(), "filesystem": plat.filesystem_of(d)}
+    return plat.platform_id(info)
+
+
+def profile_for(path=None, profile=None, warn=None) -> Profile:
+    """The calibrated profile for the file system of `path` (or `profile`, a Profile or a path);
+    `warn(line)` hears why another platform's profile or the defaults are used."""
+    from . import profile as profmod
+    if isinstance(profile, Profile):
+        return profile
+    pid = platform_id_of(path)
+    prof, line = profmod.find(pid, profile)
+    if line and warn:
+        warn(line)
+    return prof or profmod.default_profile(pid)
+
+
+@dataclass
+class Check:
+    read: str
+    predicted_s: float
+    measured_s: float
+    measured_all: list
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s if self.measured_s else math.inf
+
+    def line(self) -> str:
+        return (f"check {self.read}: predicted {self.predicted_s:.3g} s, measured {self.measured_s:.3g} s (median of "
+                f"{len(self.measured_all)} cold runs: {', '.join(f'{w:.3g}' for w in self.measured_all)}); "
+                f"predicted/measured {self.ratio:.2f}")
+
+
+def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
+    """Run every read of the workflow cold (one pass) and compare with its prediction per pass."""
+    from .runner import measure, median_wall
+    if wf.dataset is not None and not any(resolve(wf, s)[2] for s in wf.reads):
+        raise InputError("--check needs a file: the Dataset has no source on disk")
+    out = []
+    for spec, lay, codec, p in wp.items:
+        lay0, _, path, var = resolve(wf, spec)
+        reads = reads_for(lay0, spec.read, var)
+        needed = sum(n * s for (pat, s), n in p.counts.requests.items() if pat != "warm")
+        recs = measure(path, var, reads, wf.stack, wf.tasks, reps, wf.chunk_cache, platform_id=p.platform_id,
+                       params={"read": spec.read}, needed_bytes=int(needed))
+        walls = [r["metrics"]["wall_s"] for r in recs]
+        out.append(Check(spec.read, p.seconds / spec.passes, median_wall(recs), walls))
+    return out
+
+
+def predict_api(source, var=None, read="xt", tasks=1, stack=DEFAULT_STACK, passes=1, profile=None,
+                chunk_cache=None, check=False, reps=3, warn=None):
+    """Predict (and with check=True also measure) reading `var` of `source` (a path, a workflow
+    YAML/JSON file, or an xarray Dataset) with the read shape(s) `read` (xt, xy, xyt, a template,
+    or a list of them).
+
+        p = climio.predict("ta.nc", var="ta", read="xt", tasks=4)
+        print(p)                    # the breakdown and the flowchart path
+        p.seconds, p.to_dict()
+    """
+    import warnings
+    warn = warn or (lambda line: warnings.warn(line, stacklevel=3))
+    if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml", ".json"):
+        wf = load(source)
+    else:
+        reads = [read] if isinstance(read, str) else list(read)
+        specs = [ReadSpec(str(r), passes) for r in reads]
+        is_path = isinstance(source, (str, Path))
+        wf = Workflow(str(source) if is_path else None, var, specs, tasks, stack, chunk_cache,
+                      dataset=None if is_path else source)
+    path = wf.file
+    if path is None and wf.dataset is not None:
+        path = wf.dataset.encoding.get("source")
+    prof = profile_for(path, profile, warn)
+    wp = predict_workflow(wf, prof)
+    if check:
+        wp.checks = check_workflow(wf, wp, reps)
+    return wp

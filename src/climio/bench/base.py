@@ -30,6 +30,7 @@ STUDY_MODULES = (
     "climio.bench.parallel_write",
     "climio.bench.parallel_read",
     "climio.bench.stsa",
+    "climio.bench.calibrate",
 )
 
 _REGISTRY = {}
@@ -45,14 +46,17 @@ class Opt:
     metavar: Optional[str] = None  # SIZE, LIST, SHAPE, N, SECONDS, FILE, DIR ...
     short: Optional[str] = None
     repeat: bool = False           # may be given several times (a list of values)
+    deprecated: tuple = ()         # old spellings ("--cache",): hidden, still work, print a note
 
 
-def option(flag, help, metavar=None, short=None, repeat=False) -> dict:
+def option(flag, help, metavar=None, short=None, repeat=False, deprecated=()) -> dict:
     """Field metadata making a Grid field a CLI option: `field(default=..., metadata=option(...))`.
 
     The CLI parses a value by the field's type (int, float, bool, Path, else text); a field with
-    metavar SIZE is passed as text ("4KiB") for the study's grid() to parse, as are lists."""
-    return {"climio": Opt(flag, help, metavar, short, repeat)}
+    metavar SIZE is passed as text ("4KiB") for the study's grid() to parse, as are lists.
+    `deprecated` names old spellings of the flag kept for one release: hidden in --help, they set
+    the same field and print a one-line note (giving both the old and the new one is an error)."""
+    return {"climio": Opt(flag, help, metavar, short, repeat, tuple(deprecated))}
 
 
 def options_of(grid_cls) -> list:

@@ -20,6 +20,29 @@ EXIT_CODES = ("exit codes: 0 ok, 1 other failure, 2 bad input (options, values),
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+def _plain_argument_help() -> None:
+    """Arguments show their metavar (RUN_DIR, FILE...) alone: typer would add the Python type
+    ("RUN_DIR <path>") in help and braces ("{RUN_DIR}") in the usage line."""
+    from typer.core import TyperArgument
+    if getattr(TyperArgument, "_climio_plain", False) or not hasattr(TyperArgument, "_usage_display_name"):
+        return   # already done, or a typer without these hooks (its default help is kept)
+    type_of, usage_of = TyperArgument.display_type_rich, TyperArgument._usage_display_name
+
+    def display_type_rich(self, ctx):
+        return None if self.metavar else type_of(self, ctx)
+
+    def usage_name(self):
+        if not self.metavar:
+            return usage_of(self)
+        return self.metavar if self.required else f"[{self.metavar}]"
+
+    TyperArgument.display_type_rich, TyperArgument._usage_display_name = display_type_rich, usage_name
+    TyperArgument._climio_plain = True
+
+
+_plain_argument_help()
+
+
 def _version(value: bool):
     if value:
         print(f"climio {__version__}")
@@ -64,7 +87,7 @@ def _interrupt_exit(exc) -> None:
 
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
-    from . import bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
+    from . import advise, bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = app(args=argv, standalone_mode=False)

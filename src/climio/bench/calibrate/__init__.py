@@ -1,0 +1,108 @@
+"""The calibration study (issue 15): measure the rates the read-time model needs, on the file
+system where the data lives, and write the platform's profile.
+
+    run.py      storage latency and rate against request size (sequential, strided, page cache),
+                per stack the library costs (per call, per run, per chunk, copying, open, chunk
+                cache), decode rates per codec, the chunk-cache effect, parallel scaling
+    summary.py  the profile fitted from the records (pure: climio.advise.profile.fit)
+    section.py  the profile in the report
+
+`climio calibrate` runs it (about 5 minutes; --quick about 1) and saves the profile under
+~/.cache/climio/profiles/<platform_id>.json and in the run directory (profile.json).
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from .. import base
+from ...errors import InputError
+
+STUDY = "calibrate"
+STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
+PRESETS = {
+    "full": {"size": "256MiB", "stacks": "netcdf4-python,h5py,h5netcdf,xarray,c-netcdf",
+             "codecs": "deflate1,deflate4+shuffle,zstd3", "reps": 3, "tasks": ""},
+    "quick": {"size": "64MiB", "stacks": "netcdf4-python,h5py,xarray,c-netcdf", "codecs": "deflate4+shuffle,zstd3",
+              "reps": 3, "tasks": ""},
+}
+PRESETS["survey"] = PRESETS["quick"]
+
+
+def _opt(flag, help, metavar=None):
+    return base.option(flag, help, metavar)
+
+
+@dataclass
+class Grid:
+    size: str = field(default="256MiB", metadata=_opt("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
+    stacks: str = field(default="", metadata=_opt("--stacks", f"Stacks to calibrate: {', '.join(STACKS)}.", "LIST"))
+    codecs: str = field(default="", metadata=_opt("--codecs", "Codecs whose decode rate is measured, e.g. deflate4+shuffle,zstd3.", "LIST"))
+    reps: int = field(default=3, metadata=_opt("--reps", "Repetitions per measurement.", "N"))
+    tasks: str = field(default="", metadata=_opt("--tasks", "Task counts for the parallel scaling (default 1, 2, 4 ... up to the cores).", "LIST"))
+    preset: str = "full"
+    size_bytes: int = 0
+    stack_list: list = None
+    codec_list: list = None
+    task_list: list = None
+
+
+def default_tasks() -> list:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    out, n = [], 1
+    while n < cores:
+        out.append(n)
+        n *= 2
+    return out + [cores]
+
+
+def build_grid(preset="full", **values) -> Grid:
+    from ...data.compression import parse_compression
+    from ...options import parse_int_list
+    from ...units import parse_size
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    v = {**PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
+    unknown = set(v) - {"size", "stacks", "codecs", "reps", "tasks"}
+    if unknown:
+        raise InputError(f"unknown calibrate option(s): {', '.join(sorted(unknown))}")
+    size = parse_size(str(v["size"]))
+    if size < 8 << 20:
+        raise InputError(f"--size {v['size']} is too small: the storage curves need at least 8 MiB")
+    stacks = [s.strip() for s in str(v["stacks"]).split(",") if s.strip()]
+    bad = [s for s in stacks if s not in STACKS]
+    if bad or not stacks:
+        raise InputError(f"unknown stack '{(bad or [''])[0]}': use {', '.join(STACKS)}")
+    codecs = [parse_compression(c).label for c in str(v["codecs"]).split(",") if c.strip()]
+    tasks = parse_int_list(str(v["tasks"]), "--tasks") if str(v["tasks"]).strip() else default_tasks()
+    reps = int(v["reps"])
+    if reps < 1:
+        raise InputError(f"--reps {reps} must be at least 1")
+    return Grid(size=str(v["size"]), stacks=",".join(stacks), codecs=",".join(codecs), reps=reps,
+                tasks=",".join(map(str, tasks)), preset=preset, size_bytes=size, stack_list=stacks,
+                codec_list=codecs, task_list=sorted({1, *tasks}))
+
+
+class Calibrate(base.Study):
+    name = STUDY
+    title = "Calibration of the read-time model: storage, library, decode and parallel rates (issue 15)."
+    description = ("Storage latency and rate against request size (sequential, strided, page cache), per stack the "
+                   "library's per-call, per-run and per-chunk costs, decode rates per codec, the chunk-cache effect "
+                   "and parallel scaling; fitted into the platform's profile (climio predict / advise use it).")
+    Grid = Grid
+    presets = PRESETS
+    default_preset = "full"
+    preset_help = {"quick": "About a minute: a 64 MiB file, fewer stacks and codecs.",
+                   "full": "About five minutes (the default)."}
+
+    def grid(self, preset="full", **values) -> Grid:
+        return build_grid(preset, **values)
+
+    def run(self, ctx, grid) -> int:
+        from .run import run_calibration
+        return run_calibration(ctx, grid)
+
+    def survey_grid(self, quick: bool):
+        return None
+
+
+base.register(Calibrate())

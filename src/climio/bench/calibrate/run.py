@@ -1,0 +1,343 @@
+"""The calibration measurements. Every record: study "calibrate", params.kind says what it measured:
+
+  storage       raw pread of the --size file: pattern sequential / strided (1 in 4) from a cold
+                page cache, or warm (the page cache) x request size; wall and ops per repetition
+  stack-call    one-element reads (one call, one run): the library's cost per call      (warm)
+  stack-runs    reads of 64 runs of one element each inside one sieve window: per run   (warm)
+  stack-copy    1 MiB single-run reads: bytes delivered per second                        (warm)
+  stack-chunks  map reads of a file with 1 KiB chunks: per chunk visited                  (warm)
+  stack-open    open + close; the chunk cache the stack opens a variable with
+  decode        whole-chunk reads of a compressed file and of its uncompressed twin, chunk cache
+                off, warm: decoded bytes per extra second                                  (per codec)
+  cache-effect  x-t reads of compressed chunks, cold: chunk cache off against one that holds a read
+  parallel      N tasks (processes): io = cold 1 MiB preads of 1/N of the file each; cpu = warm
+                decoding of 1/N of a compressed file each; speed-up = time(1 task) / time(N)
+
+The warm library costs are solved from the model's own request counts for the same reads
+(climio.advise.model.simulate), so the fitted profile reproduces them.
+"""
+
+import json
+import math
+import os
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from ... import cache, native
+from ...advise import profile as profmod
+from ...advise.model import simulate
+from ...data.compression import parse_compression
+from ...data.writer import write_4d
+from ...errors import ClimioError
+from ...layout import Layout
+from ...measure.progress import info
+from ...measure.series import Timer
+from ...records import make_record
+from ...stacks import STACKS
+from . import STUDY
+
+SHAPE = (32, 4, 64, 128)          # 8 MiB of f8: the library-cost files
+DECODE_SHAPE = (64, 4, 64, 128)   # 16 MiB: the decode files
+DECODE_CHUNKS = (4, 1, 64, 128)   # 256 KiB chunks
+SMALL_CHUNKS = (1, 1, 8, 16)      # 1 KiB chunks
+SEQ_SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
+STRIDED_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
+WARM_SIZES = (4 << 10, 64 << 10, 1 << 20)
+MAX_OPS = 8192                    # requests per storage measurement at most
+NOCACHE = 0
+
+
+def _write_raw(path, nbytes):
+    if os.path.exists(path) and os.path.getsize(path) == nbytes:
+        return
+    rng = np.random.default_rng(7)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        left = nbytes
+        while left:
+            n = min(left, 16 << 20)
+            fh.write(rng.bytes(n))
+            left -= n
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _nc(path, shape, chunks=None, compression="none"):
+    if not os.path.exists(path):
+        write_4d(path, shape, chunks=chunks if chunks else "contiguous", compression=parse_compression(compression))
+    return path
+
+
+def _stored(path, var="ta"):
+    try:
+        import h5py
+        with h5py.File(path, "r") as fh:
+            return int(fh[var].id.get_storage_size())
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# --- storage -------------------------------------------------------------------------------------
+
+def _preads(path, size, pattern, nbytes):
+    step = size * (4 if pattern == "strided" else 1)
+    n = max(1, min(MAX_OPS, (nbytes - size) // step + 1))
+    buf = bytearray(size)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        state = cache.prepare([path], "warm" if pattern == "warm" else "cold")
+        with Timer() as t:
+            for i in range(n):
+                os.preadv(fd, [buf], i * step)
+    finally:
+        os.close(fd)
+    return t, n, state
+
+
+def storage(path, nbytes, reps, emit, pid):
+    for pattern, sizes in (("sequential", SEQ_SIZES), ("strided", STRIDED_SIZES), ("warm", WARM_SIZES)):
+        for size in sizes:
+            if size * 2 > nbytes:
+                continue
+            for rep in range(reps):
+                t, n, state = _preads(path, size, pattern, nbytes)
+                emit(make_record(STUDY, {"kind": "storage", "pattern": pattern, "request_bytes": size, "stack": "posix"},
+                                 {"bytes": n * size, "ops": n, **t.metrics()}, state, rep, "ok", pid))
+
+
+# --- library costs --------------------------------------------------------------------------------
+
+def _counts_params(lay, reads, cache_bytes):
+    c = simulate(lay, reads, cache_bytes, profmod.default_profile())
+    return {"calls": c.calls, "pieces": c.pieces, "chunks": c.chunks_visited, "bytes_wanted": c.bytes_wanted,
+            "requests": [[p, s, n] for (p, s), n in sorted(c.requests.items())],
+            "bytes_read": sum(s * n for (p, s), n in c.requests.items()),
+            "decodes": c.decodes, "bytes_decoded": c.bytes_decoded}
+
+
+def _warm_py(stack, path, reads, reps, chunk_cache=None, state="warm"):
+    """Times of `reads` through a Python stack, reopened per repetition (an empty chunk cache)."""
+    out = []
+    spec = None if chunk_cache is None else (int(chunk_cache), 4133, 0.75)
+    for _ in range(reps):
+        r = STACKS[stack]()
+        r.open(path, "ta", spec)
+        st = cache.prepare([path], state)
+        with Timer() as t:
+            for s, c in reads:
+                r.read_slab(s, c)
+        r.close()
+        out.append((t, st))
+    return out
+
+
+def _probe(path, reads, reps, chunk_cache=None, state="warm"):
+    fd, name = tempfile.mkstemp(prefix="climio-calib-", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            for s, c in reads:
+                fh.write(" ".join(map(str, [*s, *c])) + "\n")
+        spec = "default" if chunk_cache is None else f"{int(chunk_cache)},4133,0.75"
+        p = subprocess.run([native.program("climio-probe-netcdf-slab"), "--file", path, "--var", "ta", "--slices",
+                            name, "--reps", str(reps), "--cache", state, "--budget", "0", "--chunk-cache", spec],
+                           capture_output=True, text=True)
+        if p.returncode:
+            raise ClimioError(p.stderr.strip()[-300:])
+        return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    finally:
+        os.unlink(name)
+
+
+def _timed(stack, path, reads, reps, chunk_cache=None, state="warm"):
+    """[(metrics, cache state)] of the reads through `stack`."""
+    if stack == "c-netcdf":
+        return [(r["metrics"], r.get("cache", {"state": state})) for r in _probe(path, reads, reps, chunk_cache, state)]
+    return [(t.metrics(), st) for t, st in _warm_py(stack, path, reads, reps, chunk_cache, state)]
+
+
+def _cache_bytes(stack, path):
+    if stack == "c-netcdf":
+        stack = "netcdf4-python"    # the same netCDF-C default (per variable, set at open)
+    r = STACKS[stack]()
+    r.open(path, "ta")
+    info_ = r.chunk_cache_info() or {}
+    r.close()
+    return int(info_.get("size") or 0)
+
+
+def library(stack, files, reps, emit, pid):
+    contig, small = files["contig"], files["small"]
+    T, Z, Y, X = SHAPE
+    lay_c = Layout(SHAPE, 8, None)
+    lay_s = Layout(SHAPE, 8, SMALL_CHUNKS)
+    cache_b = _cache_bytes(stack, small)
+    cases = {
+        "stack-call": (contig, lay_c, [((0, 0, y, x), (1, 1, 1, 1)) for y in range(Y) for x in range(0, X, 2)][:3000]),
+        "stack-runs": (contig, lay_c, [((t, z, 0, x), (1, 1, Y, 1)) for t in range(T) for z in range(Z)
+                                       for x in range(0, X, 4)][:3000]),
+        "stack-copy": (contig, lay_c, [((t, 0, 0, 0), (4, Z, Y, X)) for t in range(0, T, 4)]),
+        "stack-chunks": (small, lay_s, [((t, z, 0, 0), (1, 1, Y, X)) for t in range(T) for z in range(Z)]),
+    }
+    for kind, (path, lay, reads) in cases.items():
+        params = {"kind": kind, "stack": stack, "file": os.path.basename(path),
+                  **_counts_params(lay, reads, cache_b)}
+        for rep, (m, st) in enumerate(_timed(stack, path, reads, reps)):
+            emit(make_record(STUDY, params, {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}, st, rep,
+                             "ok", pid))
+    # open + close (Python stacks in process; c-netcdf: the probe's open_s when it reports one)
+    opens = []
+    if stack != "c-netcdf":
+        for _ in range(max(5, reps * 3)):
+            t0 = time.perf_counter()
+            r = STACKS[stack]()
+            r.open(small, "ta")
+            r.close()
+            opens.append(time.perf_counter() - t0)
+    else:
+        recs = _probe(small, [((0, 0, 0, 0), (1, 1, 1, 1))], max(3, reps))
+        opens = [r["metrics"].get("open_s", 0.002) for r in recs]
+    for rep, w in enumerate(opens):
+        emit(make_record(STUDY, {"kind": "stack-open", "stack": stack, "chunk_cache_bytes": cache_b},
+                         {"wall_s": w, "ops": 1, "bytes": 0}, {"state": "warm"}, rep, "ok", pid))
+
+
+def decode(files, codecs, reps, emit, pid):
+    T, Z, Y, X = DECODE_SHAPE
+    reads = [((0, z, 0, 0), (T, 1, Y, X)) for z in range(Z)]
+    for codec in ["none", *codecs]:
+        path = files[f"decode-{codec}"]
+        lay = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS, codec != "none", _stored(path) if codec != "none" else None)
+        params = {"kind": "decode", "stack": "netcdf4-python", "codec": codec,
+                  **_counts_params(lay, reads, NOCACHE)}
+        params["bytes_decoded"] = lay.nbytes
+        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
+            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+
+
+def cache_effect(files, codec, reps, emit, pid):
+    T, Z, Y, X = DECODE_SHAPE
+    path = files[f"decode-{codec}"]
+    reads = [((0, z, y, 0), (T, 1, 1, X)) for z in range(Z) for y in range(Y)]
+    fit = (T // DECODE_CHUNKS[0]) * 8 * math.prod(DECODE_CHUNKS) * 2
+    for what, cc in (("off", NOCACHE), ("fit", fit)):
+        params = {"kind": "cache-effect", "stack": "netcdf4-python", "codec": codec, "what": what, "chunk_cache": cc}
+        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state="cold")):
+            emit(make_record(STUDY, params, {"bytes": 0, "ops": len(reads), **m}, st, rep, "ok", pid))
+
+
+# --- parallel ------------------------------------------------------------------------------------
+
+def _ptask(kind, path, lo, hi, barrier):
+    if kind == "io":
+        fd = os.open(path, os.O_RDONLY)
+        buf = bytearray(1 << 20)
+        barrier.wait()
+        barrier.wait()
+        with Timer() as t:
+            for off in range(lo, hi, 1 << 20):
+                os.preadv(fd, [buf], off)
+        os.close(fd)
+    else:
+        r = STACKS["netcdf4-python"]()
+        r.open(path, "ta", (0, 4133, 0.75))
+        T, Z, Y, X = DECODE_SHAPE
+        barrier.wait()
+        barrier.wait()
+        with Timer() as t:
+            for k in range(lo, hi):
+                r.read_slab((0, k % Z, 0, 0), (T, 1, Y, X))
+        r.close()
+    return t.metrics()
+
+
+def parallel(files, codec, task_list, reps, emit, pid):
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    raw, nbytes = files["raw"], os.path.getsize(files["raw"])
+    comp = files[f"decode-{codec}"]
+    work = {"io": (raw, nbytes // (1 << 20) * (1 << 20), 1 << 20), "cpu": (comp, DECODE_SHAPE[1] * 4, 1)}
+    with ctx.Manager() as mgr:
+        for n in task_list:
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+                barrier = mgr.Barrier(n + 1)
+                for kind, (path, total, unit) in work.items():
+                    units = total // unit
+                    bounds = [round(i * units / n) * unit for i in range(n + 1)]
+                    for rep in range(reps):
+                        futs = [pool.submit(_ptask, kind, path, a, b, barrier) for a, b in zip(bounds, bounds[1:])]
+                        barrier.wait()
+                        st = cache.prepare([path], "cold" if kind == "io" else "warm")
+                        barrier.wait()
+                        res = [f.result() for f in futs]
+                        walls = [r["wall_s"] for r in res]
+                        emit(make_record(STUDY, {"kind": "parallel", "what": kind, "tasks": n, "cores": cores},
+                                         {"wall_s": max(walls), "task_wall_s": walls, "ops": n, "bytes": 0},
+                                         st, rep, "ok", pid))
+
+
+# --- the study ---------------------------------------------------------------------------------------
+
+def make_files(grid, data_dir) -> dict:
+    d = os.path.join(data_dir, "calibrate")
+    os.makedirs(d, exist_ok=True)
+    files = {"raw": os.path.join(d, "raw.bin")}
+    _write_raw(files["raw"], grid.size_bytes)
+    files["contig"] = _nc(os.path.join(d, "contig.nc"), SHAPE)
+    files["small"] = _nc(os.path.join(d, "small-chunks.nc"), SHAPE, SMALL_CHUNKS)
+    for codec in ["none", *grid.codec_list]:
+        files[f"decode-{codec}"] = _nc(os.path.join(d, f"decode-{codec}.nc"), DECODE_SHAPE, DECODE_CHUNKS, codec)
+    return files
+
+
+def available(stack) -> bool:
+    if stack != "c-netcdf":
+        return True
+    try:
+        native.program("climio-probe-netcdf-slab")
+        return True
+    except ClimioError:
+        return False
+
+
+def run_calibration(ctx, grid) -> int:
+    n = [0]
+    pid = ctx.run.platform_id
+
+    def emit(rec):
+        ctx.run.writer.write(rec)
+        n[0] += 1
+    t0 = time.perf_counter()
+    say = info if ctx.progress else (lambda *_: None)
+    say("calibrate: writing the calibration files")
+    files = make_files(grid, ctx.data_dir)
+    say("calibrate: storage latency and rate against request size")
+    storage(files["raw"], grid.size_bytes, grid.reps, emit, pid)
+    for stack in grid.stack_list:
+        if not available(stack):
+            say(f"calibrate: {stack} skipped (the native probe is not built)")
+            continue
+        say(f"calibrate: library costs of {stack}")
+        library(stack, files, grid.reps, emit, pid)
+    say("calibrate: decode rates " + ", ".join(grid.codec_list))
+    decode(files, grid.codec_list, grid.reps, emit, pid)
+    codec = grid.codec_list[0] if grid.codec_list else None
+    if codec:
+        say("calibrate: chunk-cache effect")
+        cache_effect(files, codec, grid.reps, emit, pid)
+        say(f"calibrate: parallel scaling at {', '.join(map(str, grid.task_list))} tasks")
+        parallel(files, codec, grid.task_list, grid.reps, emit, pid)
+    # the profile, fitted from this run's records, next to them and in the profile cache
+    from ...records import read_records
+    from .summary import profile_from_records
+    prof = profile_from_records(read_records(ctx.run.path), pid, ctx.run.platform)
+    written = profmod.save(prof, os.path.join(ctx.run.path, profmod.PROFILE_NAME))
+    say(f"calibrate: {n[0]} records in {time.perf_counter() - t0:.0f} s; profile {written[0]}")
+    for line in prof.summary_lines():
+        say(line)
+    return n[0]

@@ -1,0 +1,21 @@
+"""The calibration's numbers (pure): the profile fitted from the records."""
+
+from ...advise.profile import Profile, default_profile, fit
+
+
+def platform_of(records) -> str:
+    return next((r.get("platform_id") for r in records if r.get("platform_id")), "") or "unknown"
+
+
+def profile_from_records(records, platform_id=None, platform=None, source="calibration") -> Profile:
+    """Fit on top of the built-in defaults, so what the records do not measure keeps a value."""
+    pid = platform_id or platform_of(records)
+    return fit(records, pid, platform, source=source, base=default_profile(pid))
+
+
+def summarise(records) -> dict:
+    recs = [r for r in records if r.get("study") == "calibrate"]
+    prof = profile_from_records(recs)
+    ce = prof.checks.get("chunk_cache", {})
+    return {"profile": prof.to_dict(), "lines": prof.summary_lines(), "records": len(recs),
+            "cache_effect": (ce["off"] / ce["fit"]) if ce.get("off") and ce.get("fit") else None}

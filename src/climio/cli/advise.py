@@ -1,0 +1,108 @@
+"""`climio calibrate`, `climio predict` and `climio advise`: the calibrated read-time model."""
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import InputError
+from ..measure.progress import err_line, info
+from . import app
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    quick: bool = typer.Option(False, "--quick", help="About a minute instead of about five."),
+    from_runs: Optional[List[Path]] = typer.Option(None, "--from", metavar="RUN_DIR",
+                                                   help="Build the profile from existing run directories (calibrate and "
+                                                        "read-stack records) instead of measuring; repeatable."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", metavar="DIR",
+                                            help="Where the calibration files go: put it on the file system of your "
+                                                 "data (default: a temporary directory on local disk)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Run directory (default climio-runs/calibrate-TIMESTAMP)."),
+    stacks: Optional[str] = typer.Option(None, "--stacks", metavar="LIST", help="Stacks: netcdf4-python,h5py,h5netcdf,xarray,c-netcdf."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Render report.html (the profile is shown there)."),
+):
+    """Measure the rates the read-time model needs on the data's file system and save the profile
+    (~/.cache/climio/profiles/PLATFORM_ID.json and RUN_DIR/profile.json)."""
+    from ..advise import profile as profmod
+    if from_runs:
+        from ..bench.calibrate.summary import profile_from_records
+        from ..records import read_records
+        records, platform = [], None
+        for d in from_runs:
+            if not (Path(d) / "records.jsonl").is_file():
+                raise InputError(f"--from {d}: not a run directory (no records.jsonl)")
+            records += read_records(d)
+            pj = Path(d) / "platform.json"
+            if platform is None and pj.is_file():
+                platform = json.loads(pj.read_text())
+        usable = [r for r in records if r.get("study") in ("calibrate", "read-stack")]
+        if not usable:
+            raise InputError("--from: no calibrate or read-stack records in " + ", ".join(map(str, from_runs)))
+        pid = (platform or {}).get("platform_id") or usable[0].get("platform_id") or "unknown"
+        prof = profile_from_records(usable, pid, platform, source="runs")
+        written = profmod.save(prof, *([Path(out) / profmod.PROFILE_NAME] if out else []))
+        info(f"profile from {len(usable)} records of {len(from_runs)} run director{'ies' if len(from_runs) != 1 else 'y'}: "
+             + ", ".join(map(str, written)))
+        for line in prof.summary_lines():
+            print(line)
+        return
+    from ..api import run_study
+    run_dir = run_study("calibrate", preset="quick" if quick else "full", out=out, data_dir=data_dir, report=report,
+                        stacks=stacks)
+    info(f"profile: {Path(run_dir) / profmod.PROFILE_NAME}")
+
+
+def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
+    from ..advise import workflow as wfmod
+    from ..units import parse_size
+    if workflow:
+        if file or reads:
+            raise InputError("give a --workflow file or FILE --read ..., not both")
+        wf = wfmod.load(workflow)
+        if tasks is not None:
+            wf.tasks = tasks
+        if stack is not None:
+            wf.stack = wfmod.check_stack(stack)
+        return wf
+    if not file:
+        raise InputError("give a FILE and --read (xt, xy, xyt or a template), or --workflow FILE.yaml")
+    if not reads:
+        raise InputError("say how the workflow reads: --read xt|xy|xyt|TEMPLATE (repeatable)")
+    return wfmod.Workflow(str(file), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
+                          stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None)
+
+
+_READ_HELP = "Read shape: xt, xy, xyt or a count template such as 24,1,Y,X; repeatable (one entry per read)."
+
+
+@app.command("predict")
+def predict_cmd(
+    file: Optional[Path] = typer.Argument(None, help="netCDF-4/HDF5 file."),
+    var: Optional[str] = typer.Option(None, "--var", metavar="NAME", help="Variable (default: the only multi-dimensional one)."),
+    read: Optional[List[str]] = typer.Option(None, "--read", metavar="SHAPE", help=_READ_HELP),
+    passes: int = typer.Option(1, "--passes", metavar="N", help="Times the workflow reads the data this way."),
+    tasks: Optional[int] = typer.Option(None, "--tasks", metavar="N", help="Tasks (processes) sharing the reads (default 1)."),
+    stack: Optional[str] = typer.Option(None, "--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray."),
+    chunk_cache: Optional[str] = typer.Option(None, "--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's)."),
+    workflow: Optional[Path] = typer.Option(None, "--workflow", metavar="FILE", help="A YAML/JSON workflow: file, var, stack, tasks, reads [{read, passes}]."),
+    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", help="Profile to predict with (default: this platform's)."),
+    check: bool = typer.Option(False, "--check", help="Also run each read cold and print predicted against measured."),
+    reps: int = typer.Option(3, "--reps", metavar="N", help="Cold runs per read for --check."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+):
+    """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
+    parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
+    from ..advise import workflow as wfmod
+    wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
+    prof = wfmod.profile_for(wf.file, str(profile) if profile else None, err_line)
+    wp = wfmod.predict_workflow(wf, prof)
+    if check:
+        wp.checks = wfmod.check_workflow(wf, wp, reps)
+    if json_out:
+        print(json.dumps(wp.to_dict()))
+        return
+    for line in wp.lines():
+        print(line)
