@@ -210,7 +210,7 @@ class Bench:
         env = self.env(variant, out)
         cmd, calls = case["cmd"], case["calls"]
         if case.get("mpi"):
-            pre = [k for k in env if k.startswith(("DARSHAN", "DXT", "CLIMIO_TRACE")) or k == "LD_PRELOAD"]
+            pre = [k for k in env if k.startswith(("DARSHAN", "DXT", "CLIMIO_TRACE"))]
             env.update(MPI_ENV)
             xs = [x for k in pre for x in ("-x", k)]
             ld = env.pop("LD_PRELOAD", None)
