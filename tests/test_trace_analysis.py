@@ -257,6 +257,23 @@ def test_flow_edges_max_rank_and_ranks(tmp_path):
     assert nodes["pwrite64"]["ranks"] == 1
 
 
+def test_shell_wrapper_and_launcher_are_not_ranks(tmp_path):
+    """A process without a rank beside ranked ones (mpirun, `sh -c`) is left out, with a note."""
+    for r, secs in enumerate([1, 3]):
+        p = SynthProc(pid=300 + r, rank=r)
+        p.leaf("pwrite64", "posix", dur=secs * 10**9, file="/shared", offset=r * 10, size=10)
+        p.write(tmp_path)
+    w = SynthProc(pid=299, rank=-1)   # the wrapper reads its script and a config file
+    w.leaf("read", "posix", dur=10**9, file="/home/u/run.sh", offset=0, size=100)
+    w.write(tmp_path)
+    _, facts = facts_of(tmp_path)
+    assert facts["ranks"]["units"] == ["rank 0", "rank 1"]
+    m = next(m for m in facts["ranks"]["main"] if m["function"] == "pwrite64")
+    assert m["imbalance"] == pytest.approx(1.5)
+    assert any("pid 299" in n and "without an MPI rank" in n for n in facts["trace"]["notes"])
+    assert not any(f["function"] == "read" for f in facts["functions"])
+
+
 def test_rank_imbalance(tmp_path):
     for r, secs in enumerate([1, 2, 3]):
         p = SynthProc(pid=200 + r, rank=r)
@@ -768,3 +785,19 @@ def test_end_to_end_mpi(tmp_path):
     shared = next(f for f in advice.findings(an, facts) if f["rule"] == "independent-shared-writes")
     assert (shared["evidence"]["ranks"], shared["evidence"]["offsets"]) == (2, 3)
     assert shared["evidence"]["functions"] == ["MPI_File_write_at"]
+
+
+def test_the_traced_interpreters_own_files_are_excluded():
+    """`climio trace run -- python script.py`: that Python's library, site-packages and editable
+    sources are not the program's I/O, whichever Python it is."""
+    import sys
+    from climio.trace.run import default_excludes, interpreter_excludes, outermost
+    import climio
+    mine = interpreter_excludes([sys.executable])
+    assert sys.prefix in mine   # a venv: all of it
+    assert os.path.dirname(climio.__file__) in default_excludes() or any(
+        os.path.dirname(climio.__file__).startswith(p + "/") for p in default_excludes())
+    system = interpreter_excludes(["/usr/bin/python3"])
+    assert system and all(p.startswith("/usr/") and "python3" in p for p in system) and "/usr" not in system
+    assert interpreter_excludes(["ls"]) == []
+    assert outermost(["/a/b", "/a", "/c/d", "/c/de"]) == ["/a", "/c/d", "/c/de"]

@@ -630,7 +630,28 @@ class Analysis:
 
 
 def analyse(trace) -> Analysis:
-    return Analysis(trace)
+    return Analysis(without_wrappers(trace))
+
+
+def without_wrappers(trace):
+    """The trace without the processes that have no MPI rank when others have one: the launcher
+    (mpirun) and shell wrappers around the ranks are not ranks, and their I/O (configuration files,
+    the script itself) is not the program's. They are named in a note."""
+    import dataclasses
+    ranked = [p.rank >= 0 for p in trace.procs]
+    if not any(ranked) or all(ranked) or not len(trace.events):
+        return trace
+    keep = np.asarray(ranked, dtype=bool)[trace.events["proc"].astype(np.int64)]
+    new_index = np.cumsum(keep) - 1
+    aux = {int(new_index[k]): v for k, v in trace.aux.items() if k < len(keep) and keep[k]}
+    proc_index = np.cumsum(ranked) - 1                   # old process number -> new
+    events = trace.events[keep].copy()
+    events["proc"] = proc_index[events["proc"].astype(np.int64)]
+    left = [p.label for p, r in zip(trace.procs, ranked) if not r]
+    note = (f"left out: {len(left)} process(es) without an MPI rank ({', '.join(left[:5])}"
+            f"{', ...' if len(left) > 5 else ''}): the launcher or a shell wrapper, not ranks of the program")
+    return dataclasses.replace(trace, events=events, aux=aux, procs=[p for p, r in zip(trace.procs, ranked) if r],
+                               notes=[*trace.notes, note])
 
 
 # --- netCDF geometry ------------------------------------------------------------------------------------

@@ -52,8 +52,65 @@ class CommandNotFound(ClimioError):
 
 
 def default_excludes() -> list:
-    """Path prefixes never traced: kernel pseudo-files and Python's own installation (imports)."""
-    return list(dict.fromkeys(["/proc", "/sys", "/dev", sys.prefix, sys.base_prefix]))
+    """Path prefixes never traced: kernel pseudo-files, Python's own installation (imports) and the
+    sources of editable installs (climio's own, when the traced program imports it)."""
+    return list(dict.fromkeys(["/proc", "/sys", "/dev", sys.prefix, sys.base_prefix, *_editable_sources()]))
+
+
+# Run by the traced program's interpreter: its installation and its editable-install source
+# directories (setuptools' and scikit-build-core's finders map package names to them).
+_ASK_PYTHON = r"""
+import os, site, sys, sysconfig
+paths = sysconfig.get_paths()
+out = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+out.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+if sys.prefix != sys.base_prefix:
+    out.add(sys.prefix)          # a virtual environment: all of it is the interpreter's
+for f in sys.meta_path:
+    for attr in ("MAPPING", "known_source_files", "mapping"):
+        m = getattr(f, attr, None)
+        if isinstance(m, dict):
+            for v in m.values():
+                v = str(v)
+                out.add(os.path.dirname(v) if v.endswith(".py") else v)
+for p in sorted(p for p in out if p and p != "/"):
+    print(p)
+"""
+
+
+def _editable_sources() -> list:
+    out = []
+    for f in sys.meta_path:
+        for attr in ("MAPPING", "known_source_files", "mapping"):
+            m = getattr(f, attr, None)
+            if isinstance(m, dict):
+                out += [os.path.dirname(str(v)) if str(v).endswith(".py") else str(v) for v in m.values()]
+    import climio
+    out.append(os.path.dirname(os.path.abspath(climio.__file__)))
+    return outermost([p for p in out if p and p != "/"])
+
+
+def outermost(prefixes) -> list:
+    """The prefixes not inside another one (the tracer matches by prefix)."""
+    keep = []
+    for p in sorted(set(prefixes), key=len):
+        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in keep):
+            keep.append(p)
+    return keep
+
+
+def interpreter_excludes(command) -> list:
+    """When the traced command is a Python interpreter (python, python3.11, a venv's python),
+    its own installation and editable sources: asked from that interpreter, which may be another
+    Python than climio's. Nothing when it is not Python or does not answer in 10 s."""
+    exe = shutil.which(command[0]) if command else None
+    if not exe or not os.path.basename(exe).startswith("python"):
+        return []
+    try:
+        out = subprocess.run([exe, "-c", _ASK_PYTHON], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return outermost([l for l in out.stdout.splitlines() if l.startswith("/") and l != "/"]) if out.returncode == 0 else []
 
 
 def tracer_library() -> str:
@@ -143,7 +200,7 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
         raise InputError(f"trace directory {out} is not empty: a second trace would merge into its report; "
                          "choose another -o DIR or add --force to add to it")
     out_dir = writable_dir(out or default_run_dir("trace")).resolve()
-    excl = list(dict.fromkeys([*default_excludes(), *excludes]))
+    excl = outermost([*default_excludes(), *interpreter_excludes(command), *excludes])
     env = dict(os.environ)
     kind = launcher_flavour(command)
     tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"), mode_name, sample)
