@@ -451,6 +451,8 @@ def test_rule_evidence(tmp_path):
     _partial_chunks(tmp_path / "p")
     f = next(f for f in rules_fired(tmp_path / "p")[1] if f["rule"] == "partial-chunk-compressed")
     assert f["evidence"]["ratio"] == pytest.approx(100.0) and f["evidence"]["partial_reads"] == 10
+    # the fix is the concrete command, with the chunk shape it computed (the typical read [1, 100])
+    assert "`climio rechunk /z.nc /z.rechunked.nc -c zeta:1,100`" in f["advice"], f["advice"]
 
 
 def _small_under_mpiio(d, func, posix):

@@ -198,6 +198,18 @@ def _random_access(an, facts, io):
     return out
 
 
+def rechunk_command(v) -> str:
+    """The exact `climio rechunk` line for a variable whose reads touch chunks partly: target
+    chunks equal to the typical read count (clipped to at least 1), output beside the input."""
+    import os
+    import shlex
+    chunks = ",".join(str(max(1, int(c))) for c in v["typical_count"])
+    src = str(v["file"])
+    stem, ext = os.path.splitext(src)
+    return (f"`climio rechunk {shlex.quote(src)} {shlex.quote(stem + '.rechunked' + (ext or '.nc'))} "
+            f"-c {shlex.quote(str(v['var']).lstrip('/'))}:{chunks}`")
+
+
 def _partial_chunks(an, facts, io):
     out = []
     for v in facts["netcdf"]["variables"]:
@@ -212,9 +224,9 @@ def _partial_chunks(an, facts, io):
             {"file": v["file"], "var": v["var"], "reads": v["reads"], "partial_reads": v["partial_reads"],
              "requested": v["requested"], "decoded": v["decoded_after_cache"], "ratio": ratio,
              "chunks": v["chunks"], "typical_count": v["typical_count"], "filters": v["filters"]},
-            f"Rechunk so that a read covers whole chunks (chunk extents that divide the typical read count "
-            f"{v['typical_count']}), e.g. `climio rechunk IN OUT -c {v['var']}:...` or `--for` the read's axes; "
-            "or read larger hyperslabs that cover whole chunks."))
+            f"Rechunk so that a read covers whole chunks: {rechunk_command(v)} (chunks equal to the typical "
+            f"read {v['typical_count']}, so each read decodes exactly what it asks for); or read larger "
+            "hyperslabs that cover whole chunks."))
     return out
 
 
