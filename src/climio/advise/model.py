@@ -3,6 +3,7 @@
 One explicit formula, evaluated on the requests the HDF5 library makes for the reads:
 
     time = sum over storage requests  (latency(pattern) + size / rate(size, pattern))      I/O
+                                      (+ cold_extra_s per strided cold request the library makes)
          + bytes decoded / decode rate(codec)                                             decode
          + calls x call_s + chunks visited x chunk_s + runs x piece_s + bytes / copy_Bps   CPU
     with N tasks:  I/O / S_io(N) + (decode + CPU) / S_cpu(N) + open
@@ -16,8 +17,9 @@ with it, simulated read by read in the order the program reads:
     cache size; a chunk larger than the cache is never cached). An uncompressed chunk larger
     than the cache is read directly: only the runs the read needs, through the sieve;
   * the page cache: a request whose pages were all fetched before is a "warm" request (the
-    warm latency and rate), a cold one is "sequential" when it starts where the previous
-    storage request ended, else "strided".
+    warm latency and rate); otherwise its new pages are a cold request, "sequential" when they
+    continue a region already fetched or the previous request (readahead follows), else
+    "strided", and its other pages a warm one.
 Reads beyond a window (SIM_REQUESTS requests) are not simulated one by one: the first reads are,
 and the counts are scaled by reads / reads simulated.
 
@@ -116,14 +118,21 @@ class _Storage:
         if size <= 0:
             return
         p0, p1 = off // self.page, (off + size - 1) // self.page
-        pages = range(p0, p1 + 1)
-        if all(p in self.seen for p in pages):
-            pattern = "warm"
+        new = [p for p in range(p0, p1 + 1) if p not in self.seen]
+        if not new:
+            self.req[("warm", size)] += 1
         else:
-            pattern = "sequential" if self.prev_end is not None and off == self.prev_end else "strided"
-            self.seen.update(pages)
+            # only the pages not yet fetched come from storage; the rest from the page cache
+            cold = min(size, len(new) * self.page)
+            # sequential when it continues a fetched region (the kernel's readahead follows it) or the
+            # previous request
+            pattern = ("sequential" if (new[0] - 1) in self.seen or (self.prev_end is not None and off == self.prev_end)
+                       else "strided")
+            self.seen.update(new)
+            self.req[(pattern, cold)] += 1
+            if size > cold:
+                self.req[("warm", size - cold)] += 1
         self.prev_end = off + size
-        self.req[(pattern, size)] += 1
 
     def contig(self, offs_bytes, run_bytes, region_lo, region_hi):
         """Runs of `run_bytes` at byte offsets inside the region [lo, hi) (a contiguous dataset
@@ -289,6 +298,8 @@ def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> di
     io = 0.0
     for (p, size), n in counts.requests.items():
         io += n * (profile.latency(p) + size / profile.rate(p, size))
+        if p == "strided":
+            io += n * profile.cold_extra_s
     decode = counts.bytes_decoded / profile.decode(codec) if counts.bytes_decoded else 0.0
     cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_s + counts.pieces * sr.piece_s
            + counts.bytes_wanted / sr.copy_Bps)

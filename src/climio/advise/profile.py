@@ -60,6 +60,8 @@ class Profile:
     parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
     sieve_bytes: int = SIEVE_BYTES
     page_bytes: int = PAGE_BYTES
+    cold_extra_s: float = 0.0    # what a library's cold request costs beyond a raw pread's (interleaved
+                                 # metadata reads, readahead that does not follow the library's requests)
     source: str = "synthetic"                          # calibration | runs | synthetic
     created: str = ""
     host: str = ""
@@ -150,6 +152,8 @@ class Profile:
             if p in self.rate_Bps:
                 pts = ", ".join(f"{_size(s)} {r / 1e6:.0f}" for s, r in self.rate_Bps[p])
                 out.append(f"  storage {p}: latency {1e6 * self.latency(p):.1f} us; MB/s by request size: {pts}")
+        if self.cold_extra_s:
+            out.append(f"  a library's strided cold request costs {1e6 * self.cold_extra_s:.0f} us more than a raw pread")
         for name, s in sorted(self.stacks.items()):
             out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk, "
                        f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
@@ -260,7 +264,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     for r in ok:
         p = r["params"]
         key = (p.get("kind"), p.get("stack"), p.get("pattern"), p.get("request_bytes"), p.get("codec"),
-               p.get("what"), p.get("tasks"))
+               p.get("what"), p.get("tasks"), p.get("case"))
         groups.setdefault(key, []).append(r)
     med = {k: _median([r["metrics"]["wall_s"] for r in v]) for k, v in groups.items()}
     one = {k: v[0] for k, v in groups.items()}
@@ -329,6 +333,21 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             prof.parallel[kind] = pts
     if any(k[0] == "parallel" for k in groups):
         prof.parallel["cores"] = max(int(one[k]["params"].get("cores") or 1) for k in groups if k[0] == "parallel")
+    # cold requests through the library: the time beyond the warm twin, beyond what raw preads predict
+    extras = []
+    for k in groups:
+        if k[0] == "cold-extra" and k[5] == "cold":
+            twin = next((kk for kk in groups if kk[0] == "cold-extra" and kk[5] == "warm" and kk[1] == k[1]
+                         and kk[7] == k[7]), None)
+            if not twin:
+                continue
+            p = one[k]["params"]
+            n_cold = sum(n for pat, s, n in p["requests"] if pat == "strided")
+            raw_cold = sum(n * (prof.latency(pat) + s / prof.rate(pat, s)) for pat, s, n in p["requests"])
+            if n_cold >= 16:
+                extras.append((med[k] - med[twin] - (raw_cold - warm_io(prof, p))) / n_cold)
+    if extras:
+        prof.cold_extra_s = max(_median(extras), 0.0)
     for k in groups:
         if k[0] == "cache-effect":
             prof.checks.setdefault("chunk_cache", {})[k[5]] = med[k]

@@ -196,6 +196,8 @@ def reads_for(layout: Layout, spec: str, var: str = "") -> list:
     """The (start, count) hyperslabs tiling the variable with the read `spec`; InputError (one line)
     for a read bigger than the variable or one that does not fit its rank."""
     shape = layout.shape
+    if str(spec).strip().lower() == "stsa":
+        return stsa_reads(shape)
     try:
         count = parse_read(spec, shape)
     except InputError as exc:
@@ -205,6 +207,15 @@ def reads_for(layout: Layout, spec: str, var: str = "") -> list:
                              f"{msg.split(': ', 1)[-1]}") from None
         raise
     return slice_starts(shape, count)
+
+
+def stsa_reads(shape, levels=None) -> list:
+    """The STSA read pattern (thesis App. C.2): for each latitude, for each level, one x-t slab
+    (T,1,1,X) at (0, z, y, 0): latitude outer, level inner (not C order of the starts)."""
+    if len(shape) != 4:
+        raise InputError(f"read 'stsa' needs a 4-D [t,z,y,x] variable, not shape {format_chunks(shape)}")
+    t, z, y, x = shape
+    return [((0, k, j, 0), (t, 1, 1, x)) for j in range(y) for k in range(levels or z)]
 
 
 @dataclass

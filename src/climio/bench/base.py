@@ -31,6 +31,7 @@ STUDY_MODULES = (
     "climio.bench.parallel_read",
     "climio.bench.stsa",
     "climio.bench.calibrate",
+    "climio.bench.predict",
 )
 
 _REGISTRY = {}

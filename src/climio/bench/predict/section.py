@@ -1,0 +1,44 @@
+"""The validation's section: predicted against measured, next to the thesis's flowchart."""
+
+from ...sections import Finding, Paragraph, Section, Table
+from . import STUDY
+from .summary import summarise
+
+
+def section(records) -> Section:
+    s = summarise(records)
+    sec = Section("study-predict", "Validation of the read-time model (predicted against measured)")
+    if not s["n"]:
+        return sec.add(Paragraph("No configuration finished."))
+    t = s["thesis"]
+    sec.add(Paragraph(
+        f"{s['n']} configurations not used for calibration, each predicted from the platform's profile and measured "
+        f"cold. |log(predicted/measured)|: median {s['median_abs_log']:.3f} (a factor {s['median_factor']:.2f}), "
+        f"90th percentile {s['p90_abs_log']:.3f} (a factor {s['p90_factor']:.2f}); target median within "
+        f"{s['target']['median']}x and 90% within {s['target']['p90']}x: {'met' if s['meets_target'] else 'NOT met'}. "
+        f"The thesis's flowchart (Fig. 7.1, never fitted) was {t['stsa_flowchart_factor']}x optimistic for the STSA read "
+        f"and predicted a {t['xt_speedup_predicted']}x gain from x-t chunks where {t['xt_speedup_observed']}x was observed."))
+    rows = [["model (this platform)", f"{s['median_factor']:.2f}x", f"{s['p90_factor']:.2f}x",
+             f"{s.get('stsa_factor', float('nan')):.2f}x",
+             (f"{s['relayout']['predicted']:.1f}x / {s['relayout']['measured']:.1f}x" if s.get("relayout") else "-")],
+            ["thesis flowchart (JASMIN)", "-", "-", f"{t['stsa_flowchart_factor']}x",
+             f"{t['xt_speedup_predicted']}x / {t['xt_speedup_observed']}x"]]
+    sec.add(Table(["predictor", "median error", "90th pct error", "STSA read error", "x-t re-layout gain pred./meas."],
+                  rows, "Errors as factors exp(|log(predicted/measured)|)."))
+    rows = [[r["config"], r["compression"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}",
+             f"{r['factor']:.2f}", r["bound"], " -> ".join(r["path"][:3])] for r in sorted(s["rows"], key=lambda r: r["config"])]
+    sec.add(Table(["configuration (layout/read/stack/tasks)", "compression", "predicted [s]", "measured [s]",
+                   "pred/meas", "factor", "bound", "flowchart path"], rows,
+                  "Per configuration: median of the cold repetitions; factor = exp(|log(pred/meas)|)."))
+    return sec
+
+
+def findings(records) -> list:
+    s = summarise(records)
+    if not s["n"]:
+        return []
+    worst = s["worst"][0]
+    return [Finding(STUDY, f"read-time model over {s['n']} configurations: median error {s['median_factor']:.2f}x, "
+                           f"90th percentile {s['p90_factor']:.2f}x (thesis flowchart: 4.7x on the STSA read); worst "
+                           f"{worst['config']} ({worst['ratio']:.2f}x)",
+                    "reproduced" if s["meets_target"] else "not reproduced")]
