@@ -28,7 +28,7 @@ class ListWriter:
 def small_grid(**kw):
     args = dict(shape=",".join(map(str, SHAPE)), chunks="A,B,C,E,F,G,default,balanced,[3,2,7,11]",
                 reads="xy,xt,xyt", compression="none,deflate4+shuffle,bitround10+deflate1",
-                compress_chunks="B,F,custom", caches="default,fit", reps=1, budget_s=0, sample=0)
+                compress_chunks="B,F,custom", chunk_cache="default,fit", reps=1, budget_s=0, sample=0)
     args.update(kw)
     return study.grid("full", **args)
 
@@ -137,7 +137,7 @@ def test_records_carry_geometry_ratio_and_cache(tmp_path):
 
 def test_codec_the_c_build_lacks_is_recorded_unavailable(tmp_path):
     grid = small_grid(chunks="E", reads="xy", compression="zstd3", compress_chunks="E", layers="c-netcdf",
-                      caches="default")
+                      chunk_cache="default")
     w = ListWriter()
     ck.run_grid(grid, tmp_path, w, "")
     assert len(w.records) == 1
@@ -173,7 +173,7 @@ def test_source_variable_is_copied_into_each_layout(tmp_path):
     from climio.data import make_data
     src = make_data(tmp_path / "src", size="256KiB", kinds=("4d",), shape4d=[6, 2, 10, 16], seed=3)["4d"]
     grid = study.grid("full", source=f"{src}:ta", chunks="E,F", reads="xt", compression="none,deflate4",
-                         compress_chunks="E", caches="default", reps=1, sample=0)
+                         compress_chunks="E", chunk_cache="default", reps=1, sample=0)
     assert grid.shape == [6, 2, 10, 16]
     w = ListWriter()
     ck.run_grid(grid, tmp_path / "layouts", w, "")
@@ -233,7 +233,7 @@ def test_bad_compression_settings(bad):
 
 def test_blosc_and_bzip2_layouts_read_back_through_every_layer(tmp_path):
     grid = small_grid(chunks="E", reads="xt", compression="bzip2:5,blosc_lz4:5+shuffle", compress_chunks="E",
-                      layers="netcdf4-python,h5py,c-netcdf", caches="default")
+                      layers="netcdf4-python,h5py,c-netcdf", chunk_cache="default")
     w = ListWriter()
     ck.run_grid(grid, tmp_path, w, "")
     assert {(r["params"]["layer"], r["params"]["compression"]) for r in w.records} == {
@@ -248,7 +248,7 @@ def test_grid_options_and_one_line_errors():
     from climio.bench.base import options_of
     from climio.errors import InputError
     flags = [opt.flag for _, opt in options_of(study.Grid)]
-    assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--layers", "--caches",
+    assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--layers", "--chunk-cache",
                      "--reps", "--budget", "--sample", "--dtype", "--source"]
     g = study.grid("quick")
     assert g.shape == [16, 4, 32, 64] and [name for name, _ in g.reads] == ["xy", "xt"]

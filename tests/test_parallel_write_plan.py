@@ -165,7 +165,7 @@ def test_grid_options_reproduce_the_command_line():
     from climio.bench import base
     flags = [o.flag for _, o in base.options_of(pw.Grid)]
     assert flags == ["--mode", "--ranks", "--backends", "--strategies", "--hint", "--hints-file", "--reps", "--local",
-                     "--global", "--grid", "--nt", "--decomposition", "--io-layout", "--small", "--chunk", "--vars",
+                     "--global", "--grid", "--nt", "--decomposition", "--io-layout", "--small", "--chunks", "--var-counts",
                      "--select", "--independent", "--fsync", "--verify/--no-verify", "--stripe-count",
                      "--stripe-size", "--instances", "--hostfile", "--launcher", "--timeout", "--mpi-io"]
     opts = {o.flag: o for _, o in base.options_of(pw.Grid)}

@@ -22,7 +22,7 @@ from climio.sections import Figure, Finding, Section
 from test_report import (GiB, KiB, MiB, NC4PY, THESIS_BUFFERS, anchored, c_sequential, png_uris, rec, sc,
                          synthetic_run)
 
-# `climio bench read-stack` before the study framework (cli.py read_stack_cmd): flag, metavar, help.
+# `climio bench read-stack`'s options: flag, metavar, help (--page-cache was --cache, a hidden alias now).
 OLD_OPTIONS = [
     ("--file", "FILE", "netCDF-4 file with a 1-D float64 variable (see --var)."),
     ("--bin-file", "FILE", "Plain binary file for the c-posix, py-file and numpy layers."),
@@ -32,10 +32,13 @@ OLD_OPTIONS = [
     ("--patterns", "LIST", "Comma list of sequential, strided, random (default all)."),
     ("--buffers", "LIST", "Buffer sizes: 512B,4KiB,1MiB or a range 512B..1GiB (doubling) or 512B..1GiB:4."),
     ("--reps", "N", "Repetitions per configuration (default 3)."),
-    ("--cache", "NAME", "cold (evict with posix_fadvise, verified with mincore) or warm."),
-    ("--budget", "SECONDS", "Seconds per configuration before it is recorded as did-not-finish (0 = none)."),
-    ("--odirect/--no-odirect", None, "c-posix layer opens with O_DIRECT."),
-    ("--c-api", "NAME", "c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the thesis's appendix C)."),
+    ("--page-cache", "cold|warm", "Page-cache state of every repetition: cold (the file evicted with posix_fadvise, "
+                                  "verified with mincore) or warm."),
+    ("--budget", "SECONDS", "Seconds per repetition: a repetition still reading then is stopped and recorded as "
+                            "did-not-finish with the rate bound it implies (0 = none)."),
+    ("--odirect/--no-odirect", None, "c-posix layer opens with O_DIRECT (needs c-posix in --layers)."),
+    ("--c-api", "read|fread", "c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the "
+                              "thesis's appendix C) (default read; needs c-posix in --layers)."),
     ("--syscalls/--no-syscalls", None, "Count the read syscalls of every layer in an untimed strace pass."),
     ("--seed", "N", "Seed of the random read offsets."),
 ]
@@ -74,7 +77,12 @@ def test_grid_from_presets_and_values():
 
 
 @pytest.mark.parametrize("values, error, message", [
-    ({"cache": "hot"}, InputError, "unknown --cache 'hot': use cold or warm"),
+    ({"page_cache": "hot"}, InputError, "unknown --page-cache 'hot': use cold or warm"),
+    ({"cache": "hot"}, InputError, "unknown --page-cache 'hot': use cold or warm"),   # the old keyword
+    ({"cache": "warm", "page_cache": "cold"}, InputError, "cache is the old name of page_cache"),
+    ({"size": "1MiB", "bin_file": __file__}, InputError, "--size generates files: not with --file/--bin-file"),
+    ({"layers": "numpy", "odirect": True}, InputError, "--odirect applies to the c-posix layer only"),
+    ({"layers": "numpy,h5py", "c_api": "fread"}, InputError, "--c-api applies to the c-posix layer only"),
     ({"c_api": "mmap"}, InputError, "unknown --c-api 'mmap': use read or fread"),
     ({"reps": 0}, InputError, "--reps must be at least 1"),
     ({"budget_s": -1}, InputError, "--budget must be 0"),

@@ -372,3 +372,19 @@ def test_checks_not_decidable_at_quick_size_or_from_warm_cells():
         r["cache"] = dict(r["cache"], effective="effectively-warm", storage_share=0.02)
     c = {x["name"]: x for x in reproduction_checks(recs)}
     assert c["a"]["verdict"] == "not decidable" and "page cache" in c["a"]["detail"] and "2%" in c["a"]["detail"]
+
+
+def test_chunk_size_column_and_sizes_in_kib_mib():
+    """The chunk table's size column is filled from the records' chunk shapes, as the run writes
+    them ("[1,1,32,64]" text) or as lists; stored and file sizes are KiB/MiB, not raw numbers."""
+    from climio.bench.chunking.summary import Cells
+    recs = cell("A", "xy", [10.0]) + cell("E", "xy", [20.0]) + cell("B", "xy", [5.0])
+    for r in recs:
+        if r["params"]["chunk_label"] == "E":
+            r["params"]["chunking"] = "[1,1,32,64]"      # the form the run records
+    table = ch._chunk_table(Cells(recs))
+    sizes = {row[0]: row[2] for row in table.rows}
+    assert sizes == {"A": "— (contiguous)", "E": "16KiB", "B": "8KiB"}   # 1*1*32*64*8 B, 4*2*8*16*8 B
+    html = section_html(recs + cell("E", "xy", [15.0], comp="deflate4", cratio=4.0))
+    assert "16KiB" in html and "stored size" in html and "[MiB]" not in html
+    assert "256KiB" in html   # the stored bytes of deflate4 (1 MiB / 4) in the compression table

@@ -65,6 +65,24 @@ def options_of(grid_cls) -> list:
     return [(f, f.metadata["climio"]) for f in dataclasses.fields(grid_cls) if "climio" in f.metadata]
 
 
+def rename_deprecated(grid_cls, values) -> dict:
+    """`values` (a grid()'s keyword arguments) with those given under a deprecated option's
+    Python name (--caches: caches=) moved to their field; both names at once is an InputError."""
+    values = dict(values)
+    for f, opt in options_of(grid_cls):
+        for old in opt.deprecated:
+            kw = old.lstrip("-").replace("-", "_")
+            if kw == f.name or kw not in values:
+                continue
+            value = values.pop(kw)
+            if value is None:
+                continue
+            if values.get(f.name) is not None:
+                raise InputError(f"{kw} is the old name of {f.name}: give one")
+            values[f.name] = value
+    return values
+
+
 @dataclass
 class RunContext:
     """Where a study runs: the open run directory, a data directory for generated files, and how

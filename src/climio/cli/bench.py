@@ -23,6 +23,7 @@ PRESET_HELP = {
     "full": "The thesis's full grid (long).",
 }
 _POS = inspect.Parameter.KEYWORD_ONLY
+_ALIAS = "deprecated_"   # parameter-name prefix of a hidden old spelling of an option
 
 
 def _plain_type(tp):
@@ -50,6 +51,9 @@ def study_parameters(study) -> list:
             kw["metavar"] = opt.metavar
         ann = Optional[List[tp]] if opt.repeat else Optional[tp]
         params.append(inspect.Parameter(f.name, _POS, default=typer.Option(None, *decls, **kw), annotation=ann))
+        for i, old in enumerate(opt.deprecated):   # old spellings: hidden, same value type
+            params.append(inspect.Parameter(f"{_ALIAS}{i}_{f.name}", _POS, annotation=ann,
+                                            default=typer.Option(None, old, hidden=True, **kw)))
     for name in ("quick", "full"):
         if name in study.presets and name != study.default_preset:
             params.append(inspect.Parameter(f"preset_{name}", _POS, annotation=bool,
@@ -73,8 +77,24 @@ def chosen_preset(study, kw) -> str:
     return chosen[0] if chosen else study.default_preset
 
 
+def resolve_aliases(study, kw) -> None:
+    """Move the values given under a deprecated spelling to their field, with a one-line note;
+    the old and the new spelling together is an error."""
+    from ..measure.progress import err_line
+    for f, opt in base.options_of(study.Grid):
+        for i, old in enumerate(opt.deprecated):
+            value = kw.pop(f"{_ALIAS}{i}_{f.name}", None)
+            if value is None or value == []:
+                continue
+            if kw.get(f.name) not in (None, []):
+                raise InputError(f"{old} is the old name of {opt.flag}: give one")
+            err_line(f"climio: note: {old} is deprecated and will be removed; use {opt.flag}")
+            kw[f.name] = value
+
+
 def make_command(study):
     def command(**kw):
+        resolve_aliases(study, kw)
         preset = chosen_preset(study, kw)
         shared = {k: kw.pop(k) for k in ("data_dir", "out", "report")}
         run_dir = run_study(study, preset, **shared, **kw)

@@ -13,7 +13,7 @@ from . import app
 
 @app.command("make-data")
 def make_data_cmd(
-    outdir: Path = typer.Argument(..., help="Directory for the files (created if missing)."),
+    outdir: Path = typer.Argument(..., metavar="OUTDIR", help="Directory for the files (created if missing)."),
     size: Optional[str] = typer.Option(None, metavar="SIZE", help="Bytes of data per file, e.g. 512MiB, 4GiB (default 256MiB; larger than RAM is fine: written in blocks). Not with --shape."),
     kind: str = typer.Option("1d", metavar="LIST", help="Which files: 1d (data1d.nc + data1d.bin, float64 contiguous), 4d (field4d.nc), or 1d,4d."),
     shape: Optional[str] = typer.Option(None, metavar="SHAPE", help="4-D shape T,Z,Y,X (default: derived from --size; not with --size)."),
@@ -21,7 +21,7 @@ def make_data_cmd(
     compression: Optional[str] = typer.Option(None, metavar="SETTING", help="Compression of the 4-D variable, as everywhere in climio: none, deflate4, deflate4+shuffle, zstd3, bitround12+deflate4 ... (needs chunks)."),
     dtype: str = typer.Option("f8", metavar="TYPE", help="4-D variable type: f4 or f8."),
     random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
-    seed: int = typer.Option(0, help="Seed: the same seed gives the same bytes."),
+    seed: int = typer.Option(0, metavar="N", help="Seed: the same seed gives the same bytes."),
     force: bool = typer.Option(False, "--force", help="Replace files of the same names already in OUTDIR."),
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""

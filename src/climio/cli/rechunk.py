@@ -6,24 +6,26 @@ from typing import Optional
 
 import typer
 
+from ..errors import InputError
 from ..measure.progress import err_line, info
 from . import app
 
 
 @app.command("rechunk")
 def rechunk_cmd(
-    input: Path = typer.Argument(..., help="netCDF-4, netCDF-3 or CDF-5 file (opened read-only, never modified)."),
-    output: Path = typer.Argument(..., help="netCDF-4 file to write (under a temporary name, renamed when complete)."),
-    chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunk", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
-    for_axes: Optional[str] = typer.Option(None, "--for", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
+    input: Path = typer.Argument(..., metavar="IN", help="netCDF-4, netCDF-3 or CDF-5 file (opened read-only, never modified)."),
+    output: Path = typer.Argument(..., metavar="OUT", help="netCDF-4 file to write (under a temporary name, renamed when complete)."),
+    chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunks", metavar="SPEC", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
+    chunk_old: Optional[list[str]] = typer.Option(None, "--chunk", hidden=True, help="Deprecated spelling of --chunks."),
+    for_axes: Optional[str] = typer.Option(None, "--for", metavar="AXES", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
     balanced: bool = typer.Option(False, "--balanced", help="Rew's balanced chunks (N-D): equal cost for a series along any leading axis and a map."),
-    chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
+    chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", metavar="SIZE", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="Contiguous layout (no chunks, no compression)."),
-    compression: Optional[str] = typer.Option(None, help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
+    compression: Optional[str] = typer.Option(None, metavar="SETTING", help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
     var: Optional[list[str]] = typer.Option(None, "--var", metavar="NAME", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
-    max_mem: Optional[str] = typer.Option(None, "--max-mem", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
-    tmp: Optional[Path] = typer.Option(None, "--tmp", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),
+    max_mem: Optional[str] = typer.Option(None, "--max-mem", metavar="SIZE", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
+    tmp: Optional[Path] = typer.Option(None, "--tmp", metavar="DIR", help="Directory for the intermediate file of two-pass plans (default: next to OUTPUT)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
@@ -43,6 +45,11 @@ def rechunk_cmd(
     from ..rechunk.command import Options, rechunk
     from ..units import parse_size
 
+    if chunk_old:
+        if chunk:
+            raise InputError("--chunk is the old name of -c/--chunks: give one")
+        err_line("climio: note: --chunk is deprecated and will be removed; use -c/--chunks")
+        chunk = chunk_old
     opts = Options(chunk_specs=tuple(chunk or ()), for_axes=for_axes, balanced=balanced,
                    chunk_bytes=parse_size(chunk_bytes) if chunk_bytes else None, contiguous=contiguous,
                    compression=compression, variables=tuple(var or ()),

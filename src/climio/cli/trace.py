@@ -17,12 +17,12 @@ app.add_typer(trace_app, name="trace")
 @trace_app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
 def trace_run_cmd(
     command: Optional[list[str]] = typer.Argument(None, metavar="-- COMMAND [ARGS]...", help="The program to trace, after --; may be an mpirun command (see above)."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Trace directory (default climio-runs/trace-TIMESTAMP; required under mpirun)."),
-    layers: Optional[str] = typer.Option(None, help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
-    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
-    max_events: Optional[int] = typer.Option(None, "--max-events", help="Events kept per process; beyond, calls are counted in counters (the report says from when)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="DIR", help="Trace directory (default climio-runs/trace-TIMESTAMP; required under mpirun)."),
+    layers: Optional[str] = typer.Option(None, metavar="LIST", help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude", metavar="PATH", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
+    max_events: Optional[int] = typer.Option(None, "--max-events", metavar="N", help="Events kept per process; beyond, calls are counted in counters (the report says from when)."),
     force: bool = typer.Option(False, "--force", help="Trace into a non-empty trace directory (its traces merge into one report)."),
-    mode: str = typer.Option("full", "--mode", help="full (an event per call) or counters (Darshan-style counters per file, function and rank, bounded memory, any run length); counters:N also keeps every Nth call as an event."),
+    mode: str = typer.Option("full", "--mode", metavar="full|counters[:N]", help="full (an event per call) or counters (Darshan-style counters per file, function and rank, bounded memory, any run length); counters:N also keeps every Nth call as an event."),
 ):
     """Run COMMAND with the tracer preloaded; exit with COMMAND's exit status.
 
@@ -34,9 +34,9 @@ def trace_run_cmd(
 
 @trace_app.command("report")
 def trace_report_cmd(
-    trace_dir: Path = typer.Argument(..., help="A trace directory written by `climio trace run`, or a Darshan log (.darshan)."),
-    format: str = typer.Option("text", "--format", help="text (stdout), json (stdout) or html (DIR/report.html)."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the report to this file instead."),
+    trace_dir: Path = typer.Argument(..., metavar="DIR|LOG.darshan", help="A trace directory written by `climio trace run`, or a Darshan log (.darshan)."),
+    format: str = typer.Option("text", "--format", metavar="text|json|html", help="text (stdout), json (stdout) or html (DIR/report.html)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="FILE", help="Write the report to this file instead."),
 ):
     """Explain a trace or a Darshan log: time per layer and function, call paths, per-rank balance, file access, advice."""
     from ..trace.report import render

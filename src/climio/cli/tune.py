@@ -28,7 +28,7 @@ def tune_write_cmd(
     hostfile: Optional[Path] = typer.Option(None, metavar="FILE", help="mpirun --hostfile for a multi-node run."),
     launcher: Optional[str] = typer.Option(None, metavar="TEMPLATE", help="Launch command template instead of mpirun, e.g. 'srun -n {ranks}'."),
     timeout: float = typer.Option(3600.0, metavar="SECONDS", help="Seconds before a launch is killed and reported as failed."),
-    mpi_io: str = typer.Option("romio", "--mpi-io", help="Open MPI's MPI-IO implementation: romio (default here: the sweep's cb_nodes is a ROMIO hint), ompio or default."),
+    mpi_io: str = typer.Option("romio", "--mpi-io", metavar="romio|ompio|default", help="Open MPI's MPI-IO implementation: romio (default here: the sweep's cb_nodes is a ROMIO hint), ompio or default."),
     quick: bool = typer.Option(False, "--quick", help="Small grid and 3 repetitions."),
     data_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Where the files are written (default: a temporary directory on local disk)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Run directory for records.jsonl and report.html."),

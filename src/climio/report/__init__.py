@@ -101,7 +101,11 @@ def sections_and_findings(records) -> tuple:
 def render_report(run_dir, out=None) -> Path:
     """Write the report of `run_dir` to `out` (default RUN_DIR/report.html); return its path."""
     run_dir = Path(run_dir).expanduser()
-    if (run_dir / "meta.json").is_file() and not (run_dir / "records.jsonl").is_file():
+    if run_dir.is_file() and run_dir.suffix == ".darshan":
+        raise DataError(f"{run_dir} is a Darshan log: use `climio trace report {run_dir}`")
+    if run_dir.is_dir() and not (run_dir / "records.jsonl").is_file() and (
+            (run_dir / "meta.json").is_file()
+            or any(next(run_dir.glob(f"*-*.{kind}"), None) for kind in ("events", "counters", "aux.jsonl"))):
         raise DataError(f"{run_dir} is a trace directory: use `climio trace report {run_dir}`")
     records = read_records(run_dir)
     if not records:

@@ -28,21 +28,21 @@ PRESETS = {
     # A random sample of slices per cell (read in file order) keeps neighbouring slices from being
     # served by the readahead of the previous one, as they were not on the thesis's 255 GiB file.
     "full": {"shape": "64,8,128,256", "chunks": "A,B,C,D,E,F,G,default,balanced", "reads": "xy,xt,xyt",
-             "compression": DEFAULT_COMPRESSION, "compress_chunks": "default,E", "caches": "default,fit",
+             "compression": DEFAULT_COMPRESSION, "compress_chunks": "default,E", "chunk_cache": "default,fit",
              "reps": 3, "budget_s": 20.0, "sample": 48},
     "survey": {"shape": "24,4,64,128", "chunks": "A,B,C,E,F,G,default", "reads": "xy,xt,xyt",
                "compression": "none,deflate4+shuffle,bitround12+deflate4+shuffle", "compress_chunks": "default,E",
-               "caches": "default,fit", "reps": 2, "budget_s": 5.0, "sample": 24},
+               "chunk_cache": "default,fit", "reps": 2, "budget_s": 5.0, "sample": 24},
     "quick": {"shape": "16,4,32,64", "chunks": "A,E,F,default", "reads": "xy,xt",
-              "compression": "none,deflate4+shuffle", "compress_chunks": "default,E", "caches": "default,fit",
+              "compression": "none,deflate4+shuffle", "compress_chunks": "default,E", "chunk_cache": "default,fit",
               "reps": 2, "budget_s": 5.0, "sample": 0},
 }
 # Options no preset sets.
 DEFAULTS = {"layers": "netcdf4-python", "dtype": "f8", "source": ""}
 
 
-def _opt(flag, help, metavar=None):
-    return base.option(flag, help, metavar)
+def _opt(flag, help, metavar=None, deprecated=()):
+    return base.option(flag, help, metavar, deprecated=deprecated)
 
 
 @dataclass
@@ -65,19 +65,22 @@ class Grid:
         "'all' for every chunked shape).", "LIST"))
     layers: list = field(default=None, metadata=_opt(
         "--layers", "Comma list of netcdf4-python, h5py, c-netcdf.", "LIST"))
-    caches: list = field(default=None, metadata=_opt(
-        "--caches", "Chunk-cache settings: default (the library's) and/or fit (sized to hold every chunk one read "
-        "touches).", "LIST"))
+    chunk_cache: list = field(default=None, metadata=_opt(
+        "--chunk-cache", "HDF5 chunk-cache settings, comma separated: default (the library's) and/or fit (sized to "
+        "hold every chunk one read touches). The page cache is cold in every repetition.", "LIST",
+        deprecated=("--caches",)))
     reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per cell (default 3).", "N"))
     budget_s: float = field(default=20.0, metadata=_opt(
-        "--budget", "Seconds per repetition; a cell cut short reads a sample, one that reads almost nothing is "
-        "did-not-finish.", "SECONDS"))
+        "--budget", "Seconds per repetition: a repetition still reading then is stopped; its slices so far are "
+        "a sample, and one that read almost nothing is did-not-finish (0 = none).", "SECONDS"))
     sample: int = field(default=0, metadata=_opt(
         "--sample", "Read a random sample of this many slices per cell, in file order (default 48; 0 = all "
         "slices).", "N"))
-    dtype: str = field(default="f8", metadata=_opt("--dtype", "Type of the generated variable: f4 or f8.", "TYPE"))
+    dtype: str = field(default="f8", metadata=_opt(
+        "--dtype", "Type of the generated variable: f4 or f8 (default f8; not with --source).", "f4|f8"))
     source: str = field(default="", metadata=_opt(
-        "--source", "Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type).",
+        "--source", "Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type; not "
+        "with --shape/--dtype).",
         "FILE:VAR"))
     layouts: list = field(default_factory=list)     # [LayoutCase]: chunk shapes x compression settings
     seed: int = 1
@@ -86,7 +89,7 @@ class Grid:
     def runs(self) -> int:
         n = 0
         for lay in self.layouts:
-            caches = [c for c in self.caches if lay.chunks is not None or c == "default"]
+            caches = [c for c in self.chunk_cache if lay.chunks is not None or c == "default"]
             n += len(self.reads) * len(self.layers) * len(caches)
         return n
 
@@ -119,9 +122,14 @@ def build_grid(preset="full", **values) -> Grid:
 
     if preset not in PRESETS:
         raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    values = base.rename_deprecated(Grid, values)   # caches= (--caches) is chunk_cache= now
     unknown = sorted(set(values) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown chunking option(s): {', '.join(unknown)}")
+    if values.get("source"):
+        clash = [flag for name, flag in (("shape", "--shape"), ("dtype", "--dtype")) if values.get(name) is not None]
+        if clash:
+            raise InputError(f"--source takes the shape and type of its variable: not with {' and '.join(clash)}")
     v = {**DEFAULTS, **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
     text = {k: ",".join(map(str, x)) if isinstance(x, (list, tuple)) else x for k, x in v.items()}
     reps = _count(v["reps"], "--reps", 1)
@@ -138,8 +146,10 @@ def build_grid(preset="full", **values) -> Grid:
         raise InputError(f"unknown --dtype '{dtype}': use f4 or f8") from None
     shapes = parse_chunk_spec(text["chunks"], shape, itemsize)
     comps = parse_compression_list(text["compression"])
-    compressed_for = set(parse_choice(text["compress_chunks"], [lab for lab, _ in shapes] + ["all"],
-                                      "chunk label for compression"))
+    labels = [lab for lab, _ in shapes]
+    if values.get("compress_chunks") is None:   # the preset's labels: those of this run's chunk shapes
+        text["compress_chunks"] = ",".join(x for x in text["compress_chunks"].split(",") if x in labels) or "all"
+    compressed_for = set(parse_choice(text["compress_chunks"], labels + ["all"], "chunk label for compression"))
     layouts = []
     for label, ch in shapes:
         for comp in comps:
@@ -148,7 +158,7 @@ def build_grid(preset="full", **values) -> Grid:
     reads = [(name, parse_read(name, shape)) for name in split_reads(text["reads"])]
     return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
                 compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], CHUNKING_LAYERS, "layer"),
-                caches=parse_choice(text["caches"], CACHE_SETTINGS, "cache setting"), reps=reps, budget_s=budget,
+                chunk_cache=parse_choice(text["chunk_cache"], CACHE_SETTINGS, "chunk-cache setting"), reps=reps, budget_s=budget,
                 sample=sample, dtype=dtype, source=source, layouts=layouts, preset=preset)
 
 

@@ -127,8 +127,13 @@ def heatmaps(panels, title, cbar_label, kind="rate", per_row=None, vrange=None, 
     heads = [header_h + title_line * max(titles[id(p)].count("\n") + 1 for p in line) for line in grid]
     widths = [sum(len(p.cols) * cw + row_label_w for p in line) + gap_w * (len(line) - 1) for line in grid]
     heights = [max(len(p.rows) for p in line) * ch + hh for line, hh in zip(grid, heads)]
-    left, right, top = 0.15, 1.45, 0.5
-    fig_w = max(max(widths) + left + right, 6.5)
+    # The colour bar (the legend of the colours) stands just right of the widest line of panels,
+    # inside the figure with its ticks and label; the title wraps to the figure's width.
+    left, cb_gap, right = 0.15, 0.3, 1.2
+    cb_x = left + max(widths) + cb_gap
+    fig_w = max(cb_x + right, 6.5)
+    title = wrap(title, fig_w - left - 0.15, 11.5)
+    top = 0.5 + 0.2 * title.count("\n")
     foot = wrap(footnote, fig_w - 2 * left, 8) if footnote else ""
     bottom = 0.45 + (0.16 * (foot.count("\n") + 1) + 0.08 if foot else 0)
     fig_h = sum(heights) + gap_h * (len(grid) - 1) + top + bottom
@@ -146,7 +151,7 @@ def heatmaps(panels, title, cbar_label, kind="rate", per_row=None, vrange=None, 
             x += nc * cw + gap_w
         y -= lh + gap_h
     cb_h = max(0.8, min(4.5, H - top - bottom - heads[0]))
-    cax = fig.add_axes([(W - right + 0.3) / W, (H - top - heads[0] - cb_h) / H, 0.18 / W, cb_h / H])
+    cax = fig.add_axes([cb_x / W, (H - top - heads[0] - cb_h) / H, 0.18 / W, cb_h / H])
     cb = fig.colorbar(sm, cax=cax)
     cb.set_label(cbar_label, fontsize=9)
     cb.ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))

@@ -177,7 +177,7 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
                 with open(sfile, "w") as fh:
                     fh.writelines(" ".join(map(str, (*s, *c))) + "\n" for s, c in slices)
                 for layer in grid.layers:
-                    for cache_setting in grid.caches:
+                    for cache_setting in grid.chunk_cache:
                         if lay.chunks is None and cache_setting != "default":
                             continue  # a contiguous variable has no chunk cache
                         extra_p = {"chunk_label": lay.label, "chunking": layout.format_chunks(lay.chunks),

@@ -109,12 +109,29 @@ def _itemsize(dtype):
         return None
 
 
+def chunk_shape_of(value):
+    """A chunk shape from records' params.chunking: a list, or its text "[1,1,16,32]"; None for
+    "contiguous" and anything else."""
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        try:
+            value = [int(x) for x in value[1:-1].split(",")]
+        except ValueError:
+            return None
+    if isinstance(value, (list, tuple)) and value and all(isinstance(x, int) for x in value):
+        return list(value)
+    return None
+
+
 def _chunk_table(cells) -> Table:
     rows = []
     itemsize = _itemsize(cells.param("dtype"))
     for ch in cells.chunks:
-        shape = cells.param("chunking", chunk_label=ch) if cells.select(chunk_label=ch) else None
-        size = format_size(math.prod(shape) * itemsize) if isinstance(shape, list) and itemsize else "—"
+        raw = cells.param("chunking", chunk_label=ch) if cells.select(chunk_label=ch) else None
+        shape = chunk_shape_of(raw)
+        if shape and itemsize:
+            size = format_size(math.prod(shape) * itemsize)
+        else:
+            size = "— (contiguous)" if raw == "contiguous" else "—"
         rows.append([ch, cells.chunk_shape_text(ch), size])
     return Table(["chunk label", "chunk shape [t,z,y,x]", "chunk size (uncompressed)"], rows, numeric=False)
 
@@ -163,12 +180,12 @@ def _compression_table(rows, cells) -> Table:
         ref = r["compression"] == NONE
         out.append([r["compression"], shape,
                     factor_text(ratio_) if ratio_ else "—", f"{100 / ratio_:.0f}%" if ratio_ else "—",
-                    num(r["stored_bytes"] / 2**20) if r["stored_bytes"] else "—",
-                    num(r["file_bytes"] / 2**20) if r["file_bytes"] else "—",
+                    format_size(r["stored_bytes"]) if r["stored_bytes"] else "—",
+                    format_size(r["file_bytes"]) if r["file_bytes"] else "—",
                     *("1 (reference)" if ref else _change_text(r["rate_change"][rd]) for rd in cells.reads),
                     "1 (reference)" if ref else _change_text(r["rate_change_all"])])
     return Table(["compression", "chunk shape", "compression ratio (uncompressed / stored)", "stored / uncompressed",
-                  "stored size [MiB]", "file size [MiB]", *(f"rate vs none, {rd} reads" for rd in cells.reads),
+                  "stored size", "file size", *(f"rate vs none, {rd} reads" for rd in cells.reads),
                   "rate vs none, all cells"], out)
 
 

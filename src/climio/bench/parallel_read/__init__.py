@@ -105,6 +105,10 @@ class Grid:
 
 
 OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
+# Options that only some experiments read (given without them: an error, not silently ignored).
+EXPERIMENT_ONLY = {("tasks",): ("buffers", "stacks"), ("tasks", "dask"): ("file_sets",),
+                   ("mpiio",): ("backends", "patterns", "access", "mpi_buffer", "hint", "hints_file"),
+                   ("dask",): ("scheduler",)}
 
 
 def _text(v) -> str:
@@ -154,7 +158,13 @@ def build_grid(preset="full", **values) -> Grid:
         except ValueError:
             raise InputError(f"--stall '{stall}' must be RANK:SECONDS") from None
     ch = lambda k, allowed, what: parse_choice(_text(get(k, ",".join(allowed))), allowed, what)  # noqa: E731
-    g = Grid(experiments=ch("experiments", EXPERIMENTS, "experiment"), ranks=ranks, size=size, buffers=buffers,
+    experiments = ch("experiments", EXPERIMENTS, "experiment")
+    for exp, names in EXPERIMENT_ONLY.items():   # an option of an experiment this run leaves out: an error
+        given = [f"--{n.replace('_', '-')}" for n in names if v.get(n) not in (None, [], "")]
+        if given and not any(e in experiments for e in exp):
+            raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to experiment "
+                             f"{' or '.join(exp)} only, and this run has --experiments {','.join(experiments)}")
+    g = Grid(experiments=experiments, ranks=ranks, size=size, buffers=buffers,
              stacks=ch("stacks", TASK_STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
              backends=ch("backends", BACKENDS, "backend"), patterns=ch("patterns", MPI_PATTERNS, "pattern"),
              access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),

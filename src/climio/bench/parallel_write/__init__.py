@@ -46,8 +46,8 @@ PAPER_GRIDS = {"mom5": "1440,1080,50", "roms": "899,629,40"}
 SURVEY_TIMEOUT_S = 900.0
 
 
-def _opt(flag, help, metavar=None, repeat=False) -> dict:
-    return base.option(flag, help, metavar=metavar, repeat=repeat)
+def _opt(flag, help, metavar=None, repeat=False, deprecated=()) -> dict:
+    return base.option(flag, help, metavar=metavar, repeat=repeat, deprecated=deprecated)
 
 
 @dataclass
@@ -87,10 +87,11 @@ class Grid:
         "--small", "model: small non-tiled variables written collectively (one rank's data) or independently by "
         "every rank (ROMS).", "collective|independent"))
     chunk: str = field(default="default", metadata=_opt(
-        "--chunk", "model: netCDF-4/HDF5 chunks: default, contiguous, or CKX,CKY (the MOM5 chunk study).",
-        "default|contiguous|CKX,CKY"))
+        "--chunks", "model: netCDF-4/HDF5 chunk shape of the 2-D/3-D fields: default, contiguous, or CKX,CKY "
+        "(the MOM5 chunk study).", "default|contiguous|CKX,CKY", deprecated=("--chunk",)))
     variables: Optional[list] = field(default=None, metadata=_opt(
-        "--vars", "model: numbers of 3-D, 2-D and restart variables (default 4,3,2).", "n3d,n2d,nrst"))
+        "--var-counts", "model: numbers of 3-D, 2-D and restart variables (default 4,3,2).", "n3d,n2d,nrst",
+        deprecated=("--vars",)))
     select: float = field(default=0.0, metadata=_opt(
         "--select", "model: ROMS selective writing; skip a 3-D record whose RMS change since the last written one "
         "is below this (0 = write all).", "RMS"))
@@ -198,7 +199,7 @@ def _text(value) -> str:
 def _check_chunk(chunk) -> str:
     if chunk in ("default", "contiguous"):
         return chunk
-    parse_int_list(chunk, "--chunk (CKX,CKY)", 2)
+    parse_int_list(chunk, "--chunks (CKX,CKY)", 2)
     return chunk
 
 
@@ -209,6 +210,15 @@ def _at_least(value, minimum, flag):
 
 
 OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
+FLAGS = {f.name: opt.flag.split("/")[0] for f, opt in base.options_of(Grid)}
+# Options that mean something in one mode only: given in a run without that mode, an error.
+MODE_ONLY = {"benchio": ("local", "global_"),
+             "model": ("model_grid", "nt", "decomposition", "io_layout", "small", "chunk", "variables", "select")}
+
+
+def _given(values, name) -> bool:
+    """Whether the user gave option `name` (None and an empty list are "not given")."""
+    return values.get(name) not in (None, [], "")
 
 
 def build_grid(preset="full", **values) -> Grid:
@@ -216,6 +226,7 @@ def build_grid(preset="full", **values) -> Grid:
     None means the preset's or the option's default. One-line InputError on bad input."""
     if preset not in PRESETS:
         raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    values = base.rename_deprecated(Grid, values)   # vars= (--vars) is variables= (--var-counts)
     unknown = sorted(set(values) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown parallel-write option(s): {', '.join(unknown)}")
@@ -236,6 +247,12 @@ def build_grid(preset="full", **values) -> Grid:
                              f"({', '.join(ALLOWED[m])})")
     if v.get("local") and v.get("global_"):
         raise InputError("give --local (weak scaling) or --global (strong scaling), not both")
+    for mode, names in MODE_ONLY.items():
+        if mode not in modes:
+            given = [FLAGS[n] for n in names if _given(v, n)]
+            if given:
+                raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --mode {mode} "
+                                 f"only, and this run is --mode {','.join(modes)}")
     small = get("small")
     if small not in ("collective", "independent"):
         raise InputError(f"unknown --small '{small}': use collective or independent")
@@ -279,7 +296,7 @@ def build_grid(preset="full", **values) -> Grid:
         if v.get("io_layout"):
             g.io_layout = parse_int_list(_text(v["io_layout"]), "--io-layout", 2)
         if v.get("variables"):
-            g.variables = parse_int_list(_text(v["variables"]), "--vars", 3, minimum=0)
+            g.variables = parse_int_list(_text(v["variables"]), "--var-counts", 3, minimum=0)
     return g
 
 

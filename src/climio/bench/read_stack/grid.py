@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Optional
 
 from ...errors import DataError, InputError
-from ..base import option
+from ..base import option, rename_deprecated
 
 FULL_BUFFERS = "512B..1GiB"          # the thesis's range, capped by the file size
 QUICK_BUFFERS = "4KiB,64KiB,1MiB,16MiB"
@@ -45,14 +45,17 @@ class Grid:
     buffers: Optional[list] = field(default=None, metadata=option(
         "--buffers", "Buffer sizes: 512B,4KiB,1MiB or a range 512B..1GiB (doubling) or 512B..1GiB:4.", "LIST"))
     reps: int = field(default=3, metadata=option("--reps", "Repetitions per configuration (default 3).", "N"))
-    cache: str = field(default="cold", metadata=option(
-        "--cache", "cold (evict with posix_fadvise, verified with mincore) or warm.", "NAME"))
+    page_cache: str = field(default="cold", metadata=option(
+        "--page-cache", "Page-cache state of every repetition: cold (the file evicted with posix_fadvise, verified "
+        "with mincore) or warm.", "cold|warm", deprecated=("--cache",)))
     budget_s: float = field(default=60.0, metadata=option(
-        "--budget", "Seconds per configuration before it is recorded as did-not-finish (0 = none).", "SECONDS"))
-    odirect: bool = field(default=False, metadata=option("--odirect/--no-odirect", "c-posix layer opens with O_DIRECT."))
-    c_api: str = field(default="read", metadata=option(
+        "--budget", "Seconds per repetition: a repetition still reading then is stopped and recorded as "
+        "did-not-finish with the rate bound it implies (0 = none).", "SECONDS"))
+    odirect: bool = field(default=False, metadata=option(
+        "--odirect/--no-odirect", "c-posix layer opens with O_DIRECT (needs c-posix in --layers)."))
+    c_api: Optional[str] = field(default=None, metadata=option(
         "--c-api", "c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the thesis's "
-                   "appendix C).", "NAME"))
+                   "appendix C) (default read; needs c-posix in --layers).", "read|fread"))
     trace_syscalls: bool = field(default=True, metadata=option(
         "--syscalls/--no-syscalls", "Count the read syscalls of every layer in an untimed strace pass."))
     seed: int = field(default=1, metadata=option("--seed", "Seed of the random read offsets.", "N"))
@@ -122,6 +125,7 @@ def build_grid(preset: str, **values) -> Grid:
     if preset not in PRESETS:
         raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
     names = {f.name for f in fields(Grid)} - {"files", "size_bytes"}
+    values = rename_deprecated(Grid, values)   # cache= (--cache) is page_cache= now
     unknown = sorted(set(values) - names)
     if unknown:
         raise InputError(f"read-stack has no setting '{unknown[0]}': use {', '.join(sorted(names))}")
@@ -129,8 +133,12 @@ def build_grid(preset: str, **values) -> Grid:
     vals.update(PRESETS[preset])
     vals.update({k: v for k, v in values.items() if v is not None})
 
-    if vals["cache"] not in CACHES:
-        raise InputError(f"unknown --cache '{vals['cache']}': use cold or warm")
+    if vals["page_cache"] not in CACHES:
+        raise InputError(f"unknown --page-cache '{vals['page_cache']}': use cold or warm")
+    given = {k for k, v in values.items() if v is not None}
+    if "size" in given and (vals["file"] or vals["bin_file"]):
+        raise InputError("--size generates files: not with --file/--bin-file (their size is given)")
+    vals["c_api"] = vals["c_api"] or "read"
     if vals["c_api"] not in C_APIS:
         raise InputError(f"unknown --c-api '{vals['c_api']}': use read or fread")
     try:
@@ -170,6 +178,11 @@ def build_grid(preset: str, **values) -> Grid:
         cap = size_bytes // 8 * 8
         if cap < 8:
             raise InputError(f"--size {vals['size']} is less than one float64 (8 B)")
+    if "c-posix" not in layers:
+        for name, flag, on in (("odirect", "--odirect", bool(vals["odirect"])), ("c_api", "--c-api", "c_api" in given)):
+            if name in given and on:
+                raise InputError(f"{flag} applies to the c-posix layer only, which this run does not measure"
+                                 f"{'' if explicit else ' (no --bin-file)'}: add it to --layers or drop {flag}")
     vals.update(file=file, bin_file=bin_file, layers=layers, patterns=patterns,
                 buffers=buffers_for(vals["buffers"], cap))
     return Grid(**vals, size_bytes=size_bytes, files=files)

@@ -29,7 +29,7 @@ def layer_command(layer, path, grid: Grid, platform_id="", reps=None, cache=None
     common = [
         "--file", path, "--patterns", ",".join(grid.patterns),
         "--buffers", ",".join(map(str, grid.buffers)), "--reps", str(reps or grid.reps),
-        "--cache", cache or grid.cache, "--random-count", str(grid.random_count), "--seed", str(grid.seed),
+        "--cache", cache or grid.page_cache, "--random-count", str(grid.random_count), "--seed", str(grid.seed),
         "--budget", str(grid.budget_s if budget is None else budget), "--max-ops", str(max_ops),
         "--platform-id", platform_id,
     ]

@@ -50,7 +50,8 @@ class Grid:
     reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per configuration (default 3).", "N"))
     tasks: int = field(default=16, metadata=_opt("--tasks", "Latitude tasks per job (the thesis's 16).", "N"))
     source: str = field(default="", metadata=_opt(
-        "--source", "Use a real 4-D variable FILE:VAR (its values, shape and type) instead of generated data.",
+        "--source", "Use a real 4-D variable FILE:VAR (its values, shape and type) instead of generated data (not "
+        "with --shape).",
         "FILE:VAR"))
     layout_specs: list = field(default_factory=list)   # [(label, chunk label, compression text)]
     dtype: str = "f8"
@@ -108,6 +109,8 @@ def build_grid(preset="full", **values) -> Grid:
     unknown = sorted(set(values) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown stsa option(s): {', '.join(unknown)}")
+    if values.get("source") and values.get("shape") is not None:
+        raise InputError("--source takes the shape of its variable: not with --shape")
     v = {"source": "", **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
     text = {k: ",".join(map(str, x)) if isinstance(x, (list, tuple)) else x for k, x in v.items()}
     source, dtype = str(v["source"] or ""), "f8"

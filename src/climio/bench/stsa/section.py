@@ -2,6 +2,7 @@
 with verdicts, and Figs 6.3-6.5 equivalents (drawn when the page is rendered)."""
 
 from ...sections import Details, Figure, Finding, Note, Paragraph, Section, Table
+from ...units import format_size
 from . import figures
 from .summary import STUDY, THESIS, fmt, summarise
 
@@ -31,7 +32,7 @@ def stsa_section(records) -> Section:
         return sec.add(Note("No finished STSA jobs in the records."))
     r0 = rows[0]
     sec.add(Paragraph(
-        f"Hayashi spectra of every latitude and level of a variable of {r0['bytes'] / 2**20:.1f} MiB, split into "
+        f"Hayashi spectra of every latitude and level of a variable of {format_size(r0['bytes'])}, split into "
         f"{r0['n_tasks']} latitude tasks on a Dask LocalCluster of single-threaded worker processes; each task reads "
         f"its latitudes as (time, longitude) slabs, level by level, and (test CPU) computes the spectra. "
         f"Layouts: {', '.join(s['layouts'])}; workers: {', '.join(map(str, s['workers']))}. "
@@ -49,8 +50,9 @@ def stsa_section(records) -> Section:
             Figure(lambda: figures.job_vs_task(rows), "job wall against task wall",
                    "Fig. 6.5 equivalent: job wall against mean task wall with 95% confidence intervals."))
     sec.add(Details("Chunk shapes and compression of each layout",
-                    [Table(["layout", "chunks", "compression", "file bytes"],
-                           [[r["layout"], str(r["chunks"]), r["compression"], r["file_bytes"]]
+                    [Table(["layout", "chunks", "compression", "file size"],
+                           [[r["layout"], str(r["chunks"]), r["compression"],
+                             format_size(r["file_bytes"]) if isinstance(r["file_bytes"], (int, float)) else "—"]
                             for r in rows if r["mode"] == rows[0]["mode"] and r["workers"] == rows[0]["workers"]],
                            numeric=False)]))
     return sec
