@@ -41,6 +41,7 @@ NCL_BG_FREQ_LIMIT = 0.8    # background is smoothed in frequency up to the bin c
 NCL_BG_BANDS = ((0.1, 5), (0.2, 10), (0.3, 20), (np.inf, 40))  # (f upper bound, passes in k)
 NCL_BG_FREQ_PASSES = 10
 NCL_RAW_FREQ_PASSES = 1
+LOW_HARMONICS_DIRECT = 64  # remove_low_frequencies: up to this many harmonics by projection, else FFT
 
 
 # ------------------------------------------------------------------------------------------------
@@ -144,15 +145,17 @@ def detrend(x, axis=0, keep_mean=False):
     """Remove the least-squares straight line along ``axis`` (and the mean unless ``keep_mean``).
 
     NCL: ``dtrend`` (per segment, removes the mean too) and ``dtrend_msg_n(..., False, ...)`` (whole
-    record, keeps the mean).
+    record, keeps the mean). The slope is one matrix-vector product over ``axis`` (BLAS on the
+    contiguous ``(n, rest)`` layout when ``axis`` is the leading one).
     """
-    x = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
-    n = x.shape[-1]
-    tc = np.arange(n) - (n - 1) / 2.0
-    mean = x.mean(axis=-1, keepdims=True)
-    slope = (x @ tc)[..., None] / (tc @ tc) if n > 1 else 0.0
-    out = x - slope * tc - (0.0 if keep_mean else mean)
-    return np.moveaxis(out, -1, axis)
+    x = np.moveaxis(np.asarray(x, dtype=float), axis, 0)
+    n = x.shape[0]
+    out = x.copy() if keep_mean else x - x.mean(axis=0)
+    if n > 1:
+        tc = np.arange(n) - (n - 1) / 2.0
+        slope = np.tensordot(tc, x, axes=(0, 0)) / (tc @ tc)
+        out -= tc.reshape((n,) + (1,) * (x.ndim - 1)) * slope
+    return np.moveaxis(out, 0, axis)
 
 
 def remove_low_frequencies(x, spd, n_day_win, axis=0):
@@ -169,6 +172,18 @@ def remove_low_frequencies(x, spd, n_day_win, axis=0):
     nt = x.shape[0]
     n_day_tot = nt // spd
     jmax = min(n_day_tot // n_day_win, nt // 2)   # j / nDayTot <= 1 / nDayWin
+    if 0 < jmax <= LOW_HARMONICS_DIRECT and 2 * jmax < nt:
+        # Few harmonics (the usual case): subtract their projection, two matrix products (BLAS),
+        # instead of a whole-record FFT pair, slow for record lengths with a large prime factor
+        # (365 days = 5 x 73). The same operator; equal to rounding.
+        t = np.arange(nt)
+        phase = (np.outer(np.arange(1, jmax + 1), t) % nt) * (2.0 * np.pi / nt)   # exact j t mod n
+        basis = np.concatenate([np.cos(phase), np.sin(phase)])                     # (2 jmax, nt)
+        flat = np.ascontiguousarray(x).reshape(nt, -1)
+        out = basis.T @ (basis @ flat)
+        out *= -2.0 / nt                 # flat - (2/nt) (B^T B flat), without another temporary
+        out += flat
+        return np.moveaxis(out.reshape(x.shape), 0, axis)
     X = np.fft.rfft(x, axis=0)
     X[1:jmax + 1] = 0.0
     return np.moveaxis(np.fft.irfft(X, n=nt, axis=0), 0, axis)
@@ -227,6 +242,42 @@ def wk_frequencies(n_samp_win, spd):
     return np.arange(-(n_samp_win // 2) + 1, n_samp_win // 2 + 1) * spd / n_samp_win
 
 
+def _rfft_power(seg, bufs=None):
+    """Unscaled ``|2-D FFT|^2`` of ``seg`` (N, ..., M) in numpy's layout: time index ``0..N-1`` on
+    axis 0, longitude ``n = 0..M/2`` last (rfft over longitude, then a complex FFT over time).
+    ``bufs``: ``(complex, real, real)`` arrays of the output shape to reuse (returns the first real
+    one) -- fresh large arrays every segment cost page faults that can exceed the FFT itself."""
+    if bufs is None:
+        R = np.fft.fft(np.fft.rfft(seg, axis=-1), axis=0)
+        return R.real ** 2 + R.imag ** 2
+    R, pw, tmp = bufs
+    np.fft.rfft(seg, axis=-1, out=R)
+    np.fft.fft(R, axis=0, out=R)
+    np.multiply(R.real, R.real, out=pw)
+    np.multiply(R.imag, R.imag, out=tmp)
+    pw += tmp
+    return pw
+
+
+def _power_buffers(shape):
+    """Buffers for :func:`_rfft_power` of segments of ``shape`` (N, ..., M)."""
+    out = tuple(shape[:-1]) + (shape[-1] // 2 + 1,)
+    return np.empty(out, dtype=complex), np.empty(out), np.empty(out)
+
+
+def _wk_reorder(pw, nt, m):
+    """Power ``pw`` (N, ..., M//2+1) of :func:`_rfft_power` on the WK grid ``(..., wave, freq)``.
+
+    ``P[k, f] = pw(-f mod N, k)`` for ``k >= 0``; negative ``k``: ``|Q(M-|k|, -j)| = |Q(|k|, j)|``
+    (real input), so the ``+|k|`` column at ``+j`` is read. A gather, so it commutes exactly with
+    sums over segments and latitudes: those are done in this layout and reordered once.
+    """
+    k = wk_wavenumbers(m)[:, None]
+    j = np.arange(-(nt // 2) + 1, nt // 2 + 1)[None, :]
+    t_idx = np.where(k >= 0, -j, j) % nt
+    return np.moveaxis(pw, 0, -2)[..., t_idx, np.abs(k) + 0 * j]
+
+
 def _hayashi_order(x):
     """Power of (..., N, M) on the WK grid ``(wave, freq)`` with Hayashi's east/west assignment.
 
@@ -235,13 +286,31 @@ def _hayashi_order(x):
     ``resolveWavesHayashi`` reordering without its duplicated first row and column.
     """
     nt, m = x.shape[-2:]
-    R = np.fft.fft(np.fft.rfft(x, axis=-1), axis=-2) / float(nt * m)
-    pw = R.real ** 2 + R.imag ** 2                  # (..., N, M//2+1): n = 0..M/2
-    k = wk_wavenumbers(m)[:, None]
-    j = np.arange(-(nt // 2) + 1, nt // 2 + 1)[None, :]
-    # negative k: |Q(M-|k|, -j)| = |Q(|k|, j)| (real input), so read the +|k| column at +j
-    t_idx = np.where(k >= 0, -j, j) % nt
-    return pw[..., t_idx, np.abs(k) + 0 * j]
+    return _wk_reorder(_rfft_power(np.moveaxis(np.asarray(x, dtype=float), -2, 0)), nt, m) / float(nt * m) ** 2
+
+
+def _prepared_segment(x, w, detrend_segments=True, out=None, tmp=None):
+    """One segment ``x`` (time first) as NCL prepares it: mean and trend removed (``dtrend``; the
+    same arithmetic as :func:`detrend`), then tapered towards the segment mean (``taper(x, p, 0)``)
+    with weights ``w`` (time first). ``out``, ``tmp``: arrays of ``x``'s shape to reuse."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape) if out is None else out
+    n = x.shape[0]
+    if detrend_segments:
+        np.subtract(x, x.mean(axis=0), out=out)
+        if n > 1:
+            tc = np.arange(n) - (n - 1) / 2.0
+            slope = np.tensordot(tc, x, axes=(0, 0)) / (tc @ tc)
+            tmp = np.empty(x.shape) if tmp is None else tmp
+            np.multiply(tc.reshape((n,) + (1,) * (x.ndim - 1)), slope, out=tmp)
+            out -= tmp
+    else:
+        out[...] = x
+    mean = out.mean(axis=0)
+    out -= mean                          # (seg - mean) * w + mean, in place
+    out *= w
+    out += mean
+    return out
 
 
 def segment_power(x, spd, n_day_win, n_day_skip, taper_fraction=NCL_TAPER_FRACTION,
@@ -258,16 +327,59 @@ def segment_power(x, spd, n_day_win, n_day_skip, taper_fraction=NCL_TAPER_FRACTI
     untapered variance is recovered with ``taper_fraction=0``).
     """
     x = np.asarray(x, dtype=float)
-    n_samp = n_day_win * spd
+    n_samp, m = n_day_win * spd, x.shape[-1]
     starts = window_starts(x.shape[0], spd, n_day_win, n_day_skip)
     w = split_cosine_taper(n_samp, taper_fraction).reshape((-1,) + (1,) * (x.ndim - 1))
+    seg, tmp = np.empty((n_samp,) + x.shape[1:]), np.empty((n_samp,) + x.shape[1:])
+    bufs = _power_buffers(seg.shape)
     total = 0.0
     for s in starts:                     # one segment at a time: memory of one window only
-        seg = detrend(x[s:s + n_samp], axis=0) if detrend_segments else x[s:s + n_samp]
-        mean = seg.mean(axis=0)
-        seg = (seg - mean) * w + mean    # NCL taper(x, p, 0): towards the segment mean
-        total = total + _hayashi_order(np.moveaxis(seg, 0, -2))
-    return total / len(starts)
+        _prepared_segment(x[s:s + n_samp], w, detrend_segments, seg, tmp)
+        total = total + _rfft_power(seg, bufs)
+    return _wk_reorder(total, n_samp, m) / (float(n_samp * m) ** 2 * len(starts))
+
+
+def wk_power_sums(xp, spd, n_day_win, n_day_skip, taper_fraction=NCL_TAPER_FRACTION,
+                  detrend_segments=True):
+    """``(p_sym, p_asym, segment_variance)`` of a prepared field ``xp`` (time, lat, lon) in one pass
+    over the segments: :func:`segment_power` of the symmetric and of the antisymmetric half-rows
+    (:func:`symmetric_antisymmetric`), each summed over its rows, and the Parseval target (see
+    :class:`WKSpectra`): the sum over the latitudes of ``xp`` of the segment-mean mean square of
+    the prepared segments. The latter is taken from the same prepared half-rows -- the segment
+    preparation is linear and a mirror pair has ``x_i^2 + x_j^2 = 2 (s^2 + a^2)``, the equator row
+    (odd ``nlat``) being its own symmetric row -- in the time domain, independently of the FFT.
+    Both halves go through one detrend and one FFT per segment; power is summed over rows and
+    segments before the (exact) reordering onto the WK grid. Equal to the per-row route to rounding.
+    """
+    xp = np.asarray(xp, dtype=float)
+    nt, nlat, m = xp.shape
+    n_samp = n_day_win * spd
+    starts = window_starts(nt, spd, n_day_win, n_day_skip)
+    # symmetric_antisymmetric(xp), written into one array: sym rows [0, hs), asym rows [hs, nlat)
+    h, hs = nlat // 2, nlat - nlat // 2
+    y = np.empty_like(xp)
+    south, north = xp[:, :h], xp[:, ::-1][:, :h]
+    np.multiply(0.5, south + north, out=y[:, :h])
+    np.multiply(0.5, north - south, out=y[:, hs:])
+    if nlat % 2:
+        y[:, h] = xp[:, h]
+    weight = np.full(nlat, 2.0)
+    if nlat % 2:
+        weight[hs - 1] = 1.0
+    w = split_cosine_taper(n_samp, taper_fraction)[:, None, None]
+    acc_sym = acc_asym = 0.0
+    seg_var = 0.0
+    seg, tmp = np.empty((n_samp, nlat, m)), np.empty((n_samp, nlat, m))
+    bufs = _power_buffers(seg.shape)
+    for s in starts:
+        _prepared_segment(y[s:s + n_samp], w, detrend_segments, seg, tmp)
+        seg_var += weight @ np.einsum("trl,trl->r", seg, seg) / (n_samp * m)
+        pw = _rfft_power(seg, bufs)
+        acc_sym = acc_sym + pw[:, :hs].sum(axis=1)
+        acc_asym = acc_asym + pw[:, hs:].sum(axis=1)
+    scale = 1.0 / (float(n_samp * m) ** 2 * len(starts))
+    return (_wk_reorder(acc_sym, n_samp, m) * scale, _wk_reorder(acc_asym, n_samp, m) * scale,
+            float(seg_var) / len(starts))
 
 
 def smooth121(a, axis=-1, passes=1):
@@ -313,9 +425,11 @@ def background(power_all, wavenumber, frequency, n_day_win):
     j = _freq_index(frequency, n_day_win)
     out = np.array(power_all, dtype=float)
     rows = np.abs(wavenumber) <= NCL_MAX_SMOOTH_WAVE
-    for col in np.flatnonzero(j > 0):
-        passes = next(p for edge, p in NCL_BG_BANDS if j[col] < edge * n_day_win)
-        out[rows, col] = smooth121(out[rows, col], passes=passes)
+    passes = np.array([next(p for edge, p in NCL_BG_BANDS if jj < edge * n_day_win) if jj > 0 else 0
+                       for jj in j])
+    for p in np.unique(passes[passes > 0]):      # all columns of a band at once (elementwise: same numbers)
+        cols = np.flatnonzero(passes == p)
+        out[np.ix_(rows, cols)] = smooth121(out[np.ix_(rows, cols)], axis=0, passes=int(p))
     j_end = min(int(np.rint(NCL_BG_FREQ_LIMIT * n_day_win)), j.max())
     band = (j > 0) & (j <= j_end)
     out[np.ix_(rows, band)] = smooth121(out[np.ix_(rows, band)], axis=1, passes=NCL_BG_FREQ_PASSES)
@@ -407,27 +521,10 @@ def wk_spectra(x, spd, n_day_win=96, n_day_skip=-65, lat_axis=1, remove_low=None
     if nt % spd or mlon % 2 or n_samp % 2:
         raise ValueError("need complete days, an even number of longitudes and of samples per window")
     xp, removed = prepare(x, spd, n_day_win, remove_low)
-    sym, asym = symmetric_antisymmetric(xp, lat_axis=1)
     kw = dict(spd=spd, n_day_win=n_day_win, n_day_skip=n_day_skip,
               taper_fraction=taper_fraction, detrend_segments=detrend_segments)
-    p_sym = segment_power(sym, **kw).sum(axis=0)
-    p_asym = segment_power(asym, **kw).sum(axis=0)
-    seg_var = _segment_variance(xp, **kw)
+    p_sym, p_asym, seg_var = wk_power_sums(xp, **kw)
     params = dict(kw, n_lat=nlat, n_lon=mlon, n_time=nt, removed_low_frequencies=removed,
                   n_windows=len(window_starts(nt, spd, n_day_win, n_day_skip)))
     return wk_from_power(p_sym, p_asym, wk_wavenumbers(mlon), wk_frequencies(n_samp, spd),
                          n_day_win, seg_var, params)
-
-
-def _segment_variance(x, spd, n_day_win, n_day_skip, taper_fraction, detrend_segments):
-    """Sum over latitudes of the segment-mean mean square of the prepared segments (Parseval target)."""
-    n_samp = n_day_win * spd
-    w = split_cosine_taper(n_samp, taper_fraction)[:, None, None]
-    total = 0.0
-    starts = window_starts(x.shape[0], spd, n_day_win, n_day_skip)
-    for s in starts:
-        seg = detrend(x[s:s + n_samp], axis=0) if detrend_segments else x[s:s + n_samp]
-        mean = seg.mean(axis=0)
-        seg = (seg - mean) * w + mean
-        total += np.mean(seg ** 2, axis=(0, 2)).sum()
-    return total / len(starts)

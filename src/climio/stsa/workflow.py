@@ -469,11 +469,7 @@ def _compute(block, spec: TaskSpec) -> dict:
                 "stationary": h.stationary.sum(0), "n_rows": block.shape[1]}
     spd = int(spec.spd)
     xp, removed = sp.prepare(block, spd, spec.ndaywin, spec.remove_low)
-    sym, asym = sp.symmetric_antisymmetric(xp, lat_axis=1)
-    kw = dict(spd=spd, n_day_win=spec.ndaywin, n_day_skip=spec.ndayskip, taper_fraction=spec.taper_fraction)
-    p_sym = sp.segment_power(sym, **kw).sum(axis=0)
-    p_asym = sp.segment_power(asym, **kw).sum(axis=0) if asym.shape[1] else 0.0 * p_sym
-    seg_var = sp._segment_variance(xp, detrend_segments=True, **kw)
+    p_sym, p_asym, seg_var = sp.wk_power_sums(xp, spd, spec.ndaywin, spec.ndayskip, spec.taper_fraction)
     return {"p_sym": p_sym, "p_asym": p_asym, "segment_variance": seg_var, "removed_low": removed}
 
 
