@@ -161,7 +161,7 @@ def test_one_word_one_meaning_no_two_modules_define_the_same_class_or_constant()
     where = defaultdict(list)
     for path in sorted(root.rglob("*.py")):
         for node in ast.parse(path.read_text()).body:
-            targets = [node.name] if isinstance(node, ast.ClassDef) else [
+            targets = [node.name] if isinstance(node, ast.ClassDef) and not node.name.startswith("_") else [
                 t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)
                 and t.id.isupper() and not t.id.startswith("_")] if isinstance(node, ast.Assign) else []
             for name in targets:

@@ -125,14 +125,14 @@ def preload(existing, lib) -> str:
     return ":".join(parts if lib in parts else [*parts, lib])
 
 
-MODES = ("full", "counters")
+TRACE_MODES = ("full", "counters")
 
 
 def parse_mode(mode) -> tuple:
     """'full', 'counters' or 'counters:N' -> (mode, sample N or 0)."""
     text = (mode or "full").strip().lower()
     name, _, n = text.partition(":")
-    if name not in MODES or (n and (name != "counters" or not n.isdigit() or int(n) < 1)):
+    if name not in TRACE_MODES or (n and (name != "counters" or not n.isdigit() or int(n) < 1)):
         raise InputError(f"--mode must be full, counters or counters:N (every Nth call also kept as an event), "
                          f"got {mode!r}")
     return name, int(n) if n else 0

@@ -4,7 +4,7 @@ with verdicts, and Figs 6.3-6.5 equivalents (drawn when the page is rendered).""
 from ...sections import Details, Figure, Finding, Note, Paragraph, Section, Table
 from ...units import format_size
 from . import figures
-from .summary import STUDY, THESIS, fmt, summarise
+from .summary import STUDY, STSA_THESIS, fmt, summarise
 
 TITLE = "Study: stsa — space-time spectral analysis on Dask by layout and workers (thesis ch. 6)"
 
@@ -68,5 +68,5 @@ def findings(records) -> list:
                                       f"worker(s): {fmt(best['job'].mean)} s job wall, {fmt(best['rate_MBps'])} MB/s "
                                       "equivalent read rate"))
     for c in s["checks"]:
-        out.append(Finding(STUDY, f"{c['id']} ({THESIS[c['id']]}): {c['text']}", c["verdict"]))
+        out.append(Finding(STUDY, f"{c['id']} ({STSA_THESIS[c['id']]}): {c['text']}", c["verdict"]))
     return out

@@ -11,7 +11,7 @@ from ...stats import describe
 
 STUDY = "stsa"
 DECIDE_BYTES = 256 << 20     # below this much data read per job the page cache, start-up and Python overheads decide
-THESIS = {
+STSA_THESIS = {
     "F12": "x-t reads from a contiguous [t,z,y,x] file are I/O-bound (task CPU 35 s of 350 s wall); serial ~11 MB/s",
     "F13": "reads from default-chunked files are CPU-bound (CPU ~ wall) and ~2x slower than contiguous",
     "F14": "x-t chunks read ~24x faster than contiguous (230 vs 5600 s serial)",
@@ -131,7 +131,7 @@ def checks(records) -> list:
     out = []
 
     def add(fid, verdict, text):
-        out.append({"id": fid, "claim": THESIS[fid], "verdict": verdict,
+        out.append({"id": fid, "claim": STSA_THESIS[fid], "verdict": verdict,
                     "text": text + (f" (not decidable: {why})" if verdict == "not decidable" and why else "")})
 
     c1 = _find(rs, "io", "contiguous")
