@@ -421,7 +421,7 @@ def find(platform_id: str, path=None, warn=None):
     if path:
         prof = load(path)
         if platform_id and prof.platform_id != platform_id:
-            return prof, (f"warning: profile {path} is for platform {prof.platform_id}, not this one "
+            return prof, (f"profile {path} is for platform {prof.platform_id}, not this one "
                           f"({platform_id}); predictions use another machine's rates")
         return prof, ""
     mine = path_for(platform_id) if platform_id else None
@@ -431,9 +431,9 @@ def find(platform_id: str, path=None, warn=None):
         if profile_dir().is_dir() else []
     if others:
         prof = load(others[0])
-        return prof, (f"warning: no profile for this platform ({platform_id}); using {others[0]} from platform "
+        return prof, (f"no profile for this platform ({platform_id}); using {others[0]} from platform "
                       f"{prof.platform_id}: run `climio calibrate` here for this machine's rates")
-    return None, (f"warning: no calibrated profile for this platform ({platform_id}); using built-in laptop "
+    return None, (f"no calibrated profile for this platform ({platform_id}); using built-in laptop "
                   "defaults: run `climio calibrate` (about 5 minutes, --quick about 1)")
 
 

@@ -75,6 +75,13 @@ def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
                           stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None)
 
 
+def _warn(lines) -> None:
+    """Warnings (another platform's profile, built-in defaults) once the command has succeeded,
+    so that an error stays the only line."""
+    for line in dict.fromkeys(lines):
+        err_line(f"climio: warning: {line}")
+
+
 _READ_HELP = "Read shape: xt, xy, xyt or a count template such as 24,1,Y,X; repeatable (one entry per read)."
 
 
@@ -97,12 +104,46 @@ def predict_cmd(
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
     from ..advise import workflow as wfmod
     wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
-    prof = wfmod.profile_for(wf.file, str(profile) if profile else None, err_line)
-    wp = wfmod.predict_workflow(wf, prof)
+    warnings = []
+    prof = wfmod.profile_for(wf.file, str(profile) if profile else None, warnings.append)
+    wp = wfmod.predict_workflow(wf, prof)       # bad reads fail here, before any warning is shown
+    _warn(warnings)
     if check:
         wp.checks = wfmod.check_workflow(wf, wp, reps)
     if json_out:
         print(json.dumps(wp.to_dict()))
         return
     for line in wp.lines():
+        print(line)
+
+
+@app.command("advise")
+def advise_cmd(
+    target: Path = typer.Argument(..., help="A netCDF file (with --read), a workflow YAML/JSON, a climio trace "
+                                            "directory or a Darshan log."),
+    var: Optional[str] = typer.Option(None, "--var", metavar="NAME", help="Variable (default: the only multi-dimensional one)."),
+    read: Optional[List[str]] = typer.Option(None, "--read", metavar="SHAPE", help=_READ_HELP),
+    passes: int = typer.Option(1, "--passes", metavar="N", help="Times the workflow reads the data this way."),
+    tasks: Optional[int] = typer.Option(None, "--tasks", metavar="N", help="Tasks sharing the reads (default 1)."),
+    stack: Optional[str] = typer.Option(None, "--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray."),
+    chunk_cache: Optional[str] = typer.Option(None, "--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", help="Profile to predict with (default: this platform's)."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+):
+    """What to change, ranked by predicted gain: each with its evidence, the predicted time before
+    and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
+    and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack)."""
+    from ..advise.recommend import advise
+    from ..units import parse_size
+    if not target.exists():
+        raise InputError(f"no such file or directory: {target}")
+    warnings = []
+    adv = advise(target, var=var, reads=read, passes=passes, tasks=tasks, stack=stack,
+                 chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
+                 profile=str(profile) if profile else None, warn=warnings.append)
+    _warn(warnings)
+    if json_out:
+        print(json.dumps(adv.to_dict(), default=str))
+        return
+    for line in adv.lines():
         print(line)

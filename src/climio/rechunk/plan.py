@@ -27,7 +27,8 @@ Strategies
   two-pass     compressed source: whole source chunks -> contiguous uncompressed intermediate
                file -> target ("to-intermediate" whole-chunks, "from-intermediate" strided).
 
-Cost model per pass (Rates): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
+Cost model per pass (Rates: defaults, or Rates.from_profile of the platform's calibrated profile,
+the read-time model's rates): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
 bytes_encoded/encode_Bps)/w + bytes_written/write_Bps + write_ops*op_s.
 
 Counts over all blocks (chunks decoded, read and write requests) are computed in closed form per
@@ -55,12 +56,29 @@ PLAN_STRATEGIES = ("single-pass", "strided", "redecode", "two-pass")
 
 @dataclass(frozen=True)
 class Rates:
-    """Speeds of the cost model (B/s and s per I/O request); defaults: laptop SSD + libdeflate."""
+    """Speeds of the cost model (B/s and s per I/O request); defaults: laptop SSD + libdeflate.
+
+    `Rates.from_profile(profile, codec)` takes them from a calibrated platform profile
+    (climio.advise.profile.Profile, `climio calibrate`): the read rate of large sequential
+    requests, the decode rate of the source's codec, a strided request's latency per
+    operation; what calibration does not measure (writing, encoding) keeps the defaults,
+    scaled by how the platform's read rate compares with the default's. Pure: the caller
+    finds the profile and passes the rates in."""
     read_Bps: float = 500e6
     write_Bps: float = 400e6
     decode_Bps: float = 600e6
     encode_Bps: float = 90e6
     op_s: float = 1e-4
+
+    @classmethod
+    def from_profile(cls, profile, codec: str = "") -> "Rates":
+        base = cls()
+        read = float(profile.rate("sequential", 4 << 20))
+        decode = float(profile.decode(codec or "deflate4+shuffle"))
+        op = float(profile.latency("strided")) + float(getattr(profile, "cold_extra_s", 0.0) or 0.0)
+        return cls(read_Bps=read, write_Bps=base.write_Bps * read / base.read_Bps,
+                   decode_Bps=decode if decode != float("inf") else base.decode_Bps,
+                   encode_Bps=base.encode_Bps, op_s=op or base.op_s)
 
 
 @dataclass(frozen=True)
