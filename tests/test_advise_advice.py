@@ -167,3 +167,20 @@ def test_calibrate_from_run_dir_and_rates_for_the_planner(tmp_path, profiles):
     assert r.read_Bps == pytest.approx(1.5e9) and r.decode_Bps == prof.decode("deflate4+shuffle")
     msg = one_line_error(run_cli("calibrate", "--from", tmp_path), 2)
     assert "not a run directory" in msg
+
+
+def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, tmp_path):
+    from climio.advise.workflow import platform_id_of
+    args = ("rechunk", files["contiguous"], tmp_path / "out.nc", "-c", f"ta:{SHAPE[0]},1,1,{SHAPE[3]}", "--dry-run")
+    before = run_cli(*args)
+    assert before.returncode == 0 and "calibrated profile" not in before.stdout + before.stderr
+    slow = synthetic(platform_id_of(files["contiguous"]))
+    slow.rate_Bps["sequential"] = [[4096, 1e6]]          # 1 MB/s: the plan must predict far longer
+    profmod.save(slow)
+    after = run_cli(*args)
+    text = after.stdout + after.stderr
+    assert after.returncode == 0 and f"calibrated profile {slow.platform_id}" in text
+
+    def predicted(t):
+        return float(t.split("predicted ")[1].split(" s")[0])
+    assert predicted(text) > 10 * predicted(before.stdout + before.stderr)

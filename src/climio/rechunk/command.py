@@ -163,7 +163,27 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
     return found
 
 
-def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, two_pass: bool) -> dict:
+def platform_rates(in_path: Path, say=None):
+    """codec -> Rates: from the calibrated profile of the input's platform (`climio calibrate`)
+    when there is one, else the planner's defaults (a laptop SSD). `say` hears which."""
+    from ..advise import profile as profmod
+    from ..advise.workflow import platform_id_of
+    pid = platform_id_of(in_path)
+    path = profmod.path_for(pid)
+    if not path.is_file():
+        return lambda codec: Rates()
+    try:
+        prof = profmod.load(path)
+    except DataError:
+        return lambda codec: Rates()
+    if say:
+        say(f"predicted times use this platform's calibrated profile {pid} ({path})")
+    return lambda codec: Rates.from_profile(prof, codec)
+
+
+def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, two_pass: bool,
+               rates_for=None) -> dict:
+    """A plan per variable; `rates_for(codec label) -> Rates` (default: the planner's defaults)."""
     plans = {}
     for v in infos:
         if v.path not in targets:
@@ -173,7 +193,8 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
                      v.compression.codec != "none", stored.get(v.path))
         dst = Layout(tuple(v.shape), v.itemsize, tuple(t.chunks) if t.chunks else None, t.compression.codec != "none")
         try:
-            plans[v.path] = plan_variable(src, dst, max_mem, workers, Rates(), allow_two_pass=two_pass)
+            rates = rates_for(v.compression.label) if rates_for else Rates()
+            plans[v.path] = plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass)
         except InputError as exc:
             raise InputError(f"{v.path}: {exc}") from None
     return plans
@@ -217,6 +238,7 @@ class Prepared:
     stored: dict
     plans: dict
     warnings: list = None      # "warning: ..." lines, said once every check has passed
+    rates_note: str = ""       # which rates the predicted times use (said by --dry-run)
 
     def output_bytes(self, in_path: Path) -> int:
         return _estimate_output(in_path, self.infos, self.targets, self.stored)
@@ -236,8 +258,11 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
                                    opts.contiguous, opts.compression, list(opts.variables) or None,
                                    source=str(in_path))
     stored = _stored_bytes(in_path, infos)
-    prep = Prepared(max_mem, infos, targets, stored, make_plans(infos, targets, stored, max_mem, workers, two_pass),
-                    layout_warnings(in_path, infos, targets))
+    notes = []
+    rates_for = platform_rates(in_path, notes.append)
+    prep = Prepared(max_mem, infos, targets, stored,
+                    make_plans(infos, targets, stored, max_mem, workers, two_pass, rates_for),
+                    layout_warnings(in_path, infos, targets), "".join(notes))
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
     return prep
 
@@ -325,6 +350,8 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
                 + ([(tmp_dir / ".climio-rechunk-intermediate", tmp_bytes)] if tmp_bytes else []))
     if dry_run:
         say_warnings(prep, say)
+        if prep.rates_note:
+            say(prep.rates_note)
         for path, p in plans.items():
             say(f"{path} -> {_target_label(targets[path])}")
             for line in p.describe():
