@@ -182,5 +182,6 @@ def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, t
     assert after.returncode == 0 and f"calibrated profile {slow.platform_id}" in text
 
     def predicted(t):
-        return float(t.split("predicted ")[1].split(" s")[0])
+        import re
+        return float(re.search(r"predicted ([0-9.e+-]+) s", t).group(1))
     assert predicted(text) > 10 * predicted(before.stdout + before.stderr)
