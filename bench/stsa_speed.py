@@ -394,7 +394,7 @@ def _cold(client, path):
     return ds, state["state"]
 
 
-def part_b(shape, workers, reps, work, n_tasks):
+def part_b(shape, workers, reps, work, n_tasks, threads=1):
     from climio.data import write_4d
     from climio.stsa import workflow
     print(f"\n(b) end-to-end: u{list(shape)} float64 ({np.prod(shape) * 8 / 1e6:.0f} MB), WK over all "
@@ -416,7 +416,7 @@ def part_b(shape, workers, reps, work, n_tasks):
     out = []
     from distributed import wait
     for n in workers:
-        with workflow.Cluster(workers=n) as cl:
+        with workflow.Cluster(workers=n, threads=threads) as cl:
             client = cl.client
             for name, _ in LAYOUTS:
                 path = str(files[name])
@@ -481,6 +481,9 @@ def main(argv=None):
     ap.add_argument("--cases", help=f"comma-separated (a) cases of {','.join(CASES)}")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5 for (a), 3 for (b); quick 3/2)")
     ap.add_argument("--workers", default="1,2", help="worker counts for (b)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per Dask worker for (b): 1 (default) is the thesis's one task per worker at a time; "
+                         "2 lets one task read while another computes (measured: no gain on 2 cores, the GIL)")
     ap.add_argument("--tasks", type=int, default=None, help="latitude tasks for (b) (default: the workflow's 16)")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
     a = ap.parse_args(argv)
@@ -495,7 +498,7 @@ def main(argv=None):
         if "b" in a.part:
             from climio.stsa.workflow import DEFAULT_TASKS
             part_b(QUICK_SHAPE_B if a.quick else SHAPE_B, [int(w) for w in a.workers.split(",")],
-                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS)
+                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS, a.threads)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

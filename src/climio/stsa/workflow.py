@@ -488,8 +488,12 @@ class Cluster:
     """A distributed Client: to `scheduler` (an existing cluster), or a LocalCluster of `workers`
     single-threaded worker processes. Use as a context manager; `.client`, `.startup_s`, `.where`."""
 
-    def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S):
+    def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S, threads=1):
         self.workers, self.scheduler, self.silence, self.timeout_s = workers, scheduler, silence, timeout_s
+        # threads > 1: a worker runs several latitude tasks at once, so one reads (netCDF-C and HDF5
+        # release the GIL) while another computes (FFTs and BLAS release it too): reading and
+        # computing overlap. 1 keeps the thesis's one task per worker at a time.
+        self.threads = int(threads)
         self.client = self._cluster = None
 
     def __enter__(self):
@@ -508,13 +512,13 @@ class Cluster:
             if n < 1:
                 raise InputError(f"--workers {n} must be at least 1")
             try:
-                self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads, processes=True,
                                              dashboard_address=None,
                                              silence_logs=logging.CRITICAL if self.silence else logging.WARNING)
                 self.client = Client(self._cluster)
             except (OSError, TimeoutError, RuntimeError) as exc:
                 raise NativeError(f"cannot start a Dask LocalCluster of {n} workers: {_one_line(exc)}") from None
-            self.where = f"LocalCluster, {n} worker process(es) x 1 thread"
+            self.where = f"LocalCluster, {n} worker process(es) x {self.threads} thread(s)"
         try:   # imports on the workers now, so that no task's time includes them
             self.client.run(warm_up)
         except Exception:  # noqa: BLE001  (a worker without climio fails its tasks with the reason)
