@@ -20,8 +20,8 @@ from ...errors import InputError
 STUDY = "calibrate"
 STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
 PRESETS = {
-    "full": {"size": "256MiB", "stacks": "netcdf4-python,h5py,h5netcdf,xarray,c-netcdf",
-             "codecs": "deflate1,deflate4+shuffle,zstd3", "reps": 3, "tasks": ""},
+    "full": {"size": "512MiB", "stacks": "netcdf4-python,h5py,h5netcdf,xarray,c-netcdf",
+             "codecs": "deflate1,deflate4+shuffle,zstd3", "reps": 5, "tasks": "oversubscribe"},
     "quick": {"size": "64MiB", "stacks": "netcdf4-python,h5py,xarray,c-netcdf", "codecs": "deflate4+shuffle,zstd3",
               "reps": 3, "tasks": ""},
 }
@@ -34,7 +34,7 @@ def _opt(flag, help, metavar=None):
 
 @dataclass
 class Grid:
-    size: str = field(default="256MiB", metadata=_opt("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
+    size: str = field(default="512MiB", metadata=_opt("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
     stacks: str = field(default="", metadata=_opt("--stacks", f"Stacks to calibrate: {', '.join(STACKS)}.", "LIST"))
     codecs: str = field(default="", metadata=_opt("--codecs", "Codecs whose decode rate is measured, e.g. deflate4+shuffle,zstd3.", "LIST"))
     reps: int = field(default=3, metadata=_opt("--reps", "Repetitions per measurement.", "N"))
@@ -73,7 +73,11 @@ def build_grid(preset="full", **values) -> Grid:
     if bad or not stacks:
         raise InputError(f"unknown stack '{(bad or [''])[0]}': use {', '.join(STACKS)}")
     codecs = [parse_compression(c).label for c in str(v["codecs"]).split(",") if c.strip()]
-    tasks = parse_int_list(str(v["tasks"]), "--tasks") if str(v["tasks"]).strip() else default_tasks()
+    text = str(v["tasks"]).strip()
+    if text == "oversubscribe":     # the cores and twice the cores (tasks sharing cores)
+        tasks = default_tasks() + [2 * default_tasks()[-1]]
+    else:
+        tasks = parse_int_list(text, "--tasks") if text else default_tasks()
     reps = int(v["reps"])
     if reps < 1:
         raise InputError(f"--reps {reps} must be at least 1")

@@ -161,8 +161,11 @@ def _timed(stack, path, reads, reps, chunk_cache=None, state="warm"):
 
 
 def _cache_bytes(stack, path):
+    """The chunk cache the stack opens a chunked variable with (the native probe links the
+    system's netCDF-C, whose default may differ from the Python wheel's)."""
     if stack == "c-netcdf":
-        stack = "netcdf4-python"    # the same netCDF-C default (per variable, set at open)
+        recs = _probe(path, [((0, 0, 0, 0), (1, 1, 1, 1))], 1)
+        return int(((recs[0]["params"].get("chunk_cache") or {}).get("size")) or 0) if recs else 0
     r = STACKS[stack]()
     r.open(path, "ta")
     info_ = r.chunk_cache_info() or {}
