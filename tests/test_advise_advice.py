@@ -185,3 +185,16 @@ def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, t
         import re
         return float(re.search(r"predicted ([0-9.e+-]+) s", t).group(1))
     assert predicted(text) > 10 * predicted(before.stdout + before.stderr)
+
+
+def test_darshan_log_advice_names_collective_io():
+    darshan = pytest.importorskip("darshan")
+    from pathlib import Path
+    logs = list(Path(darshan.__file__).parent.rglob("shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"))
+    if not logs:
+        pytest.skip("the darshan wheel lacks the MACSio example log")
+    adv = recommend.advise(logs[0])
+    assert adv.kind == "darshan"
+    f = next(r for r in adv.ranked() if r["rule"] == "small-requests")
+    assert "collective" in f["advice"].lower() and f["severity"] in ("high", "medium", "low")
+    assert any("darshan" in r["inputs"] and r["id"] == "small-requests" for r in rules.REGISTRY)
