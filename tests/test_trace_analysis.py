@@ -802,4 +802,4 @@ def test_the_traced_interpreters_own_files_are_excluded():
     system = interpreter_excludes(["/usr/bin/python3"])
     assert system and all(p.startswith("/usr/") and "python3" in p for p in system) and "/usr" not in system
     assert interpreter_excludes(["ls"]) == []
-    assert outermost(["/a/b", "/a", "/c/d", "/c/de"]) == ["/a", "/c/d", "/c/de"]
+    assert outermost(["/a/b", "/a", "/c/d", "/c/de", "/a"]) == ["/a", "/c/d", "/c/de"]

@@ -91,12 +91,9 @@ def _editable_sources() -> list:
 
 
 def outermost(prefixes) -> list:
-    """The prefixes not inside another one (the tracer matches by prefix)."""
-    keep = []
-    for p in sorted(set(prefixes), key=len):
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in keep):
-            keep.append(p)
-    return keep
+    """The prefixes not inside another one (the tracer matches by prefix), in their given order."""
+    uniq = list(dict.fromkeys(prefixes))
+    return [p for p in uniq if not any(q != p and p.startswith(q.rstrip("/") + "/") for q in uniq)]
 
 
 def interpreter_excludes(command) -> list:
