@@ -27,7 +27,7 @@ from typing import Optional
 from ..errors import DataError, InputError
 
 SCHEMA = 1
-PATTERNS = ("sequential", "strided", "warm")
+PROFILE_PATTERNS = ("sequential", "strided", "warm")
 PROFILE_NAME = "profile.json"
 SIEVE_BYTES = 64 << 10       # HDF5's default sieve buffer for contiguous datasets
 PAGE_BYTES = 4096
@@ -269,7 +269,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     med = {k: _median([r["metrics"]["wall_s"] for r in v]) for k, v in groups.items()}
     one = {k: v[0] for k, v in groups.items()}
     # storage
-    for pattern in PATTERNS:
+    for pattern in PROFILE_PATTERNS:
         pts = [(k[3], med[k] / max(one[k]["metrics"].get("ops") or 1, 1)) for k in groups
                if k[0] == "storage" and k[2] == pattern]
         if pts:

@@ -76,11 +76,11 @@ RULES = [
 # The workflow rules: judged on the model's predictions of a workflow (climio.advise.model), each
 # with the predicted time before and after, the one-off cost and the break-even passes.
 MIN_GAIN_SHARE = 0.10        # a recommendation must save at least this share of the predicted time
-MAX_CHUNK_BYTES = 16 << 20   # candidate chunk shapes are clipped to at most this many bytes
+ADVISED_MAX_CHUNK_BYTES = 16 << 20   # candidate chunk shapes are clipped to at most this many bytes
 CACHE_HEADROOM = 1.25        # a recommended chunk cache holds this much more than one read touches
 WORKFLOW_RULES = [
     ("chunk-shape", "A chunk shape for the workflow's reads", {"MIN_GAIN_SHARE": MIN_GAIN_SHARE,
-                                                                "MAX_CHUNK_BYTES": MAX_CHUNK_BYTES},
+                                                                "ADVISED_MAX_CHUNK_BYTES": ADVISED_MAX_CHUNK_BYTES},
      "the chunk shape (of each read's shape, Rew's balanced one, the current one) with the least predicted time "
      "over all the workflow's reads; one-off cost from the rechunk planner"),
     ("chunk-cache", "A chunk cache that holds what one read touches", {"CACHE_HEADROOM": CACHE_HEADROOM},
@@ -374,10 +374,10 @@ def _rec(rule, message, evidence, before, after, one_off=0.0, per_pass_saving=No
 
 
 def _chunks_for(count, shape, itemsize) -> tuple:
-    """A chunk shape shaped like a read count, clipped to MAX_CHUNK_BYTES by halving its leading
+    """A chunk shape shaped like a read count, clipped to ADVISED_MAX_CHUNK_BYTES by halving its leading
     extents (then the others)."""
     c = [min(int(n), int(d)) for n, d in zip(count, shape)]
-    while math.prod(c) * itemsize > MAX_CHUNK_BYTES:
+    while math.prod(c) * itemsize > ADVISED_MAX_CHUNK_BYTES:
         i = max(range(len(c)), key=lambda k: (c[k] > 1, -k if k < len(c) - 2 else -99, c[k]))
         if c[i] <= 1:
             break

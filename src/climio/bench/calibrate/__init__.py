@@ -18,7 +18,7 @@ from .. import base
 from ...errors import InputError
 
 STUDY = "calibrate"
-STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
+CALIBRATED_STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
 PRESETS = {
     "full": {"size": "512MiB", "stacks": "netcdf4-python,h5py,h5netcdf,xarray,c-netcdf",
              "codecs": "deflate1,deflate4+shuffle,zstd3", "reps": 5, "tasks": "oversubscribe"},
@@ -35,7 +35,7 @@ def _opt(flag, help, metavar=None):
 @dataclass
 class Grid:
     size: str = field(default="512MiB", metadata=_opt("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
-    stacks: str = field(default="", metadata=_opt("--stacks", f"Stacks to calibrate: {', '.join(STACKS)}.", "LIST"))
+    stacks: str = field(default="", metadata=_opt("--stacks", f"Stacks to calibrate: {', '.join(CALIBRATED_STACKS)}.", "LIST"))
     codecs: str = field(default="", metadata=_opt("--codecs", "Codecs whose decode rate is measured, e.g. deflate4+shuffle,zstd3.", "LIST"))
     reps: int = field(default=3, metadata=_opt("--reps", "Repetitions per measurement.", "N"))
     tasks: str = field(default="", metadata=_opt("--tasks", "Task counts for the parallel scaling (default 1, 2, 4 ... up to the cores).", "LIST"))
@@ -69,9 +69,9 @@ def build_grid(preset="full", **values) -> Grid:
     if size < 8 << 20:
         raise InputError(f"--size {v['size']} is too small: the storage curves need at least 8 MiB")
     stacks = [s.strip() for s in str(v["stacks"]).split(",") if s.strip()]
-    bad = [s for s in stacks if s not in STACKS]
+    bad = [s for s in stacks if s not in CALIBRATED_STACKS]
     if bad or not stacks:
-        raise InputError(f"unknown stack '{(bad or [''])[0]}': use {', '.join(STACKS)}")
+        raise InputError(f"unknown stack '{(bad or [''])[0]}': use {', '.join(CALIBRATED_STACKS)}")
     codecs = [parse_compression(c).label for c in str(v["codecs"]).split(",") if c.strip()]
     text = str(v["tasks"]).strip()
     if text == "oversubscribe":     # the cores and twice the cores (tasks sharing cores)

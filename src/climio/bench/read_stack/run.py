@@ -38,7 +38,7 @@ def layer_command(layer, path, grid: Grid, platform_id="", reps=None, cache=None
     if grid.verify:
         common.append("--verify")
     if layer in NATIVE_LAYERS:
-        extra = ["--api", grid.c_api, *(["--odirect"] if grid.odirect else [])] if layer == "c-posix" else []
+        extra = ["--api", grid.c_api or "read", *(["--odirect"] if grid.odirect else [])] if layer == "c-posix" else []
         return [native.program(NATIVE_LAYERS[layer]), *common, *extra]
     return [sys.executable, "-m", "climio.measure.worker", "--study", STUDY, "--stack", layer, *common]
 
