@@ -53,7 +53,7 @@ from _peers import PeerError, ior_executable, run_ior  # noqa: E402
 from climio import cache, native  # noqa: E402
 from climio.errors import ClimioError  # noqa: E402
 from climio.measure.mpi import Launcher, stream_mpi  # noqa: E402
-from climio.units import parse_size  # noqa: E402
+from climio.options import parse_size  # noqa: E402
 
 PROGRAM = "climio-pario-read"
 TARGET = 0.9

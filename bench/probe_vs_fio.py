@@ -18,7 +18,7 @@ import tempfile
 
 from climio import native
 from climio.data import make_data
-from climio.units import parse_size
+from climio.options import parse_size
 
 MiB = 1 << 20
 

@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from climio import cache
-from climio.units import parse_size
+from climio.options import parse_size
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from climio.access import parse_read, slice_starts
+from climio.access import slice_starts
+from climio.options import parse_read
 from climio.advise import profile as profmod
 from climio.advise import recommend, rules
 from climio.advise.profile import Profile, StackRates
 from climio.advise.workflow import ReadSpec, Workflow, predict_api
-from climio.data.compression import parse_compression
+from climio.options import parse_compression
 from climio.data.writer import write_4d
 from climio.rechunk.plan import Rates
 from climio.trace import advice as trace_advice

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from climio.access import parse_read, slice_starts
+from climio.access import slice_starts
+from climio.options import parse_read
 from climio.advise import profile as prof_mod
 from climio.advise.model import predict, simulate
 from climio.advise.profile import Profile, StackRates, default_profile, fit, fit_storage

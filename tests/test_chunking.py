@@ -202,7 +202,7 @@ def test_source_variable_is_copied_into_each_layout(tmp_path):
      {"compression": "blosc_lz", "complevel": 5, "shuffle": False, "blosc_shuffle": 1}),
 ])
 def test_compression_settings_parse_and_label(text, label, kwargs):
-    from climio.data.compression import parse_compression
+    from climio.options import parse_compression
     c = parse_compression(text)
     assert c.label == label and c.netcdf4_kwargs() == kwargs
     assert parse_compression(c.label) == c   # labels parse back to the same setting
@@ -211,7 +211,7 @@ def test_compression_settings_parse_and_label(text, label, kwargs):
 @pytest.mark.parametrize("text,shuffle", [("blosc_lz5", 0), ("blosc_lz4:5+shuffle", 1)])
 def test_blosc_settings_write_what_they_say(tmp_path, text, shuffle):
     """Blosc's own shuffle follows `+shuffle`; no HDF5 shuffle filter is stacked in front of it."""
-    from climio.data.compression import parse_compression
+    from climio.options import parse_compression
     c = parse_compression(text)
     with netCDF4.Dataset(tmp_path / "b.nc", "w") as ds:
         ds.createDimension("x", 1000)
@@ -225,7 +225,7 @@ def test_blosc_settings_write_what_they_say(tmp_path, text, shuffle):
 
 @pytest.mark.parametrize("bad", ["lz4", "deflate", "deflate12", "zstd3+deflate4", "bitgroom0+deflate4", "shuffle2"])
 def test_bad_compression_settings(bad):
-    from climio.data.compression import parse_compression
+    from climio.options import parse_compression
     from climio.errors import InputError
     with pytest.raises(InputError):
         parse_compression(bad)

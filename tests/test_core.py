@@ -8,7 +8,8 @@ import pytest
 from climio import syscalls
 from climio.errors import DataError, InputError
 from climio.records import RecordWriter, make_record, read_records
-from climio.units import format_size, parse_size, parse_size_list
+from climio.units import format_size
+from climio.options import parse_size, parse_size_list
 
 
 def test_sizes():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from climio.data import derive_shape, make_data, values_1d, values_4d, write_1d, write_4d
-from climio.layout import parse_chunk_text as parse_chunks
+from climio.options import parse_chunk_text as parse_chunks
 from climio.data.writer import block_shape, iter_blocks
 from climio.errors import DataError, DiskSpaceError, InputError
 

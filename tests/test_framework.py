@@ -18,7 +18,7 @@ from climio.measure.series import Series, StreamChecksum, distinct_bytes, run_se
 from climio.records import SCHEMA_VERSION, read_records, to_frame
 from climio.sections import Figure, Finding, Paragraph, Section, Table
 from climio.stats import describe
-from climio.units import parse_size
+from climio.options import parse_size
 
 
 @dataclass

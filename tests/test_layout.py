@@ -11,6 +11,7 @@ import pytest
 
 from climio import access as A
 from climio import layout as L
+from climio import options as O
 from climio.bench.chunking import catalogue as C
 from climio.errors import InputError
 
@@ -294,19 +295,19 @@ def one_line_error(fn, *args):
 
 
 def test_parse_read():
-    assert A.parse_read("xy", S430) == (1, 1, 430, 430)
-    assert A.parse_read(" XT ", S430) == (430, 1, 1, 430)
-    assert A.parse_read("xyt", S430) == (430, 1, 430, 430)
-    assert A.parse_read("1,1,Y,X", S430) == (1, 1, 430, 430)
-    assert A.parse_read("T,1,10,X", S430) == (430, 1, 10, 430)
-    assert A.parse_read("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
-    assert A.parse_read("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
-    assert "unknown read shape 'yz'" in one_line_error(A.parse_read, "yz", S430)
-    assert "outside 1..430" in one_line_error(A.parse_read, "500,1,Y,X", S430)
-    one_line_error(A.parse_read, "0,1,Y,X", S430)
-    one_line_error(A.parse_read, "1,Y,X", S430)
-    one_line_error(A.parse_read, "X,1,Y,T", S430)                     # letters name their position
-    one_line_error(A.parse_read, "1,1,Y,Q", S430)
+    assert O.parse_read("xy", S430) == (1, 1, 430, 430)
+    assert O.parse_read(" XT ", S430) == (430, 1, 1, 430)
+    assert O.parse_read("xyt", S430) == (430, 1, 430, 430)
+    assert O.parse_read("1,1,Y,X", S430) == (1, 1, 430, 430)
+    assert O.parse_read("T,1,10,X", S430) == (430, 1, 10, 430)
+    assert O.parse_read("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
+    assert O.parse_read("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
+    assert "unknown read shape 'yz'" in one_line_error(O.parse_read, "yz", S430)
+    assert "outside 1..430" in one_line_error(O.parse_read, "500,1,Y,X", S430)
+    one_line_error(O.parse_read, "0,1,Y,X", S430)
+    one_line_error(O.parse_read, "1,Y,X", S430)
+    one_line_error(O.parse_read, "X,1,Y,T", S430)                     # letters name their position
+    one_line_error(O.parse_read, "1,1,Y,Q", S430)
     one_line_error(A.read_count, "xy", [10, 10, 10])                  # named reads are 4-D
 
 

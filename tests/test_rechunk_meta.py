@@ -9,7 +9,8 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio.data.compression import Compression, parse_compression
+from climio.data.compression import Compression
+from climio.options import parse_compression
 from climio.errors import DataError, InputError
 from climio.rechunk import meta, verify
 from climio.rechunk.model import Target

@@ -9,7 +9,8 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio.data.compression import NONE, parse_compression
+from climio.data.compression import NONE
+from climio.options import parse_compression
 from climio.errors import InputError
 from climio.layout import balanced_chunks
 from climio.rechunk import spec as S

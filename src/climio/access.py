@@ -100,17 +100,6 @@ def _template(text, shape, what, check_range=True) -> tuple:
     return tuple(out)
 
 
-def parse_read(spec, shape) -> tuple:
-    """A named read (xy, xt, xyt) or a count template (`1,1,Y,X`, `T,1,10,X`, `24,1,Y,X`) -> count."""
-    shape = _shape(shape)
-    text = str(spec).strip()
-    if text.lower() in READ_SHAPES:
-        return read_count(text.lower(), shape)
-    if "," not in text and len(shape) > 1:
-        raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
-    return _template(text, shape, "read count")
-
-
 def n_slices(shape, count) -> int:
     """Hyperslabs of `count` needed to tile the array (the last along a dimension may be clipped)."""
     shape = _shape(shape)

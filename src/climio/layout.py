@@ -21,7 +21,6 @@ import itertools
 import math
 import numbers
 import operator
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -361,25 +360,6 @@ def format_chunks(chunks) -> str:
     return _fmt(chunks)
 
 
-_CHUNK_TEXT = re.compile(r"^\[?\s*(\d+(?:\s*,\s*\d+)*)\s*\]?$")
-
-
-def parse_chunk_text(text, rank=4):
-    """A chunk shape as users write it for one variable: None for `contiguous`, "default" for the
-    library's choice, else `rank` ints (`T,Z,Y,X` or `[T,Z,Y,X]` for the 4-D files). The range
-    of each entry is checked against the variable by validate_chunks."""
-    s = str(text).strip()
-    if s.lower() == "contiguous":
-        return None
-    if s.lower() == "default":
-        return "default"
-    m = _CHUNK_TEXT.match(s)
-    vals = [int(x) for x in m.group(1).split(",")] if m else []
-    if len(vals) != rank:
-        names = ",".join(d.upper() for d in DIMS) if rank == 4 else f"{rank} integers"
-        raise InputError(f"malformed chunk shape '{text}': use contiguous, default, or {names} e.g. "
-                         + ("1,1,180,360" if rank == 4 else ",".join(["1"] * rank)))
-    return vals
 
 
 # --- the Layout noun ----------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
-"""Every parser of option values: comma lists of names and integers, array shapes, KEY=VALUE hints.
-(Sizes are units.parse_size, compression settings data.compression.parse_compression, chunk shapes
-layout.parse_chunk_text, read shapes access.parse_read: each next to the noun it builds.)"""
+"""Every parser of option values the commands share: comma lists of names and integers, array
+shapes, sizes and size lists, compression settings, chunk shapes, read shapes, KEY=VALUE hints.
+Each builds the noun of its module (layout, access, data.compression) and fails with one
+InputError line. (A study's own vocabulary, e.g. the thesis's chunk letters A-G, stays with it.)"""
 
+import re
 from pathlib import Path
 
+from .access import READ_SHAPES, _template, read_count
 from .errors import InputError
+from .layout import DIMS, _shape
 
 
 def parse_choice(text, allowed, what) -> list:
@@ -60,3 +64,144 @@ def parse_hints(pairs=(), hints_file=None) -> dict:
             raise InputError(f"malformed hint '{item}': use KEY=VALUE, e.g. cb_nodes=4")
         hints[key.strip()] = value.strip()
     return hints
+
+
+# --- sizes -------------------------------------------------------------------------------------------
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1024, "kb": 1000, "m": 1024**2, "mb": 1000**2, "g": 1024**3, "gb": 1000**3,
+    "t": 1024**4, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text) -> int:
+    """Return the number of bytes in `text`; raise InputError when malformed."""
+    if isinstance(text, int):
+        if text < 0:
+            raise InputError(f"size must be non-negative, got {text}")
+        return text
+    m = _SIZE_RE.match(str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise InputError(f"malformed size '{text}': use e.g. 512B, 64KiB (or 64k, binary as in fio/IOR), 1MiB, 2GB (decimal)")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value != int(value):
+        raise InputError(f"size '{text}' is not a whole number of bytes")
+    return int(value)
+
+
+def parse_size_list(text: str) -> list:
+    """`512B,4KiB,1MiB` -> sorted unique byte counts; `512B..1GiB` doubles between the ends,
+    `512B..1GiB:4` multiplies by 4."""
+    sizes = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if ".." in part:
+            rng, _, step = part.partition(":")
+            factor = int(step) if step.isdigit() else (2 if not step else 0)
+            if factor < 2:
+                raise InputError(f"bad step in '{part}': use e.g. 512B..1GiB:4")
+            lo, hi = (parse_size(p) for p in rng.split("..", 1))
+            if lo <= 0 or hi < lo:
+                raise InputError(f"bad size range '{part}': need 0 < start <= end")
+            s = lo
+            while s <= hi:
+                sizes.add(s)
+                s *= factor
+        else:
+            s = parse_size(part)
+            if s <= 0:
+                raise InputError(f"size must be positive, got '{part}'")
+            sizes.add(s)
+    if not sizes:
+        raise InputError(f"no sizes in '{text}'")
+    return sorted(sizes)
+
+
+# --- compression settings ----------------------------------------------------------------------------
+
+def _codec_names() -> list:
+    from .data.compression import CODECS, QUANTIZE_MODES
+    return sorted([*CODECS, *QUANTIZE_MODES, "shuffle"], key=len, reverse=True)
+
+
+def _split_part(part: str):
+    """`bzip29` -> ('bzip2', '9'), `blosc_lz4:5` -> ('blosc_lz4', '5'): the longest known name wins,
+    so codec names that end in digits keep them."""
+    for name in _codec_names():
+        if part.startswith(name):
+            rest = part[len(name):].lstrip(":")
+            return (name, rest) if rest.isdigit() or not rest else (part, "")
+    return part, ""
+
+
+def parse_compression(text: str) -> "Compression":
+    """`deflate4+shuffle`, `zstd3`, `bitround12+deflate4`, `none` -> a data.compression.Compression."""
+    # imported here: climio.data's package imports this module (a cycle at import time otherwise)
+    from .data.compression import CODECS, NONE, QUANTIZE_MODES, Compression
+    text = text.strip().lower()
+    if text in ("none", "", "0"):
+        return NONE
+    codec, level, shuffle, quantize, nsd = "none", 0, False, "", 0
+    for part in text.split("+"):
+        name, num = _split_part(part.strip())
+        if name == "shuffle" and not num:
+            shuffle = True
+        elif name in CODECS and num and codec == "none":
+            codec, lo, hi = CODECS[name]
+            level = int(num)
+            if not lo <= level <= hi:
+                raise InputError(f"compression '{text}': {name} level must be {lo}..{hi}")
+        elif name in QUANTIZE_MODES and num and not quantize:
+            quantize, nsd = QUANTIZE_MODES[name], int(num)
+            if nsd < 1:
+                raise InputError(f"compression '{text}': {name} needs at least 1 significant digit")
+        else:
+            raise InputError(f"unknown compression '{text}': use none or parts like deflate4, zstd3, bzip2, "
+                             "blosc_lz4, shuffle, bitgroom3, granularbr3, bitround12 joined by +")
+    return Compression(codec, level, shuffle, quantize, nsd)
+
+
+def parse_compression_list(text: str) -> list:
+    items = [parse_compression(t) for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise InputError(f"no compression setting in '{text}'")
+    return list(dict.fromkeys(items))
+
+
+# --- chunk and read shapes ---------------------------------------------------------------------------
+
+_CHUNK_TEXT = re.compile(r"^\[?\s*(\d+(?:\s*,\s*\d+)*)\s*\]?$")
+
+
+def parse_chunk_text(text, rank=4):
+    """A chunk shape as users write it for one variable: None for `contiguous`, "default" for the
+    library's choice, else `rank` ints (`T,Z,Y,X` or `[T,Z,Y,X]` for the 4-D files). The range
+    of each entry is checked against the variable by validate_chunks."""
+    s = str(text).strip()
+    if s.lower() == "contiguous":
+        return None
+    if s.lower() == "default":
+        return "default"
+    m = _CHUNK_TEXT.match(s)
+    vals = [int(x) for x in m.group(1).split(",")] if m else []
+    if len(vals) != rank:
+        names = ",".join(d.upper() for d in DIMS) if rank == 4 else f"{rank} integers"
+        raise InputError(f"malformed chunk shape '{text}': use contiguous, default, or {names} e.g. "
+                         + ("1,1,180,360" if rank == 4 else ",".join(["1"] * rank)))
+    return vals
+
+
+def parse_read(spec, shape) -> tuple:
+    """A named read (xy, xt, xyt) or a count template (`1,1,Y,X`, `T,1,10,X`, `24,1,Y,X`) -> count."""
+    shape = _shape(shape)
+    text = str(spec).strip()
+    if text.lower() in READ_SHAPES:
+        return read_count(text.lower(), shape)
+    if "," not in text and len(shape) > 1:
+        raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
+    return _template(text, shape, "read count")

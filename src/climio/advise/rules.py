@@ -388,7 +388,7 @@ def _chunks_for(count, shape, itemsize) -> tuple:
 def workflow_rules(wf, profile, items, rechunk_cost, out_name="OUT.nc") -> list:
     """Recommendations for a workflow. `items`: [(spec, layout, codec, prediction, path, var, reads)];
     `rechunk_cost(src_layout, dst_layout, codec) -> seconds` is the rechunk planner's prediction."""
-    from ..access import parse_read
+    from ..options import parse_read
     from ..layout import Layout, balanced_chunks
     from .model import predict
     total = sum(p.seconds for _, _, _, p, _, _, _ in items)

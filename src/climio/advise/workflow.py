@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..access import parse_read, slice_starts
+from ..access import slice_starts
+from ..options import parse_read
 from ..errors import DataError, InputError
 from ..layout import Layout, format_chunks
 from .model import Prediction, predict
@@ -92,7 +93,7 @@ def from_mapping(d: dict, base_dir=".") -> Workflow:
         if not isinstance(r, dict) or "read" not in r:
             raise InputError(f"workflow read {r!r} needs a 'read' (xy, xt, xyt or a count template)")
         specs.append(ReadSpec(str(r["read"]), _int(r.get("passes", 1), "passes"), path(r.get("file")), r.get("var")))
-    from ..units import parse_size
+    from ..options import parse_size
     cc = d.get("chunk_cache")
     return Workflow(path(d.get("file")), d.get("var"), specs, _int(d.get("tasks", 1), "tasks"),
                     str(d.get("stack", DEFAULT_STACK)), parse_size(str(cc)) if cc is not None else None)

@@ -57,7 +57,7 @@ def calibrate_cmd(
 
 def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
     from ..advise import workflow as wfmod
-    from ..units import parse_size
+    from ..options import parse_size
     if workflow:
         if file or reads:
             raise InputError("give a --workflow file or FILE --read ..., not both")
@@ -134,7 +134,7 @@ def advise_cmd(
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
     and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack)."""
     from ..advise.recommend import advise
-    from ..units import parse_size
+    from ..options import parse_size
     if not target.exists():
         raise InputError(f"no such file or directory: {target}")
     warnings = []

@@ -44,7 +44,7 @@ def study_parameters(study) -> list:
     for f, opt in base.options_of(study.Grid):
         tp = _plain_type(hints.get(f.name, str))
         if opt.metavar == "SIZE":
-            tp = str   # sizes are text ("4KiB") that the study's grid() parses with units.parse_size
+            tp = str   # sizes are text ("4KiB") that the study's grid() parses with options.parse_size
         decls = [opt.flag] + ([opt.short] if opt.short else [])
         kw = {"help": opt.help}
         if opt.metavar and tp is not bool:

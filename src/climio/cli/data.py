@@ -26,12 +26,14 @@ def make_data_cmd(
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
     from ..data import make_data
-    from ..layout import parse_chunk_text
+    from ..options import parse_chunk_text
     from ..measure.progress import BytesProgress
     from ..rundir import writable_dir
-    from ..units import format_size, parse_size
+    from ..units import format_size
+    from ..options import parse_size
 
-    from ..data.compression import NONE, parse_compression
+    from ..data.compression import NONE
+    from ..options import parse_compression
 
     kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
     if not kinds or any(k not in ("1d", "4d") for k in kinds):
@@ -63,7 +65,7 @@ def make_data_cmd(
 
 def _write(out, kinds, nbytes, shape4d, chunks, compression, dtype, random, seed):
     from ..data import make_data
-    from ..layout import parse_chunk_text
+    from ..options import parse_chunk_text
     from ..measure.progress import BytesProgress
     from ..units import format_size
     total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)

@@ -43,7 +43,7 @@ def rechunk_cmd(
         activate()  # the MPI h5py must be the first h5py this process imports
     from ..measure.progress import BytesProgress
     from ..rechunk.command import Options, rechunk
-    from ..units import parse_size
+    from ..options import parse_size
 
     if chunk_old:
         if chunk:

@@ -16,19 +16,6 @@ QUANTIZE_MODES = {"bitgroom": "BitGroom", "granularbr": "GranularBitRound", "bit
 CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22), "bzip2": ("bzip2", 1, 9),
           **{f"blosc_{c}": (f"blosc_{c}", 0, 9) for c in ("lz", "lz4", "lz4hc", "zlib", "zstd")}}
 _NAME_OF = {codec: name for name, (codec, _, _) in CODECS.items()}
-_NAMES = sorted([*CODECS, *QUANTIZE_MODES, "shuffle"], key=len, reverse=True)
-
-
-def _split_part(part: str):
-    """`bzip29` -> ('bzip2', '9'), `blosc_lz4:5` -> ('blosc_lz4', '5'): the longest known name wins,
-    so codec names that end in digits keep them."""
-    for name in _NAMES:
-        if part.startswith(name):
-            rest = part[len(name):].lstrip(":")
-            return (name, rest) if rest.isdigit() or not rest else (part, "")
-    return part, ""
-
-
 @dataclass(frozen=True)
 class Compression:
     codec: str = "none"           # none, or a netCDF4-python compression name (zlib, zstd, bzip2, blosc_*)
@@ -70,33 +57,3 @@ class Compression:
 
 NONE = Compression()
 
-
-def parse_compression(text: str) -> Compression:
-    text = text.strip().lower()
-    if text in ("none", "", "0"):
-        return NONE
-    codec, level, shuffle, quantize, nsd = "none", 0, False, "", 0
-    for part in text.split("+"):
-        name, num = _split_part(part.strip())
-        if name == "shuffle" and not num:
-            shuffle = True
-        elif name in CODECS and num and codec == "none":
-            codec, lo, hi = CODECS[name]
-            level = int(num)
-            if not lo <= level <= hi:
-                raise InputError(f"compression '{text}': {name} level must be {lo}..{hi}")
-        elif name in QUANTIZE_MODES and num and not quantize:
-            quantize, nsd = QUANTIZE_MODES[name], int(num)
-            if nsd < 1:
-                raise InputError(f"compression '{text}': {name} needs at least 1 significant digit")
-        else:
-            raise InputError(f"unknown compression '{text}': use none or parts like deflate4, zstd3, bzip2, "
-                             "blosc_lz4, shuffle, bitgroom3, granularbr3, bitround12 joined by +")
-    return Compression(codec, level, shuffle, quantize, nsd)
-
-
-def parse_compression_list(text: str) -> list:
-    items = [parse_compression(t) for t in str(text).split(",") if t.strip()]
-    if not items:
-        raise InputError(f"no compression setting in '{text}'")
-    return list(dict.fromkeys(items))

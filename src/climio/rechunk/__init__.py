@@ -28,7 +28,7 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
     script (not a notebook) calling this with workers > 1 needs `if __name__ == "__main__":`."""
     import os as _os
 
-    from ..units import parse_size
+    from ..options import parse_size
     from .command import Options, rechunk as _rechunk
 
     if isinstance(chunks, dict):

@@ -24,10 +24,12 @@ import re
 
 import numpy as np
 
-from ..data.compression import CODECS, Compression, parse_compression
+from ..data.compression import CODECS, Compression
+from ..options import parse_compression
 from ..errors import InputError
 from ..layout import balanced_chunks
-from ..units import format_size, parse_size
+from ..units import format_size
+from ..options import parse_size
 from .model import Target, VarInfo
 
 FOR_BYTES = 1 << 20           # --for target chunk size: HDF5's default chunk cache holds one such chunk

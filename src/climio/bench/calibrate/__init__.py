@@ -56,9 +56,9 @@ def default_tasks() -> list:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...data.compression import parse_compression
+    from ...options import parse_compression
     from ...options import parse_int_list
-    from ...units import parse_size
+    from ...options import parse_size
     if preset not in PRESETS:
         raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
     v = {**PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}

@@ -30,7 +30,7 @@ import numpy as np
 from ... import cache, native
 from ...advise import profile as profmod
 from ...advise.model import simulate
-from ...data.compression import parse_compression
+from ...options import parse_compression
 from ...data.writer import write_4d
 from ...errors import ClimioError
 from ...layout import Layout

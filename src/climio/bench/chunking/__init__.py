@@ -114,8 +114,9 @@ def build_grid(preset="full", **values) -> Grid:
     preset's defaults; one-line InputError / DataError."""
     import numpy as np
 
-    from ...access import parse_read
-    from ...data.compression import NONE, parse_compression_list
+    from ...options import parse_read
+    from ...data.compression import NONE
+    from ...options import parse_compression_list
     from ...options import parse_choice, parse_shape
     from .catalogue import parse_chunk_spec
     from .run import open_source, split_reads

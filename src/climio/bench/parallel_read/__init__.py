@@ -21,7 +21,7 @@ from typing import Optional
 
 from ...errors import InputError
 from ...options import parse_choice, parse_hints
-from ...units import parse_size, parse_size_list
+from ...options import parse_size, parse_size_list
 from .. import base
 from .summary import STUDY
 

@@ -21,7 +21,7 @@ from typing import Optional
 from ... import native
 from ...errors import InputError
 from ...options import parse_choice, parse_hints, parse_int_list
-from ...units import parse_size
+from ...options import parse_size
 from .. import base
 from .summary import STUDY
 

@@ -11,7 +11,7 @@ from ...advise import profile as profmod
 from ...advise.model import predict
 from ...advise.runner import measure
 from ...advise.workflow import layout_of, reads_for
-from ...data.compression import parse_compression
+from ...options import parse_compression
 from ...data.writer import write_4d
 from ...errors import ClimioError, InputError
 from ...layout import library_default_chunks

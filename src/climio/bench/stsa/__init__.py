@@ -77,7 +77,8 @@ def default_workers() -> list:
 
 
 def parse_layouts(text) -> list:
-    from ...data.compression import NONE, parse_compression
+    from ...data.compression import NONE
+    from ...options import parse_compression
     out = []
     for item in [s.strip() for s in str(text).split(",") if s.strip()]:
         label, _, comp = item.partition("+")

@@ -45,7 +45,7 @@ def _chunks(label, shape):
 def check_space(grid, data_dir) -> None:
     from ...data.writer import check_space as check
     from ...data.writer import planned_bytes_4d
-    from ...data.compression import parse_compression
+    from ...options import parse_compression
     plans = []
     for name, label, comp in grid.layout_specs:
         deflate = 1 if comp != "none" and parse_compression(comp).filtered else 0
@@ -56,7 +56,8 @@ def check_space(grid, data_dir) -> None:
 
 def make_file(grid, name, label, comp, data_dir) -> str:
     from ...data import write_4d
-    from ...data.compression import NONE, parse_compression
+    from ...data.compression import NONE
+    from ...options import parse_compression
     path = os.path.join(str(data_dir), f"stsa-{name.replace('+', '_')}.nc")
     values = open_source(grid.source)[2] if grid.source else None
     c = parse_compression(comp) if comp != "none" else NONE
