@@ -13,7 +13,7 @@ import pytest
 from climio import native
 from climio.bench.parallel_read import build_grid
 from climio.bench.parallel_read.summary import configurations, host_layout, quartiles, task_rates, verdicts
-from climio.errors import ClimioError, DiskSpaceError, InputError, NativeError
+from climio.errors import DiskSpaceError, InputError, NativeError
 from climio.measure.mpi import Launcher, stream_mpi
 from climio.measure.series import StreamChecksum
 from climio.records import validate
@@ -22,15 +22,6 @@ ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 PROGRAM = "climio-pario-read"
 
 
-def _have_program():
-    try:
-        native.program(PROGRAM)
-        return True
-    except ClimioError:
-        return False
-
-
-needs_native = pytest.mark.skipif(not _have_program(), reason="climio-pario-read not built (make setup)")
 
 
 def expected_checksums(elems, belems, ranks, pattern):
@@ -55,7 +46,6 @@ def run(ranks, argv, timeout=120.0):
     return recs
 
 
-@needs_native
 @pytest.mark.parametrize("ranks", [1, 3])
 def test_every_backend_access_pattern_reads_exactly_the_intended_bytes(tmp_path, ranks):
     size, buf = 3 * 40960, 8192          # 15360 elements; 15 buffers, uneven over 2 and 3 ranks
@@ -81,7 +71,6 @@ def test_every_backend_access_pattern_reads_exactly_the_intended_bytes(tmp_path,
     assert not list(tmp_path.iterdir())   # the shared files are removed
 
 
-@needs_native
 def test_tasks_mode_c_and_python_stacks_read_pieces_and_own_files(tmp_path):
     from climio.bench.parallel_read.run import write_file
     elems = 50000
@@ -132,7 +121,6 @@ def test_rate_arithmetic_on_synthetic_per_rank_times():
     assert found["F5"] == found["F6"] == "not measurable here"
 
 
-@needs_native
 def test_dask_path_same_bytes_and_per_task_records(tmp_path):
     from types import SimpleNamespace
 
@@ -177,7 +165,6 @@ def test_grid_errors_are_one_line(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-@needs_native
 def test_native_errors_and_a_hung_rank(tmp_path):
     res = subprocess.run(["mpirun", "-n", "2", native.program(PROGRAM), "--mode", "tasks", "--files",
                           str(tmp_path / "x.bin")], capture_output=True, text=True, env={**os.environ, **ROOT})
@@ -190,7 +177,6 @@ def test_native_errors_and_a_hung_rank(tmp_path):
                 "--buffer", "8192", "--backends", "mpiio", "--reps", "1", "--stall", "1:60"], timeout=3.0)
 
 
-@needs_native
 def test_quick_study_end_to_end(tmp_path):
     from climio import api
     from climio.records import read_records

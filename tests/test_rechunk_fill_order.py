@@ -5,7 +5,6 @@ only give a fill value to createVariable, which puts it first. The source files 
 netCDF4-python and nc_put_att (meta.put_fill_value) or, independently, with ncgen from CDL, and
 their order is checked with netCDF4 before anything is converted."""
 
-import shutil
 import subprocess
 
 import h5py
@@ -161,7 +160,6 @@ group: inner {
 """
 
 
-@pytest.mark.skipif(not shutil.which("ncgen"), reason="ncgen (netCDF-C) not installed")
 def test_order_of_a_file_written_by_netcdf_c(tmp_path):
     """A file netCDF-C's own ncgen wrote (no climio code involved in the source)."""
     cdl = tmp_path / "s.cdl"

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-xr = pytest.importorskip("xarray")
+import xarray as xr
 
 from climio import stsa  # noqa: E402
 from climio.errors import DataError  # noqa: E402
