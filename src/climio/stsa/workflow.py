@@ -399,14 +399,9 @@ class TaskSpec:
 
 
 def _io_bytes():
-    try:
-        with open("/proc/self/io", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"read_bytes:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+    """Bytes this worker process fetched from storage (measure.series.storage_read_bytes)."""
+    from ..measure.series import storage_read_bytes
+    return storage_read_bytes()
 
 
 def _where() -> str:

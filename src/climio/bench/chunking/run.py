@@ -21,7 +21,8 @@ import numpy as np
 
 from ... import access, layout, native
 from ...data.compression import NONE
-from ...errors import DataError, InputError, NativeError
+from ...data.source import open_source as _open_source
+from ...errors import NativeError
 from ...measure.procs import stream_records
 from ...records import make_record
 from . import CACHE_SETTINGS, CHUNKING_LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
@@ -41,24 +42,8 @@ def split_reads(text) -> list:
 
 
 def open_source(spec):
-    """(shape, dtype, values(sel)) of a real variable given as FILE:VAR."""
-    import netCDF4
-    path, _, var = str(spec).rpartition(":")
-    if not path or not var:
-        raise InputError(f"--source '{spec}' must be FILE:VAR")
-    if not os.path.isfile(path):
-        raise DataError(f"no such file: {path}")
-    try:
-        ds = netCDF4.Dataset(path)
-    except OSError as exc:
-        raise DataError(f"cannot open {path} as netCDF: {exc}") from None
-    if var not in ds.variables:
-        raise DataError(f"no variable {var!r} in {path}")
-    v = ds.variables[var]
-    if v.ndim != 4:
-        raise DataError(f"variable {var!r} in {path} has {v.ndim} dimensions; the chunking study needs [t,z,y,x]")
-    v.set_auto_maskandscale(False)
-    return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
+    """(shape, dtype, values(sel)) of the real variable FILE:VAR (data.source.open_source)."""
+    return _open_source(spec, "the chunking study")
 
 
 # --- files ------------------------------------------------------------------------------------------

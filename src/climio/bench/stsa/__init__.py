@@ -150,17 +150,5 @@ class Stsa(base.Study):
         from .run import run_study
         return run_study(ctx.run, grid, ctx.data_dir, ctx.progress)
 
-    def summarise(self, records) -> dict:
-        from .summary import summarise
-        return summarise(records)
-
-    def section(self, records):
-        from .section import stsa_section
-        return stsa_section(records)
-
-    def findings(self, records) -> list:
-        from .section import findings
-        return findings(records)
-
 
 study = base.register(Stsa())

@@ -6,9 +6,7 @@ cache and verify it (climio.cache.prepare after the open), run the latitude task
 
 import os
 
-import numpy as np
-
-from ...errors import DataError, InputError
+from ...data.source import open_source as _open_source
 from ...measure.progress import StudyProgress
 from ...measure.series import storage_check
 from ...records import make_record
@@ -18,24 +16,8 @@ STACK = "xarray+netCDF4"
 
 
 def open_source(spec):
-    """(shape, dtype, values(sel)) of a real 4-D variable given as FILE:VAR."""
-    import netCDF4
-    path, _, var = str(spec).rpartition(":")
-    if not path or not var:
-        raise InputError(f"--source '{spec}' must be FILE:VAR")
-    if not os.path.isfile(path):
-        raise DataError(f"no such file: {path}")
-    try:
-        ds = netCDF4.Dataset(path)
-    except OSError as exc:
-        raise DataError(f"cannot open {path} as netCDF: {exc}") from None
-    if var not in ds.variables:
-        raise DataError(f"no variable {var!r} in {path}")
-    v = ds.variables[var]
-    if v.ndim != 4:
-        raise DataError(f"variable {var!r} in {path} has {v.ndim} dimensions; the stsa study needs [t,z,y,x]")
-    v.set_auto_maskandscale(False)
-    return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
+    """(shape, dtype, values(sel)) of the real variable FILE:VAR (data.source.open_source)."""
+    return _open_source(spec, "the stsa study")
 
 
 def _chunks(label, shape):

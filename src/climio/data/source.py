@@ -1,0 +1,29 @@
+"""A real variable as a data source for a study: `--source FILE:VAR` instead of generated values."""
+
+import os
+
+import numpy as np
+
+from ..errors import DataError, InputError
+
+
+def open_source(spec, study="this study"):
+    """(shape, dtype, values(sel)) of a real 4-D [t,z,y,x] variable given as FILE:VAR; one-line
+    errors for a malformed spec, a missing file or variable, or another rank."""
+    import netCDF4
+    path, _, var = str(spec).rpartition(":")
+    if not path or not var:
+        raise InputError(f"--source '{spec}' must be FILE:VAR")
+    if not os.path.isfile(path):
+        raise DataError(f"no such file: {path}")
+    try:
+        ds = netCDF4.Dataset(path)
+    except OSError as exc:
+        raise DataError(f"cannot open {path} as netCDF: {exc}") from None
+    if var not in ds.variables:
+        raise DataError(f"no variable {var!r} in {path}")
+    v = ds.variables[var]
+    if v.ndim != 4:
+        raise DataError(f"variable {var!r} in {path} has {v.ndim} dimensions; {study} needs [t,z,y,x]")
+    v.set_auto_maskandscale(False)
+    return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
