@@ -19,10 +19,10 @@ A record is a plain dict so that native programs, pandas and jq read it as is:
 
 import datetime as _dt
 import json
-import os
 from pathlib import Path
 
 from .errors import DataError
+from .staging import staged
 from .units import rate_MBps
 
 SCHEMA_VERSION = 2
@@ -129,14 +129,8 @@ def read_records(path) -> list:
 
 def atomic_write_text(path, text: str) -> None:
     """Write to a temporary name beside `path`, then rename: readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with staged(path) as (tmp,):
+        Path(tmp).write_text(text, encoding="utf-8")
 
 
 def shared_value(params: dict, noun: str):

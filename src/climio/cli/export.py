@@ -1,12 +1,12 @@
 """`climio export`: a run directory's records as CSV or Parquet, and an IOR-style summary."""
 
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ..errors import DataError, InputError
+from ..staging import write_via_temp
 from ..measure.progress import info
 from . import app
 
@@ -42,16 +42,9 @@ def export_cmd(
     else:
         df = flat_frame(records)
         target = Path(out) if out else Path(run_dir) / f"records.{fmt}"
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        if fmt == "parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            (df if ior else for_csv(df)).to_csv(tmp, index=False)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise DataError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    if fmt == "parquet":
+        write_via_temp(target, lambda tmp: df.to_parquet(tmp, index=False))
+    else:
+        out_df = df if ior else for_csv(df)
+        write_via_temp(target, lambda tmp: out_df.to_csv(tmp, index=False))
     info(f"{len(df)} rows, {len(df.columns)} columns: {target}")

@@ -4,7 +4,6 @@ Files appear under their final names only when complete: each is written to a hi
 name in the target directory and renamed; any exception (KeyboardInterrupt included) removes it.
 """
 
-import errno
 import itertools
 import math
 import os
@@ -17,6 +16,7 @@ import numpy as np
 from .. import __version__
 from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
+from ..staging import staged
 from ..layout import chunk_bytes, library_default_chunks, validate_chunks
 from ..units import format_size
 from . import fields
@@ -59,32 +59,6 @@ def _check_block(max_block_bytes) -> int:
     if int(max_block_bytes) < 8:
         raise InputError(f"block size {max_block_bytes} too small: need at least 8 bytes")
     return int(max_block_bytes)
-
-
-# ---------------------------------------------------------------- temporary files
-
-def tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-@contextmanager
-def staged(*paths):
-    """Yield temporary names for `paths`; rename all on success, delete all on any failure."""
-    finals = [Path(p) for p in paths]
-    tmps = [tmp_name(p) for p in finals]
-    try:
-        yield tmps
-        for tmp, final in zip(tmps, finals):
-            os.replace(tmp, final)
-    except BaseException as exc:
-        for tmp in tmps:
-            try:
-                tmp.unlink()
-            except FileNotFoundError:
-                pass
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise DiskSpaceError(f"disk full while writing {finals[0].parent}") from None
-        raise
 
 
 def _create_nc(tmp: Path):

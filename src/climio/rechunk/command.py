@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..data.writer import check_space, staged
+from ..data.writer import check_space
+from ..staging import staged
 from ..errors import DataError, DiskSpaceError, InputError, Interrupted
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
@@ -98,7 +99,7 @@ def check_tmp_dir(tmp_dir: Path) -> Path:
 
 # ---------------------------------------------------------------- what killed runs leave behind
 #
-# A run writes OUTPUT under data.writer.tmp_name (".OUT.tmp-PID" next to it) and two-pass
+# A run writes OUTPUT under staging.tmp_name (".OUT.tmp-PID" next to it) and two-pass
 # intermediates as ".climio-rechunk-PID-VAR.h5" in --tmp. An error or a signal that Python sees
 # removes them; SIGKILL (the OOM killer, a batch system's hard limit) does not. The next run finds
 # those of processes that no longer exist and removes them, saying so in one line. A file of a

@@ -23,7 +23,8 @@ import os
 import time
 from pathlib import Path
 
-from ..data.writer import check_space, tmp_name
+from ..data.writer import check_space
+from ..staging import tmp_name
 from ..errors import ClimioError, InputError
 from ..units import format_size, rate_MBps
 from . import blocks, codec, execute, meta

@@ -10,13 +10,12 @@ target directory and renamed on success.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__
-from ..errors import DataError
+from ..staging import write_via_temp
 from .spectra import HayashiSpectrum, WKSpectra
 
 WK_VARIABLES = {
@@ -100,52 +99,18 @@ def to_dataset(spectra, description=None):
     return ds
 
 
-def _staged_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
 def write_netcdf(spectra, path, description=None) -> Path:
     """Write the spectra to `path` (a temporary name first, renamed on success)."""
-    path = Path(path)
-    tmp = _staged_path(path)
     ds = to_dataset(spectra, description)
-    try:
-        ds.to_netcdf(tmp, format="NETCDF4")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_via_temp(path, lambda tmp: ds.to_netcdf(tmp, format="NETCDF4"))
 
 
 def write_text(path, text: str) -> Path:
-    path = Path(path)
-    tmp = _staged_path(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_via_temp(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_bytes(path, data: bytes) -> Path:
-    path = Path(path)
-    tmp = _staged_path(path)
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_via_temp(path, lambda tmp: tmp.write_bytes(data))
 
 
 def write_tasks(analysis, path) -> Path:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import native
 from ...errors import DiskSpaceError, InputError
+from ...staging import staged
 from ...measure.mpi import stream_mpi
 from ...measure.progress import StudyProgress, info
 from ...units import format_size
@@ -75,8 +76,7 @@ def write_file(path: Path, nbytes: int) -> None:
     if path.exists() and path.stat().st_size >= nbytes:
         return
     elems = nbytes // 8
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with staged(path) as (tmp,):
         if path.suffix == ".bin":
             with open(tmp, "wb") as fh:
                 for a in range(0, elems, WRITE_BLOCK):
@@ -90,10 +90,6 @@ def write_file(path: Path, nbytes: int) -> None:
                 v = d.createVariable("var", "f8", ("dim1",), contiguous=True)
                 for a in range(0, elems, WRITE_BLOCK):
                     v[a:min(elems, a + WRITE_BLOCK)] = np.arange(a, min(elems, a + WRITE_BLOCK), dtype="<f8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def prepare_files(grid, top: Path) -> None:
