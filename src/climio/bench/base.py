@@ -108,7 +108,8 @@ class Study:
         raise NotImplementedError
 
     def run(self, ctx: RunContext, grid) -> int:
-        raise NotImplementedError
+        """By default the study's run module: run.run_study(run_dir, grid, data_dir, progress)."""
+        return self._part("run").run_study(ctx.run, grid, ctx.data_dir, ctx.progress)
 
     # By default the pure parts live beside the Study, in its package: summary.summarise(records),
     # section.<name>_section(records) (or section.section) and section.findings(records). They are
@@ -148,7 +149,14 @@ class Study:
         return data_dir
 
     def check(self, grid, data_dir) -> None:
-        """Checks before anything runs or is written (disk space, launcher); one-line errors."""
+        """Checks before anything runs or is written (disk space, launcher); one-line errors. By
+        default the run module's check_space(grid, data_dir), when the study has one."""
+        try:
+            part = self._part("run")
+        except ModuleNotFoundError:
+            return
+        if hasattr(part, "check_space"):
+            part.check_space(grid, data_dir)
 
 
 def register(study: Study) -> Study:

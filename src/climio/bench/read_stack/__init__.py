@@ -38,13 +38,5 @@ class ReadStack(base.Study):
     def grid(self, preset: str = "survey", **values) -> Grid:
         return build_grid(preset, **values)
 
-    def check(self, grid, data_dir) -> None:
-        from .run import check_space
-        check_space(grid, data_dir)
-
-    def run(self, ctx: base.RunContext, grid) -> int:
-        from .run import run_study
-        return run_study(ctx.run, grid, ctx.data_dir, progress=ctx.progress)
-
 
 study = base.register(ReadStack())

@@ -142,13 +142,5 @@ class Stsa(base.Study):
     def grid(self, preset="full", **values) -> Grid:
         return build_grid(preset, **values)
 
-    def check(self, grid, data_dir) -> None:
-        from .run import check_space
-        check_space(grid, data_dir)
-
-    def run(self, ctx, grid) -> int:
-        from .run import run_study
-        return run_study(ctx.run, grid, ctx.data_dir, ctx.progress)
-
 
 study = base.register(Stsa())
