@@ -1,6 +1,7 @@
 /* MPI-IO hints: built from --hint KEY=VALUE and --hints-file, reported as JSON, and moved
  * between ranks (the record shows the hints in effect on one writer, which may not be rank 0). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,54 @@ MPI_Info hints_unpack(const char *buf, int len)
             MPI_Info_set(info, k, v);
     }
     return info;
+}
+
+#define HINTS_FILE_MAX (1 << 20)
+
+/* Rank 0 reads the hints file (one reader, whatever the file system) and every rank parses
+ * the same text. */
+int hints_build(const char *hints_file, const char *const *items, int nitems, MPI_Info *info, char *err)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    *info = MPI_INFO_NULL;
+    if (hints_file) {
+        long len = 0;
+        char *text = NULL;
+        if (rank == 0) {
+            FILE *fp = fopen(hints_file, "r");
+            if (!fp) {
+                snprintf(err, PARIO_ERR_LEN, "cannot read hints file %s: %s", hints_file, strerror(errno));
+                len = -1;
+            } else {
+                text = malloc(HINTS_FILE_MAX + 1);
+                len = (long)fread(text, 1, HINTS_FILE_MAX, fp);
+                if (ferror(fp)) {
+                    snprintf(err, PARIO_ERR_LEN, "cannot read hints file %s: %s", hints_file, strerror(errno));
+                    len = -1;
+                } else if (!feof(fp)) {
+                    snprintf(err, PARIO_ERR_LEN, "hints file %s is larger than 1 MiB", hints_file);
+                    len = -1;
+                }
+                fclose(fp);
+            }
+        }
+        if (agree_failed(MPI_COMM_WORLD, err)) {
+            free(text);
+            return -1;
+        }
+        MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+        if (rank != 0)
+            text = malloc((size_t)len + 1);
+        MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
+        text[len] = '\0';
+        int rc = hints_add_text(info, text, hints_file, err, PARIO_ERR_LEN);
+        free(text);
+        if (rc != 0)
+            return -1;
+    }
+    for (int i = 0; i < nitems; i++)
+        if (hints_add_item(info, items[i], err, PARIO_ERR_LEN) != 0)
+            return -1;
+    return 0;
 }

@@ -19,7 +19,6 @@
 #include "record.h"
 #include "support.h"
 
-#define HINTS_FILE_MAX (1 << 20)
 
 /* Every error path ends here on every rank: one line from rank 0, exit status 2, and no
  * MPI_Abort (whose multi-line dump would bury the message). */
@@ -47,54 +46,6 @@ static void print_version(void)
             jsonl_str(&j, pario_registry[i].version_key, pario_registry[i].backend->version());
     jsonl_emit(&j, stdout);
     jsonl_free(&j);
-}
-
-/* Rank 0 reads the hints file (one reader, whatever the file system) and every rank parses
- * the same text. */
-static int build_hints(const struct cli *c, MPI_Info *info, char *err)
-{
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    *info = MPI_INFO_NULL;
-    if (c->hints_file) {
-        long len = 0;
-        char *text = NULL;
-        if (rank == 0) {
-            FILE *fp = fopen(c->hints_file, "r");
-            if (!fp) {
-                snprintf(err, PARIO_ERR_LEN, "cannot read hints file %s: %s", c->hints_file, strerror(errno));
-                len = -1;
-            } else {
-                text = malloc(HINTS_FILE_MAX + 1);
-                len = (long)fread(text, 1, HINTS_FILE_MAX, fp);
-                if (ferror(fp)) {
-                    snprintf(err, PARIO_ERR_LEN, "cannot read hints file %s: %s", c->hints_file, strerror(errno));
-                    len = -1;
-                } else if (!feof(fp)) {
-                    snprintf(err, PARIO_ERR_LEN, "hints file %s is larger than 1 MiB", c->hints_file);
-                    len = -1;
-                }
-                fclose(fp);
-            }
-        }
-        if (agree_failed(MPI_COMM_WORLD, err)) {
-            free(text);
-            return -1;
-        }
-        MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-        if (rank != 0)
-            text = malloc((size_t)len + 1);
-        MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        text[len] = '\0';
-        int rc = hints_add_text(info, text, c->hints_file, err, PARIO_ERR_LEN);
-        free(text);
-        if (rc != 0)
-            return -1;
-    }
-    for (int i = 0; i < c->nhints; i++)
-        if (hints_add_item(info, c->hint_items[i], err, PARIO_ERR_LEN) != 0)
-            return -1;
-    return 0;
 }
 
 /* --dir must exist and take a new file: try one (access(2) says yes to root on a read-only
@@ -168,7 +119,7 @@ int main(int argc, char **argv)
     }
 
     struct record_context ctx = {MPI_INFO_NULL, 0.0, 1};
-    if (build_hints(&c, &ctx.hints_requested, err) != 0)
+    if (hints_build(c.hints_file, c.hint_items, c.nhints, &ctx.hints_requested, err) != 0)
         return finish_error(err);
     if (rank == 0)
         check_dir(c.opt.dir, err);

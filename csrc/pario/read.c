@@ -1093,43 +1093,6 @@ static int run_tasks(const struct rcli *c, struct world *w)
 
 /* ------------------------------------------------------------------------------------------ */
 
-static int build_hints(const struct rcli *c, MPI_Info *info, char *err)
-{
-    *info = MPI_INFO_NULL;
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (c->hints_file) {
-        long len = -1;
-        char *text = NULL;
-        if (rank == 0) {
-            FILE *fp = fopen(c->hints_file, "r");
-            if (!fp) {
-                snprintf(err, ERRLEN, "cannot read hints file %s: %s", c->hints_file, strerror(errno));
-            } else {
-                text = malloc((1 << 20) + 1);
-                len = (long)fread(text, 1, 1 << 20, fp);
-                fclose(fp);
-            }
-        }
-        if (agree(err)) {
-            free(text);
-            return -1;
-        }
-        MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-        if (rank != 0)
-            text = malloc((size_t)len + 1);
-        MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        text[len] = '\0';
-        int rc = hints_add_text(info, text, c->hints_file, err, ERRLEN);
-        free(text);
-        if (rc != 0)
-            return -1;
-    }
-    for (int i = 0; i < c->nhints; i++)
-        if (hints_add_item(info, c->hint_items[i], err, ERRLEN) != 0)
-            return -1;
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -1173,7 +1136,7 @@ int main(int argc, char **argv)
     int rc;
     if (c.mode == MODE_MPIIO) {
         MPI_Info hints;
-        if (build_hints(&c, &hints, err) != 0)
+        if (hints_build(c.hints_file, c.hint_items, c.nhints, &hints, err) != 0)
             return finish_error(err);
         struct stat st;
         if (w.rank == 0 && (stat(c.dir, &st) != 0 || !S_ISDIR(st.st_mode)))

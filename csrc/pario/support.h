@@ -52,6 +52,9 @@ int hints_split(const char *item, int allow_space, char *key, size_t keylen, cha
 int hints_add_text(MPI_Info *info, const char *text, const char *source, char *err, size_t errlen);
 /* Add one KEY=VALUE item. */
 int hints_add_item(MPI_Info *info, const char *item, char *err, size_t errlen);
+/* The MPI_Info of --hints-file (read by rank 0, up to 1 MiB, broadcast) then the --hint items
+ * (later ones win); collective over MPI_COMM_WORLD. 0, or -1 with err (PARIO_ERR_LEN) on every rank. */
+int hints_build(const char *hints_file, const char *const *items, int nitems, MPI_Info *info, char *err);
 /* Every key/value of info as a JSON object member `key` ({} for MPI_INFO_NULL). */
 void hints_json(struct jsonl *j, const char *key, MPI_Info info);
 /* Flatten info to "k\0v\0k\0v\0..." (malloc'd, *len bytes) and back, to send it between ranks. */
