@@ -394,12 +394,12 @@ def _cold(client, path):
     return ds, state["state"]
 
 
-def part_b(shape, workers, reps, work, n_tasks, threads=1):
+def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs"):
     from climio.data import write_4d
     from climio.stsa import workflow
     print(f"\n(b) end-to-end: u{list(shape)} float64 ({np.prod(shape) * 8 / 1e6:.0f} MB), WK over all "
-          f"{shape[2]} latitudes, nDayWin {WIN}, nDaySkip {SKIP}, {n_tasks} latitude tasks; cold cache; "
-          f"medians of {reps}")
+          f"{shape[2]} latitudes, nDayWin {WIN}, nDaySkip {SKIP}, {n_tasks} latitude tasks, read plan "
+          f"{read_plan}; cold cache; medians of {reps}")
     files = {}
     for name, chunks in LAYOUTS:
         path = work / f"stsa_{name}.nc"
@@ -436,7 +436,7 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1):
                     ds, st = _cold(client, path)
                     inp = workflow.prepare_input(ds["u"], "wk", lat_band=None, ndaywin=WIN, ndayskip=SKIP)
                     t0 = time.perf_counter()
-                    workflow.analyse(inp, WIN, SKIP, n_tasks=n_tasks, compute=False, client=client)
+                    workflow.analyse(inp, WIN, SKIP, n_tasks=n_tasks, compute=False, client=client, read_plan=read_plan)
                     t["read"].append(time.perf_counter() - t0)
                     ds.close()
                     colds.append(st)
@@ -450,7 +450,8 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1):
                     ds, st = _cold(client, path)
                     inp = workflow.prepare_input(ds["u"], "wk", lat_band=None, ndaywin=WIN, ndayskip=SKIP)
                     t0 = time.perf_counter()
-                    run = workflow.analyse(inp, WIN, SKIP, n_tasks=n_tasks, compute=True, client=client)
+                    run = workflow.analyse(inp, WIN, SKIP, n_tasks=n_tasks, compute=True, client=client,
+                                           read_plan=read_plan)
                     t["e2e"].append(time.perf_counter() - t0)
                     ds.close()
                     colds.append(st)
@@ -484,6 +485,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per Dask worker for (b): 1 (default) is the thesis's one task per worker at a time; "
                          "2 lets one task read while another computes (measured: no gain on 2 cores, the GIL)")
+    ap.add_argument("--read-plan", default="runs", choices=("runs", "latitude"),
+                    help="how a task reads (climio.stsa.readplan): runs (climio stsa's default) or latitude (the thesis's)")
     ap.add_argument("--tasks", type=int, default=None, help="latitude tasks for (b) (default: the workflow's 16)")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
     a = ap.parse_args(argv)
@@ -498,7 +501,7 @@ def main(argv=None):
         if "b" in a.part:
             from climio.stsa.workflow import DEFAULT_TASKS
             part_b(QUICK_SHAPE_B if a.quick else SHAPE_B, [int(w) for w in a.workers.split(",")],
-                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS, a.threads)
+                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS, a.threads, a.read_plan)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -39,6 +39,7 @@ def stsa_cmd(
     ndayskip: int = typer.Option(-65, "--ndayskip", metavar="DAYS", help="Days between segments; negative overlaps (NCL nDaySkip)."),
     spd: Optional[float] = typer.Option(None, "--spd", metavar="N", help="Samples per day (default: from the time coordinate)."),
     tasks: int = typer.Option(16, "--tasks", metavar="N", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
+    read_plan: str = typer.Option("runs", "--read-plan", metavar="runs|latitude", help="How a task reads: runs (one read per run of adjacent rows, the HDF5 chunk cache sized to hold every chunk the task touches) or latitude (the thesis's one (time, lon) slab per latitude and level)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Worker processes of the LocalCluster (default: one per core)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (instead of a LocalCluster)."),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", metavar="SECONDS", help="Seconds to wait for --scheduler."),
@@ -56,6 +57,8 @@ def stsa_cmd(
         raise InputError(f"unknown --method '{method}': choose from {', '.join(workflow.METHODS)}")
     if workers is not None and scheduler:
         raise InputError("give --workers or --scheduler, not both")
+    if read_plan not in workflow.readplan.READ_PLANS:
+        raise InputError(f"unknown --read-plan '{read_plan}': choose from {', '.join(workflow.readplan.READ_PLANS)}")
     da, paths = workflow.open_input(files, var, engine)
     inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
                                  spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
@@ -63,7 +66,8 @@ def stsa_cmd(
     with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout) as cl:
         info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
              f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
-        result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress)
+        result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress,
+                                  read_plan=read_plan)
         result.where = cl.where
     t = result.timings()
     written = [output.write_netcdf(result.spectra, outdir / "spectra.nc", result.description),

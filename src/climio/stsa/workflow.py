@@ -54,6 +54,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError, InputError, NativeError
+from . import readplan
 from . import spectra as sp
 
 METHODS = ("wk", "hayashi")
@@ -396,6 +397,7 @@ class TaskSpec:
     taper_fraction: float = sp.NCL_TAPER_FRACTION
     compute: bool = True
     axes: Axes = None
+    read_plan: str = readplan.DEFAULT_READ_PLAN
 
 
 def _io_bytes():
@@ -417,32 +419,93 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def read_block(sub, spec: TaskSpec) -> np.ndarray:
-    """The task's data as (time [x levels, level-major], rows, lon) float64, read one (time, lon)
-    slab per latitude and level, the thesis's access pattern."""
+def task_parts(da, spec: TaskSpec) -> list:
+    """What a task reads, as lazy DataArrays: one per run of adjacent rows (plan ``runs``), or one
+    holding all its rows (plan ``latitude``, read a row at a time)."""
+    lat = spec.axes.lat
+    if spec.read_plan == "latitude":
+        return [da.isel({lat: list(spec.rows)})]
+    return [da.isel({lat: slice(a, b)}) for a, b in readplan.row_runs(spec.rows)]
+
+
+def _netcdf4_variable(part):
+    """The netCDF4.Variable under a lazily indexed xarray DataArray (engine netcdf4), else None."""
+    try:
+        from xarray.backends.netCDF4_ import NetCDF4ArrayWrapper
+    except ImportError:
+        return None
+    d = getattr(part.variable, "_data", None)
+    for _ in range(16):                       # MemoryCached / CopyOnWrite / LazilyIndexed wrappers
+        if d is None:
+            return None
+        if isinstance(d, NetCDF4ArrayWrapper):
+            return d.get_array()
+        d = getattr(d, "array", None)
+    return None
+
+
+def tune_chunk_cache(parts, spec: TaskSpec):
+    """Plan ``runs``: size the variable's HDF5 chunk cache to hold every chunk this task touches
+    (readplan.chunk_cache_bytes), never below what it has. Returns the cache bytes now set, or None
+    where there is nothing to tune (contiguous, in memory, Dask-backed, another engine)."""
+    if spec.read_plan != "runs" or not parts:
+        return None
+    var = _netcdf4_variable(parts[0])
+    if var is None:
+        return None
+    chunking = var.chunking()
+    if chunking == "contiguous" or spec.axes.lat not in var.dimensions:
+        return None
+    want = readplan.chunk_cache_bytes(readplan.row_runs(spec.rows), var.dimensions, var.shape, chunking,
+                                      var.dtype.itemsize, spec.axes.lat, set(map(str, parts[0].dims)))
+    size, slots, preemption = var.get_var_chunk_cache()
+    if want is not None and want[0] > size:
+        var.set_var_chunk_cache(size=want[0], nelems=max(slots, want[1]), preemption=preemption)
+        size = want[0]
+    return int(size)
+
+
+def read_block(parts, spec: TaskSpec) -> np.ndarray:
+    """The task's data as (time [x levels, level-major], rows, lon) float64, read as its plan says
+    (see :mod:`climio.stsa.readplan`); ``parts`` from :func:`task_parts`."""
     import dask
     ax = spec.axes
-    nt, nx = sub.sizes[ax.time], sub.sizes[ax.lon]
-    nz = sub.sizes[ax.lev] if ax.lev else 1
-    nrow = sub.sizes[ax.lat]
+    first = parts[0]
+    nt, nx = first.sizes[ax.time], first.sizes[ax.lon]
+    nz = first.sizes[ax.lev] if ax.lev else 1
+    nrow = sum(p.sizes[ax.lat] for p in parts)
     out = np.empty((nz * nt, nrow, nx), dtype=np.float64)
     with dask.config.set(scheduler="synchronous"):   # never the distributed client from inside a task
-        for j in range(nrow):
-            for iz in range(nz):
-                sel = {ax.lat: j, ax.lev: iz} if ax.lev else {ax.lat: j}
-                out[iz * nt:(iz + 1) * nt, j, :] = np.asarray(sub[sel].values, dtype=np.float64)
+        if spec.read_plan == "latitude":
+            (sub,) = parts
+            for j in range(nrow):
+                for iz in range(nz):
+                    sel = {ax.lat: j, ax.lev: iz} if ax.lev else {ax.lat: j}
+                    out[iz * nt:(iz + 1) * nt, j, :] = np.asarray(sub[sel].values, dtype=np.float64)
+            return out
+        j = 0
+        for part in parts:                            # dims (time, [lev,] lat, lon): prepare_input's order
+            vals = np.asarray(part.values, dtype=np.float64)
+            r = vals.shape[-2]
+            if ax.lev:                                # (T, Z, r, X) -> level-major pseudo-time
+                vals = vals.transpose(1, 0, 2, 3).reshape(nz * nt, r, nx)
+            out[:, j:j + r, :] = vals
+            j += r
     return out
 
 
-def run_task(sub, spec: TaskSpec) -> dict:
-    """Read the task's latitudes and (unless spec.compute is False) compute their summed spectra.
-    Returns timings (wall and CPU of the read, the compute and the whole task) and the partial sums."""
+def run_task(parts, spec: TaskSpec) -> dict:
+    """Read the task's latitudes (``parts`` from :func:`task_parts`) and, unless spec.compute is
+    False, compute their summed spectra. Returns timings (wall and CPU of the read, the compute and
+    the whole task), the read plan and chunk cache used, and the partial sums."""
     where, start = _where(), time.time()
     io0, cpu0, w0 = _io_bytes(), _cpu(), time.perf_counter()
-    block = read_block(sub, spec)
+    cache_bytes = tune_chunk_cache(parts, spec)
+    block = read_block(parts, spec)
     w1, cpu1, io1 = time.perf_counter(), _cpu(), _io_bytes()
     out = {"task": spec.index, "rows": list(spec.rows), "worker": where, "start": start,
-           "bytes": int(block.nbytes), "read_wall_s": w1 - w0, "read_cpu_s": cpu1 - cpu0}
+           "bytes": int(block.nbytes), "read_wall_s": w1 - w0, "read_cpu_s": cpu1 - cpu0,
+           "read_plan": spec.read_plan, "chunk_cache_bytes": cache_bytes}
     if io0 is not None and io1 is not None:
         out["storage_read_bytes"] = io1 - io0
     if spec.compute:
@@ -581,7 +644,7 @@ def _task_line(r: dict, done: int, n: int) -> str:
 
 def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
     """Run the tasks (on `client`, or here when None); (results in task order, job wall seconds)."""
-    subs = [inp.da.isel({inp.axes.lat: list(s.rows)}) for s in specs]
+    subs = [task_parts(inp.da, s) for s in specs]
     t0 = time.perf_counter()
     if client is None:
         results = []
@@ -592,9 +655,9 @@ def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
         return results, time.perf_counter() - t0
     from distributed import as_completed
     args = []
-    for sub in subs:
-        lazy = getattr(sub.variable, "_in_memory", True) is False or sub.chunks is not None
-        args.append(sub if lazy else client.scatter(sub, direct=False))
+    for parts in subs:
+        lazy = getattr(parts[0].variable, "_in_memory", True) is False or parts[0].chunks is not None
+        args.append(parts if lazy else client.scatter(parts, direct=False))
     futures = [client.submit(run_task, a, s, pure=False, key=f"stsa-task-{s.index}-{os.getpid()}-{time.time_ns()}")
                for a, s in zip(args, specs)]
     try:
@@ -613,9 +676,13 @@ def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
     return list(results), time.perf_counter() - t0
 
 
-def _specs(inp: Input, n_tasks, compute, ndaywin, ndayskip, remove_low, taper_fraction):
+def _specs(inp: Input, n_tasks, compute, ndaywin, ndayskip, remove_low, taper_fraction,
+           read_plan=readplan.DEFAULT_READ_PLAN):
+    if read_plan not in readplan.READ_PLANS:
+        raise InputError(f"unknown read plan '{read_plan}': choose from {', '.join(readplan.READ_PLANS)}")
     rows = task_rows(inp.n_lat, inp.method, n_tasks)
-    return [TaskSpec(i, tuple(r), inp.method, inp.spd, ndaywin, ndayskip, remove_low, taper_fraction, compute, inp.axes)
+    return [TaskSpec(i, tuple(r), inp.method, inp.spd, ndaywin, ndayskip, remove_low, taper_fraction, compute,
+                     inp.axes, read_plan)
             for i, r in enumerate(rows)]
 
 
@@ -670,9 +737,12 @@ def combine(inp: Input, results, ndaywin=96, ndayskip=-65, taper_fraction=sp.NCL
 
 
 def analyse(inp: Input, ndaywin=96, ndayskip=-65, n_tasks=None, compute=True, client=None, workers=None,
-            scheduler=None, progress=False, remove_low=None, taper_fraction=sp.NCL_TAPER_FRACTION) -> SpectraRun:
-    """Run the latitude tasks of `inp` where told (see the module docstring) and combine them."""
-    specs = _specs(inp, n_tasks, compute, ndaywin, ndayskip, remove_low, taper_fraction)
+            scheduler=None, progress=False, remove_low=None, taper_fraction=sp.NCL_TAPER_FRACTION,
+            read_plan=readplan.DEFAULT_READ_PLAN) -> SpectraRun:
+    """Run the latitude tasks of `inp` where told (see the module docstring) and combine them.
+    ``read_plan``: how a task reads its rows, "runs" (default) or the thesis's "latitude"
+    (:mod:`climio.stsa.readplan`)."""
+    specs = _specs(inp, n_tasks, compute, ndaywin, ndayskip, remove_low, taper_fraction, read_plan)
     if client is None and workers is None and scheduler is None:
         try:
             from distributed import default_client
@@ -686,11 +756,11 @@ def analyse(inp: Input, ndaywin=96, ndayskip=-65, n_tasks=None, compute=True, cl
         with Cluster(workers, scheduler) as cl:
             results, wall = run_tasks(inp, specs, cl.client, progress)
             where = cl.where
-    extra = {"n_tasks": len(specs)}
+    extra = {"n_tasks": len(specs), "read_plan": read_plan}
     spectra = combine(inp, results, ndaywin, ndayskip, taper_fraction, extra) if compute else None
     tasks = [{k: v for k, v in r.items() if not isinstance(v, np.ndarray) and k not in
               ("segment_variance", "removed_low", "n_rows")} for r in sorted(results, key=lambda r: r["task"])]
-    return SpectraRun(inp.method, spectra, tasks, wall, where, dict(inp.description, n_tasks=len(specs)))
+    return SpectraRun(inp.method, spectra, tasks, wall, where, dict(inp.description, n_tasks=len(specs), read_plan=read_plan))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ class Grid:
         "--modes", "io (read only) and/or cpu (read + Hayashi spectra), comma separated.", "LIST"))
     reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per configuration (default 3).", "N"))
     tasks: int = field(default=16, metadata=_opt("--tasks", "Latitude tasks per job (the thesis's 16).", "N"))
+    read_plan: str = field(default="latitude", metadata=_opt(
+        "--read-plan", "How a task reads: latitude (the thesis's: one (t, x) slab per latitude and level, the "
+        "default here) or runs (climio stsa's: one read per run of rows, chunk cache sized to the task).", "PLAN"))
     source: str = field(default="", metadata=_opt(
         "--source", "Use a real 4-D variable FILE:VAR (its values, shape and type) instead of generated data (not "
         "with --shape).",
@@ -103,6 +106,13 @@ def _int(value, flag, minimum=1):
     return v
 
 
+def _read_plan(text) -> str:
+    from ...stsa.readplan import READ_PLANS
+    if text not in READ_PLANS:
+        raise InputError(f"unknown --read-plan '{text}': choose from {', '.join(READ_PLANS)}")
+    return text
+
+
 def build_grid(preset="full", **values) -> Grid:
     from ...options import parse_choice, parse_int_list, parse_shape
     if preset not in PRESETS:
@@ -125,7 +135,7 @@ def build_grid(preset="full", **values) -> Grid:
     workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
     return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
                 modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=_int(v["reps"], "--reps"),
-                tasks=_int(v["tasks"], "--tasks"), source=source, layout_specs=parse_layouts(text["layouts"]),
+                tasks=_int(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"]),
                 dtype=dtype, preset=preset)
 
 

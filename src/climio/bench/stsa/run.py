@@ -55,7 +55,7 @@ def chunk_shape(path):
     return "contiguous" if ch == "contiguous" else [int(c) for c in ch]
 
 
-def job(client, path, n_tasks, compute):
+def job(client, path, n_tasks, compute, read_plan="latitude"):
     """One cold job: (SpectraRun, cache field before the storage check)."""
     import xarray as xr
 
@@ -66,7 +66,7 @@ def job(client, path, n_tasks, compute):
     try:
         state = cache.prepare([path], "cold")           # after the open: its reads are evicted too
         inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)
-        res = workflow.analyse(inp, n_tasks=n_tasks, compute=compute, client=client)
+        res = workflow.analyse(inp, n_tasks=n_tasks, compute=compute, client=client, read_plan=read_plan)
     finally:
         ds.close()
         client.run(workflow.close_cached_files)
@@ -90,7 +90,7 @@ def record(grid, name, label, comp, chunks, n_workers, mode, rep, res, state, pa
     if storage is not None:
         metrics["storage_read_bytes"] = storage
     params = {"layout": name, "chunk_label": label, "chunks": chunks, "compression": comp, "workers": n_workers,
-              "mode": mode, "method": "hayashi", "n_tasks": len(tasks), "shape": list(grid.shape),
+              "mode": mode, "method": "hayashi", "n_tasks": len(tasks), "read_plan": grid.read_plan, "shape": list(grid.shape),
               "dtype": grid.dtype, "stack": STACK, "file_bytes": file_bytes, "piece_bytes": grid.shape[3] * 8,
               "where": where, "preset": grid.preset, "source": grid.source or "generated"}
     cache_field = storage_check(state, storage, file_bytes)
@@ -114,7 +114,7 @@ def run_study(run, grid, data_dir, progress=True) -> int:
                         for mode in grid.modes:
                             for rep in range(grid.reps):
                                 bar.note(f"stsa: {name}, {nw} worker(s), {mode}, rep {rep + 1}")
-                                res, state = job(cl.client, path, grid.tasks, mode == "cpu")
+                                res, state = job(cl.client, path, grid.tasks, mode == "cpu", grid.read_plan)
                                 rec = record(grid, name, label, comp, chunks, nw, mode, rep, res, state, path,
                                              cl.startup_s, cl.where, run.platform_id)
                                 run.writer.write(rec)

@@ -1,0 +1,95 @@
+"""How an STSA task reads (climio.stsa.readplan): the geometry is exact, and on real files the
+``runs`` plan reads the same values as the thesis's ``latitude`` plan while sizing the chunk cache
+to the chunks the task touches."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from climio.data import write_4d
+from climio.errors import InputError
+from climio.stsa import readplan, workflow
+
+DIMS = ("time", "lev", "lat", "lon")
+
+
+def test_row_runs():
+    assert readplan.row_runs([0, 1, 62, 63]) == [(0, 2), (62, 64)]
+    assert readplan.row_runs([7]) == [(7, 8)]
+    assert readplan.row_runs([3, 4, 5, 9, 11, 12]) == [(3, 6), (9, 10), (11, 13)]
+    assert readplan.row_runs([5, 3, 4]) == [(3, 6)]
+    with pytest.raises(ValueError):
+        readplan.row_runs([1, 1])
+
+
+def test_chunks_touched_and_cache_size():
+    shape, chunks = (2920, 1, 64, 144), (1460, 1, 32, 72)
+    runs = [(0, 2), (62, 64)]
+    kept = {"time", "lat", "lon"}
+    # 2 time chunks x 2 lat chunks (each run inside one) x 2 lon chunks; the level axis is selected away
+    assert readplan.chunks_touched(runs, DIMS, shape, chunks, "lat", kept) == 8
+    # a run that starts inside a chunk may span one more; never more chunks than the axis holds
+    assert readplan.chunks_touched([(30, 34)], DIMS, shape, chunks, "lat", kept) == 2 * 2 * 2
+    assert readplan.chunks_touched([(0, 64)], DIMS, (2920, 1, 64, 144), (2920, 1, 1, 144), "lat", kept) == 64
+    # levels stacked as pseudo-time: the level axis counts
+    assert readplan.chunks_touched(runs, DIMS, (240, 10, 64, 1024), (240, 1, 1, 1024), "lat", kept | {"lev"}) == 10 * 4
+    size, slots = readplan.chunk_cache_bytes(runs, DIMS, shape, chunks, 8, "lat", kept)
+    assert size == 8 * 1460 * 32 * 72 * 8 and slots >= readplan.CHUNK_CACHE_SLOTS_MIN and slots % 2 == 1
+    assert readplan.chunk_cache_bytes(runs, DIMS, shape, chunks, 8, "lat", kept, cap=1 << 20)[0] == 1 << 20
+    assert readplan.chunk_cache_bytes(runs, DIMS, shape, None, 8, "lat", kept) is None
+
+
+@pytest.mark.parametrize("chunks", ["contiguous", [40, 1, 4, 16], [40, 1, 1, 32]])
+@pytest.mark.parametrize("method,nz", [("wk", 1), ("hayashi", 3)])
+def test_runs_plan_reads_what_the_latitude_plan_reads(tmp_path, chunks, method, nz):
+    path = tmp_path / "u.nc"
+    write_4d(str(path), [80, nz, 12, 32], chunks=chunks, seed=3, var="u")
+    with xr.open_dataset(path, engine="netcdf4") as ds:     # separately: .values caches in memory
+        truth = np.asarray(workflow.prepare_input(ds["u"], method, lat_band=None, spd=4, ndaywin=10,
+                                                       ndayskip=-5).da.values, dtype=np.float64)
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        inp = workflow.prepare_input(ds["u"], method, lat_band=None, spd=4, ndaywin=10, ndayskip=-5)
+        for plan in readplan.READ_PLANS:
+            specs = workflow._specs(inp, 4, False, 10, -5, None, 0.1, plan)
+            for s in specs:
+                parts = workflow.task_parts(inp.da, s)
+                assert len(parts) == (1 if plan == "latitude" else len(readplan.row_runs(s.rows)))
+                var = workflow._netcdf4_variable(parts[0])
+                assert var is not None and var.name == "u"
+                got = workflow.run_task(parts, s)
+                block = workflow.read_block(workflow.task_parts(inp.da, s), s)
+                if nz > 1:     # levels stacked as pseudo-time, level-major
+                    want = np.concatenate([truth[:, iz][:, list(s.rows), :] for iz in range(nz)], axis=0)
+                else:
+                    want = truth[:, list(s.rows), :]
+                np.testing.assert_array_equal(block, want)
+                assert got["read_plan"] == plan
+                if plan == "latitude" or chunks == "contiguous":
+                    assert got["chunk_cache_bytes"] is None
+                else:
+                    kept = {"time", "lat", "lon"} | ({"lev"} if nz > 1 else set())
+                    need = readplan.chunk_cache_bytes(readplan.row_runs(s.rows), DIMS, (80, nz, 12, 32), chunks, 8,
+                                                      "lat", kept)[0]
+                    # the cache holds what the task touches (or the library's larger default)
+                    assert got["chunk_cache_bytes"] == var.get_var_chunk_cache()[0] >= need
+
+
+def test_runs_plan_spectra_equal_latitude_plan(tmp_path):
+    path = tmp_path / "u.nc"
+    write_4d(str(path), [160, 1, 8, 16], chunks=[40, 1, 2, 8], seed=5, var="u")
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        inp = workflow.prepare_input(ds["u"], "wk", lat_band=None, spd=4, ndaywin=10, ndayskip=-5)
+        a = workflow.analyse(inp, 10, -5, n_tasks=3, read_plan="runs").spectra
+        b = workflow.analyse(inp, 10, -5, n_tasks=3, read_plan="latitude").spectra
+    for name in ("sym_raw", "asym_raw", "background", "sym_ratio"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.params["read_plan"] == "runs"
+
+
+def test_unknown_read_plan_is_an_input_error(tmp_path):
+    path = tmp_path / "u.nc"
+    write_4d(str(path), [80, 1, 4, 16], chunks="contiguous", seed=1, var="u")
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None, spd=4)
+        with pytest.raises(InputError, match="read plan"):
+            workflow.analyse(inp, read_plan="sideways")
