@@ -21,10 +21,10 @@ record says so per rank). IOR's -C/-e do not evict, so before every IOR and fio 
 evicts the file (climio.cache.evict: fsync + posix_fadvise DONTNEED) and checks with
 climio.cache.resident_fraction that at most 1 % is resident; fio's --invalidate=1 drops it again.
 
-Rounds: climio-pario-read writes the file afresh each round (it cannot read a file it did not
-write), then reads it independently and collectively; the three peer runs follow in an order
-that rotates every round, so device drift hits every tool alike. climio always reads first,
-right after its write and fsync, which if anything handicaps climio.
+Rounds: climio-pario-read writes the file once (--keep; that run's reads are not counted), then
+every round runs climio (--reuse: reading the kept file, independent then collective), IOR
+independent, IOR collective and fio in an order that rotates every round, so device drift and
+the write-back of the file hit every tool alike.
 
 Rates (MB/s = 1e6 B/s), each = the whole file's bytes / one time for all ranks:
   climio: bytes / wall_s (first rank's open to last rank's close), the record's wall rate
@@ -58,7 +58,7 @@ from climio.options import parse_size  # noqa: E402
 PROGRAM = "climio-pario-read"
 TARGET = 0.9
 TOOLS = ("climio independent", "climio collective", "IOR independent", "IOR collective", "fio")
-PEERS = ("IOR independent", "IOR collective", "fio")
+RUNS = ("climio", "IOR independent", "IOR collective", "fio")
 
 
 class BenchError(RuntimeError):
@@ -74,11 +74,12 @@ def cold(path) -> float:
     return frac
 
 
-def climio_round(launcher, d, size, buffer, timeout):
+def climio_round(launcher, d, size, buffer, timeout, reuse=True):
+    """climio's independent and collective reads of the kept file (reuse=False: write it first)."""
     recs = []
     argv = [native.program(PROGRAM), "--mode", "mpiio", "--dir", d, "--size", str(size), "--buffer", str(buffer),
             "--backends", "mpiio", "--patterns", "sequential", "--access", "independent,collective", "--reps", "1",
-            "--keep"]
+            "--reuse" if reuse else "--keep"]
     stream_mpi(launcher, argv, recs.append)
     out = {}
     for r in recs:
@@ -175,11 +176,15 @@ def main():
           f"{a.reps} rounds, cold every read, dir {d}")
     print(f"IOR {ior}; fio {fio}")
     try:
+        _, path, _ = climio_round(launcher, d, size, buffer, a.timeout, reuse=False)     # writes the file
         for rnd in range(a.reps):
-            got, path, cmds["climio"] = climio_round(launcher, d, size, buffer, a.timeout)
-            order = PEERS[rnd % len(PEERS):] + PEERS[:rnd % len(PEERS)]
+            order = RUNS[rnd % len(RUNS):] + RUNS[:rnd % len(RUNS)]
+            got = {}
             for peer in order:
-                if peer == "fio":
+                if peer == "climio":
+                    mine, _, cmds["climio"] = climio_round(launcher, d, size, buffer, a.timeout)
+                    got.update(mine)
+                elif peer == "fio":
                     got[peer], cmds[peer] = fio_run(fio, path, size, buffer, a.ranks, a.timeout)
                 else:
                     got[peer], cmds[peer] = ior_run(ior, launcher, path, size, buffer, peer.endswith("collective"),
@@ -188,7 +193,7 @@ def main():
                 rates[t].append(got[t]["MBps"])
                 if log:
                     log.write(json.dumps({"round": rnd, "tool": t, **got[t]}) + "\n")
-            print(f"round {rnd + 1} (climio, then {', '.join(order)}): "
+            print(f"round {rnd + 1} ({', '.join(order)}): "
                   + "  ".join(f"{t} {got[t]['MBps']:.0f}" for t in TOOLS) + " MB/s")
     except (BenchError, PeerError, ClimioError, OSError) as exc:
         sys.exit(f"error: {exc}")

@@ -54,7 +54,8 @@ and evicted from the page cache (climio.cache.prepare(..., "cold"), verified by 
   e2e      analyse(..., compute=True): read + spectra, as `climio stsa` runs
 Times are the client's wall clock from submission to the combined result; medians. Printed:
 e2e / max(read, compute), and e2e / (read + compute): a worker runs one task at a time and a
-task reads and then computes, so reading and computing can overlap only across workers.
+task reads and then computes, so reading and computing can overlap only across workers. --read-plan
+picks how tasks read (climio.stsa.readplan): runs (climio stsa's default) or the thesis's latitude.
 """
 
 from __future__ import annotations

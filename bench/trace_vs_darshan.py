@@ -17,8 +17,10 @@ only, never by `make setup`). Then every round runs, in a rotated order:
 on four workloads: 1,000,000 cached 4 KiB preads and 4,000 x 1 MiB reads (trace_overhead.py's
 program), a netCDF-C program reading a variable slab by slab (nc_get_vara_float), and a 2-rank MPI-IO
 program (MPI_File_read_at of 64 KiB blocks). Per variant it prints the added ns per traced call
-(median over rounds of the same-round wall difference to plain / calls, with a 95 % bootstrap
-interval) and the wall ratio to plain (median of same-round ratios, interval). Each traced run is
+(median over rounds of the same-round difference to plain of the program's own timed read loop
+(rank 0's under MPI) / calls, with a 95 % bootstrap interval), the per-process cost (the rest of
+the whole-run difference: start-up, writing the trace or log at exit, for MPI the reduction) and
+the wall ratio to plain (median of same-round ratios, interval). Each traced run is
 checked to have recorded every call it made (climio: events or counters per call; Darshan: its
 counters' operation count, DXT's segment count, read back with pydarshan), and the record says
 how many of climio's full-trace buffers went out through the direct-write path (the
@@ -52,7 +54,8 @@ NETCDF_PROG = r"""
 #include <netcdf.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* ncread FILE N: N reads of one [1, Y, X] slab of variable "v" (cycling over t) */
+#include <time.h>
+/* ncread FILE N: N reads of one [1, Y, X] slab of variable "v" (cycling over t); prints the loop's seconds */
 int main(int argc, char **argv) {
     int nc, v, dims[3];
     size_t len[3];
@@ -61,12 +64,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) nc_inq_dimlen(nc, dims[i], &len[i]);
     long n = atol(argv[2]);
     float *buf = malloc(len[1] * len[2] * sizeof(float));
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0; i < n; i++) {
         size_t start[3] = {(size_t)(i % (long)len[0]), 0, 0}, count[3] = {1, len[1], len[2]};
         if (nc_get_vara_float(nc, v, start, count, buf)) return 2;
     }
+    clock_gettime(CLOCK_MONOTONIC, &b);
     nc_close(nc);
-    printf("0\n");
+    printf("%.9f\n", (b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
     return 0;
 }
 """
@@ -226,7 +232,11 @@ class Bench:
         wall = time.perf_counter() - t
         if r.returncode != 0:
             sys.exit(f"{case['name']} / {variant} failed ({r.returncode}): {r.stderr.strip()[-800:]}")
-        check = {}
+        try:   # the program's own timed loop (rank 0's for MPI): no start-up, no exit, no mpirun
+            loop = float(r.stdout.split()[-1])
+        except (IndexError, ValueError):
+            loop = None
+        check = {"loop_s": loop}
         if variant.startswith("darshan"):
             logs = glob.glob(os.path.join(out, "*.darshan"))
             if logs:
@@ -235,17 +245,17 @@ class Bench:
                     if self.keep_log:
                         shutil.copy(logs[0], self.keep_log)
                 if case.get("check_every", 1):
-                    check = {"ops": {}, "dxt_segments": {}, "logs": len(logs)}
+                    check.update(ops={}, dxt_segments={}, logs=len(logs))
                     for log_file in logs:
                         ops, segs = darshan_counts(log_file)
                         for key, got in (("ops", ops), ("dxt_segments", segs)):
                             for mod, n in got.items():
                                 check[key][mod] = check[key].get(mod, 0) + n
             else:
-                check = {"log": "none"}
+                check["log"] = "none"
         elif variant.startswith("climio"):
             ev, counted = climio_counts(out)
-            check = {"events": ev, "counted": counted}
+            check.update(events=ev, counted=counted)
             if variant == "climio":
                 check["direct"] = self.direct_used(out)
         shutil.rmtree(out)
@@ -361,7 +371,8 @@ def main():
         if "mpi" in want:
             mp = to.compile_c("mpicc", work, "mpiread", MPI_PROG)
             cases.append({"name": "mpi", "cmd": [mp, data, str(n_mpi)], "calls": 2 * n_mpi, "n": 2 * n_mpi,
-                          "darshan_module": "MPI-IO", "darshan_calls": 2 * n_mpi, "mpi": True})
+                          "darshan_module": "MPI-IO", "darshan_calls": 2 * n_mpi, "mpi": True,
+                          "loop_calls": n_mpi})     # rank 0 times its own n_mpi calls
         with open(data, "rb") as f:
             while f.read(1 << 24):
                 pass
@@ -376,11 +387,17 @@ def main():
                 for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                     runs[v].append(b.one(case, v))
             plain = [w for w, _ in runs["plain"]]
-            print(f"\n{case['name']}: {case['n']} traced calls; plain median {statistics.median(plain):.4f} s")
+            plain_loop = [c["loop_s"] for _, c in runs["plain"]]
+            print(f"\n{case['name']}: {case['n']} traced calls; plain median {statistics.median(plain):.4f} s "
+                  f"(its read loop {statistics.median(plain_loop):.4f} s)")
             res = {}
             for v in variants[1:]:
                 walls = [w for w, _ in runs[v]]
-                added = [(w - p) / case["n"] * 1e9 for w, p in zip(walls, plain)]
+                loops = [c["loop_s"] for _, c in runs[v]]
+                # per call: from the programs' own read loops (start-up, exit and mpirun excluded);
+                # the whole-run difference beyond that is the per-process cost, printed apart
+                added = [(w - p) / case.get("loop_calls", case["n"]) * 1e9 for w, p in zip(loops, plain_loop)]
+                fixed = [((w - p) - (lw - lp)) * 1e3 for w, p, lw, lp in zip(walls, plain, loops, plain_loop)]
                 ratio = [w / p for w, p in zip(walls, plain)]
                 ok, got = expected(case, v, runs[v][-1][1])
                 checks = [expected(case, v, c)[0] for _, c in runs[v]]
@@ -390,9 +407,11 @@ def main():
                 am, al, ah = res[v]
                 rec = "" if ok is None else f"; recorded every call: {all(c for c in checks if c is not None)} ({got})"
                 dtext = "" if direct is None else f"; direct writes: {direct}"
-                print(f"  {v:12s} {am:+8.1f} ns/call [{al:+.1f}, {ah:+.1f}]   wall ratio {rm:.3f} [{rl:.3f}, {rh:.3f}]"
-                      f"{rec}{dtext}")
+                fm = statistics.median(fixed)
+                print(f"  {v:12s} {am:+8.1f} ns/call [{al:+.1f}, {ah:+.1f}]   per process {fm:+7.1f} ms   "
+                      f"wall ratio {rm:.3f} [{rl:.3f}, {rh:.3f}]{rec}{dtext}")
                 table.append({"case": case["name"], "variant": v, "ns_per_call": am, "ns_lo": al, "ns_hi": ah,
+                              "per_process_ms": fm,
                               "ratio": rm, "ratio_lo": rl, "ratio_hi": rh, "recorded_all": ok, "direct": direct})
             full, dxt, cnt, dcnt = (res[k][0] for k in ("climio", "darshan+dxt", "climio-cnt", "darshan"))
             print(f"  targets: climio full <= darshan+dxt: {full:.1f} vs {dxt:.1f} ns -> {full <= dxt}; "
