@@ -82,7 +82,7 @@ struct rcli {
     int nhints;
     const char *hints_file;
     const char *platform_id;
-    int keep, reuse, version, help, list;
+    int keep, version, help, list;
     /* tasks mode */
     int stack;
     const char *files;          /* path, %d replaced by the rank */
@@ -217,8 +217,6 @@ static const struct opt_spec rows[] = {
      .kind = OPT_STRING, .offset = AT(hints_file), .groups = MPIIO_G},
     {.name = "keep", .help = "leave the shared files in --dir", .kind = OPT_SET, .offset = AT(keep),
      .groups = MPIIO_G},
-    {.name = "reuse", .help = "read the files a --keep run left in --dir instead of writing them (every value is "
-     "still checked; the files stay)", .kind = OPT_SET, .offset = AT(reuse), .groups = MPIIO_G},
     {.help = " tasks mode (experiment A):"},
     {.name = "stack", .metavar = "posix|netcdf-c", .help = "pread(2) of a raw file, or nc_get_vara_double",
      .kind = OPT_CHOICE, .offset = AT(stack), .choices = "posix|netcdf-c", .def = "posix", .groups = TASKS_G},
@@ -786,21 +784,11 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         const struct pario_backend *b = c->backends[bi];
         char path[PARIO_PATH_LEN];
         snprintf(path, sizeof path, "%s/parallel-read-%s.%s", c->dir, b->name, pario_extension(b));
-        if (c->reuse) {
-            /* a peer bench reads the same file in rotation with other tools, not right after writing it */
-            struct stat st;
-            if (w->rank == 0 && (stat(path, &st) != 0 || (uint64_t)st.st_size < c->size))
-                bad(err, ERRLEN, "--reuse: no file of at least %llu bytes at %s (write it first with --keep)",
-                    (unsigned long long)c->size, path);
-            if (agree(err))
-                return finish_error(err);
-        } else {
-            write_file(b, path, elems, hints, w->rank, w->size, err);
-        }
+        write_file(b, path, elems, hints, w->rank, w->size, err);
         if (agree(err)) {
             char msg[ERRLEN + 64];
             snprintf(msg, sizeof msg, "%s: writing %s: %s", b->name, path, err);
-            if (w->rank == 0 && !c->reuse)
+            if (w->rank == 0)
                 unlink(path);
             return finish_error(msg);
         }
@@ -816,7 +804,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         MPI_Bcast(&data_off, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
         MPI_Bcast(&file_bytes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
         if (agree(err)) {
-            if (w->rank == 0 && !c->reuse)
+            if (w->rank == 0)
                 unlink(path);
             return finish_error(err);
         }
@@ -923,7 +911,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         }
         free(buf);
         MPI_Barrier(MPI_COMM_WORLD);
-        if (w->rank == 0 && !c->keep && !c->reuse)
+        if (w->rank == 0 && !c->keep)
             unlink(path);
     }
     return 0;
