@@ -13,8 +13,7 @@
 
 #define VAL_BASE 256   /* getopt_long's val of row i is VAL_BASE + i (above every short name) */
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
+int opt_error(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -88,9 +87,9 @@ int opt_u64(const char *text, uint64_t min, uint64_t max, const char *what, uint
         return 0;
     }
     if (min == 0 && !max)
-        return bad(err, errlen, "%s must be a non-negative integer, not '%s'", what, text ? text : "");
+        return opt_error(err, errlen, "%s must be a non-negative integer, not '%s'", what, text ? text : "");
     range_text(min, max, range, sizeof range);
-    return bad(err, errlen, "%s must be an integer %s, not '%s'", what, range, text ? text : "");
+    return opt_error(err, errlen, "%s must be an integer %s, not '%s'", what, range, text ? text : "");
 }
 
 int opt_number(const char *text, const char *what, double *out, char *err, size_t errlen)
@@ -99,7 +98,7 @@ int opt_number(const char *text, const char *what, double *out, char *err, size_
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno == ERANGE || !isfinite(v) || v < 0 || isspace((unsigned char)text[0]))
-        return bad(err, errlen, "%s must be a non-negative number, not '%s'", what, text);
+        return opt_error(err, errlen, "%s must be a non-negative number, not '%s'", what, text);
     *out = v;
     return 0;
 }
@@ -132,7 +131,7 @@ static int store(const struct opt_spec *s, const char *value, void *dest, char *
     case OPT_CLEAR: *(int *)at = 0; return 0;
     case OPT_STRING:
         if (!*value)
-            return bad(err, errlen, "%s needs a non-empty %s", what, s->metavar);
+            return opt_error(err, errlen, "%s needs a non-empty %s", what, s->metavar);
         /* fall through */
     case OPT_TEXT: *(const char **)at = value; return 0;
     case OPT_U64: return opt_u64(value, s->min, s->max, what, (uint64_t *)at, err, errlen);
@@ -143,7 +142,7 @@ static int store(const struct opt_spec *s, const char *value, void *dest, char *
         uint64_t max = s->kind == OPT_INTS && (!s->max || s->max > INT_MAX) ? INT_MAX : s->max;
         if (s->n < 1 || s->n > 16 || opt_u64_list(value, s->n, s->min, max, v) != 0) {
             range_text(s->min, max, range, sizeof range);
-            return bad(err, errlen, "%s must be %s: %d comma-separated integers %s, not '%s'",
+            return opt_error(err, errlen, "%s must be %s: %d comma-separated integers %s, not '%s'",
                        what, s->metavar, s->n, range, value);
         }
         for (int k = 0; k < s->n; k++) {
@@ -159,7 +158,7 @@ static int store(const struct opt_spec *s, const char *value, void *dest, char *
         if (k < 0) {
             char text[256];
             choice_text(s->choices, text, sizeof text);
-            return bad(err, errlen, "%s must be %s, not '%s'", what, text, value);
+            return opt_error(err, errlen, "%s must be %s, not '%s'", what, text, value);
         }
         *(int *)at = k;
         return 0;
@@ -167,7 +166,7 @@ static int store(const struct opt_spec *s, const char *value, void *dest, char *
     case OPT_CALL: return s->handler(dest, value, err, errlen);
     case OPT_HEADING: break;
     }
-    return bad(err, errlen, "%s: option row without a kind", what);
+    return opt_error(err, errlen, "%s: option row without a kind", what);
 }
 
 int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsigned *seen,
@@ -180,7 +179,7 @@ int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsi
     int c, alone = 0;
 
     if (t->nrows > OPT_MAX_ROWS)
-        return bad(err, errlen, "more than %d option rows", OPT_MAX_ROWS);
+        return opt_error(err, errlen, "more than %d option rows", OPT_MAX_ROWS);
     for (size_t i = 0; i < t->nrows; i++) {
         const struct opt_spec *s = &t->rows[i];
         if (s->kind == OPT_HEADING || !enabled(t, s))
@@ -201,13 +200,13 @@ int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsi
     while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
         const char *arg = argv[optind - 1];
         if (c == ':')
-            return bad(err, errlen, "option '%s' needs a value", arg);
+            return opt_error(err, errlen, "option '%s' needs a value", arg);
         if (c == '?') {
             if (optopt >= VAL_BASE)   /* --flag=value for a flag */
-                return bad(err, errlen, "option '--%s' takes no value", t->rows[optopt - VAL_BASE].name);
+                return opt_error(err, errlen, "option '--%s' takes no value", t->rows[optopt - VAL_BASE].name);
             if (optopt)
-                return bad(err, errlen, "unknown option '-%c' (see --help)", optopt);
-            return bad(err, errlen, "unknown option '%s' (see --help)", arg);
+                return opt_error(err, errlen, "unknown option '-%c' (see --help)", optopt);
+            return opt_error(err, errlen, "unknown option '%s' (see --help)", arg);
         }
         size_t row = t->nrows;
         if (c >= VAL_BASE) {
@@ -218,14 +217,14 @@ int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsi
                     row = i;
         }
         if (row >= t->nrows)
-            return bad(err, errlen, "unexpected option '%s' (see --help)", arg);
+            return opt_error(err, errlen, "unexpected option '%s' (see --help)", arg);
         count[row]++;
         alone |= (t->rows[row].flags & OPT_ALONE) != 0;
         if (store(&t->rows[row], optarg, dest, err, errlen) != 0)
             return -1;
     }
     if (optind < argc)
-        return bad(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return opt_error(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
     if (seen)
         memcpy(seen, count, t->nrows * sizeof *seen);
     if (alone)
@@ -233,7 +232,7 @@ int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsi
     for (size_t i = 0; i < t->nrows; i++) {
         const struct opt_spec *s = &t->rows[i];
         if ((s->flags & OPT_REQUIRED) && enabled(t, s) && !count[i])
-            return bad(err, errlen, "--%s %s is required", s->name, s->metavar ? s->metavar : "");
+            return opt_error(err, errlen, "--%s %s is required", s->name, s->metavar ? s->metavar : "");
     }
     return 0;
 }

@@ -76,6 +76,8 @@ unsigned opt_count(const struct opt_table *t, const unsigned *seen, const char *
  * 0, or -1 with "WHAT must be ..., not 'TEXT'" in err. */
 int opt_u64(const char *text, uint64_t min, uint64_t max, const char *what, uint64_t *out,
             char *err, size_t errlen);
+/* Format a one-line error into err (errlen bytes); returns -1, so a handler can `return opt_error(...)`. */
+int opt_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int opt_number(const char *text, const char *what, double *out, char *err, size_t errlen);
 /* Exactly n comma-separated integers in [min, max] (max 0: no limit), digits only, no blanks
  * or empty items: 0, or -1. */

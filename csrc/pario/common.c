@@ -1,6 +1,7 @@
 /* The driver.h helpers (phase clock, agreed errors, outcome bookkeeping, names), the backend
  * registry generated from backends.h, and the small support.h helpers that do not belong to
  * the hints. */
+#include <math.h>
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "fail.h"
 #include "support.h"
 
 const char *const strategy_names[STRATEGY_COUNT] = {"shared", "file-per-process", "file-per-node", "serial"};
@@ -51,6 +53,50 @@ void phase_end(struct pario_outcome *out, enum pario_phase p)
         out->start = phase_t0[p];
     if (t > out->end)
         out->end = t;
+}
+
+int pario_finish_error(const char *program, const char *msg)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        fflush(stdout);
+        fprintf(stderr, "%s: error: %s\n", program, msg);
+        fflush(stderr);
+    }
+    MPI_Finalize();
+    return CLIMIO_EXIT_USAGE;
+}
+
+double pario_realtime_offset(void)
+{
+    struct timespec ts;
+    double w = MPI_Wtime();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((double)ts.tv_sec + ts.tv_nsec * 1e-9) - w;
+}
+
+void pario_iso_now(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void pario_json_stats(struct jsonl *j, const char *key, const double *v, int n)
+{
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++) {
+        mn = v[i] < mn ? v[i] : mn;
+        mx = v[i] > mx ? v[i] : mx;
+        sum += v[i];
+    }
+    jsonl_begin(j, key);
+    jsonl_double(j, "min", mn);
+    jsonl_double(j, "mean", sum / n);
+    jsonl_double(j, "max", mx);
+    jsonl_end(j);
 }
 
 int agree_failed(MPI_Comm comm, char *err)

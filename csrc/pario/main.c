@@ -20,21 +20,6 @@
 #include "support.h"
 
 
-/* Every error path ends here on every rank: one line from rank 0, exit status 2, and no
- * MPI_Abort (whose multi-line dump would bury the message). */
-static int finish_error(const char *msg)
-{
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) {
-        fflush(stdout);
-        fprintf(stderr, "%s: error: %s\n", PARIO_PROGRAM, msg);
-        fflush(stderr);
-    }
-    MPI_Finalize();
-    return CLIMIO_EXIT_USAGE;
-}
-
 static void print_version(void)
 {
     struct jsonl j;
@@ -72,14 +57,6 @@ static void check_dir(const char *dir, char *err)
     unlink(probe);
 }
 
-static double realtime_offset(void)
-{
-    struct timespec ts;
-    double w = MPI_Wtime();
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ((double)ts.tv_sec + ts.tv_nsec * 1e-9) - w;
-}
-
 static void remove_files(const struct pario_outcome *out)
 {
     for (int i = 0; i < out->nfiles; i++)
@@ -105,7 +82,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (parsed != 0)
-        return finish_error(err);
+        return pario_finish_error(PARIO_PROGRAM, err);
     if (c.help || c.version) {
         if (rank == 0) {
             if (c.help)
@@ -120,20 +97,20 @@ int main(int argc, char **argv)
 
     struct record_context ctx = {MPI_INFO_NULL, 0.0, 1};
     if (hints_build(c.hints_file, c.hint_items, c.nhints, &ctx.hints_requested, err) != 0)
-        return finish_error(err);
+        return pario_finish_error(PARIO_PROGRAM, err);
     if (rank == 0)
         check_dir(c.opt.dir, err);
     if (agree_failed(MPI_COMM_WORLD, err))
-        return finish_error(err);
+        return pario_finish_error(PARIO_PROGRAM, err);
 
     MPI_Comm node;
     int node_index, nnodes, node_ranks;
     if (pario_node_comm(MPI_COMM_WORLD, &node, &node_index, &nnodes) != 0)
-        return finish_error("cannot split MPI_COMM_WORLD by node (MPI_COMM_TYPE_SHARED)");
+        return pario_finish_error(PARIO_PROGRAM, "cannot split MPI_COMM_WORLD by node (MPI_COMM_TYPE_SHARED)");
     MPI_Comm_size(node, &node_ranks);
     MPI_Allreduce(&node_ranks, &ctx.max_node_ranks, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Comm_free(&node);
-    ctx.realtime_offset = realtime_offset();
+    ctx.realtime_offset = pario_realtime_offset();
     (void)pario_mpi_library();   /* before any timing: MPI_Get_library_version once */
 
     for (int bi = 0; bi < c.nbackends; bi++) {
@@ -176,7 +153,7 @@ int main(int argc, char **argv)
                     char msg[PARIO_ERR_LEN + 64];
                     snprintf(msg, sizeof msg, "%s %s rep %llu: %s", job.backend->name, strategy_names[job.strategy],
                              (unsigned long long)rep, out.err);
-                    return finish_error(msg);
+                    return pario_finish_error(PARIO_PROGRAM, msg);
                 }
                 /* Write back and drop this repetition's pages so the next one starts from the same
                  * page-cache state rather than competing with the previous one's write-back. */

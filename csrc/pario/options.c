@@ -18,35 +18,25 @@
 #define BENCHIO (1u << MODE_BENCHIO)
 #define MODEL (1u << MODE_MODEL)
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int parse_backends(void *dest, const char *s, char *err, size_t errlen)
 {
     struct cli *c = dest;
     char buf[256], *save = NULL;
     if (strlen(s) >= sizeof buf)
-        return bad(err, errlen, "--backends too long");
+        return opt_error(err, errlen, "--backends too long");
     snprintf(buf, sizeof buf, "%s", s);
     c->nbackends = 0;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         const struct pario_backend *b = pario_backend_named(t);
         if (!b)
-            return bad(err, errlen, "unknown backend '%s': choose from %s", t, PARIO_BACKEND_CHOICES);
+            return opt_error(err, errlen, "unknown backend '%s': choose from %s", t, PARIO_BACKEND_CHOICES);
         for (int i = 0; i < c->nbackends; i++)
             if (c->backends[i] == b)
-                return bad(err, errlen, "backend '%s' listed twice in --backends", t);
+                return opt_error(err, errlen, "backend '%s' listed twice in --backends", t);
         c->backends[c->nbackends++] = b;
     }
     if (c->nbackends == 0)
-        return bad(err, errlen, "--backends is empty");
+        return opt_error(err, errlen, "--backends is empty");
     return 0;
 }
 
@@ -55,7 +45,7 @@ static int parse_strategies(void *dest, const char *s, char *err, size_t errlen)
     struct cli *c = dest;
     char buf[256], *save = NULL;
     if (strlen(s) >= sizeof buf)
-        return bad(err, errlen, "--strategies too long");
+        return opt_error(err, errlen, "--strategies too long");
     snprintf(buf, sizeof buf, "%s", s);
     c->nstrategies = 0;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -64,14 +54,14 @@ static int parse_strategies(void *dest, const char *s, char *err, size_t errlen)
             if (strcmp(strategy_names[i], t) == 0)
                 k = i;
         if (k < 0)
-            return bad(err, errlen, "unknown strategy '%s': choose from shared, file-per-process, file-per-node, serial", t);
+            return opt_error(err, errlen, "unknown strategy '%s': choose from shared, file-per-process, file-per-node, serial", t);
         for (int i = 0; i < c->nstrategies; i++)
             if ((int)c->strategies[i] == k)
-                return bad(err, errlen, "strategy '%s' listed twice in --strategies", t);
+                return opt_error(err, errlen, "strategy '%s' listed twice in --strategies", t);
         c->strategies[c->nstrategies++] = (enum pario_strategy)k;
     }
     if (c->nstrategies == 0)
-        return bad(err, errlen, "--strategies is empty");
+        return opt_error(err, errlen, "--strategies is empty");
     return 0;
 }
 
@@ -79,7 +69,7 @@ static int add_hint(void *dest, const char *s, char *err, size_t errlen)
 {
     struct cli *c = dest;
     if (c->nhints >= CLI_MAX_HINTS)
-        return bad(err, errlen, "more than %d --hint options", CLI_MAX_HINTS);
+        return opt_error(err, errlen, "more than %d --hint options", CLI_MAX_HINTS);
     c->hint_items[c->nhints++] = s;   /* checked by hints_add_item, after MPI_Init */
     return 0;
 }
@@ -92,7 +82,7 @@ static int parse_straggler(void *dest, const char *s, char *err, size_t errlen)
     long r = strtol(s, &end, 10);
     double d = (*end == ':') ? strtod(end + 1, &end) : -1;
     if (errno || *end || r < 0 || r > INT_MAX || !isfinite(d) || d < 0 || d > 3600)
-        return bad(err, errlen, "--straggler '%s' must be RANK:SECONDS", s);
+        return opt_error(err, errlen, "--straggler '%s' must be RANK:SECONDS", s);
     o->straggler_rank = (int)r;
     o->straggler_s = d;
     return 0;
@@ -207,12 +197,12 @@ int options_parse(int argc, char **argv, struct cli *c, char *err, size_t errlen
     /* An option of the other mode would be silently ignored: refuse it instead. */
     for (size_t i = 0; i < NROWS; i++)
         if (seen[i] && rows[i].groups && !(rows[i].groups & (1u << o->mode)))
-            return bad(err, errlen, "--%s does not apply to --mode %s", rows[i].name,
+            return opt_error(err, errlen, "--%s does not apply to --mode %s", rows[i].name,
                        o->mode == MODE_BENCHIO ? "benchio" : "model");
 
     if (o->mode == MODE_BENCHIO) {
         if (opt_count(&table, seen, "local") && opt_count(&table, seen, "global"))
-            return bad(err, errlen, "give --local (weak scaling) or --global (strong scaling), not both");
+            return opt_error(err, errlen, "give --local (weak scaling) or --global (strong scaling), not both");
         if (opt_count(&table, seen, "global"))
             o->local[0] = o->local[1] = o->local[2] = 0;   /* known once the process grid is */
     } else if (c->chunk) {
@@ -223,7 +213,7 @@ int options_parse(int argc, char **argv, struct cli *c, char *err, size_t errlen
         } else {
             uint64_t v[2];
             if (opt_u64_list(c->chunk, 2, 1, 0, v) != 0)
-                return bad(err, errlen, "--chunk '%s' must be default, contiguous or CKX,CKY (integers >= 1)", c->chunk);
+                return opt_error(err, errlen, "--chunk '%s' must be default, contiguous or CKX,CKY (integers >= 1)", c->chunk);
             o->chunking.kind = PARIO_CHUNK_GIVEN;
             o->chunking.chunk[0] = 1;
             o->chunking.chunk[1] = o->grid[2];

@@ -94,23 +94,13 @@ struct rcli {
     double stall_s;
 };
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* A comma list of names into idx[] (positions in names[]), no repeats. */
 static int parse_names(const char *s, const char *const *names, int n, int *idx, int *count, const char *what,
                        char *err, size_t errlen)
 {
     char buf[256], *save = NULL;
     if (strlen(s) >= sizeof buf)
-        return bad(err, errlen, "%s too long", what);
+        return opt_error(err, errlen, "%s too long", what);
     snprintf(buf, sizeof buf, "%s", s);
     *count = 0;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -122,15 +112,15 @@ static int parse_names(const char *s, const char *const *names, int n, int *idx,
             char choices[128] = "";
             for (int i = 0; i < n; i++)
                 snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", i ? ", " : "", names[i]);
-            return bad(err, errlen, "unknown %s '%s': choose from %s", what, t, choices);
+            return opt_error(err, errlen, "unknown %s '%s': choose from %s", what, t, choices);
         }
         for (int i = 0; i < *count; i++)
             if (idx[i] == k)
-                return bad(err, errlen, "%s '%s' listed twice", what, t);
+                return opt_error(err, errlen, "%s '%s' listed twice", what, t);
         idx[(*count)++] = k;
     }
     if (*count == 0)
-        return bad(err, errlen, "the %s list is empty", what);
+        return opt_error(err, errlen, "the %s list is empty", what);
     return 0;
 }
 
@@ -164,7 +154,7 @@ static int h_hint(void *dest, const char *s, char *err, size_t errlen)
 {
     struct rcli *c = dest;
     if (c->nhints >= READ_MAX_HINTS)
-        return bad(err, errlen, "more than %d --hint options", READ_MAX_HINTS);
+        return opt_error(err, errlen, "more than %d --hint options", READ_MAX_HINTS);
     c->hint_items[c->nhints++] = s;
     return 0;
 }
@@ -181,7 +171,7 @@ static int h_stall(void *dest, const char *s, char *err, size_t errlen)
     long r = strtol(s, &end, 10);
     double d = (*end == ':') ? strtod(end + 1, &end) : -1;
     if (*end || r < 0 || !isfinite(d) || d < 0)
-        return bad(err, errlen, "--stall '%s' must be RANK:SECONDS", s);
+        return opt_error(err, errlen, "--stall '%s' must be RANK:SECONDS", s);
     c->stall_rank = (int)r;
     c->stall_s = d;
     return 0;
@@ -263,20 +253,20 @@ static int parse(int argc, char **argv, struct rcli *c, char *err, size_t errlen
     unsigned mine = c->mode == MODE_MPIIO ? MPIIO_G : TASKS_G;
     for (size_t i = 0; i < NROWS; i++)
         if (seen[i] && rows[i].groups && !(rows[i].groups & mine))
-            return bad(err, errlen, "--%s does not apply to --mode %s", rows[i].name,
+            return opt_error(err, errlen, "--%s does not apply to --mode %s", rows[i].name,
                        c->mode == MODE_MPIIO ? "mpiio" : "tasks");
     if (c->buffer % 8)
-        return bad(err, errlen, "--buffer %llu is not a multiple of 8 (float64 elements)",
+        return opt_error(err, errlen, "--buffer %llu is not a multiple of 8 (float64 elements)",
                    (unsigned long long)c->buffer);
     if (c->mode == MODE_MPIIO) {
         if (!c->dir)
-            return bad(err, errlen, "--mode mpiio needs --dir");
+            return opt_error(err, errlen, "--mode mpiio needs --dir");
         if (c->size % 8)
-            return bad(err, errlen, "--size %llu is not a multiple of 8 (float64 elements)",
+            return opt_error(err, errlen, "--size %llu is not a multiple of 8 (float64 elements)",
                        (unsigned long long)c->size);
     } else {
         if (!c->files)
-            return bad(err, errlen, "--mode tasks needs --files");
+            return opt_error(err, errlen, "--mode tasks needs --files");
         if (!c->file_set)
             c->file_set = c->split ? "shared" : "per-task";
     }
@@ -284,35 +274,6 @@ static int parse(int argc, char **argv, struct rcli *c, char *err, size_t errlen
 }
 
 /* ------------------------------------------------------------------------------------------ */
-
-static int finish_error(const char *msg)
-{
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) {
-        fflush(stdout);
-        fprintf(stderr, "%s: error: %s\n", PROGRAM, msg);
-        fflush(stderr);
-    }
-    MPI_Finalize();
-    return CLIMIO_EXIT_USAGE;
-}
-
-static double realtime_offset(void)
-{
-    struct timespec ts;
-    double w = MPI_Wtime();
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ((double)ts.tv_sec + ts.tv_nsec * 1e-9) - w;
-}
-
-static void iso_now(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Read plans: the element ranges [first, first+count) of a rank's gets, in order. */
@@ -423,7 +384,7 @@ static int evict_ranges(const char *path, const struct ranges *r, double *reside
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return bad(err, ERRLEN, "cannot open %s: %s", path, strerror(errno));
+        return opt_error(err, ERRLEN, "cannot open %s: %s", path, strerror(errno));
     for (size_t i = 0; i < r->n; i++)
         (void)posix_fadvise(fd, (off_t)r->off[i], (off_t)r->len[i], POSIX_FADV_DONTNEED);
     struct stat st;
@@ -436,7 +397,7 @@ static int evict_ranges(const char *path, const struct ranges *r, double *reside
     void *addr = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (addr == MAP_FAILED)
-        return bad(err, ERRLEN, "cannot mmap %s: %s", path, strerror(errno));
+        return opt_error(err, ERRLEN, "cannot mmap %s: %s", path, strerror(errno));
     long page = sysconf(_SC_PAGESIZE);
     uint64_t pages = 0, in = 0;
     unsigned char *vec = NULL;
@@ -457,7 +418,7 @@ static int evict_ranges(const char *path, const struct ranges *r, double *reside
             int e = errno;
             free(vec);
             munmap(addr, size);
-            return bad(err, ERRLEN, "mincore failed on %s: %s", path, strerror(e));
+            return opt_error(err, ERRLEN, "mincore failed on %s: %s", path, strerror(e));
         }
         for (size_t k = 0; k < np; k++)
             in += vec[k] & 1;
@@ -520,28 +481,13 @@ static void world_init(struct world *w)
                 w->max_per_host = count[k];
         free(count);
     }
-    w->rt_offset = realtime_offset();
+    w->rt_offset = pario_realtime_offset();
 }
 
 /* Agree on failure: the lowest failing rank's message everywhere. */
 static int agree(char *err)
 {
     return agree_failed(MPI_COMM_WORLD, err);
-}
-
-static void stats3(struct jsonl *j, const char *key, const double *v, int n)
-{
-    double mn = INFINITY, mx = -INFINITY, s = 0;
-    for (int i = 0; i < n; i++) {
-        mn = v[i] < mn ? v[i] : mn;
-        mx = v[i] > mx ? v[i] : mx;
-        s += v[i];
-    }
-    jsonl_begin(j, key);
-    jsonl_double(j, "min", mn);
-    jsonl_double(j, "mean", s / n);
-    jsonl_double(j, "max", mx);
-    jsonl_end(j);
 }
 
 static void darray(struct jsonl *j, const char *key, const double *all, int n, int member)
@@ -638,7 +584,7 @@ static void emit(const struct world *w, const struct rcli *c, const struct confi
         double *v = malloc(sizeof(double) * (size_t)n);
         for (int i = 0; i < n; i++)
             v[i] = T[(size_t)i * T_N + p];
-        stats3(&j, pn[p], v, n);
+        pario_json_stats(&j, pn[p], v, n);
         free(v);
     }
     jsonl_end(&j);
@@ -692,7 +638,7 @@ static void emit(const struct world *w, const struct rcli *c, const struct confi
     jsonl_end(&j);
     jsonl_u64(&j, "rep", rep);
     jsonl_str(&j, "status", "ok");
-    iso_now(buf, sizeof buf);
+    pario_iso_now(buf, sizeof buf);
     jsonl_str(&j, "time", buf);
     jsonl_str(&j, "platform_id", c->platform_id);
     jsonl_end(&j);
@@ -757,10 +703,10 @@ static int write_file(const struct pario_backend *b, const char *path, uint64_t 
     int dimid, varid, rc = 0;
     struct pario_var_layout lay = {.kind = PARIO_CHUNK_CONTIGUOUS};
     if (b->create(&f, path) != 0)
-        return bad(err, ERRLEN, "%s", f.err);
+        return opt_error(err, ERRLEN, "%s", f.err);
     if (b->def_dim(&f, "dim1", elems, &dimid) != 0 || b->def_var(&f, "var", PARIO_DOUBLE, 1, &dimid, &lay, &varid) != 0
         || b->enddef(&f) != 0) {
-        bad(err, ERRLEN, "%s", f.err);
+        opt_error(err, ERRLEN, "%s", f.err);
         b->close(&f);
         return -1;
     }
@@ -778,13 +724,13 @@ static int write_file(const struct pario_backend *b, const char *path, uint64_t 
             buf[k] = (double)(start + k);
         struct pario_memory mem = {.buf = buf};
         if (b->put(&f, varid, &start, &count, &mem, 1) != 0) {
-            bad(err, ERRLEN, "%s", f.err);
+            opt_error(err, ERRLEN, "%s", f.err);
             rc = -1;
         }
     }
     free(buf);
     if (b->close(&f) != 0 && rc == 0) {
-        bad(err, ERRLEN, "%s", f.err);
+        opt_error(err, ERRLEN, "%s", f.err);
         rc = -1;
     }
     return rc;
@@ -797,13 +743,13 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
     uint64_t nbuf = (elems + belems - 1) / belems;
     for (int pi = 0; pi < c->npatterns; pi++) {
         if (c->patterns[pi] == PAT_SEQUENTIAL && elems < (uint64_t)w->size)
-            return bad(err, ERRLEN, "more ranks than the file can split: %llu elements over %d ranks",
-                       (unsigned long long)elems, w->size), finish_error(err);
+            return opt_error(err, ERRLEN, "more ranks than the file can split: %llu elements over %d ranks",
+                       (unsigned long long)elems, w->size), pario_finish_error(PROGRAM, err);
         if (c->patterns[pi] == PAT_STRIDING && nbuf < (uint64_t)w->size) {
             snprintf(err, ERRLEN, "more ranks than the file can split: %llu buffers of %llu bytes cannot stride over "
                      "%d ranks (use a smaller --buffer or fewer ranks)", (unsigned long long)nbuf,
                      (unsigned long long)c->buffer, w->size);
-            return finish_error(err);
+            return pario_finish_error(PROGRAM, err);
         }
     }
     for (int bi = 0; bi < c->nbackends; bi++) {
@@ -816,7 +762,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
             snprintf(msg, sizeof msg, "%s: writing %s: %s", b->name, path, err);
             if (w->rank == 0)
                 unlink(path);
-            return finish_error(msg);
+            return pario_finish_error(PROGRAM, msg);
         }
         long long data_off = 0;
         uint64_t file_bytes = 0;
@@ -832,7 +778,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         if (agree(err)) {
             if (w->rank == 0)
                 unlink(path);
-            return finish_error(err);
+            return pario_finish_error(PROGRAM, err);
         }
         double *buf = malloc(sizeof(double) * (size_t)(belems < elems ? belems : elems));
         for (int pi = 0; pi < c->npatterns; pi++) {
@@ -855,7 +801,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                         evict_ranges(path, &rg, &o.t[T_RESIDENT], o.err);
                     if (agree(o.err)) {
                         unlink(path);
-                        return finish_error(o.err);
+                        return pario_finish_error(PROGRAM, o.err);
                     }
                     struct checksum ck;
                     checksum_init(&ck);
@@ -887,7 +833,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                             b->close(&f);
                         if (w->rank == 0)
                             unlink(path);
-                        return finish_error(o.err);
+                        return pario_finish_error(PROGRAM, o.err);
                     }
                     /* Every rank asks (HDF5's query duplicates the communicator: collective); rank 0's is kept. */
                     if (rc == 0 && b->hints(&f, &used) != 0)
@@ -902,7 +848,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                     double t4 = MPI_Wtime();
                     if (agree(o.err)) {
                         unlink(path);
-                        return finish_error(o.err);
+                        return pario_finish_error(PROGRAM, o.err);
                     }
                     o.t[T_OPEN] = t1 - t0;
                     o.t[T_READ] = t2 - t1;
@@ -955,14 +901,14 @@ static int task_elems(const struct rcli *c, const char *path, uint64_t *elems, c
     if (c->stack == STACK_POSIX) {
         struct stat st;
         if (stat(path, &st) != 0)
-            return bad(err, ERRLEN, "cannot stat %s: %s", path, strerror(errno));
+            return opt_error(err, ERRLEN, "cannot stat %s: %s", path, strerror(errno));
         *elems = (uint64_t)st.st_size / 8;
         return 0;
     }
     int nc, v, nd, dim, rc;
     size_t len;
     if ((rc = nc_open(path, NC_NOWRITE, &nc)) != NC_NOERR)
-        return bad(err, ERRLEN, "cannot open %s: %s", path, nc_strerror(rc));
+        return opt_error(err, ERRLEN, "cannot open %s: %s", path, nc_strerror(rc));
     rc = nc_inq_varid(nc, c->var, &v);
     if (rc == NC_NOERR)
         rc = nc_inq_varndims(nc, v, &nd);
@@ -974,7 +920,7 @@ static int task_elems(const struct rcli *c, const char *path, uint64_t *elems, c
         rc = nc_inq_dimlen(nc, dim, &len);
     nc_close(nc);
     if (rc != NC_NOERR)
-        return bad(err, ERRLEN, "%s: variable %s: %s (a 1-D float64 variable is needed)", path, c->var, nc_strerror(rc));
+        return opt_error(err, ERRLEN, "%s: variable %s: %s (a 1-D float64 variable is needed)", path, c->var, nc_strerror(rc));
     *elems = len;
     return 0;
 }
@@ -986,11 +932,11 @@ static int run_tasks(const struct rcli *c, struct world *w)
     uint64_t elems = 0, belems = c->buffer / 8;
     task_elems(c, path, &elems, err);
     if (agree(err))
-        return finish_error(err);
+        return pario_finish_error(PROGRAM, err);
     if (c->split && elems < (uint64_t)w->size) {
         snprintf(err, ERRLEN, "more ranks than the file can split: %s has %llu elements for %d ranks", path,
                  (unsigned long long)elems, w->size);
-        return finish_error(err);
+        return pario_finish_error(PROGRAM, err);
     }
     struct plan1 p;
     plan_make(&p, PAT_SEQUENTIAL, elems, belems, c->split ? w->rank : 0, c->split ? w->size : 1);
@@ -1013,7 +959,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         MPI_Allreduce(&mine, &file_bytes, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     }
     if (agree(err))
-        return finish_error(err);
+        return pario_finish_error(PROGRAM, err);
     struct ranges rg = {0};
     for (uint64_t i = 0, first, count; plan_get(&p, i, &first, &count); i++)
         ranges_add(&rg, (uint64_t)data_off + first * 8, count * 8);
@@ -1035,7 +981,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         if (!o.err[0])
             evict_ranges(path, &rg, &o.t[T_RESIDENT], o.err);
         if (agree(o.err))
-            return finish_error(o.err);
+            return pario_finish_error(PROGRAM, o.err);
         struct checksum ck;
         checksum_init(&ck);
         uint64_t mism = 0, got = 0;
@@ -1045,13 +991,13 @@ static int run_tasks(const struct rcli *c, struct world *w)
         if (c->stack == STACK_POSIX) {
             fd = open(path, O_RDONLY);
             if (fd < 0)
-                rc = bad(o.err, ERRLEN, "cannot open %s: %s", path, strerror(errno));
+                rc = opt_error(o.err, ERRLEN, "cannot open %s: %s", path, strerror(errno));
         } else {
             int e = nc_open(path, NC_NOWRITE, &nc);
             if (e == NC_NOERR)
                 e = nc_inq_varid(nc, c->var, &v);
             if (e != NC_NOERR)
-                rc = bad(o.err, ERRLEN, "cannot open %s: %s", path, nc_strerror(e));
+                rc = opt_error(o.err, ERRLEN, "cannot open %s: %s", path, nc_strerror(e));
         }
         double t1 = MPI_Wtime();
         for (uint64_t i = 0, first, count; rc == 0 && plan_get(&p, i, &first, &count); i++) {
@@ -1062,7 +1008,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
                     if (n < 0 && errno == EINTR)
                         continue;
                     if (n <= 0) {
-                        rc = bad(o.err, ERRLEN, "read of %s failed: %s", path, n < 0 ? strerror(errno) : "end of file");
+                        rc = opt_error(o.err, ERRLEN, "read of %s failed: %s", path, n < 0 ? strerror(errno) : "end of file");
                         break;
                     }
                     done += (size_t)n;
@@ -1071,7 +1017,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
                 size_t s0 = (size_t)first, n0 = (size_t)count;
                 int e = nc_get_vara_double(nc, v, &s0, &n0, buf);
                 if (e != NC_NOERR)
-                    rc = bad(o.err, ERRLEN, "nc_get_vara_double of %s failed: %s", path, nc_strerror(e));
+                    rc = opt_error(o.err, ERRLEN, "nc_get_vara_double of %s failed: %s", path, nc_strerror(e));
             }
             if (rc == 0) {
                 mism += check_values(buf, first, count, &ck);
@@ -1086,7 +1032,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
             nc_close(nc);
         double t3 = MPI_Wtime();
         if (agree(o.err))
-            return finish_error(o.err);
+            return pario_finish_error(PROGRAM, o.err);
         o.t[T_OPEN] = t1 - t0;
         o.t[T_READ] = t2 - t1;
         o.t[T_CLOSE] = t3 - t2;
@@ -1134,7 +1080,7 @@ int main(int argc, char **argv)
     }
     MPI_Init(&argc, &argv);
     if (parsed != 0)
-        return finish_error(err);
+        return pario_finish_error(PROGRAM, err);
     struct world w;
     world_init(&w);
     if (c.version) {
@@ -1157,12 +1103,12 @@ int main(int argc, char **argv)
     if (c.mode == MODE_MPIIO) {
         MPI_Info hints;
         if (hints_build(c.hints_file, c.hint_items, c.nhints, &hints, err) != 0)
-            return finish_error(err);
+            return pario_finish_error(PROGRAM, err);
         struct stat st;
         if (w.rank == 0 && (stat(c.dir, &st) != 0 || !S_ISDIR(st.st_mode)))
             snprintf(err, ERRLEN, "--dir %s is not a directory", c.dir);
         if (agree(err))
-            return finish_error(err);
+            return pario_finish_error(PROGRAM, err);
         rc = run_mpiio(&c, &w, hints);
         if (hints != MPI_INFO_NULL)
             MPI_Info_free(&hints);

@@ -11,14 +11,6 @@
 /* Per rank, gathered to rank 0: total, the phases, writer flag. */
 enum { G_TOTAL = 0, G_PHASE = 1, G_WRITER = G_PHASE + PHASE_COUNT, G_COUNT };
 
-static void iso_now(char out[32])
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* jsonl_double's %.9g keeps 9 digits: a 10-second resolution for an epoch time. Write it
  * as <integer>.<microseconds> instead, appended to the (public) jsonl buffer. */
 static void epoch(struct jsonl *j, const char *key, double t)
@@ -46,21 +38,6 @@ static void epoch(struct jsonl *j, const char *key, double t)
     }
     memcpy(j->buf + j->len, frac, (size_t)n + 1);
     j->len += (size_t)n;
-}
-
-static void stats(struct jsonl *j, const char *key, const double *v, int n)
-{
-    double mn = INFINITY, mx = -INFINITY, sum = 0;
-    for (int i = 0; i < n; i++) {
-        mn = v[i] < mn ? v[i] : mn;
-        mx = v[i] > mx ? v[i] : mx;
-        sum += v[i];
-    }
-    jsonl_begin(j, key);
-    jsonl_double(j, "min", mn);
-    jsonl_double(j, "mean", sum / n);
-    jsonl_double(j, "max", mx);
-    jsonl_end(j);
 }
 
 static void array(struct jsonl *j, const char *key, const double *v, int n)
@@ -152,7 +129,7 @@ void record_emit(const struct pario_job *job, const struct pario_outcome *out, c
     }
 
     char when[32];
-    iso_now(when);
+    pario_iso_now(when, sizeof when);
     struct jsonl j;
     jsonl_init(&j);
     jsonl_begin(&j, NULL);
@@ -211,12 +188,12 @@ void record_emit(const struct pario_job *job, const struct pario_outcome *out, c
         }
         reported[p] = mx > 0;
         if (reported[p])
-            stats(&j, phase_names[p], v, size);
+            pario_json_stats(&j, phase_names[p], v, size);
     }
     jsonl_end(&j);
     for (int r = 0; r < size; r++)
         v[r] = all[r * G_COUNT + G_TOTAL];
-    stats(&j, "rank_total_s", v, size);
+    pario_json_stats(&j, "rank_total_s", v, size);
     jsonl_begin(&j, "per_rank");
     array(&j, "total", v, size);
     for (int p = 0; p < PHASE_COUNT; p++) {

@@ -42,6 +42,17 @@ void options_usage(FILE *fp);
 /* --list: one line per backend, "NAME<TAB>DESCRIPTION", in the default order. */
 void options_list(FILE *fp);
 
+/* --- common.c: what climio-pario-write and climio-pario-read share --- */
+/* Every error path ends here on every rank: one line "PROGRAM: error: MSG" from rank 0, then
+ * MPI_Finalize and exit status 2 (no MPI_Abort, whose multi-line dump would bury the message). */
+int pario_finish_error(const char *program, const char *msg);
+/* Seconds to add to MPI_Wtime() for the wall-clock (epoch) time. */
+double pario_realtime_offset(void);
+/* UTC now as 2026-01-31T12:00:00Z. */
+void pario_iso_now(char *buf, size_t len);
+/* {"min":..,"mean":..,"max":..} of v[0..n) as member `key`. */
+void pario_json_stats(struct jsonl *j, const char *key, const double *v, int n);
+
 /* --- hints.c --- */
 /* Split "KEY=VALUE" (or ROMIO's "KEY VALUE" when allow_space) into trimmed key/value;
  * 0, or -1 with a message in err. */
