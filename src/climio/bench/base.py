@@ -83,6 +83,20 @@ def rename_deprecated(grid_cls, values) -> dict:
     return values
 
 
+def checked_values(study: str, grid_cls, presets, preset, values, also=()) -> dict:
+    """What every study's build_grid checks first: a known preset, deprecated option names moved
+    to their fields (rename_deprecated), and no name that is not an option of the Grid (or in
+    `also`). Returns the values; InputError naming the bad preset or names."""
+    if preset not in presets:
+        raise InputError(f"unknown preset '{preset}': choose from {', '.join(presets)}")
+    values = rename_deprecated(grid_cls, values)
+    names = {f.name for f, _ in options_of(grid_cls)} | set(also)
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise InputError(f"unknown {study} option(s): {', '.join(unknown)} (choose from {', '.join(sorted(names))})")
+    return values
+
+
 @dataclass
 class RunContext:
     """Where a study runs: the open run directory, a data directory for generated files, and how
@@ -104,8 +118,11 @@ class Study:
     default_preset: str = "full"  # the preset without --quick / --full
     preset_help: dict = {}        # help of --quick / --full when the generic text says too little
 
-    def grid(self, preset: str = "full", **values):
-        raise NotImplementedError
+    def grid(self, preset: Optional[str] = None, **values):
+        """By default the package's build_grid(preset, **values) (which starts with checked_values);
+        preset None is the study's default_preset."""
+        preset = self.default_preset if preset is None else preset
+        return importlib.import_module(type(self).__module__).build_grid(preset, **values)
 
     def run(self, ctx: RunContext, grid) -> int:
         """By default the study's run module: run.run_study(run_dir, grid, data_dir, progress)."""

@@ -42,13 +42,11 @@ The workers must see the files under the same paths (a shared file system).
 from __future__ import annotations
 
 import glob
-import math
 import os
 import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 import numpy as np

@@ -59,12 +59,8 @@ def build_grid(preset="full", **values) -> Grid:
     from ...options import parse_compression
     from ...options import parse_int_list
     from ...options import parse_size
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    values = base.checked_values("calibrate", Grid, PRESETS, preset, values)
     v = {**PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
-    unknown = set(v) - {"size", "stacks", "codecs", "reps", "tasks"}
-    if unknown:
-        raise InputError(f"unknown calibrate option(s): {', '.join(sorted(unknown))}")
     size = parse_size(str(v["size"]))
     if size < 8 << 20:
         raise InputError(f"--size {v['size']} is too small: the storage curves need at least 8 MiB")
@@ -98,8 +94,6 @@ class Calibrate(base.Study):
     preset_help = {"quick": "About a minute: a 64 MiB file, fewer stacks and codecs.",
                    "full": "About five minutes (the default)."}
 
-    def grid(self, preset="full", **values) -> Grid:
-        return build_grid(preset, **values)
 
     def run(self, ctx, grid) -> int:
         from .run import run_calibration

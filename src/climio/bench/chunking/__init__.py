@@ -94,9 +94,6 @@ class Grid:
         return n
 
 
-OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
-
-
 def _count(value, flag, minimum, kind=int):
     if isinstance(value, bool):
         raise InputError(f"{flag} {value!r} must be a number")
@@ -121,12 +118,7 @@ def build_grid(preset="full", **values) -> Grid:
     from .catalogue import parse_chunk_spec
     from .run import open_source, split_reads
 
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
-    values = base.rename_deprecated(Grid, values)   # caches= (--caches) is chunk_cache= now
-    unknown = sorted(set(values) - set(OPTION_NAMES))
-    if unknown:
-        raise InputError(f"unknown chunking option(s): {', '.join(unknown)}")
+    values = base.checked_values("chunking", Grid, PRESETS, preset, values)   # caches= (--caches) is chunk_cache=
     if values.get("source"):
         clash = [flag for name, flag in (("shape", "--shape"), ("dtype", "--dtype")) if values.get(name) is not None]
         if clash:
@@ -169,9 +161,6 @@ class Chunking(base.Study):
     Grid = Grid
     presets = PRESETS
     default_preset = "full"
-
-    def grid(self, preset="full", **values) -> Grid:
-        return build_grid(preset, **values)
 
 
 study = base.register(Chunking())

@@ -104,7 +104,6 @@ class Grid:
                         timeout_s=self.timeout, mpi_io=self.mpi_io)
 
 
-OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
 # Options that only some experiments read (given without them: an error, not silently ignored).
 EXPERIMENT_ONLY = {("tasks",): ("buffers", "stacks"), ("tasks", "dask"): ("file_sets",),
                    ("mpiio",): ("backends", "patterns", "access", "mpi_buffer", "hint", "hints_file"),
@@ -116,11 +115,7 @@ def _text(v) -> str:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
-    unknown = sorted(set(values) - set(OPTION_NAMES))
-    if unknown:
-        raise InputError(f"unknown parallel-read option(s): {', '.join(unknown)}")
+    values = base.checked_values("parallel-read", Grid, PRESETS, preset, values)
     v = {k: x for k, x in values.items() if x is not None}
     p = PRESETS[preset]
     get = lambda k, d=None: v.get(k, p.get(k, d))  # noqa: E731
@@ -186,8 +181,6 @@ class ParallelRead(base.Study):
     Grid = Grid
     presets = PRESETS
 
-    def grid(self, preset: str = "full", **values) -> Grid:
-        return build_grid(preset, **values)
 
     def survey_grid(self, quick: bool) -> Grid:
         """2 ranks, small files: well under a minute."""

@@ -209,7 +209,6 @@ def _at_least(value, minimum, flag):
     return value
 
 
-OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
 FLAGS = {f.name: opt.flag.split("/")[0] for f, opt in base.options_of(Grid)}
 # Options that mean something in one mode only: given in a run without that mode, an error.
 MODE_ONLY = {"benchio": ("local", "global_"),
@@ -224,12 +223,7 @@ def _given(values, name) -> bool:
 def build_grid(preset="full", **values) -> Grid:
     """Parse and check the options' values (text as the user typed it, or already parsed values);
     None means the preset's or the option's default. One-line InputError on bad input."""
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
-    values = base.rename_deprecated(Grid, values)   # vars= (--vars) is variables= (--var-counts)
-    unknown = sorted(set(values) - set(OPTION_NAMES))
-    if unknown:
-        raise InputError(f"unknown parallel-write option(s): {', '.join(unknown)}")
+    values = base.checked_values("parallel-write", Grid, PRESETS, preset, values)   # vars= is variables= now
     p = PRESETS[preset]
     v = {k: x for k, x in values.items() if x is not None}
     if isinstance(v.get("hint"), str):
@@ -307,8 +301,6 @@ class ParallelWrite(base.Study):
     Grid = Grid
     presets = PRESETS
 
-    def grid(self, preset: str = "full", **values) -> Grid:
-        return build_grid(preset, **values)
 
     def survey_grid(self, quick: bool) -> Grid:
         """benchio and the model-output emulator with 2 and 4 ranks, every backend and strategy."""

@@ -62,8 +62,6 @@ class Predict(base.Study):
     default_preset = "full"
     preset_help = {"quick": "A smaller variable (15 MiB) and two repetitions: a few minutes."}
 
-    def grid(self, preset="full", **values) -> Grid:
-        return build_grid(preset, **values)
 
     def run(self, ctx, grid) -> int:
         from .run import run_validation

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Optional
 
 from ...errors import DataError, InputError
-from ..base import option, rename_deprecated
+from ..base import checked_values, option
 
 FULL_BUFFERS = "512B..1GiB"          # the thesis's range, capped by the file size
 QUICK_BUFFERS = "4KiB,64KiB,1MiB,16MiB"
@@ -122,13 +122,9 @@ def build_grid(preset: str, **values) -> Grid:
     from ...stacks import LAYERS, file_kind
     from ...options import parse_size
 
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
+    # cache= (--cache) is page_cache= now; random_count and verify are settings without a flag
+    values = checked_values("read-stack", Grid, PRESETS, preset, values, also=("random_count", "verify"))
     names = {f.name for f in fields(Grid)} - {"files", "size_bytes"}
-    values = rename_deprecated(Grid, values)   # cache= (--cache) is page_cache= now
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise InputError(f"read-stack has no setting '{unknown[0]}': use {', '.join(sorted(names))}")
     vals = {f.name: f.default for f in fields(Grid) if f.name in names}
     vals.update(PRESETS[preset])
     vals.update({k: v for k, v in values.items() if v is not None})

@@ -64,9 +64,6 @@ class Grid:
         return len(self.layout_specs) * len(self.workers) * len(self.modes) * self.reps
 
 
-OPTION_NAMES = tuple(f.name for f, _ in base.options_of(Grid))
-
-
 def default_workers() -> list:
     try:
         cores = len(os.sched_getaffinity(0))
@@ -115,11 +112,7 @@ def _read_plan(text) -> str:
 
 def build_grid(preset="full", **values) -> Grid:
     from ...options import parse_choice, parse_int_list, parse_shape
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
-    unknown = sorted(set(values) - set(OPTION_NAMES))
-    if unknown:
-        raise InputError(f"unknown stsa option(s): {', '.join(unknown)}")
+    values = base.checked_values("stsa", Grid, PRESETS, preset, values)
     if values.get("source") and values.get("shape") is not None:
         raise InputError("--source takes the shape of its variable: not with --shape")
     v = {"source": "", **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
@@ -148,9 +141,6 @@ class Stsa(base.Study):
     Grid = Grid
     presets = PRESETS
     default_preset = "full"
-
-    def grid(self, preset="full", **values) -> Grid:
-        return build_grid(preset, **values)
 
 
 study = base.register(Stsa())
