@@ -81,6 +81,39 @@ def _iso(epoch):
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds") if epoch else None
 
 
+
+# One access stream's class from its counters, as analysis.Analysis.classify does from events:
+# t transitions between accesses, c consecutive and q sequential ones, n_dom of them at the
+# dominant gap or stride (which makes the stream `dominant`: strided, or repeated for stride 0).
+_WORSE = ("single", "consecutive", "sequential", "strided", "repeated", "random")
+
+
+def _stream_class(t, c, q, n_dom, dominant) -> str:
+    if t == 0:
+        return "single"
+    if c >= ACCESS_SHARE * t:
+        return "consecutive"
+    if n_dom >= ACCESS_SHARE * t:
+        return dominant
+    return "sequential" if q >= ACCESS_SHARE * t else "random"
+
+
+def _tally(out, classes, cls, ops, t, c, q) -> None:
+    classes[cls] += ops
+    out["transitions"] += t
+    out["consecutive"] += c
+    out["sequential"] += q
+
+
+def _conclude(out, classes, strides) -> dict:
+    """The file's class: the one holding most accesses (ties to the worse), and its stride."""
+    out["streams"] = dict(classes)
+    if classes:
+        out["classification"] = max(classes, key=lambda k: (classes[k], _WORSE.index(k)))
+    if out["classification"] == "strided" and strides:
+        out["stride"] = strides.most_common(1)[0][0]
+    return out
+
 class CountersAnalysis:
     def __init__(self, log):
         self.log = log
@@ -315,29 +348,12 @@ class CountersAnalysis:
             c = min(r.consec_reads if kind == "read" else r.consec_writes, t)
             q = min(r.seq_reads if kind == "read" else r.seq_writes, t)
             gap, gap_n = max(((g, m) for g, m in r.gaps if g > 0), key=lambda x: x[1], default=(0, 0))
-            if t == 0:
-                cls = "single"
-            elif c >= ACCESS_SHARE * t:
-                cls = "consecutive"
-            elif gap_n >= ACCESS_SHARE * t:
-                cls = "strided"
+            cls = _stream_class(t, c, q, gap_n, "strided")
+            if cls == "strided":
                 size = max(r.access, key=lambda a: a[1])[0] if r.access else 0
                 strides[gap + size] += ops
-            elif q >= ACCESS_SHARE * t:
-                cls = "sequential"
-            else:
-                cls = "random"
-            streams[cls] += ops
-            out["transitions"] += t
-            out["consecutive"] += c
-            out["sequential"] += q
-        out["streams"] = dict(streams)
-        if streams:
-            worse = ("single", "consecutive", "sequential", "strided", "repeated", "random")
-            out["classification"] = max(streams, key=lambda k: (streams[k], worse.index(k)))
-        if out["classification"] == "strided" and strides:
-            out["stride"] = strides.most_common(1)[0][0]
-        return out
+            _tally(out, streams, cls, ops, t, c, q)
+        return _conclude(out, streams, strides)
 
     def _classify_streams(self, rs, out) -> dict:
         """climio counters: each stream classified as analysis.Analysis.classify does from events."""
@@ -350,29 +366,11 @@ class CountersAnalysis:
                 continue
             t, c, q = s["transitions"], s["consecutive"], s["sequential"]
             dom, dom_n = max(((v, k) for v, k in s["strides"]), key=lambda x: (x[1], -abs(x[0])), default=(0, 0))
-            if t == 0:
-                cls = "single"
-            elif c >= ACCESS_SHARE * t:
-                cls = "consecutive"
-            elif dom_n >= ACCESS_SHARE * t:
-                cls = "repeated" if dom == 0 else "strided"
-                if dom:
-                    strides[dom] += s["accesses"]
-            elif q >= ACCESS_SHARE * t:
-                cls = "sequential"
-            else:
-                cls = "random"
-            classes[cls] += s["accesses"]
-            out["transitions"] += t
-            out["consecutive"] += c
-            out["sequential"] += q
-        out["streams"] = dict(classes)
-        if classes:
-            worse = ("single", "consecutive", "sequential", "strided", "repeated", "random")
-            out["classification"] = max(classes, key=lambda k: (classes[k], worse.index(k)))
-        if out["classification"] == "strided" and strides:
-            out["stride"] = strides.most_common(1)[0][0]
-        return out
+            cls = _stream_class(t, c, q, dom_n, "repeated" if dom == 0 else "strided")
+            if cls == "strided":
+                strides[dom] += s["accesses"]
+            _tally(out, classes, cls, s["accesses"], t, c, q)
+        return _conclude(out, classes, strides)
 
     def files(self) -> list:
         dxt_access = {}

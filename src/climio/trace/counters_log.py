@@ -25,7 +25,7 @@ import numpy as np
 
 from .analysis import SIZE_EDGES, op_kind, is_collective
 from .darshan_log import CounterRecord
-from .reader import LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings, read_trace
+from .reader import LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings, merge_strings, read_trace
 
 COUNTERS_DTYPE = np.dtype([
     ("file_id", "<u4"), ("func_id", "<u4"), ("rank", "<i4"), ("layer", "u1"), ("kind", "u1"), ("pad0", "u2"),
@@ -201,11 +201,7 @@ def read_counters_trace(path) -> CountersTrace:
         stem = f"{host}-{pid}"
         proc = Proc(host=host, pid=pid, rank=-1, n_events=0)
         local = _read_strings(path / f"{stem}.strings", proc)
-        remap = np.zeros(max([0, *local]) + 1, dtype=np.uint32)
-        for lid, text in local.items():
-            remap[lid] = index.setdefault(text, len(strings))
-            if remap[lid] == len(strings):
-                strings.append(text)
+        remap = merge_strings(local, strings, index)
         n_ev = 0
         pi = None
         if trace is not None:
@@ -301,13 +297,11 @@ def read_counters_trace(path) -> CountersTrace:
            "lib_ver": None, "hints": None, "process_time_s": ptime,
            "exit_status": (meta or {}).get("exit_status")}
     limits = [ACCESS_NOTE]
-    n_cnt = [p for p in procs if (p.done or {}).get("mode") == "counters" or not p.done]
     calls = sum(r.reads + r.writes + r.meta_ops for r in records)
     if any((p.done or {}).get("mode") == "counters" for p in procs):
         notes.append(f"counters mode: {calls} calls of {len(procs)} process(es) counted, not kept as events"
                      + (f"; every {sample}th call kept as an event ({trace.events.size if trace else 0} events)"
                         if sample else ""))
-    modes = {(p.done or {}).get("mode") for p in procs}
     if sample:
         limits.append(f"climio counters: every {sample}th call was also kept as an event (in the trace "
                       "directory); the tables come from the counters, not from that sample.")

@@ -105,11 +105,7 @@ def read_trace(path) -> Trace:
         proc = Proc(host=host, pid=pid, rank=-1, n_events=0)
         recs, where = _read_events(ev_file, proc)
         local = _read_strings(path / f"{stem}.strings", proc)
-        remap = np.zeros(max([0, *local]) + 1, dtype=np.uint32)
-        for lid, text in local.items():
-            remap[lid] = index.setdefault(text, len(strings))
-            if remap[lid] == len(strings):
-                strings.append(text)
+        remap = merge_strings(local, strings, index)
         ev = np.zeros(len(recs), dtype=EVENTS_DTYPE)
         for name in RECORD_DTYPE.names:
             ev[name] = recs[name]
@@ -176,6 +172,17 @@ def _read_events(f: Path, proc: Proc) -> tuple:
         proc.partial = True
         proc.notes.append(f"{int(bad.sum())} invalid records ignored (first at {int(np.argmax(bad))})")
     return recs[~bad], np.flatnonzero(~bad)
+
+
+def merge_strings(local: dict, strings: list, index: dict) -> np.ndarray:
+    """One process's string table {local id: text} merged into the run's (`strings`, `index`:
+    text -> id, both extended in place); returns local id -> run id."""
+    remap = np.zeros(max([0, *local]) + 1, dtype=np.uint32)
+    for lid, text in local.items():
+        remap[lid] = index.setdefault(text, len(strings))
+        if remap[lid] == len(strings):
+            strings.append(text)
+    return remap
 
 
 def _read_strings(f: Path, proc: Proc) -> dict:
