@@ -55,6 +55,19 @@ void phase_end(struct pario_outcome *out, enum pario_phase p)
         out->end = t;
 }
 
+void pario_print_versions(FILE *fp)
+{
+    struct jsonl j;
+    jsonl_init(&j);
+    jsonl_begin(&j, NULL);
+    jsonl_str(&j, "mpi", pario_mpi_library());
+    for (int i = 0; i < PARIO_NBACKENDS; i++)
+        if (pario_registry[i].version_key)
+            jsonl_str(&j, pario_registry[i].version_key, pario_registry[i].backend->version());
+    jsonl_emit(&j, fp);
+    jsonl_free(&j);
+}
+
 int pario_finish_error(const char *program, const char *msg)
 {
     int rank;

@@ -20,19 +20,6 @@
 #include "support.h"
 
 
-static void print_version(void)
-{
-    struct jsonl j;
-    jsonl_init(&j);
-    jsonl_begin(&j, NULL);
-    jsonl_str(&j, "mpi", pario_mpi_library());
-    for (int i = 0; i < PARIO_NBACKENDS; i++)
-        if (pario_registry[i].version_key)
-            jsonl_str(&j, pario_registry[i].version_key, pario_registry[i].backend->version());
-    jsonl_emit(&j, stdout);
-    jsonl_free(&j);
-}
-
 /* --dir must exist and take a new file: try one (access(2) says yes to root on a read-only
  * mode and says nothing about a read-only mount). */
 static void check_dir(const char *dir, char *err)
@@ -88,7 +75,7 @@ int main(int argc, char **argv)
             if (c.help)
                 options_usage(stdout);
             else
-                print_version();
+                pario_print_versions(stdout);
             fflush(stdout);
         }
         MPI_Finalize();

@@ -1084,17 +1084,8 @@ int main(int argc, char **argv)
     struct world w;
     world_init(&w);
     if (c.version) {
-        if (w.rank == 0) {
-            struct jsonl j;
-            jsonl_init(&j);
-            jsonl_begin(&j, NULL);
-            jsonl_str(&j, "mpi", pario_mpi_library());
-            for (int i = 0; i < PARIO_NBACKENDS; i++)
-                if (pario_registry[i].version_key)
-                    jsonl_str(&j, pario_registry[i].version_key, pario_registry[i].backend->version());
-            jsonl_emit(&j, stdout);
-            jsonl_free(&j);
-        }
+        if (w.rank == 0)
+            pario_print_versions(stdout);
         MPI_Finalize();
         return 0;
     }

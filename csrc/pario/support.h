@@ -46,6 +46,8 @@ void options_list(FILE *fp);
 /* Every error path ends here on every rank: one line "PROGRAM: error: MSG" from rank 0, then
  * MPI_Finalize and exit status 2 (no MPI_Abort, whose multi-line dump would bury the message). */
 int pario_finish_error(const char *program, const char *msg);
+/* --version: the MPI library and every backend's library version as one JSON line. */
+void pario_print_versions(FILE *fp);
 /* Seconds to add to MPI_Wtime() for the wall-clock (epoch) time. */
 double pario_realtime_offset(void);
 /* UTC now as 2026-01-31T12:00:00Z. */

@@ -32,6 +32,19 @@ def parse_shape(text, names="T,Z,Y,X") -> list:
     return dims
 
 
+def parse_count(value, flag, minimum=1, kind=int):
+    """One number of an option (an int, or kind=float), at least `minimum`; InputError naming `flag`."""
+    if isinstance(value, bool):
+        raise InputError(f"{flag} {value!r} must be a number")
+    try:
+        v = kind(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag} '{value}' must be {'an integer' if kind is int else 'a number'}") from None
+    if v < minimum:
+        raise InputError(f"{flag} {v} must be at least {minimum}")
+    return v
+
+
 def parse_int_list(text, what, n=None, minimum=1) -> list:
     try:
         vals = [int(x) for x in str(text).strip("[] ").split(",") if x.strip()]

@@ -94,18 +94,6 @@ class Grid:
         return n
 
 
-def _count(value, flag, minimum, kind=int):
-    if isinstance(value, bool):
-        raise InputError(f"{flag} {value!r} must be a number")
-    try:
-        v = kind(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{flag} '{value}' must be {'an integer' if kind is int else 'a number'}") from None
-    if v < minimum:
-        raise InputError(f"{flag} {v} must be at least {minimum}")
-    return v
-
-
 def build_grid(preset="full", **values) -> Grid:
     """Parse and check the option values (text as on the command line, or already lists) over the
     preset's defaults; one-line InputError / DataError."""
@@ -114,7 +102,7 @@ def build_grid(preset="full", **values) -> Grid:
     from ...options import parse_read
     from ...data.compression import NONE
     from ...options import parse_compression_list
-    from ...options import parse_choice, parse_shape
+    from ...options import parse_choice, parse_count, parse_shape
     from .catalogue import parse_chunk_spec
     from .run import open_source, split_reads
 
@@ -125,9 +113,9 @@ def build_grid(preset="full", **values) -> Grid:
             raise InputError(f"--source takes the shape and type of its variable: not with {' and '.join(clash)}")
     v = {**DEFAULTS, **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
     text = {k: ",".join(map(str, x)) if isinstance(x, (list, tuple)) else x for k, x in v.items()}
-    reps = _count(v["reps"], "--reps", 1)
-    budget = _count(v["budget_s"], "--budget", 0, float)
-    sample = _count(v["sample"], "--sample", 0)
+    reps = parse_count(v["reps"], "--reps", 1)
+    budget = parse_count(v["budget_s"], "--budget", 0, float)
+    sample = parse_count(v["sample"], "--sample", 0)
     source, dtype = str(v["source"] or ""), str(v["dtype"])
     if source:
         shape, dtype, _ = open_source(source)

@@ -93,16 +93,6 @@ def parse_layouts(text) -> list:
     return out
 
 
-def _int(value, flag, minimum=1):
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{flag} '{value}' must be an integer") from None
-    if v < minimum:
-        raise InputError(f"{flag} {v} must be at least {minimum}")
-    return v
-
-
 def _read_plan(text) -> str:
     from ...stsa.readplan import READ_PLANS
     if text not in READ_PLANS:
@@ -111,7 +101,7 @@ def _read_plan(text) -> str:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_choice, parse_int_list, parse_shape
+    from ...options import parse_choice, parse_count, parse_int_list, parse_shape
     values = base.checked_values("stsa", Grid, PRESETS, preset, values)
     if values.get("source") and values.get("shape") is not None:
         raise InputError("--source takes the shape of its variable: not with --shape")
@@ -127,8 +117,8 @@ def build_grid(preset="full", **values) -> Grid:
         raise InputError(f"shape {shape}: need at least 2 latitudes and 4 longitudes")
     workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
     return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
-                modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=_int(v["reps"], "--reps"),
-                tasks=_int(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"]),
+                modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=parse_count(v["reps"], "--reps"),
+                tasks=parse_count(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"]),
                 dtype=dtype, preset=preset)
 
 
