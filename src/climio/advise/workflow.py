@@ -136,15 +136,9 @@ def codec_label(filters: dict) -> str:
 
 def layout_of(path, var) -> tuple:
     """(Layout, codec label) of `var` in the netCDF-4/HDF5 file at `path`."""
-    import netCDF4
+    from ..data.source import open_netcdf
     p = str(path)
-    if not os.path.exists(p):
-        raise DataError(f"no such file: {p}")
-    try:
-        ds = netCDF4.Dataset(p)
-    except OSError as exc:
-        raise DataError(f"cannot open {p} as netCDF: {exc}") from None
-    with ds:
+    with open_netcdf(p) as ds:
         if var is None:
             cands = [k for k, v in ds.variables.items() if len(v.shape) >= 2 and k not in ds.dimensions]
             if len(cands) != 1:

@@ -7,19 +7,24 @@ import numpy as np
 from ..errors import DataError, InputError
 
 
-def open_source(spec, study="this study"):
-    """(shape, dtype, values(sel)) of a real 4-D [t,z,y,x] variable given as FILE:VAR; one-line
-    errors for a malformed spec, a missing file or variable, or another rank."""
+def open_netcdf(path):
+    """netCDF4.Dataset of `path` (read-only); DataError when it is missing or not netCDF/HDF5."""
     import netCDF4
-    path, _, var = str(spec).rpartition(":")
-    if not path or not var:
-        raise InputError(f"--source '{spec}' must be FILE:VAR")
     if not os.path.isfile(path):
         raise DataError(f"no such file: {path}")
     try:
-        ds = netCDF4.Dataset(path)
+        return netCDF4.Dataset(path)
     except OSError as exc:
         raise DataError(f"cannot open {path} as netCDF: {exc}") from None
+
+
+def open_source(spec, study="this study"):
+    """(shape, dtype, values(sel)) of a real 4-D [t,z,y,x] variable given as FILE:VAR; one-line
+    errors for a malformed spec, a missing file or variable, or another rank."""
+    path, _, var = str(spec).rpartition(":")
+    if not path or not var:
+        raise InputError(f"--source '{spec}' must be FILE:VAR")
+    ds = open_netcdf(path)
     if var not in ds.variables:
         raise DataError(f"no variable {var!r} in {path}")
     v = ds.variables[var]
