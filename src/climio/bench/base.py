@@ -93,7 +93,7 @@ def checked_values(study: str, grid_cls, presets, preset, values, also=()) -> di
     names = {f.name for f, _ in options_of(grid_cls)} | set(also)
     unknown = sorted(set(values) - names)
     if unknown:
-        raise InputError(f"unknown {study} option(s): {', '.join(unknown)} (choose from {', '.join(sorted(names))})")
+        raise InputError(f"unknown {study} option: there is no setting '{unknown[0]}' (use {', '.join(sorted(names))})")
     return values
 
 
