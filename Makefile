@@ -12,7 +12,7 @@ demo: setup
 
 test: setup
 	@$(VENV)/bin/lint-imports --no-cache
-	@$(PY) -m pytest -q tests
+	@$(PY) -m pytest -v tests   # -v: a line per test, so that a crash names its test in the CI log
 
 bench: setup
 	@$(PY) bench/probe_vs_fio.py

@@ -165,7 +165,8 @@ def build_darshan(prefix: Path, log) -> Path:
 def darshan_counts(logfile):
     """(POSIX+MPI-IO read ops by the counters, DXT segments) of a Darshan log, through pydarshan."""
     import darshan
-    rep = darshan.DarshanReport(logfile, read_all=True)
+    with darshan.DarshanReport(logfile, read_all=True) as rep:
+        pass                                    # read all, handle closed; the records stay
     ops = {}
     for mod, cols in (("POSIX", ("POSIX_READS",)), ("MPI-IO", ("MPIIO_INDEP_READS", "MPIIO_COLL_READS")),
                       ("H5D", ("H5D_READS",))):

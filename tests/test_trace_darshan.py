@@ -35,8 +35,15 @@ MACSIO = "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan
 STDIO_LOG = "noposixopens.darshan"            # 32 ranks, STDIO data
 
 
+def report(path):
+    """pydarshan's own reading of a log, its handle closed here and now (never by the garbage
+    collector, in whichever thread runs it)."""
+    with darshan.DarshanReport(str(path), read_all=True) as rep:
+        return rep
+
+
 def direct(path, module):
-    rep = darshan.DarshanReport(str(path), read_all=True)
+    rep = report(path)
     return rep, rep.records[module].to_df()
 
 
@@ -78,7 +85,7 @@ def test_dxt_segments_become_events():
     p = log(HDF5_DXT)
     lg = read_darshan(p)
     assert isinstance(lg.dxt, Trace)
-    rep = darshan.DarshanReport(str(p), read_all=True)
+    rep = report(p)
     n = {m: sum(d["read_count"] + d["write_count"] for d in rep.records[m].to_df()) for m in ("DXT_POSIX", "DXT_MPIIO")}
     ev = lg.dxt.events
     names = lg.dxt.text(ev["func_id"])
@@ -126,7 +133,7 @@ def test_corrupt_and_foreign_files_are_one_clean_error(tmp_path):
 
 def test_layers_bytes_and_collective_counts_2048_ranks():
     p = log(MPI_2048)
-    rep = darshan.DarshanReport(str(p), read_all=True)
+    rep = report(p)
     pc = rep.records["POSIX"].to_df()["counters"]
     mc = rep.records["MPI-IO"].to_df()["counters"]
     ca, facts, _ = analysed(MPI_2048)
@@ -145,7 +152,7 @@ def test_layers_bytes_and_collective_counts_2048_ranks():
 
 def test_histograms_and_access_classes_from_counters():
     p = log(MACSIO)
-    rep = darshan.DarshanReport(str(p), read_all=True)
+    rep = report(p)
     pc = rep.records["POSIX"].to_df()["counters"]
     ca, facts, _ = analysed(MACSIO)
     f = "/tmp/test/macsio_hdf5_000.h5"

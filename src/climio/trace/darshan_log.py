@@ -146,35 +146,54 @@ def is_darshan_path(path) -> bool:
     return Path(path).expanduser().is_file()
 
 
-def _unreadable_in_child(path: Path):
-    """Read every record of the log in a forked child first: darshan-util reads past the end of a
+def _in_child(path: Path) -> "DarshanLog":
+    """Read the log in a forked child and return what it read. darshan-util reads past the end of a
     truncated log and may crash the process (SIGSEGV) or abort it, which no Python handler can
-    catch. Returns None when the child read it all, else why not (its first stderr line)."""
+    catch; and a DarshanReport left to the garbage collector closes its handle in whichever thread
+    collects it. So no darshan-util handle ever lives in this process: the child reads, closes and
+    sends back the DarshanLog (pickled), or the one-line reason it could not."""
+    import pickle
+    import tempfile
+    import darshan  # noqa: F401  (imported once here, not in every child)
     rfd, wfd = os.pipe()
+    errf = tempfile.TemporaryFile()
+    sys.stdout.flush()
+    sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:   # the child: stderr into the pipe, read everything, report by exit status only
+    if pid == 0:   # the child: darshan-util's stderr into errf, the answer into the pipe
+        code = 0
         try:
             os.close(rfd)
-            os.dup2(wfd, 2)
-            import darshan
-            rep = darshan.DarshanReport(str(path), read_all=True)
-            for m in DXT_MODULES:
-                if m in rep.modules:
-                    rep.mod_read_all_dxt_records(m)
-            os._exit(0)
-        except BaseException:  # noqa: BLE001  (any failure is the answer)
-            os._exit(3)
+            os.dup2(errf.fileno(), 2)
+            try:
+                answer = ("log", _read_here(path))
+            except DarshanLogError as exc:
+                answer = ("error", str(exc))
+            except BaseException as exc:  # noqa: BLE001  (any failure is the answer)
+                answer = ("error", f"{path} is not a readable Darshan log ({type(exc).__name__}: {exc})")
+            with os.fdopen(wfd, "wb") as fh:
+                fh.write(pickle.dumps(answer))
+        except BaseException:  # noqa: BLE001
+            code = 3
+        os._exit(code)
     os.close(wfd)
     with os.fdopen(rfd, "rb") as fh:
-        text = fh.read().decode(errors="replace")
+        data = fh.read()
     _, status = os.waitpid(pid, 0)
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    errf.seek(0)
+    lines = [l.strip() for l in errf.read().decode(errors="replace").splitlines() if l.strip()]
+    errf.close()
     first = (lines[-1] if lines[0].startswith("Traceback") else lines[0]) if lines else ""
     if os.WIFSIGNALED(status):
-        return first or f"darshan-util crashed reading it (signal {os.WTERMSIG(status)})"
-    if os.WEXITSTATUS(status) != 0:
-        return first or "darshan-util could not read every record"
-    return None
+        raise DarshanLogError(f"{path} is not a readable Darshan log "
+                              f"({first or f'darshan-util crashed reading it (signal {os.WTERMSIG(status)})'})")
+    try:
+        kind, value = pickle.loads(data)
+    except Exception:  # noqa: BLE001  (an empty or cut answer: the child died before it finished)
+        raise DarshanLogError(f"{path} is not a readable Darshan log ({first or 'darshan-util could not read it'})") from None
+    if kind == "error":
+        raise DarshanLogError(value)
+    return value
 
 
 def _open(path: Path):
@@ -182,15 +201,6 @@ def _open(path: Path):
         import darshan
     except ImportError as exc:  # pragma: no cover - a dependency of climio
         raise DarshanLogError(f"reading {path} needs pydarshan (pip install darshan): {exc}") from None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError as exc:
-        raise DarshanLogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    # A Darshan log starts with its version string ("3.41\0..."); anything else is not one, and is
-    # refused before the C library sees it.
-    if len(head) < 4 or not head[:1].isdigit() or b"." not in head[:4]:
-        raise DarshanLogError(f"{path} is not a Darshan log (nor a trace directory)")
     # darshan-util prints its complaints on stderr and returns a NULL handle for a corrupt log, which
     # pydarshan keeps and later closes (an assertion that aborts the process): open it once here, quietly,
     # and refuse a NULL handle before a DarshanReport holds it.
@@ -200,9 +210,6 @@ def _open(path: Path):
     if log["handle"] == backend.ffi.NULL:
         raise DarshanLogError(f"{path} is not a readable Darshan log ({err.first_line() or 'darshan-util refused it'})")
     backend.log_close(log)
-    why = _unreadable_in_child(path)
-    if why:
-        raise DarshanLogError(f"{path} is not a readable Darshan log ({why})")
     try:
         with _CapturedStderr():
             return darshan.DarshanReport(str(path), read_all=False)
@@ -240,6 +247,20 @@ def read_darshan(path) -> DarshanLog:
     path = Path(path).expanduser()
     if not path.is_file():
         raise DarshanLogError(f"no Darshan log at {path}")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise DarshanLogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    # A Darshan log starts with its version string ("3.41\0..."); anything else is not one, and is
+    # refused before the C library sees it.
+    if len(head) < 4 or not head[:1].isdigit() or b"." not in head[:4]:
+        raise DarshanLogError(f"{path} is not a Darshan log (nor a trace directory)")
+    return _in_child(path)
+
+
+def _read_here(path: Path) -> DarshanLog:
+    """What read_darshan returns, read in this process (the child of _in_child)."""
     rep = _open(path)
     err = _CapturedStderr()
     try:
@@ -278,6 +299,8 @@ def read_darshan(path) -> DarshanLog:
         rep.log = None
         why = err.first_line() or f"{type(exc).__name__}: {exc}"
         raise DarshanLogError(f"{path} is not a readable Darshan log (pydarshan could not read its records: {why})") from None
+    with _CapturedStderr():
+        rep.__exit__(None, None, None)   # close the handle now (pydarshan's context-manager exit)
     limits = list(LIMITS) + [WITH_DXT if dxt is not None else NO_DXT]
     if dxt is not None:
         notes += dxt.notes
