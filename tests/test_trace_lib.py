@@ -404,3 +404,34 @@ def test_mpi_write_at_all(lib, tmp_path):
         assert p.children(r, POSIX).size >= 1
         assert p.done["end"] == "exit" and (p.events["rank"][p.events["layer"] == MPIIO] == rank).all()
     assert written == 2 * n   # the bytes of both ranks went through POSIX writes nested in the collective
+
+
+def test_netcdf_strided_and_growing_unlimited(lib, tmp_path):
+    """The aux of nc_put/get_vars carries the stride, and the variable's shape in it grows with the
+    writes along an unlimited dimension (the description is rebuilt when a write extends it)."""
+    path = tmp_path / "grow.nc"
+    script = tmp_path / "grow.py"
+    script.write_text(f"""
+import numpy as np, netCDF4
+with netCDF4.Dataset({str(path)!r}, "w") as d:
+    d.createDimension("t", None)
+    d.createDimension("x", 6)
+    v = d.createVariable("u", "f8", ("t", "x"))
+    v[0:3, :] = np.ones((3, 6))
+    v[4:10:2, :] = np.full((3, 6), 2.0)
+    a = v[0:9:3, ::2]
+    assert a.shape == (3, 3) and float(a[0, 0]) == 1.0 and float(a[2, 2]) == 2.0
+""")
+    run_traced(lib, tmp_path / "t", [sys.executable, script])
+    proc = the_proc(tmp_path / "t", path)
+    acc = [i for i in proc.select(layer=NETCDF, path=path) if proc.func(i).startswith(("nc_put_var", "nc_get_var"))]
+    by = {proc.func(i): proc.aux[i] for i in acc}
+    put_a = next(proc.aux[i] for i in acc if proc.func(i).startswith("nc_put_vara"))
+    put_s = next(proc.aux[i] for i in acc if proc.func(i).startswith("nc_put_vars"))
+    get_s = next(proc.aux[i] for i in acc if proc.func(i).startswith("nc_get_vars"))
+    assert put_a["start"] == [0, 0] and put_a["count"] == [3, 6] and put_a["stride"] is None
+    assert put_a["shape"] == [3, 6]                      # t grew from 0 to 3 with this write
+    assert put_s["start"] == [4, 0] and put_s["count"] == [3, 6] and put_s["stride"] == [2, 1]
+    assert put_s["shape"] == [9, 6]                      # 4 + (3 - 1) * 2 + 1
+    assert get_s["start"] == [0, 0] and get_s["count"] == [3, 3] and get_s["stride"] == [3, 2]
+    assert get_s["shape"] == [9, 6] and get_s["itemsize"] == 8 and get_s["mem_itemsize"] == 8, by

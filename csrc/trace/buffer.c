@@ -731,10 +731,42 @@ void ct_sb_json(ct_sb *b, const char *s) {
     ct_sb_printf(b, "\"");
 }
 
+static int sb_room(ct_sb *b, size_t need) {
+    if (b->n + need < b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap <= b->n + need) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+void ct_sb_cat(ct_sb *b, const char *s, size_t n) {
+    if (!n || !sb_room(b, n)) return;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+void ct_sb_str(ct_sb *b, const char *s) { ct_sb_cat(b, s, strlen(s)); }
+
+void ct_sb_i64(ct_sb *b, int64_t v) {
+    if (!sb_room(b, 24)) return;
+    b->n = cat_i64(b->p, b->n, b->cap, v);
+}
+
 void ct_sb_sizes(ct_sb *b, const size_t *v, int n) {
-    ct_sb_printf(b, "[");
-    for (int i = 0; i < n; i++) ct_sb_printf(b, i ? ",%zu" : "%zu", v[i]);
-    ct_sb_printf(b, "]");
+    if (!sb_room(b, 2 + (size_t)(n > 0 ? n : 0) * 21)) return;
+    size_t at = b->n;
+    b->p[at++] = '[';
+    for (int i = 0; i < n; i++) {
+        if (i) b->p[at++] = ',';
+        at = cat_u64(b->p, at, b->cap, v[i]);
+    }
+    b->p[at++] = ']';
+    b->p[at] = 0;
+    b->n = at;
 }
 
 void ct_sb_free(ct_sb *b) { free(b->p); b->p = NULL; b->n = b->cap = 0; }

@@ -230,6 +230,11 @@ typedef struct { char *p; size_t n, cap; } ct_sb;
 void ct_sb_printf(ct_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ct_sb_json(ct_sb *b, const char *s);                /* quoted and escaped */
 void ct_sb_sizes(ct_sb *b, const size_t *v, int n);      /* [v0,v1,...] */
+/* Without printf (the per-call aux of the netCDF layer is built from these: vsnprintf per
+ * number cost ~2 us per call there). */
+void ct_sb_cat(ct_sb *b, const char *s, size_t n);       /* n bytes as they are */
+void ct_sb_str(ct_sb *b, const char *s);                 /* a C string as it is */
+void ct_sb_i64(ct_sb *b, int64_t v);                     /* decimal */
 void ct_sb_free(ct_sb *b);
 /* Write {"ev":ev<body>}\n where body is ',"key":value,...' (or empty). */
 void ct_aux(int64_t ev, const ct_sb *body);

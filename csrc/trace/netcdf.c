@@ -52,12 +52,30 @@ typedef struct ncvar {
     int have_cache;
     size_t cache_size, cache_nelems;
     float cache_pre;
+    ct_sb desc;         /* the description above as the aux JSON tail, built once (under ct_lock) */
     struct ncvar *next;
 } ncvar;
 
 static ncfile *files;
 #define NVB 256
 static ncvar *vars[NVB];
+
+/* Every change to the tables above bumps nc_gen. A thread keeps what its last access resolved
+ * to (library, ncid, varid -> file, variable) and uses it while nc_gen is unchanged: a loop of
+ * reads on one variable takes no lock and asks nothing (three lock pairs and two lookups per
+ * call before). */
+static unsigned nc_gen = 1;
+typedef struct {
+    unsigned gen;
+    uintptr_t lib;
+    int ncid, varid;
+    ncvar *v;
+    uint32_t file;
+    int excluded;
+} nc_seen;
+static __thread nc_seen nc_last;
+static inline unsigned gen_now(void) { return __atomic_load_n(&nc_gen, __ATOMIC_ACQUIRE); }
+static inline void gen_bump(void) { __atomic_add_fetch(&nc_gen, 1, __ATOMIC_ACQ_REL); }
 
 /* Which libnetcdf answers this caller: ncids of two copies overlap. */
 static uintptr_t nc_lib(const void *caller) { return (uintptr_t)CT_LIB(nc_inq_libvers, caller); }
@@ -69,12 +87,13 @@ static ncfile *file_find(uintptr_t lib, int ncid) {
 }
 
 static void var_free(ncvar *v) {
-    free(v->shape); free(v->chunks); free(v->unlim); free(v->filters); free(v);
+    free(v->shape); free(v->chunks); free(v->unlim); free(v->filters); ct_sb_free(&v->desc); free(v);
 }
 
 /* Forget cached variables: of one variable (varid >= 0) or of the whole file. */
 static void vars_drop(uintptr_t lib, int ncid, int varid) {
     ct_lock();
+    gen_bump();
     for (int b = 0; b < NVB; b++)
         for (ncvar **p = &vars[b]; *p;) {
             ncvar *v = *p;
@@ -90,6 +109,7 @@ static void vars_drop(uintptr_t lib, int ncid, int varid) {
 
 static void file_drop(uintptr_t lib, int ncid) {
     ct_lock();
+    gen_bump();
     for (ncfile **p = &files; *p;) {
         if ((*p)->lib == lib && (*p)->ext == ncid >> 16) {
             ncfile *f = *p;
@@ -108,6 +128,7 @@ static void file_set(uintptr_t lib, int ncid, uint32_t id, int excluded) {
     if (!f) return;
     *f = (ncfile){.lib = lib, .ext = ncid >> 16, .file_id = id, .excluded = excluded};
     ct_lock();
+    gen_bump();
     f->next = files;
     files = f;
     ct_unlock();
@@ -134,6 +155,7 @@ static uint32_t file_id_of(uintptr_t lib, int ncid, const void *caller, int *exc
 }
 
 static int nc_traced(uintptr_t lib, int ncid) {
+    if (nc_last.gen == gen_now() && nc_last.lib == lib && nc_last.ncid == ncid) return !nc_last.excluded;
     ct_lock();
     ncfile *f = file_find(lib, ncid);
     int t = !(f && f->excluded);
@@ -162,6 +184,34 @@ static uint32_t var_name_id(int ncid, int varid, const void *caller) {
     }
     free(g);
     return id;
+}
+
+/* The variable's description as the tail of its access events' aux (FORMAT.md): built once per
+ * variable, and again when a write grows an unlimited dimension (under ct_lock then). */
+static void var_describe(ncvar *v) {
+    ct_sb *b = &v->desc;
+    int nd = v->ndims;
+    b->n = 0;
+    ct_sb_printf(b, ",\"shape\":");
+    ct_sb_sizes(b, v->shape, nd);
+    ct_sb_printf(b, ",\"storage\":%s,\"chunks\":",
+                 v->storage == NC_CHUNKED ? "\"chunked\"" : v->storage == NC_CONTIGUOUS ? "\"contiguous\""
+                 : v->storage == NC_COMPACT ? "\"compact\"" : "null");
+    if (v->storage == NC_CHUNKED) ct_sb_sizes(b, v->chunks, nd);
+    else ct_sb_printf(b, "null");
+    int compressed = v->deflate;
+    ct_sb_printf(b, ",\"filters\":[");
+    for (size_t i = 0; i < v->nfilters; i++) {
+        ct_sb_printf(b, i ? ",%u" : "%u", v->filters[i]);
+        compressed |= v->filters[i] != 2 && v->filters[i] != 3;   /* not shuffle, fletcher32 */
+    }
+    ct_sb_printf(b, "],\"compressed\":%s,\"deflate_level\":%d,\"shuffle\":%s,\"itemsize\":%zu",
+                 compressed ? "true" : "false", v->deflate ? v->level : 0, v->shuffle ? "true" : "false", v->itemsize);
+    if (v->have_cache)
+        ct_sb_printf(b, ",\"cache_bytes\":%zu,\"cache_nelems\":%zu,\"cache_preemption\":%.9g",
+                     v->cache_size, v->cache_nelems, (double)v->cache_pre);
+    else
+        ct_sb_printf(b, ",\"cache_bytes\":null,\"cache_nelems\":null,\"cache_preemption\":null");
 }
 
 static ncvar *var_fill(uintptr_t lib, int ncid, int varid, const void *caller) {
@@ -215,6 +265,7 @@ static ncvar *var_fill(uintptr_t lib, int ncid, int varid, const void *caller) {
         v->nfilters = fids(ncid, varid, &nf, v->filters) == NC_NOERR ? nf : 0;
 #endif
     v->have_cache = cache && cache(ncid, varid, &v->cache_size, &v->cache_nelems, &v->cache_pre) == NC_NOERR;
+    var_describe(v);
     return v;
 }
 
@@ -236,16 +287,29 @@ static ncvar *var_get(uintptr_t lib, int ncid, int varid, const void *caller) {
 /* ---- events ------------------------------------------------------------------------------- */
 enum { K_VARA, K_VARS, K_VAR1, K_VAR };
 
+#define NC_SMALL_DIMS 16   /* start/count on the stack up to this rank */
+
 static void nc_access(uint32_t func, const void *caller, uintptr_t lib, int ncid, int varid, int kind, int put,
                       const size_t *start, const size_t *count, const ptrdiff_t *stride, size_t memsz, int r,
                       uint64_t t0, uint64_t t1, uint16_t d) {
     ct_tls.inside = 1;
+    unsigned gen = gen_now();
     int excluded = 0;
-    uint32_t file = file_id_of(lib, ncid, caller, &excluded);
-    ncvar *v = var_get(lib, ncid, varid, caller);
+    uint32_t file;
+    ncvar *v;
+    if (nc_last.gen == gen && nc_last.lib == lib && nc_last.ncid == ncid && nc_last.varid == varid) {
+        file = nc_last.file, excluded = nc_last.excluded, v = nc_last.v;
+    } else {
+        file = file_id_of(lib, ncid, caller, &excluded);
+        v = var_get(lib, ncid, varid, caller);
+        if (v) nc_last = (nc_seen){.gen = gen, .lib = lib, .ncid = ncid, .varid = varid, .v = v, .file = file,
+                                   .excluded = excluded};
+    }
     int nd = v ? v->ndims : 0;
     size_t n1 = nd ? (size_t)nd : 1;
-    size_t *st = calloc(n1, sizeof *st), *ct = calloc(n1, sizeof *ct);
+    size_t st_s[NC_SMALL_DIMS], ct_s[NC_SMALL_DIMS];
+    size_t *st = n1 <= NC_SMALL_DIMS ? st_s : calloc(n1, sizeof *st);
+    size_t *ct = n1 <= NC_SMALL_DIMS ? ct_s : calloc(n1, sizeof *ct);
     int64_t nelem = -1;
     if (v && st && ct) {
         nelem = 1;
@@ -260,64 +324,57 @@ static void nc_access(uint32_t func, const void *caller, uintptr_t lib, int ncid
             nelem *= (int64_t)ct[i];
         }
     }
+    if (v && st && ct && put && r == NC_NOERR) {   /* writes grow unlimited dimensions: the aux
+                                                      * gives the shape after the call */
+        ct_lock();
+        int grew = 0;
+        for (int i = 0; i < nd; i++) {
+            if (!v->unlim[i] || !ct[i]) continue;
+            size_t step = kind == K_VARS && stride ? (size_t)stride[i] : 1;
+            size_t end = st[i] + (ct[i] - 1) * step + 1;
+            if (end > v->shape[i]) v->shape[i] = end, grew = 1;
+        }
+        if (grew) var_describe(v);
+        ct_unlock();
+    }
     size_t isz = memsz ? memsz : (v ? v->itemsize : 0);
     ct_event e = {.t_start = t0, .t_end = t1, .offset = -1, .size = nelem >= 0 && isz ? nelem * (int64_t)isz : -1,
                   .ret = r, .file_id = file, .func_id = func, .var_id = v ? v->name_id : 0, .depth = d,
                   .layer = CT_NETCDF, .flags = (uint8_t)(CT_F_AUX | (r != NC_NOERR ? CT_F_FAILED : 0))};
     int64_t idx = excluded ? -1 : ct_emit(&e);
     if (idx >= 0) {
-        ct_sb b = {0};
-        ct_sb_printf(&b, ",\"ncid\":%d,\"varid\":%d", ncid, varid);
+        /* the per-call part, then the variable's description as built once (var_describe) */
+        static __thread ct_sb b;   /* kept per thread: no allocation per call */
+        b.n = 0;
+        ct_sb_str(&b, ",\"ncid\":");
+        ct_sb_i64(&b, ncid);
+        ct_sb_str(&b, ",\"varid\":");
+        ct_sb_i64(&b, varid);
         if (v && st && ct) {
-            ct_sb_printf(&b, ",\"start\":");
+            ct_sb_str(&b, ",\"start\":");
             ct_sb_sizes(&b, st, nd);
-            ct_sb_printf(&b, ",\"count\":");
+            ct_sb_str(&b, ",\"count\":");
             ct_sb_sizes(&b, ct, nd);
-            ct_sb_printf(&b, ",\"stride\":");
             if (kind == K_VARS && stride) {
-                ct_sb_printf(&b, "[");
-                for (int i = 0; i < nd; i++) ct_sb_printf(&b, i ? ",%td" : "%td", stride[i]);
-                ct_sb_printf(&b, "]");
+                ct_sb_str(&b, ",\"stride\":[");
+                for (int i = 0; i < nd; i++) {
+                    if (i) ct_sb_str(&b, ",");
+                    ct_sb_i64(&b, (int64_t)stride[i]);
+                }
+                ct_sb_str(&b, "]");
             } else {
-                ct_sb_printf(&b, "null");
+                ct_sb_str(&b, ",\"stride\":null");
             }
-            ct_sb_printf(&b, ",\"shape\":");
-            ct_sb_sizes(&b, v->shape, nd);
-            ct_sb_printf(&b, ",\"storage\":%s,\"chunks\":",
-                         v->storage == NC_CHUNKED ? "\"chunked\"" : v->storage == NC_CONTIGUOUS ? "\"contiguous\""
-                         : v->storage == NC_COMPACT ? "\"compact\"" : "null");
-            if (v->storage == NC_CHUNKED) ct_sb_sizes(&b, v->chunks, nd);
-            else ct_sb_printf(&b, "null");
-            int compressed = v->deflate;
-            ct_sb_printf(&b, ",\"filters\":[");
-            for (size_t i = 0; i < v->nfilters; i++) {
-                ct_sb_printf(&b, i ? ",%u" : "%u", v->filters[i]);
-                compressed |= v->filters[i] != 2 && v->filters[i] != 3;   /* not shuffle, fletcher32 */
-            }
-            ct_sb_printf(&b, "],\"compressed\":%s,\"deflate_level\":%d,\"shuffle\":%s,\"itemsize\":%zu,"
-                         "\"mem_itemsize\":%zu", compressed ? "true" : "false", v->deflate ? v->level : 0,
-                         v->shuffle ? "true" : "false", v->itemsize, isz);
-            if (v->have_cache)
-                ct_sb_printf(&b, ",\"cache_bytes\":%zu,\"cache_nelems\":%zu,\"cache_preemption\":%.9g",
-                             v->cache_size, v->cache_nelems, (double)v->cache_pre);
-            else
-                ct_sb_printf(&b, ",\"cache_bytes\":null,\"cache_nelems\":null,\"cache_preemption\":null");
+            ct_sb_str(&b, ",\"mem_itemsize\":");
+            ct_sb_i64(&b, (int64_t)isz);
+            ct_lock();
+            ct_sb_cat(&b, v->desc.p, v->desc.n);
+            ct_unlock();
         }
         ct_aux(idx, &b);
-        ct_sb_free(&b);
     }
-    if (v && st && ct && put && r == NC_NOERR) {   /* writes grow unlimited dimensions */
-        ct_lock();
-        for (int i = 0; i < nd; i++) {
-            if (!v->unlim[i] || !ct[i]) continue;
-            size_t step = kind == K_VARS && stride ? (size_t)stride[i] : 1;
-            size_t end = st[i] + (ct[i] - 1) * step + 1;
-            if (end > v->shape[i]) v->shape[i] = end;
-        }
-        ct_unlock();
-    }
-    free(st);
-    free(ct);
+    if (st != st_s) free(st);
+    if (ct != ct_s) free(ct);
     ct_tls.inside = 0;
 }
 
