@@ -427,19 +427,23 @@ def task_parts(da, spec: TaskSpec) -> list:
 
 
 def _netcdf4_variable(part):
-    """The netCDF4.Variable under a lazily indexed xarray DataArray (engine netcdf4), else None."""
+    """(the netCDF4.Variable under a lazily indexed xarray DataArray (engine netcdf4), the lock
+    xarray holds around every call into netCDF-C for that file), else (None, None). netCDF-C is not
+    thread-safe: a worker with several threads reads in one task while another asks this."""
     try:
         from xarray.backends.netCDF4_ import NetCDF4ArrayWrapper
     except ImportError:
-        return None
+        return None, None
     d = getattr(part.variable, "_data", None)
     for _ in range(16):                       # MemoryCached / CopyOnWrite / LazilyIndexed wrappers
         if d is None:
-            return None
+            return None, None
         if isinstance(d, NetCDF4ArrayWrapper):
-            return d.get_array()
+            lock = d.datastore.lock
+            with lock:
+                return d.get_array(needs_lock=False), lock
         d = getattr(d, "array", None)
-    return None
+    return None, None
 
 
 def tune_chunk_cache(parts, spec: TaskSpec):
@@ -448,18 +452,19 @@ def tune_chunk_cache(parts, spec: TaskSpec):
     where there is nothing to tune (contiguous, in memory, Dask-backed, another engine)."""
     if spec.read_plan != "runs" or not parts:
         return None
-    var = _netcdf4_variable(parts[0])
+    var, lock = _netcdf4_variable(parts[0])
     if var is None:
         return None
-    chunking = var.chunking()
-    if chunking == "contiguous" or spec.axes.lat not in var.dimensions:
-        return None
-    want = readplan.chunk_cache_bytes(readplan.row_runs(spec.rows), var.dimensions, var.shape, chunking,
-                                      var.dtype.itemsize, spec.axes.lat, set(map(str, parts[0].dims)))
-    size, slots, preemption = var.get_var_chunk_cache()
-    if want is not None and want[0] > size:
-        var.set_var_chunk_cache(size=want[0], nelems=max(slots, want[1]), preemption=preemption)
-        size = want[0]
+    with lock:
+        chunking = var.chunking()
+        if chunking == "contiguous" or spec.axes.lat not in var.dimensions:
+            return None
+        want = readplan.chunk_cache_bytes(readplan.row_runs(spec.rows), var.dimensions, var.shape, chunking,
+                                          var.dtype.itemsize, spec.axes.lat, set(map(str, parts[0].dims)))
+        size, slots, preemption = var.get_var_chunk_cache()
+        if want is not None and want[0] > size:
+            var.set_var_chunk_cache(size=want[0], nelems=max(slots, want[1]), preemption=preemption)
+            size = want[0]
     return int(size)
 
 
