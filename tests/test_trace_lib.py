@@ -374,6 +374,32 @@ with h5py.File({str(path)!r}, "r") as f:
     assert proc.select(funcs={"H5Fopen"}, layer=HDF5, path=path)
 
 
+def test_h5py_names_escaped_and_memory_type_sizes(lib, tmp_path):
+    """A dataset name with a quote, a backslash and a tab comes back intact from the aux JSON, and
+    the selection bytes follow the memory type of each read (f8, then f4 and i2 of the same data)."""
+    import h5py
+    path = tmp_path / "n.h5"
+    name = 'we"ird\\na\tme'
+    with h5py.File(path, "w") as f:
+        f.create_dataset(name, data=np.arange(600, dtype="f8").reshape(6, 100))
+    script = tmp_path / "read.py"
+    script.write_text(f"""
+import h5py
+with h5py.File({str(path)!r}, "r") as f:
+    d = f[{name!r}]
+    assert d[0:2, :].shape == (2, 100)
+    assert d.astype("f4")[0:3, 0:10].shape == (3, 10)
+    assert d.astype("i2")[1:2, 0:7].shape == (1, 7)
+    assert d[0:1, 0:1].shape == (1, 1)
+""")
+    run_traced(lib, tmp_path / "t", [sys.executable, script])
+    proc = the_proc(tmp_path / "t", path)
+    reads = proc.select(funcs={"H5Dread"}, layer=HDF5, path=path)
+    assert [proc.aux[i]["selection_bytes"] for i in reads] == [2 * 100 * 8, 3 * 10 * 4, 7 * 2, 8]
+    assert [int(proc.events["size"][i]) for i in reads] == [1600, 120, 14, 8]
+    assert {proc.aux[i]["dataset"] for i in reads} == {"/" + name}
+
+
 # ---- MPI-IO -----------------------------------------------------------------------------------
 def test_mpi_write_at_all(lib, tmp_path):
     exe = compile_prog("mpi_write.c", tmp_path, "mpicc")

@@ -215,11 +215,30 @@ static size_t cat(char *dst, size_t at, size_t cap, const char *s) {
     dst[at] = 0;
     return at;
 }
+/* Two digits per division (the netCDF layer's aux writes ~10 numbers per call). */
 static size_t cat_u64(char *dst, size_t at, size_t cap, uint64_t v) {
+    static const char pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char t[24];
-    int i = 0;
-    do t[i++] = (char)('0' + v % 10); while ((v /= 10));
-    while (i && at + 1 < cap) dst[at++] = t[--i];
+    int i = 24;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        t[--i] = pairs[2 * r + 1];
+        t[--i] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        t[--i] = pairs[2 * v + 1];
+        t[--i] = pairs[2 * v];
+    } else {
+        t[--i] = (char)('0' + v);
+    }
+    size_t n = (size_t)(24 - i);
+    if (at + n + 1 > cap) n = cap > at + 1 ? cap - at - 1 : 0;
+    memcpy(dst + at, t + i, n);
+    at += n;
     dst[at] = 0;
     return at;
 }
@@ -720,16 +739,6 @@ void ct_sb_printf(ct_sb *b, const char *fmt, ...) {
     }
 }
 
-void ct_sb_json(ct_sb *b, const char *s) {
-    ct_sb_printf(b, "\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') ct_sb_printf(b, "\\%c", c);
-        else if (c < 0x20) ct_sb_printf(b, "\\u%04x", c);
-        else ct_sb_printf(b, "%c", c);
-    }
-    ct_sb_printf(b, "\"");
-}
 
 static int sb_room(ct_sb *b, size_t need) {
     if (b->n + need < b->cap) return 1;
@@ -754,6 +763,31 @@ void ct_sb_str(ct_sb *b, const char *s) { ct_sb_cat(b, s, strlen(s)); }
 void ct_sb_i64(ct_sb *b, int64_t v) {
     if (!sb_room(b, 24)) return;
     b->n = cat_i64(b->p, b->n, b->cap, v);
+}
+
+void ct_sb_json(ct_sb *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (!sb_room(b, 6 * n + 2)) return;   /* the worst case: every byte \\u00XX */
+    char *d = b->p + b->n;
+    *d++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            *d++ = '\\';
+            *d++ = (char)c;
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            memcpy(d, "\\u00", 4);
+            d[4] = hex[c >> 4];
+            d[5] = hex[c & 15];
+            d += 6;
+        } else {
+            *d++ = (char)c;
+        }
+    }
+    *d++ = '"';
+    *d = 0;
+    b->n = (size_t)(d - b->p);
 }
 
 void ct_sb_sizes(ct_sb *b, const size_t *v, int n) {

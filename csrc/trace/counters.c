@@ -69,7 +69,11 @@ static ct_common *commons;       /* one per record, parallel to recs */
 static uint32_t n_recs, cap_recs;
 static uint32_t *hash;           /* index + 1; 0 empty */
 static size_t hash_cap;
-static uint32_t last_hit;        /* index + 1 of the last function record used */
+/* The records used last (index + 1), so that nested layers (nc_get_vara -> H5Dread -> pread)
+ * each find theirs without a hash lookup: one "last hit" missed every time they alternated. */
+#define CT_HITS 4
+static uint32_t hits[CT_HITS];
+static unsigned hit_next;
 static uint64_t counted, capped_at, last_write;
 static uint64_t write_every = 1000000000ull;   /* ticks between periodic writes (set at start) */
 static int cnt_exec_k = -1;      /* file name suffix of this image (exec) */
@@ -89,6 +93,19 @@ static int kind_of(uint32_t func) {
     for (const char *p = s; *p; p++)
         if (strncasecmp(p, "write", 5) == 0) return 2;
     return 0;
+}
+
+/* kind_of per function id, remembered (direct-mapped): it scans the name. */
+static int kind_cached(uint32_t func) {
+    static uint32_t kc_func[256];
+    static uint8_t kc_kind[256];
+    if (!func) return 0;
+    unsigned slot = (func * 2654435761u) >> 24;
+    if (kc_func[slot] == func) return kc_kind[slot];
+    int k = kind_of(func);
+    kc_kind[slot] = (uint8_t)k;
+    kc_func[slot] = func;
+    return k;
 }
 
 static inline uint64_t key_hash(uint32_t file, uint32_t func, uint32_t lk, int32_t rank) {
@@ -177,17 +194,20 @@ void ct_cnt_write(void);
 
 /* Count one call (the event lock held, or the process single-threaded). */
 void ct_count(const ct_event *e) {
-    uint32_t li = last_hit;
-    ct_cnt_rec *r;
+    ct_cnt_rec *r = NULL;
     int32_t rank = ct_rank;
-    if (CT_LIKELY(li && recs[li - 1].file_id == e->file_id && recs[li - 1].func_id == e->func_id &&
-                  recs[li - 1].layer == e->layer && recs[li - 1].rank == rank)) {
-        r = &recs[li - 1];
-    } else {
-        int kind = e->func_id ? kind_of(e->func_id) : 0;
-        r = lookup(e->file_id, e->func_id, e->layer, (uint8_t)kind, rank);
+    for (int i = 0; i < CT_HITS; i++) {
+        uint32_t li = hits[i];
+        if (li && recs[li - 1].file_id == e->file_id && recs[li - 1].func_id == e->func_id &&
+            recs[li - 1].layer == e->layer && recs[li - 1].rank == rank) {
+            r = &recs[li - 1];
+            break;
+        }
+    }
+    if (!r) {
+        r = lookup(e->file_id, e->func_id, e->layer, (uint8_t)kind_cached(e->func_id), rank);
         if (!r) return;
-        last_hit = (uint32_t)(r - recs) + 1;
+        hits[hit_next++ % CT_HITS] = (uint32_t)(r - recs) + 1;
     }
     uint64_t t0 = e->t_start, t1 = e->t_end, d = t1 - t0;
     if (!r->count || t0 < r->first) r->first = t0;
@@ -212,7 +232,6 @@ void ct_count(const ct_event *e) {
                 if (!s) return;
                 r = &recs[ri];   /* the table may have grown */
                 r->stream = (uint32_t)(s - recs) + 1;
-                last_hit = ri + 1;
             }
             if (!s->count || t0 < s->first) s->first = t0;
             s->count++;
@@ -357,7 +376,7 @@ void ct_cnt_init(uint64_t ticks_per_s) {
 void ct_cnt_fork_child(void) {
     n_recs = 0;
     if (hash) memset(hash, 0, hash_cap * sizeof *hash);
-    last_hit = 0;
+    memset(hits, 0, sizeof hits);
     counted = capped_at = 0;
     cnt_exec_k = -1;
     last_write = ct_now();

@@ -68,7 +68,15 @@ static int64_t h5_selection(hid_t dset, hid_t mtype, hid_t mspace, hid_t fspace,
         hid_t s = dspace(dset);
         if (s >= 0) { n = npts(s); sclose(s); }
     }
-    size_t sz = tsize(mtype);
+    /* the memory type's size, remembered per thread and (library, type id): HDF5 does not reuse
+     * ids, and H5Tget_size is a locked API call (~300 instructions) on every read otherwise */
+    static __thread struct { uintptr_t lib; hid_t id; size_t size; } tcache[16];
+    uintptr_t lib = (uintptr_t)tsize;
+    unsigned slot = (unsigned)(((uint64_t)mtype * 11400714819323198485ull) >> 60);
+    size_t sz = tcache[slot].lib == lib && tcache[slot].id == mtype ? tcache[slot].size : 0;
+    if (!sz && (sz = tsize(mtype)) > 0) {
+        tcache[slot].lib = lib, tcache[slot].id = mtype, tcache[slot].size = sz;
+    }
     return n >= 0 && sz ? (int64_t)n * (int64_t)sz : -1;
 }
 
@@ -87,11 +95,15 @@ static herr_t h5_rw(uint32_t func, const void *caller, hid_t dset, hid_t mtype, 
                       .func_id = func, .var_id = ds.name_id, .depth = d, .layer = CT_HDF5,
                       .flags = (uint8_t)(CT_F_AUX | (r < 0 ? CT_F_FAILED : 0))};
         int64_t idx = ct_emit(&e);
-        ct_sb b = {0};
-        ct_sb_printf(&b, ",\"selection_bytes\":%lld,\"dataset\":", (long long)sel);
-        ct_sb_json(&b, ct_text(ds.name_id));
-        ct_aux(idx, &b);
-        ct_sb_free(&b);
+        if (idx >= 0) {   /* not in counters mode (but for its sampled events) */
+            static __thread ct_sb b;   /* kept per thread: no allocation per call */
+            b.n = 0;
+            ct_sb_str(&b, ",\"selection_bytes\":");
+            ct_sb_i64(&b, sel);
+            ct_sb_str(&b, ",\"dataset\":");
+            ct_sb_json(&b, ct_text(ds.name_id));
+            ct_aux(idx, &b);
+        }
     }
     ct_tls.inside = 0;
     return r;
