@@ -26,6 +26,13 @@ counters' operation count, DXT's segment count, read back with pydarshan), and t
 how many of climio's full-trace buffers went out through the direct-write path (the
 count of buffers written that way, "direct_writes" in done.json). Targets: climio full <= darshan+dxt per call and <= floor + 15
 ns; climio counters <= darshan counters. Exit 0.
+
+--instructions N adds a measure the virtual disk and CPU cannot disturb: every variant of the
+serial cases runs once with N and once with 2N calls under valgrind's callgrind, and the instructions
+added per call are (I(2N) - I(N)) / N minus the same for plain (per-process start-up and exit
+cancel). Instructions are not nanoseconds (a cache miss or a system call costs more than its
+count), but they rank the variants exactly. valgrind is installed with apt-get when missing (this
+bench only).
 """
 
 import argparse
@@ -272,6 +279,42 @@ class Bench:
         return n
 
 
+def instructions(bench, case, variant, n):
+    """Instructions the program executed (callgrind's total) with `n` calls under `variant`."""
+    out = os.path.join(bench.work, "out")
+    os.makedirs(out)
+    env = bench.env(variant, out)
+    cmd = list(case["cmd"])
+    cmd[2] = str(n)                 # every serial program takes its call count as its second argument
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out", *cmd], env=env,
+                       capture_output=True, text=True, timeout=3600)
+    shutil.rmtree(out)
+    if r.returncode != 0:
+        sys.exit(f"{case['name']} / {variant} under valgrind failed ({r.returncode}): {r.stderr.strip()[-800:]}")
+    for line in r.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].strip())
+    sys.exit(f"no instruction count from callgrind for {case['name']} / {variant}")
+
+
+def instruction_table(bench, cases, n):
+    """Instructions added per call, per variant and serial case (see --instructions)."""
+    if not shutil.which("valgrind"):
+        print("installing valgrind (apt-get, this bench only) ...", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "valgrind"], check=True, capture_output=True)
+    rows = []
+    print(f"\ninstructions added per call (callgrind: (I(2N) - I(N)) / N over plain, N = {n})")
+    for case in cases:
+        if case.get("mpi"):
+            continue
+        variants = ["plain", "darshan", "darshan+dxt", "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
+        per = {v: (instructions(bench, case, v, 2 * n) - instructions(bench, case, v, n)) / n for v in variants}
+        line = "  ".join(f"{v} {per[v] - per['plain']:+.0f}" for v in variants[1:])
+        print(f"  {case['name']:7s} plain {per['plain']:.0f}/call;  {line}", flush=True)
+        rows.append({"case": case["name"], "n": n, **{f"ir_{v}": per[v] for v in variants}})
+    return rows
+
+
 def compile_after(cc, work, name, source, flags):
     """trace_overhead.compile_c with the flags (libraries) after the source."""
     src = os.path.join(work, name + ".c")
@@ -331,6 +374,8 @@ def main():
     ap.add_argument("--darshan", help="Darshan runtime prefix (default ~/.cache/climio-bench/darshan-3.4.7)")
     ap.add_argument("--dir", help="directory for data and outputs (default: a temporary one)")
     ap.add_argument("--keep", help="copy one Darshan+DXT log of the MPI case into this directory")
+    ap.add_argument("--instructions", type=int, default=0, metavar="N",
+                    help="also count instructions per call under callgrind with N and 2N calls (serial cases)")
     a = ap.parse_args()
     reps = a.reps or (5 if a.quick else 9)
     n4k, n1m = (200_000, 1000) if a.quick else (1_000_000, 4000)
@@ -419,6 +464,8 @@ def main():
                   f"climio counters <= darshan counters: {cnt:.1f} vs {dcnt:.1f} ns -> {cnt <= dcnt}"
                   + (f"; climio full <= floor + 15 ns: {full:.1f} vs {res['floor'][0] + 15:.1f} -> "
                      f"{full <= res['floor'][0] + 15}" if "floor" in res else ""))
+        if a.instructions:
+            table += instruction_table(b, cases, a.instructions)
         if a.keep:
             with open(os.path.join(a.keep, "trace_vs_darshan.json"), "w") as f:
                 json.dump(table, f, indent=1)
