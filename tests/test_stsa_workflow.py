@@ -1,6 +1,7 @@
 """climio.stsa workflow: the Python API equals the numerics, files and globs in, one-line errors
 from the command, worker counts give identical spectra, and the netCDF output round-trips."""
 
+import json
 import os
 import subprocess
 import sys
@@ -166,6 +167,7 @@ def test_cli_bad_inputs_one_line_each(bad_files, tmp_path):
                   "shorter than one segment"),
         "var": ([f["good"], "--var", "nope", *w], 3, "no variable 'nope'"),
         "glob": ([str(tmp_path / "nothing_*.nc"), "--var", "u", *w], 3, "no file matches"),
+        "threads": ([f["good"], "--var", "u", "--threads", "0", *w], 2, "--threads 0 must be at least 1"),
         "scheduler": ([f["good"], "--var", "u", "--lat-band", "all", "--scheduler", "tcp://127.0.0.1:9",
                        "--connect-timeout", "2", *w], 5, "cannot reach the Dask scheduler"),
     }
@@ -183,7 +185,8 @@ def test_cli_bad_inputs_one_line_each(bad_files, tmp_path):
 def test_cli_writes_spectra_plots_and_timings(bad_files, tmp_path):
     o = tmp_path / "out"
     r = subprocess.run([CLIMIO, "stsa", bad_files["good"], "--var", "u", "--lat-band", "-70,70", "--ndaywin",
-                        str(WIN), "--ndayskip", str(SKIP), "--workers", "2", "--tasks", "3", "-o", str(o)],
+                        str(WIN), "--ndayskip", str(SKIP), "--workers", "2", "--threads", "2", "--tasks", "3",
+                        "-o", str(o)],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
     assert "3/3 done" in r.stderr   # stderr is not a terminal: one line per task
@@ -191,5 +194,7 @@ def test_cli_writes_spectra_plots_and_timings(bad_files, tmp_path):
     assert {"spectra.nc", "tasks.json", "fig1_raw.png", "fig2_background.png", "fig3_ratio.png", "stsa.html"} <= names
     html = (o / "stsa.html").read_text()
     assert "data:image/png;base64" in html and "read wall" in html
+    doc = json.loads((o / "tasks.json").read_text())
+    assert doc["where"] == "LocalCluster, 2 worker process(es) x 2 thread(s)"
     with xr.open_dataset(o / "spectra.nc") as ds:
         assert ds.attrs["param_n_lat"] == 6 and ds.attrs["input_lat_band"].tolist() == [-70.0, 70.0]

@@ -41,6 +41,7 @@ def stsa_cmd(
     tasks: int = typer.Option(16, "--tasks", metavar="N", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
     read_plan: str = typer.Option("runs", "--read-plan", metavar="runs|latitude", help="How a task reads: runs (one read per run of adjacent rows, the HDF5 chunk cache sized to hold every chunk the task touches) or latitude (the thesis's one (time, lon) slab per latitude and level)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Worker processes of the LocalCluster (default: one per core)."),
+    threads: int = typer.Option(1, "--threads", metavar="N", help="Threads per LocalCluster worker: 2 lets a worker read one task while it computes another (reading and computing overlap); 1 is the thesis's one task per worker at a time. Memory per worker grows with it."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (instead of a LocalCluster)."),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", metavar="SECONDS", help="Seconds to wait for --scheduler."),
     engine: Optional[str] = typer.Option(None, "--engine", metavar="netcdf4|h5netcdf", help="xarray engine: netcdf4 or h5netcdf (default: xarray's choice)."),
@@ -57,13 +58,17 @@ def stsa_cmd(
         raise InputError(f"unknown --method '{method}': choose from {', '.join(workflow.METHODS)}")
     if workers is not None and scheduler:
         raise InputError("give --workers or --scheduler, not both")
+    if threads < 1:
+        raise InputError(f"--threads {threads} must be at least 1")
+    if threads != 1 and scheduler:
+        raise InputError("--threads applies to the LocalCluster; a --scheduler's workers have their own (dask worker --nthreads)")
     if read_plan not in workflow.readplan.READ_PLANS:
         raise InputError(f"unknown --read-plan '{read_plan}': choose from {', '.join(workflow.readplan.READ_PLANS)}")
     da, paths = workflow.open_input(files, var, engine)
     inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
                                  spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
     outdir = writable_dir(out)
-    with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout) as cl:
+    with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout, threads=threads) as cl:
         info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
              f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
         result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress,
