@@ -22,9 +22,12 @@ evicts the file (climio.cache.evict: fsync + posix_fadvise DONTNEED) and checks 
 climio.cache.resident_fraction that at most 1 % is resident; fio's --invalidate=1 drops it again.
 
 Rounds: climio-pario-read writes the file afresh each round (it reads only files it wrote: its raw
-MPI-IO layout lives in the process) and reads it twice, each time cold, independently and then
-collectively; only the second repetition counts, so that climio does not read right after its
-own write and fsync. The three peer runs follow in an order that rotates every round.
+MPI-IO layout lives in the process), waits --settle seconds, and reads it twice, each time cold,
+independently and then collectively; only the second repetition counts. The three peer runs follow
+in an order that rotates every round. Why the wait: without it, on this VM, one run in each round
+read at about half speed, always the one 4-6 s after climio's write -- the second peer after climio
+(rounds 3-9 of a 9-round run), or climio's own reads in the first rounds -- the virtual disk still
+writing back the fresh gigabyte. The window moved with the write, not with the tool.
 
 Rates (MB/s = 1e6 B/s), each = the whole file's bytes / one time for all ranks:
   climio: bytes / wall_s (first rank's open to last rank's close), the record's wall rate
@@ -74,12 +77,13 @@ def cold(path) -> float:
     return frac
 
 
-def climio_round(launcher, d, size, buffer, timeout):
-    """climio's independent and collective reads (the second of two cold repetitions each)."""
+def climio_round(launcher, d, size, buffer, timeout, settle):
+    """climio's independent and collective reads (the second of two cold repetitions each), `settle`
+    seconds after its write."""
     recs = []
     argv = [native.program(PROGRAM), "--mode", "mpiio", "--dir", d, "--size", str(size), "--buffer", str(buffer),
             "--backends", "mpiio", "--patterns", "sequential", "--access", "independent,collective", "--reps", "2",
-            "--keep"]
+            "--settle", str(settle), "--keep"]
     stream_mpi(launcher, argv, recs.append)
     out = {}
     for r in recs:
@@ -140,6 +144,10 @@ def main():
     ap.add_argument("--size", default="1GiB", help="bytes of the shared file (default 1GiB)")
     ap.add_argument("--buffer", default="1MiB", help="bytes per read request (default 1MiB)")
     ap.add_argument("--reps", type=int, default=5, help="rounds; each tool reads the file cold once a round")
+    ap.add_argument("--settle", type=float, default=10.0,
+                    help="seconds climio waits between writing the file and reading it (default 10): the virtual disk "
+                         "writes back a fresh gigabyte for several seconds, and whichever run falls in that window "
+                         "reads at half speed")
     ap.add_argument("--dir", default=None, help="directory for the shared file (default: a temporary one)")
     ap.add_argument("--ior", default=None, help="IOR executable (default: `ior` on PATH, else built once)")
     ap.add_argument("--json", default=None, help="also write every run as one JSON line to this file")
@@ -179,7 +187,7 @@ def main():
     print(f"IOR {ior}; fio {fio}")
     try:
         for rnd in range(a.reps):
-            got, path, cmds["climio"] = climio_round(launcher, d, size, buffer, a.timeout)
+            got, path, cmds["climio"] = climio_round(launcher, d, size, buffer, a.timeout, a.settle)
             order = PEERS[rnd % len(PEERS):] + PEERS[:rnd % len(PEERS)]
             for peer in order:
                 if peer == "fio":

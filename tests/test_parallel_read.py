@@ -190,3 +190,22 @@ def test_quick_study_end_to_end(tmp_path):
     assert "parallel read scaling" in html and "F10" in html and "not measurable here" in html
     # nothing half-written: only complete files under their final names
     assert not [p for p in (tmp_path / "data" / "parallel-read").rglob(".*tmp*")]
+
+
+def test_settle_waits_between_write_and_read_and_is_recorded(tmp_path):
+    """--settle S: the reads start S seconds after the file was written (the records' start times,
+    against a run without it), and every record says so."""
+    import time
+    argv = [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path), "--size", "65536", "--buffer", "8192",
+            "--backends", "mpiio", "--patterns", "sequential", "--access", "independent", "--reps", "1"]
+    for settle in (0.0, 1.5):
+        t0 = time.time()
+        recs = run(2, argv + ["--settle", str(settle)])
+        (r,) = recs
+        assert r["params"]["settle_s"] == settle and r["metrics"]["verified"]
+        took = time.time() - t0
+        assert took >= settle, (settle, took)
+    r = subprocess.run([native.program(PROGRAM), *argv[1:], "--settle", "-1"], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, **ROOT})
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode != 0 and len(lines) == 1 and "--settle" in lines[0], r.stderr

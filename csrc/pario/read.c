@@ -92,6 +92,7 @@ struct rcli {
     /* diagnostics */
     int stall_rank;
     double stall_s;
+    double settle_s;
 };
 
 /* A comma list of names into idx[] (positions in names[]), no repeats. */
@@ -207,6 +208,8 @@ static const struct opt_spec rows[] = {
      .kind = OPT_STRING, .offset = AT(hints_file), .groups = MPIIO_G},
     {.name = "keep", .help = "leave the shared files in --dir", .kind = OPT_SET, .offset = AT(keep),
      .groups = MPIIO_G},
+    {.name = "settle", .metavar = "SECONDS", .help = "wait after writing a file before reading it (storage below a VM "
+     "may still be writing it back)", .kind = OPT_NUMBER, .offset = AT(settle_s), .def = "0", .groups = MPIIO_G},
     {.help = " tasks mode (experiment A):"},
     {.name = "stack", .metavar = "posix|netcdf-c", .help = "pread(2) of a raw file, or nc_get_vara_double",
      .kind = OPT_CHOICE, .offset = AT(stack), .choices = "posix|netcdf-c", .def = "posix", .groups = TASKS_G},
@@ -564,6 +567,7 @@ static void emit(const struct world *w, const struct rcli *c, const struct confi
     jsonl_str(&j, "dtype", "float64");
     jsonl_str(&j, "library", cf->library);
     jsonl_str(&j, "mpi_library", pario_mpi_library());
+    jsonl_double(&j, "settle_s", c->settle_s);
     hints_json(&j, "hints_requested", cf->hints_requested);
     hints_json(&j, "hints", cf->hints_used);
     jsonl_end(&j);
@@ -685,12 +689,17 @@ static int read_pass(const struct pario_backend *b, struct pario_file *f, struct
     return 0;
 }
 
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static void stall(const struct rcli *c, int rank)
 {
-    if (rank == c->stall_rank && c->stall_s > 0) {
-        struct timespec ts = {(time_t)c->stall_s, (long)((c->stall_s - (double)(time_t)c->stall_s) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0) {}
-    }
+    if (rank == c->stall_rank && c->stall_s > 0)
+        sleep_s(c->stall_s);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -772,6 +781,8 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
             if (stat(path, &st) == 0)
                 file_bytes = (uint64_t)st.st_size;
             data_off = find_data_offset(path, elems, err);
+            if (c->settle_s > 0)   /* the others wait for rank 0 at the broadcast */
+                sleep_s(c->settle_s);
         }
         MPI_Bcast(&data_off, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
         MPI_Bcast(&file_bytes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
