@@ -209,3 +209,14 @@ def test_settle_waits_between_write_and_read_and_is_recorded(tmp_path):
                        timeout=60, env={**os.environ, **ROOT})
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode != 0 and len(lines) == 1 and "--settle" in lines[0], r.stderr
+
+
+def test_settle_option_reaches_the_program():
+    from climio.bench.parallel_read.run import mpiio_argv
+    g = build_grid("quick", ranks="2", experiments="mpiio", settle="2.5")
+    a = mpiio_argv(g, "/tmp/x", "p")
+    assert a[a.index("--settle") + 1] == "2.5"
+    assert "--settle" not in mpiio_argv(build_grid("quick", ranks="2", experiments="mpiio"), "/tmp/x", "p")
+    for bad in ("-1", "soon", "inf"):
+        with pytest.raises(InputError, match="--settle"):
+            build_grid("quick", ranks="2", experiments="mpiio", settle=bad)

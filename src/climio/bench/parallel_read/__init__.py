@@ -92,6 +92,10 @@ class Grid:
         "COMMAND"))
     timeout: float = field(default=3600.0, metadata=_opt(
         "--timeout", "Seconds before a launch is killed (a hung rank) and reported as failed.", "SECONDS"))
+    settle: float = field(default=0.0, metadata=_opt(
+        "--settle", "Experiment B: seconds to wait between writing a shared file and reading it (on a VM the "
+        "virtual disk may still be writing it back; 10 s removed a half-speed read from every round here).",
+        "SECONDS"))
     stall: Optional[str] = field(default=None, metadata=_opt(
         "--stall", "Diagnostic: that rank sleeps SECONDS in its read phase (imbalance and timeout checks).",
         "RANK:SECONDS"))
@@ -152,6 +156,12 @@ def build_grid(preset="full", **values) -> Grid:
             int(r), float(s)
         except ValueError:
             raise InputError(f"--stall '{stall}' must be RANK:SECONDS") from None
+    try:
+        settle = float(get("settle", 0.0) or 0.0)
+    except (TypeError, ValueError):
+        raise InputError(f"--settle '{get('settle')}' must be a number of seconds") from None
+    if not 0 <= settle < float("inf"):
+        raise InputError(f"--settle must be zero or more seconds, not {settle:g}")
     ch = lambda k, allowed, what: parse_choice(_text(get(k, ",".join(allowed))), allowed, what)  # noqa: E731
     experiments = ch("experiments", EXPERIMENTS, "experiment")
     for exp, names in EXPERIMENT_ONLY.items():   # an option of an experiment this run leaves out: an error
@@ -165,7 +175,7 @@ def build_grid(preset="full", **values) -> Grid:
              access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),
              hints_file=v.get("hints_file"), mpi_io=mpi_io, reps=reps, scheduler=v.get("scheduler"),
              hostfile=v.get("hostfile"), launcher=v.get("launcher"), timeout=timeout, stall=stall,
-             hints=parse_hints(v.get("hint") or (), v.get("hints_file")))
+             settle=settle, hints=parse_hints(v.get("hint") or (), v.get("hints_file")))
     from .run import check_ranks
     check_ranks(g)
     return g

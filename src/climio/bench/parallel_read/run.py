@@ -130,6 +130,7 @@ def mpiio_argv(grid, out_dir, platform_id) -> list:
     for k, v in grid.hints.items():
         a += ["--hint", f"{k}={v}"]
     a += ["--stall", grid.stall] if grid.stall else []
+    a += ["--settle", f"{float(grid.settle):g}"] if grid.settle else []
     return a
 
 
