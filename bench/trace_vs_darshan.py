@@ -279,6 +279,11 @@ class Bench:
         return n
 
 
+def variants_of(case):
+    """What runs on `case`: plain first (the reference), the floor only where it applies (pread)."""
+    return ["plain", "darshan", "darshan+dxt", "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
+
+
 def instructions(bench, case, variant, n):
     """Instructions the program executed (callgrind's total) with `n` calls under `variant`."""
     out = os.path.join(bench.work, "out")
@@ -307,7 +312,7 @@ def instruction_table(bench, cases, n):
     for case in cases:
         if case.get("mpi"):
             continue
-        variants = ["plain", "darshan", "darshan+dxt", "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
+        variants = variants_of(case)
         per = {v: (instructions(bench, case, v, 2 * n) - instructions(bench, case, v, n)) / n for v in variants}
         line = "  ".join(f"{v} {per[v] - per['plain']:+.0f}" for v in variants[1:])
         print(f"  {case['name']:7s} plain {per['plain']:.0f}/call;  {line}", flush=True)
@@ -426,7 +431,7 @@ def main():
               f"on {os.cpu_count()} CPUs")
         table = []
         for case in cases:
-            variants = ["plain", "darshan", "darshan+dxt", "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
+            variants = variants_of(case)
             runs = {v: [] for v in variants}
             b.one(case, "plain")   # warm-up
             for r in range(reps):

@@ -721,25 +721,6 @@ static void flush_aux(void) {
     aux_n = 0;
 }
 
-void ct_sb_printf(ct_sb *b, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->n;
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if ((size_t)k < room) { b->n += (size_t)k; return; }
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap <= b->n + (size_t)k) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return;
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
-
 static int sb_room(ct_sb *b, size_t need) {
     if (b->n + need < b->cap) return 1;
     size_t cap = b->cap ? b->cap : 256;
@@ -749,6 +730,27 @@ static int sb_room(ct_sb *b, size_t need) {
     b->p = p;
     b->cap = cap;
     return 1;
+}
+
+void ct_sb_printf(ct_sb *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->n;
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if ((size_t)k < room) { b->n += (size_t)k; return; }
+        if (!sb_room(b, (size_t)k)) return;
+    }
+}
+
+/* A builder per thread, emptied, for an aux record built and written at once (no allocation per
+ * call; never held across a call that could build another). */
+ct_sb *ct_sb_scratch(void) {
+    static __thread ct_sb b;
+    b.n = 0;
+    return &b;
 }
 
 void ct_sb_cat(ct_sb *b, const char *s, size_t n) {

@@ -236,6 +236,7 @@ void ct_sb_cat(ct_sb *b, const char *s, size_t n);       /* n bytes as they are 
 void ct_sb_str(ct_sb *b, const char *s);                 /* a C string as it is */
 void ct_sb_i64(ct_sb *b, int64_t v);                     /* decimal */
 void ct_sb_free(ct_sb *b);
+ct_sb *ct_sb_scratch(void);                              /* this thread's, emptied */
 /* Write {"ev":ev<body>}\n where body is ',"key":value,...' (or empty). */
 void ct_aux(int64_t ev, const ct_sb *body);
 

@@ -96,13 +96,12 @@ static herr_t h5_rw(uint32_t func, const void *caller, hid_t dset, hid_t mtype, 
                       .flags = (uint8_t)(CT_F_AUX | (r < 0 ? CT_F_FAILED : 0))};
         int64_t idx = ct_emit(&e);
         if (idx >= 0) {   /* not in counters mode (but for its sampled events) */
-            static __thread ct_sb b;   /* kept per thread: no allocation per call */
-            b.n = 0;
-            ct_sb_str(&b, ",\"selection_bytes\":");
-            ct_sb_i64(&b, sel);
-            ct_sb_str(&b, ",\"dataset\":");
-            ct_sb_json(&b, ct_text(ds.name_id));
-            ct_aux(idx, &b);
+            ct_sb *b = ct_sb_scratch();
+            ct_sb_str(b, ",\"selection_bytes\":");
+            ct_sb_i64(b, sel);
+            ct_sb_str(b, ",\"dataset\":");
+            ct_sb_json(b, ct_text(ds.name_id));
+            ct_aux(idx, b);
         }
     }
     ct_tls.inside = 0;

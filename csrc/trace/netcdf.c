@@ -76,6 +76,10 @@ typedef struct {
 static __thread nc_seen nc_last;
 static inline unsigned gen_now(void) { return __atomic_load_n(&nc_gen, __ATOMIC_ACQUIRE); }
 static inline void gen_bump(void) { __atomic_add_fetch(&nc_gen, 1, __ATOMIC_ACQ_REL); }
+/* This thread's last access was to this file (of this library), and nothing changed since. */
+static inline int seen_file(uintptr_t lib, int ncid, unsigned gen) {
+    return nc_last.gen == gen && nc_last.lib == lib && nc_last.ncid == ncid;
+}
 
 /* Which libnetcdf answers this caller: ncids of two copies overlap. */
 static uintptr_t nc_lib(const void *caller) { return (uintptr_t)CT_LIB(nc_inq_libvers, caller); }
@@ -155,7 +159,7 @@ static uint32_t file_id_of(uintptr_t lib, int ncid, const void *caller, int *exc
 }
 
 static int nc_traced(uintptr_t lib, int ncid) {
-    if (nc_last.gen == gen_now() && nc_last.lib == lib && nc_last.ncid == ncid) return !nc_last.excluded;
+    if (seen_file(lib, ncid, gen_now())) return !nc_last.excluded;
     ct_lock();
     ncfile *f = file_find(lib, ncid);
     int t = !(f && f->excluded);
@@ -297,7 +301,7 @@ static void nc_access(uint32_t func, const void *caller, uintptr_t lib, int ncid
     int excluded = 0;
     uint32_t file;
     ncvar *v;
-    if (nc_last.gen == gen && nc_last.lib == lib && nc_last.ncid == ncid && nc_last.varid == varid) {
+    if (seen_file(lib, ncid, gen) && nc_last.varid == varid) {
         file = nc_last.file, excluded = nc_last.excluded, v = nc_last.v;
     } else {
         file = file_id_of(lib, ncid, caller, &excluded);
@@ -344,34 +348,33 @@ static void nc_access(uint32_t func, const void *caller, uintptr_t lib, int ncid
     int64_t idx = excluded ? -1 : ct_emit(&e);
     if (idx >= 0) {
         /* the per-call part, then the variable's description as built once (var_describe) */
-        static __thread ct_sb b;   /* kept per thread: no allocation per call */
-        b.n = 0;
-        ct_sb_str(&b, ",\"ncid\":");
-        ct_sb_i64(&b, ncid);
-        ct_sb_str(&b, ",\"varid\":");
-        ct_sb_i64(&b, varid);
+        ct_sb *b = ct_sb_scratch();
+        ct_sb_str(b, ",\"ncid\":");
+        ct_sb_i64(b, ncid);
+        ct_sb_str(b, ",\"varid\":");
+        ct_sb_i64(b, varid);
         if (v && st && ct) {
-            ct_sb_str(&b, ",\"start\":");
-            ct_sb_sizes(&b, st, nd);
-            ct_sb_str(&b, ",\"count\":");
-            ct_sb_sizes(&b, ct, nd);
+            ct_sb_str(b, ",\"start\":");
+            ct_sb_sizes(b, st, nd);
+            ct_sb_str(b, ",\"count\":");
+            ct_sb_sizes(b, ct, nd);
             if (kind == K_VARS && stride) {
-                ct_sb_str(&b, ",\"stride\":[");
+                ct_sb_str(b, ",\"stride\":[");
                 for (int i = 0; i < nd; i++) {
-                    if (i) ct_sb_str(&b, ",");
-                    ct_sb_i64(&b, (int64_t)stride[i]);
+                    if (i) ct_sb_str(b, ",");
+                    ct_sb_i64(b, (int64_t)stride[i]);
                 }
-                ct_sb_str(&b, "]");
+                ct_sb_str(b, "]");
             } else {
-                ct_sb_str(&b, ",\"stride\":null");
+                ct_sb_str(b, ",\"stride\":null");
             }
-            ct_sb_str(&b, ",\"mem_itemsize\":");
-            ct_sb_i64(&b, (int64_t)isz);
+            ct_sb_str(b, ",\"mem_itemsize\":");
+            ct_sb_i64(b, (int64_t)isz);
             ct_lock();
-            ct_sb_cat(&b, v->desc.p, v->desc.n);
+            ct_sb_cat(b, v->desc.p, v->desc.n);
             ct_unlock();
         }
-        ct_aux(idx, &b);
+        ct_aux(idx, b);
     }
     if (st != st_s) free(st);
     if (ct != ct_s) free(ct);

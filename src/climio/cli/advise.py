@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -82,23 +82,31 @@ def _warn(lines) -> None:
         err_line(f"climio: warning: {line}")
 
 
-_READ_HELP = "Read shape: xt, xy, xyt or a count template such as 24,1,Y,X; repeatable (one entry per read)."
+# The options `climio predict` and `climio advise` share, declared once.
+VarOpt = Annotated[Optional[str], typer.Option("--var", metavar="NAME", help="Variable (default: the only multi-dimensional one).")]
+ReadOpt = Annotated[Optional[List[str]], typer.Option("--read", metavar="SHAPE", help="Read shape: xt, xy, xyt or a count template such as 24,1,Y,X; repeatable (one entry per read).")]
+PassesOpt = Annotated[int, typer.Option("--passes", metavar="N", help="Times the workflow reads the data this way.")]
+TasksOpt = Annotated[Optional[int], typer.Option("--tasks", metavar="N", help="Tasks (processes) sharing the reads (default 1).")]
+StackOpt = Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray.")]
+CacheOpt = Annotated[Optional[str], typer.Option("--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's).")]
+ProfileOpt = Annotated[Optional[Path], typer.Option("--profile", metavar="FILE", help="Profile to predict with (default: this platform's).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 
 
 @app.command("predict")
 def predict_cmd(
     file: Optional[Path] = typer.Argument(None, help="netCDF-4/HDF5 file."),
-    var: Optional[str] = typer.Option(None, "--var", metavar="NAME", help="Variable (default: the only multi-dimensional one)."),
-    read: Optional[List[str]] = typer.Option(None, "--read", metavar="SHAPE", help=_READ_HELP),
-    passes: int = typer.Option(1, "--passes", metavar="N", help="Times the workflow reads the data this way."),
-    tasks: Optional[int] = typer.Option(None, "--tasks", metavar="N", help="Tasks (processes) sharing the reads (default 1)."),
-    stack: Optional[str] = typer.Option(None, "--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray."),
-    chunk_cache: Optional[str] = typer.Option(None, "--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's)."),
+    var: VarOpt = None,
+    read: ReadOpt = None,
+    passes: PassesOpt = 1,
+    tasks: TasksOpt = None,
+    stack: StackOpt = None,
+    chunk_cache: CacheOpt = None,
     workflow: Optional[Path] = typer.Option(None, "--workflow", metavar="FILE", help="A YAML/JSON workflow: file, var, stack, tasks, reads [{read, passes}]."),
-    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", help="Profile to predict with (default: this platform's)."),
+    profile: ProfileOpt = None,
     check: bool = typer.Option(False, "--check", help="Also run each read cold and print predicted against measured."),
     reps: int = typer.Option(3, "--reps", metavar="N", help="Cold runs per read for --check."),
-    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+    json_out: JsonOpt = False,
 ):
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
@@ -121,14 +129,14 @@ def predict_cmd(
 def advise_cmd(
     target: Path = typer.Argument(..., help="A netCDF file (with --read), a workflow YAML/JSON, a climio trace "
                                             "directory or a Darshan log."),
-    var: Optional[str] = typer.Option(None, "--var", metavar="NAME", help="Variable (default: the only multi-dimensional one)."),
-    read: Optional[List[str]] = typer.Option(None, "--read", metavar="SHAPE", help=_READ_HELP),
-    passes: int = typer.Option(1, "--passes", metavar="N", help="Times the workflow reads the data this way."),
-    tasks: Optional[int] = typer.Option(None, "--tasks", metavar="N", help="Tasks sharing the reads (default 1)."),
-    stack: Optional[str] = typer.Option(None, "--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray."),
-    chunk_cache: Optional[str] = typer.Option(None, "--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's)."),
-    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", help="Profile to predict with (default: this platform's)."),
-    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+    var: VarOpt = None,
+    read: ReadOpt = None,
+    passes: PassesOpt = 1,
+    tasks: TasksOpt = None,
+    stack: StackOpt = None,
+    chunk_cache: CacheOpt = None,
+    profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
 ):
     """What to change, ranked by predicted gain: each with its evidence, the predicted time before
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,

@@ -260,7 +260,8 @@ def read_darshan(path) -> DarshanLog:
 
 
 def _read_here(path: Path) -> DarshanLog:
-    """What read_darshan returns, read in this process (the child of _in_child)."""
+    """What read_darshan returns, read in this process: the child of _in_child, which leaves with
+    os._exit, so no handle is closed (or left to close) after it."""
     rep = _open(path)
     err = _CapturedStderr()
     try:
@@ -299,8 +300,6 @@ def _read_here(path: Path) -> DarshanLog:
         rep.log = None
         why = err.first_line() or f"{type(exc).__name__}: {exc}"
         raise DarshanLogError(f"{path} is not a readable Darshan log (pydarshan could not read its records: {why})") from None
-    with _CapturedStderr():
-        rep.__exit__(None, None, None)   # close the handle now (pydarshan's context-manager exit)
     limits = list(LIMITS) + [WITH_DXT if dxt is not None else NO_DXT]
     if dxt is not None:
         notes += dxt.notes
