@@ -54,8 +54,10 @@ and evicted from the page cache (climio.cache.prepare(..., "cold"), verified by 
   e2e      analyse(..., compute=True): read + spectra, as `climio stsa` runs
 Times are the client's wall clock from submission to the combined result; medians. Printed:
 e2e / max(read, compute), and e2e / (read + compute): a worker runs one task at a time and a
-task reads and then computes, so reading and computing can overlap only across workers. --read-plan
-picks how tasks read (climio.stsa.readplan): runs (climio stsa's default) or the thesis's latitude.
+task reads and then computes, so reading and computing can overlap only across workers (or
+threads, --threads). --read-plan picks how tasks read (climio.stsa.readplan): runs (climio stsa's
+default) or the thesis's latitude; the last column names the reader the e2e tasks used (a
+contiguous variable: h5py with its sieve sized for the page cache's state, climio.stsa.direct).
 """
 
 from __future__ import annotations
@@ -395,14 +397,15 @@ def _cold(client, path):
     return ds, state["state"]
 
 
-def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs"):
+def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs", layouts=None):
     from climio.data import write_4d
     from climio.stsa import workflow
     print(f"\n(b) end-to-end: u{list(shape)} float64 ({np.prod(shape) * 8 / 1e6:.0f} MB), WK over all "
           f"{shape[2]} latitudes, nDayWin {WIN}, nDaySkip {SKIP}, {n_tasks} latitude tasks, read plan "
           f"{read_plan}; cold cache; medians of {reps}")
     files = {}
-    for name, chunks in LAYOUTS:
+    chosen = [(name, chunks) for name, chunks in LAYOUTS if not layouts or name in layouts]
+    for name, chunks in chosen:
         path = work / f"stsa_{name}.nc"
         t0 = time.perf_counter()
         write_4d(str(path), list(shape), chunks=chunks if chunks else [shape[0], 1, 1, shape[3]], seed=7, var="u")
@@ -412,17 +415,18 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs"):
             ch = nc.variables["u"].chunking()
         print(f"    wrote {name:10} chunks {ch if ch == 'contiguous' else list(ch)} in {time.perf_counter() - t0:.1f} s")
     hdr = (f"{'layout':10} {'N':>2} {'read':>7} {'compute':>8} {'e2e':>7} {'e2e/max':>8} {'e2e/sum':>8} "
-           f"{'tasks: read':>11} {'compute':>8} {'cold':>5}")
+           f"{'tasks: read':>11} {'compute':>8} {'cold':>5}  reader (e2e tasks)")
     print(hdr)
     out = []
     from distributed import wait
     for n in workers:
         with workflow.Cluster(workers=n, threads=threads) as cl:
             client = cl.client
-            for name, _ in LAYOUTS:
+            for name, _ in chosen:
                 path = str(files[name])
                 t = {"read": [], "compute": [], "e2e": [], "task_read": [], "task_compute": []}
                 colds = []
+                readers = set()
                 ref = None
                 # the field in the workers' memory for the pure compute (untimed)
                 ds, _ = _cold(client, path)
@@ -458,6 +462,7 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs"):
                     colds.append(st)
                     t["task_read"].append(sum(x["read_wall_s"] for x in run.tasks))
                     t["task_compute"].append(sum(x["compute_wall_s"] for x in run.tasks))
+                    readers |= {x.get("reader", "?") for x in run.tasks}
                     same = np.array_equal(run.spectra.sym_raw, spec_c.sym_raw)
                     ref = same if ref is None else (ref and same)
                 client.cancel(arr_f)
@@ -467,7 +472,7 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs"):
                 cold = "yes" if all(c == "cold" for c in colds) else "NO"
                 out.append((name, n, r_max, r_sum, med))
                 print(f"{name:10} {n:2d} {med['read']:6.2f}s {med['compute']:7.2f}s {med['e2e']:6.2f}s {r_max:8.2f} "
-                      f"{r_sum:8.2f} {med['task_read']:10.2f}s {med['task_compute']:7.2f}s {cold:>5}"
+                      f"{r_sum:8.2f} {med['task_read']:10.2f}s {med['task_compute']:7.2f}s {cold:>5}  {'; '.join(sorted(readers))}"
                       + ("" if ref else "  (e2e spectra differ from the in-memory compute!)"), flush=True)
     worst = max(o[2] for o in out)
     print(f"    e2e / max(read, compute): worst {worst:.2f}; target <= {TARGET_OVERLAP}: "
@@ -484,8 +489,9 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5 for (a), 3 for (b); quick 3/2)")
     ap.add_argument("--workers", default="1,2", help="worker counts for (b)")
     ap.add_argument("--threads", type=int, default=1,
-                    help="threads per Dask worker for (b): 1 (default) is the thesis's one task per worker at a time; "
-                         "2 lets one task read while another computes (measured: no gain on 2 cores, the GIL)")
+                    help="threads per Dask worker for (b): 1 (default, as climio stsa) is the thesis's one task per "
+                         "worker at a time; 2 lets one task read while another computes")
+    ap.add_argument("--layouts", help=f"comma-separated (b) layouts of {','.join(n for n, _ in LAYOUTS)} (default all)")
     ap.add_argument("--read-plan", default="runs", choices=("runs", "latitude"),
                     help="how a task reads (climio.stsa.readplan): runs (climio stsa's default) or latitude (the thesis's)")
     ap.add_argument("--tasks", type=int, default=None, help="latitude tasks for (b) (default: the workflow's 16)")
@@ -502,7 +508,8 @@ def main(argv=None):
         if "b" in a.part:
             from climio.stsa.workflow import DEFAULT_TASKS
             part_b(QUICK_SHAPE_B if a.quick else SHAPE_B, [int(w) for w in a.workers.split(",")],
-                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS, a.threads, a.read_plan)
+                   a.reps or (2 if a.quick else 3), work, a.tasks or DEFAULT_TASKS, a.threads, a.read_plan,
+                   a.layouts.split(",") if a.layouts else None)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -8,7 +8,7 @@ import xarray as xr
 
 from climio.data import write_4d
 from climio.errors import InputError
-from climio.stsa import readplan, workflow
+from climio.stsa import direct, readplan, workflow
 
 DIMS = ("time", "lev", "lat", "lon")
 
@@ -64,6 +64,9 @@ def test_runs_plan_reads_what_the_latitude_plan_reads(tmp_path, chunks, method, 
                     want = truth[:, list(s.rows), :]
                 np.testing.assert_array_equal(block, want)
                 assert got["read_plan"] == plan
+                # a contiguous netCDF-4 variable read in runs goes through h5py
+                fast = plan == "runs" and chunks == "contiguous"
+                assert got["reader"].startswith("h5py") if fast else got["reader"] == direct.READER_XARRAY
                 if plan == "latitude" or chunks == "contiguous":
                     assert got["chunk_cache_bytes"] is None
                 else:
@@ -93,3 +96,83 @@ def test_unknown_read_plan_is_an_input_error(tmp_path):
         inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None, spd=4)
         with pytest.raises(InputError, match="read plan"):
             workflow.analyse(inp, read_plan="sideways")
+
+
+def _direct_reads(inp, n_tasks=3):
+    specs = workflow._specs(inp, n_tasks, False, 10, -5, None, 0.1)
+    return [workflow.run_task(workflow.task_parts(inp.da, s), s)["reader"] for s in specs], specs
+
+
+@pytest.mark.parametrize("case", ["float32", "band", "south-first", "fill", "decoded-mask"])
+def test_direct_reader_equals_xarray_or_steps_aside(tmp_path, case):
+    """The h5py reader serves only what it can prove equal to xarray's values: float32 converted to
+    float64, a latitude band (an index run), and a north-to-south file reversed by prepare_input (a
+    negative step: xarray reads it); a variable xarray decodes (mask) is read by xarray."""
+    import netCDF4
+    path = tmp_path / "u.nc"
+    nt, ny, nx = 80, 10, 16
+    lat = np.linspace(-45, 45, ny) if case != "south-first" else np.linspace(45, -45, ny)
+    vals = np.random.default_rng(4).standard_normal((nt, ny, nx)).astype(np.float32 if case == "float32" else np.float64)
+    with netCDF4.Dataset(path, "w") as nc:
+        for d, n in (("time", nt), ("lat", ny), ("lon", nx)):
+            nc.createDimension(d, n)
+        nc.createVariable("time", "f8", ("time",))[:] = np.arange(nt) / 4.0
+        nc["time"].units = "days since 2000-01-01"
+        nc.createVariable("lat", "f8", ("lat",))[:] = lat
+        nc["lat"].units = "degrees_north"
+        nc.createVariable("lon", "f8", ("lon",))[:] = np.arange(nx) * 360.0 / nx
+        nc["lon"].units = "degrees_east"
+        kw = {"fill_value": -999.0} if case in ("fill", "decoded-mask") else {}
+        v = nc.createVariable("u", vals.dtype, ("time", "lat", "lon"), contiguous=True, **kw)
+        v[:] = vals
+        if case == "decoded-mask":
+            v.missing_value = -999.0
+    band = (-30, 30) if case == "band" else None
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        truth = np.asarray(workflow.prepare_input(ds["u"], "wk", lat_band=band, ndaywin=10, ndayskip=-5).da.values,
+                           dtype=np.float64)
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        inp = workflow.prepare_input(ds["u"], "wk", lat_band=band, ndaywin=10, ndayskip=-5)
+        readers, specs = _direct_reads(inp)
+        for s in specs:
+            np.testing.assert_array_equal(workflow.read_block(workflow.task_parts(inp.da, s), s),
+                                          truth[:, list(s.rows), :])
+    if case in ("south-first", "fill", "decoded-mask"):
+        assert set(readers) == {direct.READER_XARRAY}
+    else:
+        assert all(r.startswith("h5py") for r in readers)
+
+
+@pytest.mark.parametrize("state", ["cold", "warm"])
+def test_direct_reader_sieve_follows_the_page_cache(tmp_path, state):
+    """From storage the h5py reader sweeps with a 4 MiB sieve, from the page cache it reads piece by
+    piece; the values are the same either way, and the same as xarray's."""
+    from climio import cache
+    path = tmp_path / "u.nc"
+    write_4d(str(path), [400, 1, 16, 64], chunks="contiguous", seed=9, var="u")
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        truth = np.asarray(workflow.prepare_input(ds["u"], "wk", lat_band=None, spd=4, ndaywin=10,
+                                                       ndayskip=-5).da.values, dtype=np.float64)
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        inp = workflow.prepare_input(ds["u"], "wk", lat_band=None, spd=4, ndaywin=10, ndayskip=-5)
+        specs = workflow._specs(inp, 4, False, 10, -5, None, 0.1)
+        assert cache.prepare([str(path)], state)["state"] == state
+        info = {}
+        block = workflow.read_block(workflow.task_parts(inp.da, specs[0]), specs[0], info)
+    np.testing.assert_array_equal(block, truth[:, list(specs[0].rows), :])
+    want = "h5py, 4 MiB sieve (storage)" if state == "cold" else "h5py, no sieve (cached)"
+    assert info["reader"] == want
+
+
+def test_resident_fraction_of_a_byte_range(tmp_path):
+    from climio import cache
+    path = tmp_path / "f.bin"
+    path.write_bytes(np.arange(1 << 18, dtype=np.int64).tobytes())      # 2 MiB
+    cache.evict(str(path))
+    with open(path, "rb") as f:                                          # the second MiB only
+        f.seek(1 << 20)
+        f.read(1 << 20)
+    assert cache.resident_fraction(str(path), 1 << 20, 1 << 20) == 1.0
+    assert cache.resident_fraction(str(path), 0, 1 << 19) <= cache.COLD_THRESHOLD
+    assert 0.4 <= cache.resident_fraction(str(path)) <= 0.6
+    assert cache.resident_fraction(str(path), 1 << 22, 10) == 0.0       # past the end: nothing

@@ -26,25 +26,29 @@ _PAGE = mmap.PAGESIZE
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
-def resident_fraction(path) -> float:
-    """Fraction of the file's pages in the page cache (0.0 for an empty file)."""
+def resident_fraction(path, offset=0, length=None) -> float:
+    """Fraction of the file's pages in the page cache (0.0 for an empty file or range); with
+    ``offset``/``length``, of the pages holding those bytes only."""
     size = os.path.getsize(path)
-    if size == 0:
+    start = max(0, min(int(offset), size)) // _PAGE * _PAGE
+    end = size if length is None else max(start, min(size, int(offset) + int(length)))
+    if end <= start:
         return 0.0
-    npages = (size + _PAGE - 1) // _PAGE
+    span = end - start
+    npages = (span + _PAGE - 1) // _PAGE
     vec = (ctypes.c_ubyte * npages)()
     fd = os.open(path, os.O_RDONLY)
     try:
         # Python's mmap object hides its address for read-only maps, so map through libc.
-        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        addr = _libc.mmap(None, span, mmap.PROT_READ, mmap.MAP_SHARED, fd, start)
         if addr in (None, _MAP_FAILED):
             raise OSError(ctypes.get_errno(), f"mmap failed on {path}")
         try:
-            if _libc.mincore(addr, size, vec) != 0:
+            if _libc.mincore(addr, span, vec) != 0:
                 err = ctypes.get_errno()
                 raise OSError(err, f"mincore failed on {path}: {os.strerror(err)}")
         finally:
-            _libc.munmap(addr, size)
+            _libc.munmap(addr, span)
     finally:
         os.close(fd)
     return int((np.frombuffer(vec, dtype=np.uint8) & 1).sum()) / npages

@@ -52,7 +52,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError, InputError, NativeError
-from . import readplan
+from . import direct, readplan
 from . import spectra as sp
 
 METHODS = ("wk", "hayashi")
@@ -468,9 +468,12 @@ def tune_chunk_cache(parts, spec: TaskSpec):
     return int(size)
 
 
-def read_block(parts, spec: TaskSpec) -> np.ndarray:
+def read_block(parts, spec: TaskSpec, info=None) -> np.ndarray:
     """The task's data as (time [x levels, level-major], rows, lon) float64, read as its plan says
-    (see :mod:`climio.stsa.readplan`); ``parts`` from :func:`task_parts`."""
+    (see :mod:`climio.stsa.readplan`); ``parts`` from :func:`task_parts`. A contiguous netCDF-4
+    variable is read through h5py, its sieve buffer sized for where the bytes are
+    (:mod:`climio.stsa.direct`);
+    ``info["reader"]`` says which reader served the task."""
     import dask
     ax = spec.axes
     first = parts[0]
@@ -478,6 +481,7 @@ def read_block(parts, spec: TaskSpec) -> np.ndarray:
     nz = first.sizes[ax.lev] if ax.lev else 1
     nrow = sum(p.sizes[ax.lat] for p in parts)
     out = np.empty((nz * nt, nrow, nx), dtype=np.float64)
+    reader = direct.READER_XARRAY
     with dask.config.set(scheduler="synchronous"):   # never the distributed client from inside a task
         if spec.read_plan == "latitude":
             (sub,) = parts
@@ -485,16 +489,45 @@ def read_block(parts, spec: TaskSpec) -> np.ndarray:
                 for iz in range(nz):
                     sel = {ax.lat: j, ax.lev: iz} if ax.lev else {ax.lat: j}
                     out[iz * nt:(iz + 1) * nt, j, :] = np.asarray(sub[sel].values, dtype=np.float64)
-            return out
-        j = 0
-        for part in parts:                            # dims (time, [lev,] lat, lon): prepare_input's order
-            vals = np.asarray(part.values, dtype=np.float64)
-            r = vals.shape[-2]
-            if ax.lev:                                # (T, Z, r, X) -> level-major pseudo-time
-                vals = vals.transpose(1, 0, 2, 3).reshape(nz * nt, r, nx)
-            out[:, j:j + r, :] = vals
-            j += r
+        else:
+            plans = [direct.plan(p) for p in parts]
+            if all(plans):
+                try:
+                    reader = _read_direct(parts, plans, out, ax)
+                except (OSError, KeyError, ValueError, TypeError):   # not what netCDF-C showed: read as before
+                    plans = [None]
+            if not all(plans):
+                _read_xarray(parts, out, ax)
+    if info is not None:
+        info["reader"] = reader
     return out
+
+
+def _read_direct(parts, plans, out, ax) -> str:
+    if not ax.lev and direct.stackable(plans):   # one read of the task's runs, in file order
+        return direct.read_union(plans, out)
+    j, reader = 0, None
+    for part, pl in zip(parts, plans):           # dims (time, [lev,] lat, lon): the file's order
+        r = part.sizes[ax.lat]
+        tmp = np.empty(part.shape, dtype=np.float64)
+        reader = direct.read_into(pl, tmp)
+        if ax.lev:                               # (T, Z, r, X) -> level-major pseudo-time
+            tmp = tmp.transpose(1, 0, 2, 3).reshape(-1, r, tmp.shape[-1])
+        out[:, j:j + r, :] = tmp
+        j += r
+    return reader
+
+
+def _read_xarray(parts, out, ax) -> None:
+    j = 0
+    nx = out.shape[-1]
+    for part in parts:                           # dims (time, [lev,] lat, lon): prepare_input's order
+        vals = np.asarray(part.values, dtype=np.float64)
+        r = vals.shape[-2]
+        if ax.lev:                               # (T, Z, r, X) -> level-major pseudo-time
+            vals = vals.transpose(1, 0, 2, 3).reshape(-1, r, nx)
+        out[:, j:j + r, :] = vals
+        j += r
 
 
 def run_task(parts, spec: TaskSpec) -> dict:
@@ -504,11 +537,12 @@ def run_task(parts, spec: TaskSpec) -> dict:
     where, start = _where(), time.time()
     io0, cpu0, w0 = _io_bytes(), _cpu(), time.perf_counter()
     cache_bytes = tune_chunk_cache(parts, spec)
-    block = read_block(parts, spec)
+    info = {}
+    block = read_block(parts, spec, info)
     w1, cpu1, io1 = time.perf_counter(), _cpu(), _io_bytes()
     out = {"task": spec.index, "rows": list(spec.rows), "worker": where, "start": start,
            "bytes": int(block.nbytes), "read_wall_s": w1 - w0, "read_cpu_s": cpu1 - cpu0,
-           "read_plan": spec.read_plan, "chunk_cache_bytes": cache_bytes}
+           "read_plan": spec.read_plan, "reader": info["reader"], "chunk_cache_bytes": cache_bytes}
     if io0 is not None and io1 is not None:
         out["storage_read_bytes"] = io1 - io0
     if spec.compute:
