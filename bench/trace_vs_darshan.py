@@ -12,6 +12,14 @@ only, never by `make setup`). Then every round runs, in a rotated order:
                (the least any event tracer costs here; only pread is interposed, so 4k / 1m only)
   darshan      LD_PRELOAD=libdarshan.so, its default per-file counters (DARSHAN_LOGFILE per run)
   darshan+dxt  the same with DXT_ENABLE_IO_TRACE=1 (a record per read and write)
+  darshan-h5, darshan-h5+dxt  (netCDF case) the same two from a second build of Darshan with its
+               HDF5 module (--enable-hdf5-mod, against Debian's parallel HDF5, the one netCDF-C links):
+               Darshan's default build has no netCDF or HDF5 layer and sees nothing per nc_get_vara,
+               this one would count the H5Dread netCDF-C makes for each (DXT traces POSIX and MPI-IO only).
+               Measured here (netCDF-C 4.9.0, HDF5 1.10.8): its log holds the 4 datasets netCDF-C opened
+               (with H5Oopen, which Darshan wraps) but H5D_READS 0 of 2,000, while its wrapper adds ~190
+               instructions per call (the cause was not found). The bench says so rather than compare
+               against a peer that recorded nothing.
   climio       libclimio-trace.so, full trace (an event per call)
   climio-cnt   libclimio-trace.so, CLIMIO_TRACE_MODE=counters
 on four workloads: 1,000,000 cached 4 KiB preads and 4,000 x 1 MiB reads (trace_overhead.py's
@@ -135,7 +143,26 @@ def have_tools():
     return all(shutil.which(t) for t in ("autoconf", "automake", "libtoolize"))
 
 
-def build_darshan(prefix: Path, log) -> Path:
+HDF5_DIR = Path("/usr/lib/x86_64-linux-gnu/hdf5/openmpi")   # Debian's parallel HDF5, netCDF-C's (libnetcdf_mpi)
+
+
+def hdf5_prefix() -> Path:
+    """An install prefix for Darshan's configure --with-hdf5 (it wants bin/h5dump, include/, lib/):
+    symbolic links to Debian's parallel HDF5, the one the netCDF program links through netCDF-C."""
+    p = CACHE / "hdf5-openmpi"
+    if not (HDF5_DIR / "include" / "hdf5.h").is_file() or not shutil.which("h5dump"):
+        sys.exit(f"Debian's parallel HDF5 not found ({HDF5_DIR}/include/hdf5.h, h5dump): needed for Darshan's HDF5 module")
+    (p / "bin").mkdir(parents=True, exist_ok=True)
+    for link, target in ((p / "bin" / "h5dump", Path(shutil.which("h5dump"))), (p / "include", HDF5_DIR / "include"),
+                         (p / "lib", HDF5_DIR)):
+        if not link.is_symlink():
+            link.symlink_to(target)
+    return p
+
+
+def build_darshan(prefix: Path, log, hdf5=False) -> Path:
+    """libdarshan.so under `prefix`, built when missing; hdf5: with Darshan's HDF5 module (H5F, H5D
+    counters; off in Darshan's default build)."""
     lib = prefix / "lib" / "libdarshan.so"
     if lib.is_file():
         return lib
@@ -151,14 +178,15 @@ def build_darshan(prefix: Path, log) -> Path:
         with tarfile.open(DARSHAN_TGZ) as t:
             t.extractall(src)
         top = next(src.iterdir())
-        log(f"building Darshan's runtime into {prefix} (a few minutes)")
+        log(f"building Darshan's runtime{' with its HDF5 module' if hdf5 else ''} into {prefix} (a few minutes)")
         run = lambda cmd, cwd: subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.PIPE, timeout=1800)
         run(["./prepare.sh"], top)
         b = top / "build"
         b.mkdir()
+        h5 = ["--enable-hdf5-mod", f"--with-hdf5={hdf5_prefix()}"] if hdf5 else []
         run([str(top / "configure"), f"--prefix={prefix}", "--with-log-path-by-env=DARSHAN_LOGPATH",
-             "--with-jobid-env=NONE", "--disable-darshan-util", "--enable-darshan-runtime", "CC=mpicc"], b)
+             "--with-jobid-env=NONE", "--disable-darshan-util", "--enable-darshan-runtime", *h5, "CC=mpicc"], b)
         run(["make", f"-j{os.cpu_count() or 2}"], b)
         run(["make", "install"], b)
     except subprocess.CalledProcessError as exc:
@@ -204,10 +232,11 @@ class Bench:
     def env(self, variant, out):
         e = {k: v for k, v in os.environ.items() if not k.startswith(("DARSHAN", "DXT", "CLIMIO_TRACE"))}
         e.pop("LD_PRELOAD", None)
-        if variant in ("darshan", "darshan+dxt"):
-            e.update(LD_PRELOAD=self.darshan, DARSHAN_LOGPATH=out, DARSHAN_LOGFILE=os.path.join(out, "run.darshan"),
+        if variant.startswith("darshan"):
+            lib = self.darshan_h5 if variant.startswith("darshan-h5") else self.darshan
+            e.update(LD_PRELOAD=lib, DARSHAN_LOGPATH=out, DARSHAN_LOGFILE=os.path.join(out, "run.darshan"),
                      DARSHAN_ENABLE_NONMPI="1")
-            if variant == "darshan+dxt":
+            if variant.endswith("+dxt"):
                 e["DXT_ENABLE_IO_TRACE"] = "1"
         elif variant in ("climio", "climio-cnt"):
             e.update(LD_PRELOAD=self.lib, CLIMIO_TRACE_DIR=out)
@@ -281,7 +310,8 @@ class Bench:
 
 def variants_of(case):
     """What runs on `case`: plain first (the reference), the floor only where it applies (pread)."""
-    return ["plain", "darshan", "darshan+dxt", "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
+    h5 = ["darshan-h5", "darshan-h5+dxt"] if case.get("hdf5") else []
+    return ["plain", "darshan", "darshan+dxt", *h5, "climio", "climio-cnt"] + (["floor"] if case.get("floor") else [])
 
 
 def instructions(bench, case, variant, n):
@@ -360,6 +390,12 @@ def expected(case, variant, check):
         if "ops" not in check:
             return None, None
         key = case["darshan_module"]
+        if variant.startswith("darshan-h5"):      # one H5Dread per nc_get_vara
+            got = check["ops"].get("H5D", 0)
+            ok = got >= case["calls"]
+            if variant.endswith("+dxt"):          # DXT traces POSIX and MPI-IO only (none here per call)
+                got = (got, check["dxt_segments"].get("DXT_POSIX", 0))
+            return ok, got
         got = check["ops"].get(key, 0)
         ok = got >= case["darshan_calls"]
         if variant == "darshan+dxt":
@@ -392,6 +428,9 @@ def main():
     b = Bench(a, work)
     b.keep_log = None
     b.darshan = str(dlib)
+    b.darshan_h5 = None
+    if "netcdf" in a.cases.split(","):
+        b.darshan_h5 = str(build_darshan(prefix.with_name(prefix.name + "-hdf5"), log, hdf5=True))
     b.lib = to.find_lib(a.lib)
     try:
         cc = shutil.which("cc")
@@ -417,8 +456,9 @@ def main():
             ncfile = os.path.join(work, "v.nc")
             subprocess.run([mk, ncfile], check=True)
             # climio: one nc_get_vara_float per read; Darshan has no netCDF module: its POSIX reads
+            # Darshan's HDF5 module (built as well) records the H5Dread netCDF-C makes per call
             cases.append({"name": "netcdf", "cmd": [rd, ncfile, str(n_nc)], "calls": n_nc, "n": n_nc,
-                          "darshan_module": "POSIX", "darshan_calls": 1})
+                          "darshan_module": "POSIX", "darshan_calls": 1, "hdf5": True})
         if "mpi" in want:
             mp = to.compile_c("mpicc", work, "mpiread", MPI_PROG)
             cases.append({"name": "mpi", "cmd": [mp, data, str(n_mpi)], "calls": 2 * n_mpi, "n": 2 * n_mpi,
@@ -427,7 +467,8 @@ def main():
         with open(data, "rb") as f:
             while f.read(1 << 24):
                 pass
-        print(f"climio: {b.lib}\ndarshan: {b.darshan}\nrounds: {reps}; load average {os.getloadavg()[0]:.2f} "
+        print(f"climio: {b.lib}\ndarshan: {b.darshan}" + (f" (with its HDF5 module: {b.darshan_h5})" if b.darshan_h5 else "")
+              + f"\nrounds: {reps}; load average {os.getloadavg()[0]:.2f} "
               f"on {os.cpu_count()} CPUs")
         table = []
         for case in cases:
@@ -441,7 +482,7 @@ def main():
             plain_loop = [c["loop_s"] for _, c in runs["plain"]]
             print(f"\n{case['name']}: {case['n']} traced calls; plain median {statistics.median(plain):.4f} s "
                   f"(its read loop {statistics.median(plain_loop):.4f} s)")
-            res = {}
+            res, recorded = {}, {}
             for v in variants[1:]:
                 walls = [w for w, _ in runs[v]]
                 loops = [c["loop_s"] for _, c in runs[v]]
@@ -454,6 +495,7 @@ def main():
                 checks = [expected(case, v, c)[0] for _, c in runs[v]]
                 direct = runs[v][-1][1].get("direct")
                 res[v] = med_ci(added)
+                recorded[v] = (all(c for c in checks if c is not None), got)
                 rm, rl, rh = med_ci(ratio)
                 am, al, ah = res[v]
                 rec = "" if ok is None else f"; recorded every call: {all(c for c in checks if c is not None)} ({got})"
@@ -469,6 +511,17 @@ def main():
                   f"climio counters <= darshan counters: {cnt:.1f} vs {dcnt:.1f} ns -> {cnt <= dcnt}"
                   + (f"; climio full <= floor + 15 ns: {full:.1f} vs {res['floor'][0] + 15:.1f} -> "
                      f"{full <= res['floor'][0] + 15}" if "floor" in res else ""))
+            if "darshan-h5+dxt" in res:   # the peer that could see the same calls: Darshan's HDF5 module
+                h5x, h5c = res["darshan-h5+dxt"][0], res["darshan-h5"][0]
+                seen, got = recorded["darshan-h5"]
+                if seen:
+                    print(f"  with Darshan's HDF5 module: climio full <= darshan-h5+dxt: {full:.1f} vs {h5x:.1f} ns -> "
+                          f"{full <= h5x}; climio counters <= darshan-h5: {cnt:.1f} vs {h5c:.1f} ns -> {cnt <= h5c}")
+                else:
+                    # as measured with netCDF-C 4.9.0 / HDF5 1.10.8: the datasets are in the log, no read is
+                    print(f"  Darshan's HDF5 module counted {got} of the {case['calls']} H5Dread calls netCDF-C made "
+                          f"(it adds {h5c:+.1f} ns/call, +DXT {h5x:+.1f}): no Darshan build records this program's "
+                          f"reads per call, so the per-call comparison has no peer here")
         if a.instructions:
             table += instruction_table(b, cases, a.instructions)
         if a.keep:
