@@ -493,12 +493,13 @@ def main():
                 ratio = [w / p for w, p in zip(walls, plain)]
                 ok, got = expected(case, v, runs[v][-1][1])
                 checks = [expected(case, v, c)[0] for _, c in runs[v]]
+                all_ok = all(c for c in checks if c is not None)
                 direct = runs[v][-1][1].get("direct")
                 res[v] = med_ci(added)
-                recorded[v] = (all(c for c in checks if c is not None), got)
+                recorded[v] = (all_ok, got)
                 rm, rl, rh = med_ci(ratio)
                 am, al, ah = res[v]
-                rec = "" if ok is None else f"; recorded every call: {all(c for c in checks if c is not None)} ({got})"
+                rec = "" if ok is None else f"; recorded every call: {all_ok} ({got})"
                 dtext = "" if direct is None else f"; direct writes: {direct}"
                 fm = statistics.median(fixed)
                 print(f"  {v:12s} {am:+8.1f} ns/call [{al:+.1f}, {ah:+.1f}]   per process {fm:+7.1f} ms   "

@@ -28,6 +28,7 @@ the task reads through xarray.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -104,17 +105,24 @@ def plan(part):
     return DirectRead(path, name, shape, tuple(key))
 
 
-def _open(path, name, shape):
-    """(h5py File, Dataset, sieve bytes, reader text) for a plan's variable."""
+@functools.lru_cache(maxsize=64)
+def _extent(path, name, mtime_ns, size):
+    """(shape, file offset, bytes) of a contiguous dataset, read once per file version and process
+    (the sieve size must be chosen before the file is opened for reading, so this is a second open)."""
     import h5py
-    probe = h5py.File(path, "r")
-    try:
-        ds = probe[name]
-        if tuple(ds.shape) != tuple(shape):
-            raise ValueError(f"{name}: shape {ds.shape} in HDF5, {tuple(shape)} in netCDF")
-        offset, length = ds.id.get_offset(), ds.id.get_storage_size()
-    finally:
-        probe.close()
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        return tuple(ds.shape), ds.id.get_offset(), ds.id.get_storage_size()
+
+
+def _open(path, name, shape):
+    """(h5py File, Dataset, reader text) for a plan's variable, the sieve sized for where its
+    bytes are."""
+    import h5py
+    st = os.stat(path)
+    got, offset, length = _extent(path, name, st.st_mtime_ns, st.st_size)
+    if got != tuple(shape):
+        raise ValueError(f"{name}: shape {got} in HDF5, {tuple(shape)} in netCDF")
     cached = offset is not None and cache.resident_fraction(path, offset, length) >= RESIDENT_ENOUGH
     sieve = 0 if cached else SWEEP_SIEVE_BYTES
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
