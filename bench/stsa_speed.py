@@ -42,7 +42,8 @@ max |climio - pywk| / max|pywk|; tolerance 1e-10. The spectra from the timed run
 also compared, for information only: median |log10 difference| of the smooth group after the
 constant log10(nlat).
 
-(b) End-to-end, N workers (LocalCluster processes x 1 thread). Per layout -- contiguous, the
+(b) End-to-end, N workers (climio's LocalCluster: processes of --threads compute threads and one
+thread that reads the next task meanwhile; the tasks pipelined as workflow._submit_pipelined says). Per layout -- contiguous, the
 netCDF library's default chunks, x-t chunks [T,1,1,X] -- one file u[time, 1, lat, lon] written by
 climio.data.write_4d (6-hourly, so spd 4; global cell-centre latitudes, mirrored) into a temporary
 directory. WK spectra over every latitude (lat_band None), 96-day windows, the workflow's default
@@ -422,6 +423,8 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs", lay
     for n in workers:
         with workflow.Cluster(workers=n, threads=threads) as cl:
             client = cl.client
+            # the pure compute runs on the workers' compute slots only, as the e2e tasks' computes do
+            slot = {workflow.CPU_SLOT: 1} if workflow.compute_slots(client) else None
             for name, _ in chosen:
                 path = str(files[name])
                 t = {"read": [], "compute": [], "e2e": [], "task_read": [], "task_compute": []}
@@ -447,7 +450,7 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs", lay
                     colds.append(st)
                     # compute only, data in memory
                     t0 = time.perf_counter()
-                    futs = [client.submit(_compute_task, arr_f, s, pure=False) for s in specs]
+                    futs = [client.submit(_compute_task, arr_f, s, pure=False, resources=slot) for s in specs]
                     res = client.gather(futs)
                     spec_c = workflow.combine(inp, res, WIN, SKIP)
                     t["compute"].append(time.perf_counter() - t0)
@@ -489,8 +492,8 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5 for (a), 3 for (b); quick 3/2)")
     ap.add_argument("--workers", default="1,2", help="worker counts for (b)")
     ap.add_argument("--threads", type=int, default=1,
-                    help="threads per Dask worker for (b): 1 (default, as climio stsa) is the thesis's one task per "
-                         "worker at a time; 2 lets one task read while another computes")
+                    help="compute threads per Dask worker for (b), besides its reading thread: 1 (default, as climio "
+                         "stsa) is the thesis's one computing task per worker")
     ap.add_argument("--layouts", help=f"comma-separated (b) layouts of {','.join(n for n, _ in LAYOUTS)} (default all)")
     ap.add_argument("--read-plan", default="runs", choices=("runs", "latitude"),
                     help="how a task reads (climio.stsa.readplan): runs (climio stsa's default) or latitude (the thesis's)")

@@ -86,3 +86,73 @@ def test_threads_in_one_worker_identical(field):
                 assert np.array_equal(getattr(wk, name), getattr(serial_wk, name), equal_nan=True), name
             for name in HAYASHI_FIELDS:
                 assert np.array_equal(getattr(hay, name), getattr(serial_hay, name)), name
+
+
+def test_reads_overlap_computes_with_two_blocks_per_slot_at_most(field):
+    """climio's LocalCluster gives each worker a reading thread besides its compute slot: a task's
+    read runs while the previous task computes, and the read of task k waits until task
+    k - 2 x slots has computed (a worker never holds more than two blocks per slot). Shown by the
+    tasks' own clocks: read start (``start``), compute end (``end``) and compute wall."""
+    with workflow.Cluster(workers=1) as cl:
+        assert workflow.compute_slots(cl.client) == 1
+        with xr.open_dataset(field, engine="netcdf4") as ds:
+            inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)
+            run = workflow.analyse(inp, n_tasks=8, client=cl.client)
+    t = sorted(run.tasks, key=lambda r: r["task"])
+    assert [r["task"] for r in t] == list(range(8))
+    for k in range(2, 8):        # bounded read-ahead: read k starts after compute k-2 ended
+        assert t[k]["start"] >= t[k - 2]["end"] - 1e-3, k
+    # overlap: some read started before the compute of the task before it had ended
+    assert any(t[k]["start"] < t[k - 1]["end"] for k in range(1, 8))
+    # without the LocalCluster's slots (a plain cluster), tasks run whole: no pipelining
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        assert workflow.compute_slots(client) == 0
+        with xr.open_dataset(field, engine="netcdf4") as ds:
+            inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)
+            whole = workflow.analyse(inp, n_tasks=8, client=client)
+    for name in HAYASHI_FIELDS:
+        assert np.array_equal(getattr(whole.spectra, name), getattr(run.spectra, name)), name
+
+
+def test_pipelined_read_keeps_the_file_and_its_chunk_cache_open_until_the_next(field):
+    """A pipelined worker may receive read k+1 only after read k's arrays are loaded and gone; xarray
+    would then close the file and drop the HDF5 chunk cache the runs plan sized (measured: every
+    other task re-read the whole variable). read_task(hold=True) keeps the task's file open until
+    release_files(); without hold it closes as before. Shown on a worker's view: unpickled parts."""
+    import gc
+    import pickle
+
+    from xarray.backends.file_manager import FILE_CACHE
+
+    def ship():          # the client's side; nothing of it outlives this call
+        with xr.open_dataset(field, engine="netcdf4") as ds:
+            inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)
+            specs = workflow._specs(inp, 2, True, 30, -10, None, sp.NCL_TAPER_FRACTION)
+            want = [workflow.read_block(workflow.task_parts(inp.da, s), s) for s in specs]
+            return specs, [pickle.dumps(workflow.task_parts(inp.da, s)) for s in specs], want
+
+    specs, shipped, want = ship()
+    gc.collect()
+    assert not FILE_CACHE                     # the client's own handle is closed
+
+    def worker_reads(i, hold):
+        parts = pickle.loads(shipped[i])      # as a worker deserialises a task
+        out = workflow.read_task(parts, specs[i], hold=hold)
+        del parts
+        gc.collect()
+        return out
+
+    try:
+        worker_reads(0, hold=False)
+        assert not FILE_CACHE                 # nothing refers to the file: closed
+        r0 = worker_reads(0, hold=True)
+        assert len(FILE_CACHE) == 1           # held open for the next read
+        r1 = worker_reads(1, hold=True)
+        assert len(FILE_CACHE) == 1           # the same file, still one handle
+        workflow.release_files()
+        gc.collect()
+        assert not FILE_CACHE
+        assert np.array_equal(r0["block"], want[0]) and np.array_equal(r1["block"], want[1])
+    finally:
+        workflow.release_files()

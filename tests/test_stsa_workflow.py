@@ -195,6 +195,6 @@ def test_cli_writes_spectra_plots_and_timings(bad_files, tmp_path):
     html = (o / "stsa.html").read_text()
     assert "data:image/png;base64" in html and "read wall" in html
     doc = json.loads((o / "tasks.json").read_text())
-    assert doc["where"] == "LocalCluster, 2 worker process(es) x 2 thread(s)"
+    assert doc["where"] == "LocalCluster, 2 worker process(es) x 2 compute thread(s) + 1 reading"
     with xr.open_dataset(o / "spectra.nc") as ds:
         assert ds.attrs["param_n_lat"] == 6 and ds.attrs["input_lat_band"].tolist() == [-70.0, 70.0]

@@ -10,7 +10,8 @@ from ..measure.progress import info
 from . import app
 
 HPC_HELP = """
-Where it runs: by default a Dask LocalCluster with one single-threaded worker process per core
+Where it runs: by default a Dask LocalCluster with one worker process per core (one compute thread
+and one reading thread each)
 (--workers N for another number); --scheduler ADDRESS uses a cluster that is already running,
 whose workers must see FILES under the same paths.
 
@@ -23,6 +24,11 @@ On an HPC system start the workers with the batch system and pass the scheduler'
   dask-mpi (pip install dask-mpi mpi4py), inside one batch job:
     srun -n 18 dask-mpi --scheduler-file sched.json --nthreads 1 &
     climio stsa 'u_*.nc' --var u --scheduler "$(python -c 'import json; print(json.load(open("sched.json"))["address"])')" -o out
+
+Reading overlaps computing on workers started with a reading thread besides their compute
+threads, as climio's LocalCluster starts them: dask worker ADDRESS --nthreads 2 --resources
+"stsa-read=1,stsa-compute=1" (dask-jobqueue: cores=2, worker_extra_args=["--resources",
+"stsa-read=1,stsa-compute=1"]). Other workers read and then compute each task.
 
 In Python: climio.stsa.wk(da, ...) / climio.stsa.hayashi(da, ...) take client=, workers= or scheduler=.
 """
@@ -41,7 +47,7 @@ def stsa_cmd(
     tasks: int = typer.Option(16, "--tasks", metavar="N", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
     read_plan: str = typer.Option("runs", "--read-plan", metavar="runs|latitude", help="How a task reads: runs (one read per run of adjacent rows, the HDF5 chunk cache sized to hold every chunk the task touches) or latitude (the thesis's one (time, lon) slab per latitude and level)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Worker processes of the LocalCluster (default: one per core)."),
-    threads: int = typer.Option(1, "--threads", metavar="N", help="Threads per LocalCluster worker: 2 lets a worker read one task while it computes another (reading and computing overlap); 1 is the thesis's one task per worker at a time. Memory per worker grows with it."),
+    threads: int = typer.Option(1, "--threads", metavar="N", help="Compute threads per LocalCluster worker (1: the thesis's one computing task per worker). Each worker also has one thread that reads the next task while these compute, so reading and computing overlap; a worker holds at most two tasks' data per compute thread."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (instead of a LocalCluster)."),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", metavar="SECONDS", help="Seconds to wait for --scheduler."),
     engine: Optional[str] = typer.Option(None, "--engine", metavar="netcdf4|h5netcdf", help="xarray engine: netcdf4 or h5netcdf (default: xarray's choice)."),

@@ -17,7 +17,7 @@ ran them (bit-identical for any worker count), and equals the whole-array numeri
 :mod:`climio.stsa.spectra` to rounding.
 
 Where it runs: ``client=`` an existing ``distributed.Client``; ``scheduler="tcp://host:8786"`` an
-existing cluster; ``workers=N`` a ``LocalCluster`` of N single-threaded worker processes; none of
+existing cluster; ``workers=N`` a ``LocalCluster`` of N worker processes (one compute and one reading thread each); none of
 these: the default client if one is active, else in this process (the API's default). The
 ``climio stsa`` command starts a LocalCluster with one worker per core unless told otherwise.
 
@@ -37,6 +37,14 @@ On an HPC system, start the scheduler and workers with the batch system and pass
       climio stsa 'u_*.nc' --var u --scheduler "$(python -c 'import json;print(json.load(open("sched.json"))["address"])')"
 
 The workers must see the files under the same paths (a shared file system).
+
+Reading and computing overlap on workers that declare the resources ``stsa-read=1`` and
+``stsa-compute=N`` with N + 1 threads (as climio's LocalCluster does): each task is then a read on the
+worker's reading thread and a compute on a compute slot, and a worker reads the next task while it
+computes (:func:`_submit_pipelined`). Such workers: ``dask worker ADDRESS --nthreads 2 --resources
+"stsa-read=1,stsa-compute=1"``, or dask-jobqueue's ``SLURMCluster(cores=2, processes=1,
+worker_extra_args=["--resources", "stsa-read=1,stsa-compute=1"])``. Other workers run each task
+whole: read, then compute.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ METHODS = ("wk", "hayashi")
 DEFAULT_TASKS = 16                # the thesis's 16 latitude tasks
 WK_LAT_BAND = (-15.0, 15.0)       # WK99's band
 SCHEDULER_TIMEOUT_S = 10
+CPU_SLOT, IO_SLOT = "stsa-compute", "stsa-read"   # worker resources of climio's LocalCluster
 
 _TIME_NAMES = ("time", "t", "times")
 _LAT_NAMES = ("lat", "latitude", "nav_lat", "y", "rlat")
@@ -413,7 +422,8 @@ def _where() -> str:
 
 
 def _cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
+    """CPU seconds of this thread (a worker reads in one thread while it computes in another)."""
+    ru = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
     return ru.ru_utime + ru.ru_stime
 
 
@@ -530,21 +540,60 @@ def _read_xarray(parts, out, ax) -> None:
         j += r
 
 
-def run_task(parts, spec: TaskSpec) -> dict:
-    """Read the task's latitudes (``parts`` from :func:`task_parts`) and, unless spec.compute is
-    False, compute their summed spectra. Returns timings (wall and CPU of the read, the compute and
-    the whole task), the read plan and chunk cache used, and the partial sums."""
+def read_task(parts, spec: TaskSpec, after=None, hold=False) -> dict:
+    """Read the task's latitudes (``parts`` from :func:`task_parts`): the block (key "block") and the
+    read's timings (wall and CPU), plan, reader and chunk cache. ``after``: ignored (what Dask made
+    the read wait for, see :func:`_submit_pipelined`); ``hold``: keep the task's files open until
+    the next read (:data:`_OPEN_FILES`)."""
     where, start = _where(), time.time()
+    if hold:
+        _keep_open(parts)
     io0, cpu0, w0 = _io_bytes(), _cpu(), time.perf_counter()
     cache_bytes = tune_chunk_cache(parts, spec)
     info = {}
     block = read_block(parts, spec, info)
     w1, cpu1, io1 = time.perf_counter(), _cpu(), _io_bytes()
-    out = {"task": spec.index, "rows": list(spec.rows), "worker": where, "start": start,
+    out = {"task": spec.index, "rows": list(spec.rows), "worker": where, "start": start, "block": block,
            "bytes": int(block.nbytes), "read_wall_s": w1 - w0, "read_cpu_s": cpu1 - cpu0,
            "read_plan": spec.read_plan, "reader": info["reader"], "chunk_cache_bytes": cache_bytes}
     if io0 is not None and io1 is not None:
         out["storage_read_bytes"] = io1 - io0
+    return out
+
+
+# The xarray file managers of this worker's latest read task. xarray closes a file -- and with it
+# the HDF5 chunk cache the runs plan sized -- as soon as no lazy array refers to it any more. Reading
+# loads a task's arrays (so they let go of the file), and a pipelined worker's next read may arrive
+# only after that: measured with default chunks, every other task then re-read the whole variable
+# (0.2 s instead of 0.02 s). Holding the managers until the next read has its own keeps the files
+# open as they stay when whole tasks are queued on a worker. run_tasks lets go of them at the end.
+_OPEN_FILES: list = []
+
+
+def _keep_open(parts) -> None:
+    found = {}
+    for part in parts:
+        d = getattr(part.variable, "_data", None)
+        for _ in range(16):                       # MemoryCached / CopyOnWrite / LazilyIndexed wrappers
+            manager = getattr(getattr(d, "datastore", None), "_manager", None)
+            if manager is not None:
+                found[id(manager)] = manager
+                break
+            d = getattr(d, "array", None)
+    _OPEN_FILES[:] = found.values()
+
+
+def release_files() -> None:
+    """Let go of the files :func:`_keep_open` holds (run on every worker when a job ends)."""
+    _OPEN_FILES.clear()
+
+
+def compute_task(read, spec: TaskSpec) -> dict:
+    """The task's summed spectra from :func:`read_task`'s result (unless spec.compute is False), with
+    the compute's timings; the block is dropped."""
+    out = {k: v for k, v in read.items() if k != "block"}
+    block = read["block"]
+    w1, cpu1 = time.perf_counter(), _cpu()
     if spec.compute:
         if not np.isfinite(block).all():
             bad = int(np.size(block) - np.count_nonzero(np.isfinite(block)))
@@ -552,9 +601,16 @@ def run_task(parts, spec: TaskSpec) -> dict:
                             "STSA needs a complete record (fill the gaps first)")
         out.update(_compute(block, spec))
     w2, cpu2 = time.perf_counter(), _cpu()
-    out.update(compute_wall_s=w2 - w1, compute_cpu_s=cpu2 - cpu1, wall_s=w2 - w0, cpu_s=cpu2 - cpu0,
-               end=time.time())
+    out.update(compute_wall_s=w2 - w1, compute_cpu_s=cpu2 - cpu1, compute_worker=_where(),
+               wall_s=out["read_wall_s"] + (w2 - w1), cpu_s=out["read_cpu_s"] + (cpu2 - cpu1), end=time.time())
     return out
+
+
+def run_task(parts, spec: TaskSpec) -> dict:
+    """Read the task's latitudes and, unless spec.compute is False, compute their summed spectra, in
+    one go (:func:`read_task` then :func:`compute_task`). Returns timings (wall and CPU of the read,
+    the compute and the whole task), the read plan, reader and chunk cache used, and the partial sums."""
+    return compute_task(read_task(parts, spec), spec)
 
 
 def _compute(block, spec: TaskSpec) -> dict:
@@ -581,13 +637,14 @@ def default_workers() -> int:
 
 class Cluster:
     """A distributed Client: to `scheduler` (an existing cluster), or a LocalCluster of `workers`
-    single-threaded worker processes. Use as a context manager; `.client`, `.startup_s`, `.where`."""
+    worker processes, each with `threads` compute threads and one reading thread. Use as a context manager; `.client`, `.startup_s`, `.where`."""
 
     def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S, threads=1):
         self.workers, self.scheduler, self.silence, self.timeout_s = workers, scheduler, silence, timeout_s
-        # threads > 1: a worker runs several latitude tasks at once, so one reads (netCDF-C and HDF5
-        # release the GIL) while another computes (FFTs and BLAS release it too): reading and
-        # computing overlap. 1 keeps the thesis's one task per worker at a time.
+        # A worker has `threads` compute slots (resource CPU_SLOT) and one more thread that only reads
+        # (IO_SLOT): run_tasks reads the next task there while the slots compute, so reading and
+        # computing overlap (netCDF-C, HDF5 and the FFTs release the GIL). threads=1 is the thesis's
+        # one computing task per worker.
         self.threads = int(threads)
         self.client = self._cluster = None
 
@@ -607,13 +664,13 @@ class Cluster:
             if n < 1:
                 raise InputError(f"--workers {n} must be at least 1")
             try:
-                self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads, processes=True,
-                                             dashboard_address=None,
+                self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads + 1, processes=True,
+                                             resources={CPU_SLOT: self.threads, IO_SLOT: 1}, dashboard_address=None,
                                              silence_logs=logging.CRITICAL if self.silence else logging.WARNING)
                 self.client = Client(self._cluster)
             except (OSError, TimeoutError, RuntimeError) as exc:
                 raise NativeError(f"cannot start a Dask LocalCluster of {n} workers: {_one_line(exc)}") from None
-            self.where = f"LocalCluster, {n} worker process(es) x {self.threads} thread(s)"
+            self.where = f"LocalCluster, {n} worker process(es) x {self.threads} compute thread(s) + 1 reading"
         try:   # imports on the workers now, so that no task's time includes them
             self.client.run(warm_up)
         except Exception:  # noqa: BLE001  (a worker without climio fails its tasks with the reason)
@@ -648,6 +705,7 @@ def warm_up() -> None:
 def close_cached_files() -> int:
     """Close the files xarray keeps open in this process (run on every worker between cold
     repetitions so that no HDF5 chunk cache survives); returns how many were closed."""
+    release_files()
     try:
         from xarray.backends.file_manager import FILE_CACHE
     except ImportError:
@@ -695,8 +753,14 @@ def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
     for parts in subs:
         lazy = getattr(parts[0].variable, "_in_memory", True) is False or parts[0].chunks is not None
         args.append(parts if lazy else client.scatter(parts, direct=False))
-    futures = [client.submit(run_task, a, s, pure=False, key=f"stsa-task-{s.index}-{os.getpid()}-{time.time_ns()}")
-               for a, s in zip(args, specs)]
+    tag = f"{os.getpid()}-{time.time_ns()}"
+    slots = compute_slots(client)
+    if slots:
+        futures, every = _submit_pipelined(client, args, specs, slots, tag)
+    else:
+        futures = [client.submit(run_task, a, s, pure=False, key=f"stsa-task-{s.index}-{tag}")
+                   for a, s in zip(args, specs)]
+        every = futures
     try:
         if progress and sys.stderr.isatty():
             from distributed import progress as dask_progress
@@ -708,9 +772,51 @@ def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
                 _say(_task_line(fut.result(), done, len(futures)))
         results = client.gather(futures)
     except BaseException:
-        client.cancel(futures)
+        client.cancel([f for f in every if not f.done()])
         raise
+    finally:
+        if slots:
+            try:
+                client.run(release_files)
+            except Exception:  # noqa: BLE001  (a worker gone: its files went with it)
+                pass
     return list(results), time.perf_counter() - t0
+
+
+def compute_slots(client) -> int:
+    """Compute slots of the cluster when every worker has both a reading thread (IO_SLOT) and
+    compute slots (CPU_SLOT), as :class:`Cluster` starts them; 0 otherwise (e.g. a --scheduler's
+    workers: each task then reads and computes in one thread)."""
+    try:
+        workers = client.scheduler_info().get("workers", {}).values()
+    except Exception:  # noqa: BLE001  (no answer: run the tasks whole)
+        return 0
+    res = [w.get("resources") or {} for w in workers]
+    if not res or not all(r.get(IO_SLOT, 0) >= 1 and r.get(CPU_SLOT, 0) >= 1 for r in res):
+        return 0
+    return int(sum(r[CPU_SLOT] for r in res))
+
+
+def _submit_pipelined(client, args, specs, slots, tag) -> tuple:
+    """Each task as a read (on a worker's reading thread) and a compute depending on it (on a compute
+    slot, where the block is), so that while the slots compute, the reading threads read the next
+    tasks. Task k's read also waits for task k - 2 x slots to finish computing: at most two blocks
+    per compute slot are held (one computing, one read ahead), whatever the number of tasks.
+    Returns (compute futures, every future submitted); Dask places and runs them all."""
+    ahead = 2 * slots
+    computes, marks = [], []
+    for i, (a, s) in enumerate(zip(args, specs)):
+        after = marks[i - ahead] if i >= ahead else None
+        r = client.submit(read_task, a, s, after, True, pure=False, resources={IO_SLOT: 1}, key=f"stsa-read-{s.index}-{tag}")
+        c = client.submit(compute_task, r, s, pure=False, resources={CPU_SLOT: 1}, key=f"stsa-task-{s.index}-{tag}")
+        computes.append(c)
+        marks.append(client.submit(_finished, c, pure=False, key=f"stsa-done-{s.index}-{tag}"))
+    return computes, computes + marks
+
+
+def _finished(result) -> None:
+    """A token that a task has computed (what a later read waits for, without its spectra)."""
+    return None
 
 
 def _specs(inp: Input, n_tasks, compute, ndaywin, ndayskip, remove_low, taper_fraction,
