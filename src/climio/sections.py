@@ -20,6 +20,8 @@ VERDICTS = {
     "inconclusive": "measured, but the difference is within the noise",
     "not measured": "the records hold no measurement for it",
     "not measurable here": "this platform cannot show it (e.g. one node)",
+    "met": "a target of climio's own (not a thesis finding), and the measurement meets it",
+    "not met": "a target of climio's own, and the measurement misses it",
 }
 
 

@@ -11,12 +11,10 @@ the STSA splits latitudes); the record's wall time is the slowest task's. c-netc
 slab probe (climio-probe-netcdf-slab), N of them at once for N tasks.
 """
 
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -24,6 +22,7 @@ import numpy as np
 
 from .. import cache, native
 from ..errors import DataError, InputError, NativeError
+from ..measure.procs import DEFAULT_TIMEOUT_S, stream_records
 from ..measure.series import Series, Timer, run_series, storage_check, storage_read_bytes
 from ..records import make_record
 from ..stacks import STACKS
@@ -89,8 +88,10 @@ def _parallel_rep(pool, barrier, path, var, stack, groups, chunk_cache):
     return res, state, wall, io0
 
 
-def _c_probe(path, var, groups, chunk_cache, platform_id):
-    files, procs = [], []
+def _c_probe(path, var, groups, chunk_cache, platform_id, timeout_s=DEFAULT_TIMEOUT_S):
+    """The last record of one slab probe per group, all probes at once, each launched through the
+    one streamer (its timeout and process-group kill: a hung probe cannot hang climio)."""
+    files = []
     try:
         for g in groups:
             fd, name = tempfile.mkstemp(prefix="climio-slices-", suffix=".txt")
@@ -100,27 +101,37 @@ def _c_probe(path, var, groups, chunk_cache, platform_id):
             files.append(name)
         spec = "default" if chunk_cache is None else f"{int(chunk_cache)},4133,0.75"
         exe = native.program("climio-probe-netcdf-slab")
-        for name in files:
-            procs.append(subprocess.Popen([exe, "--file", path, "--var", var, "--slices", name, "--reps", "1",
-                                           "--cache", "cold", "--budget", "0", "--chunk-cache", spec,
-                                           "--platform-id", platform_id],
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        out = []
-        for p in procs:
-            so, se = p.communicate()
-            if p.returncode != 0:
-                raise NativeError(f"climio-probe-netcdf-slab failed: {se.strip().splitlines()[-1] if se.strip() else p.returncode}")
-            recs = [json.loads(line) for line in so.splitlines() if line.startswith("{")]
-            out.append(recs[-1])
-        return out
+        recs = [[] for _ in files]
+        errors = []
+
+        def launch(i):
+            try:
+                stream_records([exe, "--file", path, "--var", var, "--slices", files[i], "--reps", "1",
+                                "--cache", "cold", "--budget", "0", "--chunk-cache", spec, "--platform-id",
+                                platform_id], recs[i].append, timeout_s=timeout_s)
+            except Exception as exc:  # noqa: BLE001  (re-raised below, in the caller's thread)
+                errors.append(exc)
+        # one probe in this thread; several on threads, each streamer timing out on its own
+        threads = [threading.Thread(target=launch, args=(i,), daemon=True) for i in range(1, len(files))]
+        for t in threads:
+            t.start()
+        launch(0)
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        if not all(recs):
+            raise NativeError("climio-probe-netcdf-slab printed no record")
+        return [r[-1] for r in recs]
     finally:
         for name in files:
             os.unlink(name)
 
 
 def measure(path, var, reads, stack, tasks=1, reps=3, chunk_cache=None, platform_id="", study="predict",
-            params=None, needed_bytes=None) -> list:
-    """Cold records of reading `reads` (list of (start, count)) of `var` in `path` with `tasks` tasks."""
+            params=None, needed_bytes=None, timeout_s=DEFAULT_TIMEOUT_S) -> list:
+    """Cold records of reading `reads` (list of (start, count)) of `var` in `path` with `tasks` tasks.
+    `timeout_s` bounds each native probe (c-netcdf): past it the probe is killed, one NativeError."""
     check_stack(stack)
     path = os.path.abspath(str(path))
     if not os.path.exists(path):
@@ -138,11 +149,19 @@ def measure(path, var, reads, stack, tasks=1, reps=3, chunk_cache=None, platform
     needed = needed_bytes if needed_bytes is not None else 0
     if stack == "c-netcdf":
         for rep in range(reps):
-            recs = _c_probe(path, var, groups, chunk_cache, platform_id)
+            recs = _c_probe(path, var, groups, chunk_cache, platform_id, timeout_s)
             walls = [r["metrics"]["wall_s"] for r in recs]
             m = {"bytes": sum(r["metrics"].get("bytes", 0) for r in recs), "ops": len(reads), "wall_s": max(walls),
-                 "task_wall_s": walls, "cpu_s": sum(r["metrics"].get("cpu_s", 0) or 0 for r in recs)}
-            out.append(make_record(study, base, m, recs[0].get("cache", {"state": "cold"}), rep, "ok", platform_id))
+                 "task_wall_s": walls, "cpu_s": sum(r["metrics"].get("cpu_s", 0) or 0 for r in recs),
+                 "storage_needed_bytes": needed}
+            # the probe cannot know the stored bytes a hyperslab needs: check the share here, over all probes
+            io = [r["metrics"].get("storage_read_bytes") for r in recs]
+            sb = sum(io) if all(b is not None for b in io) else None
+            if sb is not None:
+                m["storage_read_bytes"] = sb
+            states = [r.get("cache") or {"state": "warm"} for r in recs]
+            state = next((s for s in states if s.get("state") != "cold"), states[0])
+            out.append(make_record(study, base, m, storage_check(state, sb, needed), rep, "ok", platform_id))
         return out
     if tasks == 1:
         def open_():

@@ -17,10 +17,8 @@ The warm library costs are solved from the model's own request counts for the sa
 (climio.advise.model.simulate), so the fitted profile reproduces them.
 """
 
-import json
 import math
 import os
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -34,8 +32,9 @@ from ...options import parse_compression
 from ...data.writer import write_4d
 from ...errors import ClimioError
 from ...layout import Layout
+from ...measure.procs import stream_records
 from ...measure.progress import info
-from ...measure.series import Timer
+from ...measure.series import Timer, storage_check
 from ...records import make_record
 from ...stacks import STACKS
 from . import STUDY
@@ -49,6 +48,7 @@ STRIDED_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
 WARM_SIZES = (4 << 10, 64 << 10, 1 << 20)
 MAX_OPS = 8192                    # requests per storage measurement at most
 NOCACHE = 0
+PROBE_TIMEOUT_S = 600.0           # one probe launch reads a few MiB: far longer means it hung
 
 
 def _write_raw(path, nbytes):
@@ -82,6 +82,19 @@ def _stored(path, var="ta"):
         return None
 
 
+def _checked(state, metrics, needed) -> dict:
+    """The cache field after the storage-share check (issue 17), as every study's cold records
+    get it: metrics.storage_needed_bytes, and cache.effective / cache.storage_share."""
+    metrics["storage_needed_bytes"] = int(needed)
+    return storage_check(state, metrics.get("storage_read_bytes"), int(needed))
+
+
+def _cold_bytes(params) -> int:
+    """What a cold run of the reads must fetch from storage: the model's requests that are not
+    page-cache re-reads."""
+    return int(sum(s * n for pat, s, n in params["requests"] if pat != "warm"))
+
+
 # --- storage -------------------------------------------------------------------------------------
 
 def _preads(path, size, pattern, nbytes):
@@ -106,8 +119,10 @@ def storage(path, nbytes, reps, emit, pid):
                 continue
             for rep in range(reps):
                 t, n, state = _preads(path, size, pattern, nbytes)
+                m = {"bytes": n * size, "ops": n, **t.metrics()}
+                state = _checked(state, m, n * size)     # requests never overlap: n x size distinct bytes
                 emit(make_record(STUDY, {"kind": "storage", "pattern": pattern, "request_bytes": size, "stack": "posix"},
-                                 {"bytes": n * size, "ops": n, **t.metrics()}, state, rep, "ok", pid))
+                                 m, state, rep, "ok", pid))
 
 
 # --- library costs --------------------------------------------------------------------------------
@@ -136,19 +151,19 @@ def _warm_py(stack, path, reads, reps, chunk_cache=None, state="warm"):
     return out
 
 
-def _probe(path, reads, reps, chunk_cache=None, state="warm"):
+def _probe(path, reads, reps, chunk_cache=None, state="warm", timeout_s=None):
+    """Records of the native slab probe, launched through the one streamer (timeout, group kill)."""
     fd, name = tempfile.mkstemp(prefix="climio-calib-", suffix=".txt")
     try:
         with os.fdopen(fd, "w") as fh:
             for s, c in reads:
                 fh.write(" ".join(map(str, [*s, *c])) + "\n")
         spec = "default" if chunk_cache is None else f"{int(chunk_cache)},4133,0.75"
-        p = subprocess.run([native.program("climio-probe-netcdf-slab"), "--file", path, "--var", "ta", "--slices",
-                            name, "--reps", str(reps), "--cache", state, "--budget", "0", "--chunk-cache", spec],
-                           capture_output=True, text=True)
-        if p.returncode:
-            raise ClimioError(p.stderr.strip()[-300:])
-        return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        out = []
+        stream_records([native.program("climio-probe-netcdf-slab"), "--file", path, "--var", "ta", "--slices",
+                        name, "--reps", str(reps), "--cache", state, "--budget", "0", "--chunk-cache", spec],
+                       out.append, timeout_s=PROBE_TIMEOUT_S if timeout_s is None else timeout_s)
+        return out
     finally:
         os.unlink(name)
 
@@ -225,8 +240,9 @@ def cold_extra(files, reps, emit, pid):
                   **_counts_params(lay, reads, cc if cc is not None else 64 << 20)}
         for state in ("cold", "warm"):
             for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state=state)):
-                emit(make_record(STUDY, {**params, "what": state}, {"bytes": int(params["bytes_wanted"]),
-                                                                    "ops": len(reads), **m}, st, rep, "ok", pid))
+                m = {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}
+                st = _checked(st, m, _cold_bytes(params))
+                emit(make_record(STUDY, {**params, "what": state}, m, st, rep, "ok", pid))
 
 
 def decode(files, codecs, reps, emit, pid):
@@ -247,10 +263,12 @@ def cache_effect(files, codec, reps, emit, pid):
     path = files[f"decode-{codec}"]
     reads = [((0, z, y, 0), (T, 1, 1, X)) for z in range(Z) for y in range(Y)]
     fit = (T // DECODE_CHUNKS[0]) * 8 * math.prod(DECODE_CHUNKS) * 2
+    needed = _stored(path) or os.path.getsize(path)    # the reads cover every chunk of the variable
     for what, cc in (("off", NOCACHE), ("fit", fit)):
         params = {"kind": "cache-effect", "stack": "netcdf4-python", "codec": codec, "what": what, "chunk_cache": cc}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state="cold")):
-            emit(make_record(STUDY, params, {"bytes": 0, "ops": len(reads), **m}, st, rep, "ok", pid))
+            m = {"bytes": 0, "ops": len(reads), **m}
+            emit(make_record(STUDY, params, m, _checked(st, m, needed), rep, "ok", pid))
 
 
 # --- parallel ------------------------------------------------------------------------------------
@@ -299,9 +317,13 @@ def parallel(files, codec, task_list, reps, emit, pid):
                         barrier.wait()
                         res = [f.result() for f in futs]
                         walls = [r["wall_s"] for r in res]
+                        m = {"wall_s": max(walls), "task_wall_s": walls, "ops": n, "bytes": 0}
+                        io = [r.get("storage_read_bytes") for r in res]
+                        if all(b is not None for b in io):
+                            m["storage_read_bytes"] = sum(io)   # every task's own /proc/self/io
+                        # io: the tasks' shares cover `total` bytes of the raw file once (cpu runs warm)
                         emit(make_record(STUDY, {"kind": "parallel", "what": kind, "tasks": n, "cores": cores},
-                                         {"wall_s": max(walls), "task_wall_s": walls, "ops": n, "bytes": 0},
-                                         st, rep, "ok", pid))
+                                         m, _checked(st, m, total if kind == "io" else 0), rep, "ok", pid))
 
 
 # --- the study ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The calibration's section: the profile the model predicts with."""
 
-from ...sections import Finding, Paragraph, Section, Table
+from ...sections import Finding, Note, Paragraph, Section, Table
 from . import STUDY
 from .summary import summarise
 
@@ -12,6 +12,9 @@ def section(records) -> Section:
     sec.add(Paragraph(f"Profile {p['platform_id']} fitted from {s['records']} records. The model (climio.advise.model) "
                       "predicts time = requests x latency + bytes / rate(request size, pattern) + bytes decoded / "
                       "decode rate + per-call CPU, with parallel speed-ups; these are its rates."))
+    if s["effectively_warm"]:
+        sec.add(Note(f"{s['effectively_warm']} cold record(s) read far less from storage than their reads need "
+                     "(effectively warm: the page cache served them); the profile is fitted without them."))
     rows = []
     for pattern, table in sorted(p["rate_Bps"].items()):
         for size, rate in table:

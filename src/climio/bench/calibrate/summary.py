@@ -7,10 +7,18 @@ def platform_of(records) -> str:
     return next((r.get("platform_id") for r in records if r.get("platform_id")), "") or "unknown"
 
 
+def effectively_warm(record) -> bool:
+    """A cold record the storage-share check found served by the page cache (issue 17)."""
+    return (record.get("cache") or {}).get("effective") == "effectively-warm"
+
+
 def profile_from_records(records, platform_id=None, platform=None, source="calibration") -> Profile:
-    """Fit on top of the built-in defaults, so what the records do not measure keeps a value."""
+    """Fit on top of the built-in defaults, so what the records do not measure keeps a value.
+    Cold records that read from the page cache are left out: they would fit page-cache rates as
+    storage rates."""
     pid = platform_id or platform_of(records)
-    return fit(records, pid, platform, source=source, base=default_profile(pid))
+    return fit([r for r in records if not effectively_warm(r)], pid, platform, source=source,
+               base=default_profile(pid))
 
 
 def summarise(records) -> dict:
@@ -18,4 +26,5 @@ def summarise(records) -> dict:
     prof = profile_from_records(recs)
     ce = prof.checks.get("chunk_cache", {})
     return {"profile": prof.to_dict(), "lines": prof.summary_lines(), "records": len(recs),
+            "effectively_warm": sum(1 for r in recs if effectively_warm(r)),
             "cache_effect": (ce["off"] / ce["fit"]) if ce.get("off") and ce.get("fit") else None}

@@ -42,6 +42,9 @@ def profile_rows(prof) -> list:
             notes.append("errors at " + ", ".join(format_size(b) for b in r["errors"]))
         if r["warm"]:
             notes.append(f"{r['warm']} configuration(s) with warm-cache repetitions")
+        if r.get("effectively_warm"):
+            notes.append(f"{r['effectively_warm']} configuration(s) effectively warm (cold repetitions read from the "
+                         "page cache; no verdict drawn from them)")
         peak = (f"{num(r['peak_MBps'])} ± {num(r['peak_std_MBps'])}" if r["peak_MBps"] is not None
                 else (f"< {bound_num(max(x for _, x in r['dnf'] if x is not None))}"
                       if any(x is not None for _, x in r["dnf"]) else "—"))
@@ -192,6 +195,14 @@ def hump(facts):
     got = f"measured {h['profile']}"
     if h["peak_MBps"] is not None:
         got += f", peak {num(h['peak_MBps'])} MB/s at {format_size(h['buffer_at_peak'])}"
+    warm = h.get("page_cache") or []
+    if warm:
+        shares = [x for _, x in warm if x is not None]
+        why = ("cold repetitions read from the page cache at " + ", ".join(format_size(b) for b, _ in warm)
+               + (f" (storage share {100 * min(shares):.0f}%)" if shares else ""))
+        if not h["decides"]:
+            return Finding(STUDY, f"{claim}: not decidable: {why}.", "not decidable")
+        got += f" (left out: {why})"
     if h["profile"] == "humped":
         return Finding(STUDY, f"{claim}: {got}.", "reproduced")
     if h["decides"]:

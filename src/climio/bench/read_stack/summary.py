@@ -190,7 +190,8 @@ def profile_table(records) -> list:
     (bytes), n_buffers (buffer sizes tried), n_measured (with a finished repetition), largest_measured
     (the largest buffer with a finished repetition),
     dnf (list of (buffer_bytes, bound MB/s)), errors (buffer sizes with only error records),
-    warm (configurations with any warm repetition).
+    warm (configurations with any warm repetition), effectively_warm (configurations with any cold
+    repetition the storage-share check found served by the page cache).
     """
     rows = []
     for s in series_of(group_configs(records)):
@@ -209,9 +210,27 @@ def profile_table(records) -> list:
             "dnf": [(c.params["buffer_bytes"], c.dnf_bound) for c in s.configs if c.status == "dnf"],
             "errors": [c.params["buffer_bytes"] for c in s.configs if c.status == "error"],
             "warm": sum(1 for c in s.configs if c.cache_states.get("warm")),
+            "effectively_warm": sum(1 for c in s.configs if effectively_warm(c)),
             "largest_measured": max((b for b, _, _ in measured), default=None),
         })
     return rows
+
+
+def effectively_warm(cfg) -> bool:
+    """A configuration with a cold repetition that read far less from storage than it needs."""
+    return bool(cfg.cache_states.get("effectively-warm"))
+
+
+def page_cache_configs(configs, layer, pattern) -> list:
+    """(buffer_bytes, lowest storage share or None) of `layer`'s `pattern` configurations with an
+    effectively-warm repetition: no verdict is drawn from them."""
+    out = []
+    for c in configs:
+        if stack_of(c.params) == layer and c.params.get("pattern") == pattern and effectively_warm(c):
+            shares = [r["cache"].get("storage_share") for r in c.records
+                      if isinstance(r.get("cache", {}).get("storage_share"), (int, float))]
+            out.append((c.params.get("buffer_bytes"), min(shares) if shares else None))
+    return sorted(out, key=lambda t: t[0] or 0)
 
 
 def dominant_size(sizes: dict):
@@ -326,17 +345,33 @@ def syscall_facts(sc_rows, below=LIBRARY_MIN_READ) -> dict:
     return out
 
 
-def hump_fact(profiles, layer="netcdf4-python", pattern="sequential"):
+def hump_fact(profiles, layer="netcdf4-python", pattern="sequential", left_out=()):
     """The profile of `layer`'s `pattern` series and whether the grid decides the thesis's hump:
-    {series, profile, peak_MBps, buffer_at_peak, largest_measured, decides}, or None when not measured."""
+    {series, profile, peak_MBps, buffer_at_peak, largest_measured, decides, page_cache}, or None when
+    not measured. `profiles` are classified without the configurations in `left_out` (page_cache:
+    their (buffer, storage share)); if they were the whole series, nothing decides it."""
     rows = [p for p in profiles if p["layer"] == layer and p["pattern"] == pattern]
-    if not rows:
+    if not rows and not left_out:
         return None
+    if not rows:
+        return {"series": layer, "profile": "insufficient data", "peak_MBps": None, "buffer_at_peak": None,
+                "largest_measured": None, "decides": False, "page_cache": list(left_out)}
     p = rows[0]
     return {"series": p["series"], "profile": p["profile"], "peak_MBps": p["peak_MBps"],
             "buffer_at_peak": p["buffer_at_peak"], "largest_measured": p["largest_measured"],
             "decides": p["profile"] == "humped" or (p["profile"] != "insufficient data"
-                                                   and (p["largest_measured"] or 0) >= HUMP_DECIDES_FROM)}
+                                                   and (p["largest_measured"] or 0) >= HUMP_DECIDES_FROM),
+            "page_cache": list(left_out)}
+
+
+def hump_of(records, configs, profiles, layer="netcdf4-python", pattern="sequential"):
+    """hump_fact with the effectively-warm configurations left out (issue 17: no verdict from
+    cold cells the page cache served)."""
+    left_out = page_cache_configs(configs, layer, pattern)
+    if not left_out:
+        return hump_fact(profiles, layer, pattern)
+    drop = {id(r) for c in configs if effectively_warm(c) for r in c.records}
+    return hump_fact(profile_table([r for r in records if id(r) not in drop]), layer, pattern, left_out)
 
 
 def summarise(records) -> dict:
@@ -359,5 +394,5 @@ def summarise(records) -> dict:
         "fastest": {pat: fastest(rows) for pat, rows in by_pattern.items()},
         "syscalls": syscall_facts(sc_rows),
         "syscall_rows": sc_rows,
-        "netcdf4_python_sequential": hump_fact(profiles),
+        "netcdf4_python_sequential": hump_of(records, configs, profiles),
     }

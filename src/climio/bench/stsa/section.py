@@ -39,6 +39,9 @@ def stsa_section(records) -> Section:
         "The file is evicted from the page cache after it is opened, before every job."))
     if not s["decidable"]:
         sec.add(Note(f"The findings below are not decidable from these records: {s['why']}."))
+    if s["warm_cells"]:
+        sec.add(Note("Jobs served by the page cache (effectively warm): " + ", ".join(s["warm_cells"])
+                     + "; no verdict is drawn from these cells."))
     sec.add(table61(rows))
     sec.add(Table(["finding", "thesis", "verdict", "measured here"],
                   [[c["id"], c["claim"], c["verdict"], c["text"]] for c in s["checks"]], numeric=False,

@@ -42,6 +42,11 @@ def configs(records) -> dict:
     return out
 
 
+def _warm(r) -> bool:
+    """A job the page cache served: asked warm, or cold but effectively warm (storage-share check)."""
+    return (r.get("cache", {}).get("effective") or r.get("cache", {}).get("state")) in ("effectively-warm", "warm")
+
+
 def _effective(recs) -> str:
     states = {r.get("cache", {}).get("effective") or r.get("cache", {}).get("state") for r in recs}
     return states.pop() if len(states) == 1 else ", ".join(sorted(map(str, states)))
@@ -62,7 +67,7 @@ def row(key, recs) -> dict:
             "compute_wall": cw, "bytes": nbytes, "file_bytes": _p(recs[0], "file_bytes"),
             "rate_MBps": nbytes / job.mean / 1e6 if job and job.mean else None,
             "slowest_rate_MBps": nbytes / max(_m(r, "wall_s") for r in recs) / 1e6,
-            "n_tasks": _p(recs[0], "n_tasks"), "cache": _effective(recs)}
+            "n_tasks": _p(recs[0], "n_tasks"), "cache": _effective(recs), "warm": sum(1 for r in recs if _warm(r))}
 
 
 def _order(layout):
@@ -91,7 +96,8 @@ def _noise(*rs) -> float:
 
 
 def decidable(records) -> tuple:
-    """(True, "") or (False, why): too small, a --quick grid, or cold records served by the page cache."""
+    """(True, "") or (False, why): too small or a --quick grid. Jobs served by the page cache take
+    the verdict from their own cells only (page_cache)."""
     recs = ok(records)
     if not recs:
         return False, "no finished jobs"
@@ -100,10 +106,24 @@ def decidable(records) -> tuple:
     small = max(_m(r, "bytes", 0) for r in recs)
     if small < DECIDE_BYTES:
         return False, f"{small / 2**20:.0f} MiB per job is below {DECIDE_BYTES >> 20} MiB"
-    warm = sum(1 for r in recs if r.get("cache", {}).get("effective") in ("effectively-warm", "warm"))
-    if warm > len(recs) // 2:
-        return False, f"{warm} of {len(recs)} jobs were served by the page cache"
     return True, ""
+
+
+def _cell(r) -> str:
+    return f"{r['layout']} {r['workers']}w {r['mode']}"
+
+
+def page_cache(*rs):
+    """Why the cells `rs` cannot give a verdict, or None: any job of one was served by the page cache."""
+    warm = [r for r in rs if r and r.get("warm")]
+    if not warm:
+        return None
+    return "page cache: " + ", ".join(f"{r['warm']} of {r['reps']} jobs of {_cell(r)}" for r in warm) + \
+        " read from the page cache"
+
+
+def warm_cells(rows_) -> list:
+    return [f"{_cell(r)} ({r['warm']} of {r['reps']})" for r in rows_ if r.get("warm")]
 
 
 def _ratio(a, b):
@@ -130,9 +150,13 @@ def checks(records) -> list:
     dec, why = decidable(records)
     out = []
 
-    def add(fid, verdict, text):
-        out.append({"id": fid, "claim": STSA_THESIS[fid], "verdict": verdict,
-                    "text": text + (f" (not decidable: {why})" if verdict == "not decidable" and why else "")})
+    def add(fid, verdict, text, cells=()):
+        warm = page_cache(*cells) if verdict not in ("not measured", "not measurable here") else None
+        if warm:   # no verdict from a cell with a job the page cache served (issue 17)
+            verdict, text = "not decidable", f"{text} (not decidable: {warm})"
+        elif verdict == "not decidable" and why:
+            text += f" (not decidable: {why})"
+        out.append({"id": fid, "claim": STSA_THESIS[fid], "verdict": verdict, "text": text})
 
     c1 = _find(rs, "io", "contiguous")
     if c1:
@@ -140,7 +164,7 @@ def checks(records) -> list:
         v = "not decidable" if not dec else ("reproduced" if share is not None and share < 0.5 else "not reproduced")
         add("F12", v, f"contiguous, I/O only, {c1['workers']} worker(s): task CPU {c1['task_cpu'].mean:.3g} s of "
                       f"{c1['task_wall'].mean:.3g} s wall ({100 * (share or 0):.0f}% CPU); equivalent rate "
-                      f"{c1['rate_MBps']:.3g} MB/s (thesis 10% CPU, 11 MB/s)")
+                      f"{c1['rate_MBps']:.3g} MB/s (thesis 10% CPU, 11 MB/s)", (c1,))
     else:
         add("F12", "not measured", "no contiguous I/O-only job")
 
@@ -157,7 +181,7 @@ def checks(records) -> list:
         else:
             v = "not reproduced"
         add("F13", v, f"default chunks {d1['chunks']}: task CPU {100 * share:.0f}% of wall; job {slow:.2f}x "
-                      f"the contiguous job (thesis ~100% CPU, 2.0x)")
+                      f"the contiguous job (thesis ~100% CPU, 2.0x)", (c1, d1))
     else:
         add("F13", "not measured", "no default-chunk and contiguous I/O-only jobs at one worker count")
 
@@ -166,16 +190,18 @@ def checks(records) -> list:
         sp = _ratio(c1["job"].mean, x1["job"].mean)
         add("F14", _ratio_verdict(sp, 2.0, _noise(c1, x1), "", dec),
             f"x-t chunks {sp:.2f}x faster than contiguous at {x1['workers']} worker(s) "
-            f"({x1['rate_MBps']:.3g} vs {c1['rate_MBps']:.3g} MB/s; thesis 24x)")
+            f"({x1['rate_MBps']:.3g} vs {c1['rate_MBps']:.3g} MB/s; thesis 24x)", (c1, x1))
     else:
         add("F14", "not measured", "no x-t and contiguous I/O-only jobs")
 
     parts = []
     verdicts = []
+    used = []
     for mode in ("io", "cpu"):
         for layout in ("contiguous",):
             lo, hi = _find(rs, mode, layout), _find(rs, mode, layout, largest=True)
             if lo and hi and hi["workers"] > lo["workers"]:
+                used += [lo, hi]
                 sp = lo["job"].mean / hi["job"].mean
                 n = hi["workers"] / lo["workers"]
                 parts.append(f"{'I/O only' if mode == 'io' else 'I/O + spectra'}: {sp:.2f}x on {hi['workers']} "
@@ -186,14 +212,15 @@ def checks(records) -> list:
     else:
         v = verdicts[0] if len(set(verdicts)) == 1 else ("reproduced" if verdicts[0] == "reproduced" else verdicts[0])
         add("F15", v, "; ".join(parts) + " (thesis 11-15x I/O only, 5-10x with spectra on 16 workers; "
-                      "reproduced here = at least 60% parallel efficiency)")
+                      "reproduced here = at least 60% parallel efficiency)", used)
 
     cN, x1c = _find(rs, "cpu", "contiguous", largest=True), _find(rs, "cpu", "xt")
     if cN and x1c and cN["workers"] > x1c["workers"]:
         r = cN["job"].mean / x1c["job"].mean
         v = "not decidable" if not dec else ("reproduced" if 0.5 <= r <= 2.0 else "not reproduced")
         add("F16", v, f"contiguous on {cN['workers']} workers + spectra {cN['job'].mean:.3g} s vs x-t chunks on "
-                      f"{x1c['workers']} worker + spectra {x1c['job'].mean:.3g} s (ratio {r:.2f}; thesis 680 vs 1000 s)")
+                      f"{x1c['workers']} worker + spectra {x1c['job'].mean:.3g} s (ratio {r:.2f}; thesis 680 vs 1000 s)",
+            (cN, x1c))
     else:
         add("F16", "not measured" if not (cN and x1c) else "not measurable here",
             "needs contiguous with several workers and x-t chunks on one, both with spectra")
@@ -205,21 +232,25 @@ def checks(records) -> list:
         slow = dzz["job"].mean / d1["job"].mean
         text = f"{dzz['layout']} {slow:.2f}x the uncompressed default job"
         v = _ratio_verdict(slow, 2.0, _noise(dzz, d1), "", dec)
+        used = [dzz, d1]
         if xz and x1:
             xzz = next((r for r in xz if r["workers"] == x1["workers"]), xz[0])
             xs = xzz["job"].mean / x1["job"].mean
+            used += [xzz, x1]
             text += f"; {xzz['layout']} {xs:.2f}x the uncompressed x-t job"
             if v == "reproduced" and xs > 2.0:
                 v = "not reproduced"
-        add("F17", v, text + " (thesis 5-6x for default; small for x-t)")
+        add("F17", v, text + " (thesis 5-6x for default; small for x-t)", used)
     else:
         add("F17", "not measured", "no compressed default-chunk job beside an uncompressed one")
 
     f18 = []
     vs = []
+    used = []
     for mode, layout in (("io", "contiguous"), ("io", "xt"), ("cpu", "contiguous")):
         lo, hi = _find(rs, mode, layout), _find(rs, mode, layout, largest=True)
         if lo and hi and hi["workers"] > lo["workers"]:
+            used += [lo, hi]
             task_ratio = hi["task_wall"].mean / lo["task_wall"].mean
             sp = lo["job"].mean / hi["job"].mean
             f18.append(f"{layout} {mode}: mean task wall x{task_ratio:.2f} from {lo['workers']} to {hi['workers']} "
@@ -230,14 +261,14 @@ def checks(records) -> list:
         add("F18", "not measurable here", "one worker count only")
     else:
         v = "not decidable" if not dec else ("reproduced" if all(x == "reproduced" for x in vs) else "not reproduced")
-        add("F18", v, "; ".join(f18))
+        add("F18", v, "; ".join(f18), used)
     return out
 
 
 def summarise(records) -> dict:
     rs = rows(records)
     dec, why = decidable(records)
-    return {"rows": rs, "checks": checks(records), "decidable": dec, "why": why,
+    return {"rows": rs, "checks": checks(records), "decidable": dec, "why": why, "warm_cells": warm_cells(rs),
             "bytes": max((r["bytes"] for r in rs), default=0),
             "workers": sorted({r["workers"] for r in rs}), "layouts": sorted({r["layout"] for r in rs}, key=_order)}
 
