@@ -220,3 +220,110 @@ def test_settle_option_reaches_the_program():
     for bad in ("-1", "soon", "inf"):
         with pytest.raises(InputError, match="--settle"):
             build_grid("quick", ranks="2", experiments="mpiio", settle=bad)
+
+
+def test_backends_are_the_native_programs_list_and_settle_needs_mpiio(tmp_path, monkeypatch):
+    """--backends is checked against what climio-pario-read --list prints (no Python copy of the
+    list), and --settle without experiment B is an error, not silently ignored."""
+    listed = subprocess.run([native.program(PROGRAM), "--list"], capture_output=True, text=True, check=True).stdout
+    names = [ln.split("\t")[0] for ln in listed.splitlines() if ln.strip()]
+    assert build_grid("quick", ranks="2", experiments="mpiio", backends=",".join(names)).backends == names
+    with pytest.raises(InputError, match=f"unknown backend 'nope': choose from {', '.join(names)}"):
+        build_grid("quick", ranks="2", experiments="mpiio", backends="nope")
+    with pytest.raises(InputError, match="--settle applies to experiment mpiio only"):
+        build_grid("quick", ranks="2", experiments="tasks,dask", settle="2")
+    assert build_grid("quick", ranks="2", experiments="mpiio", settle="2").settle == 2.0
+    from conftest import run_cli
+    for args, message in ((["--experiments", "mpiio", "--backends", "nope"], "unknown backend 'nope'"),
+                          (["--experiments", "tasks", "--settle", "1"], "--settle applies to experiment mpiio only")):
+        out = run_cli("bench", "parallel-read", *args, "-o", tmp_path / "r")
+        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+        assert out.returncode == 2 and len(lines) == 1 and message in lines[0], out.stderr
+    assert not (tmp_path / "r").exists()
+    monkeypatch.setattr(native, "pario_backends", lambda: ("mpiio",))   # a build with one backend
+    with pytest.raises(InputError, match="unknown backend 'hdf5': choose from mpiio$"):
+        build_grid("quick", ranks="2", experiments="mpiio", backends="hdf5")
+
+
+def _synthetic(experiment, stack, file_set, pattern, access, ranks, rate_MBps, task_bytes, effective="cold"):
+    """One record of `ranks` tasks each reading task_bytes at an aggregate rate_MBps."""
+    nbytes = task_bytes * ranks
+    r = task_rates(nbytes, [nbytes / rate_MBps / 1e6] * ranks)
+    cache = {"state": "cold", "effective": effective, "storage_share": 1.0 if effective == "cold" else 0.02}
+    return {"study": "parallel-read", "status": "ok", "rep": 0, "cache": cache,
+            "params": {"experiment": experiment, "stack": stack, "file_set": file_set, "pattern": pattern,
+                       "access": access, "buffer_bytes": 1 << 20, "ranks": ranks, "nodes": 1, "tasks_per_node": ranks},
+            "metrics": {"bytes": nbytes, "rate_MBps": r["slowest_MBps"], "rate_mean_task_MBps": r["mean_task_MBps"],
+                        "rate_slowest_task_MBps": r["slowest_MBps"], "verified": True,
+                        "per_rank": {"rate_MBps": r["per_task_MBps"], "bytes": [task_bytes] * ranks}}}
+
+
+def _grid_records(task_bytes, effective="cold"):
+    recs = []
+    for ranks, rate in ((1, 100.0), (2, 300.0), (4, 200.0)):         # F1: rises, then falls
+        recs.append(_synthetic("tasks", "netcdf-c", "per-task", "sequential", "independent", ranks, rate, task_bytes,
+                               effective))
+    for ranks in (1, 4):                                              # F4: flat; F2: Python peaks lower
+        recs.append(_synthetic("tasks", "netcdf-c", "shared", "sequential", "independent", ranks, 100.0, task_bytes))
+        recs.append(_synthetic("tasks", "netcdf4-python", "per-task", "sequential", "independent", ranks, 50.0,
+                               task_bytes))
+    for ranks, base_rate in ((1, 500.0), (4, 200.0)):                 # F9: drops; F10: collective wins at 4 only
+        for pattern in ("sequential", "striding"):
+            for access, f in (("independent", 1.0), ("collective", 1.6 if ranks == 4 else 0.9)):
+                recs.append(_synthetic("mpiio", "mpiio", "shared", pattern, access, ranks, base_rate * f, task_bytes))
+    return recs
+
+
+def test_findings_on_small_files_or_page_cache_reads_are_not_decidable():
+    """The same rates decide F1, F2, F4, F9 and F10 with 256 MiB per task; with the --quick preset's
+    4 MiB files each is "not decidable at this size", and with cold repetitions that read from the
+    page cache (effectively warm) not decidable either."""
+    big = {f: (v, e) for f, _, v, e in verdicts(configurations(_grid_records(256 << 20)))}
+    assert {f: big[f][0] for f in ("F1", "F2", "F4", "F9", "F10")} == dict.fromkeys(
+        ("F1", "F2", "F4", "F9", "F10"), "reproduced"), big
+    assert not any("not decidable" in e for _, e in big.values())
+    small = {f: (v, e) for f, _, v, e in verdicts(configurations(_grid_records(4 << 20)))}
+    for f in ("F1", "F2", "F4", "F9", "F10"):
+        assert small[f][0] == "not decidable" and "not decidable at this size: a task reads 4MiB" in small[f][1], small[f]
+    warm = {f: (v, e) for f, _, v, e in verdicts(configurations(_grid_records(256 << 20, "effectively-warm")))}
+    assert warm["F1"][0] == warm["F2"][0] == "not decidable" and "page cache (storage share 2%)" in warm["F1"][1]
+    assert warm["F4"][0] == warm["F9"][0] == "reproduced"     # their cells read from storage
+
+
+def test_cold_records_read_their_bytes_from_storage(tmp_path):
+    """Issue 17.1 on small generated files: every cold record of every path (C tasks, Python tasks,
+    MPI-IO backends, Dask) compares the bytes its ranks or workers fetched from storage with the bytes
+    it read, and reads at least 90% of them from storage."""
+    from types import SimpleNamespace
+
+    from climio.bench.parallel_read.dask_read import run_dask
+    from climio.bench.parallel_read.run import check_storage, write_file
+    size = 4 << 20
+    for name in ("shared.bin", "shared.nc", "per-task-0.nc", "per-task-1.nc"):
+        write_file(tmp_path / name, size)
+    task = [os.sys.executable, "-m", "climio.bench.parallel_read.task"]
+    cases = [[native.program(PROGRAM), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
+              "--split"],
+             [native.program(PROGRAM), "--mode", "tasks", "--stack", "netcdf-c", "--files",
+              str(tmp_path / "per-task-%d.nc")],
+             task + ["--stack", "h5py", "--files", str(tmp_path / "shared.nc"), "--split"],
+             task + ["--stack", "netcdf4-python", "--files", str(tmp_path / "per-task-%d.nc")],
+             [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path / "mpiio"), "--size", str(size),
+              "--backends", "mpiio,hdf5", "--access", "independent,collective"]]
+    (tmp_path / "mpiio").mkdir()
+    recs = []
+    for argv in cases:
+        got = run(2, argv + ["--buffer", "262144", "--reps", "1"])
+        assert got and all("storage_read_bytes" in r["metrics"] for r in got), argv
+        recs += [check_storage(r) for r in got]
+    grid = SimpleNamespace(scheduler=None, file_sets=["shared", "per-task"], size=size, reps=1)
+    run_dask(grid, tmp_path, 2, "p", lambda r: recs.append(validate(r)))
+    assert len(recs) == 4 + 2 * 2 * 2 + 2     # one repetition each; MPI-IO: 2 backends x 2 patterns x 2 access
+    for r in recs:
+        p, m, c = r["params"], r["metrics"], r["cache"]
+        where = (p["experiment"], p["stack"], p["file_set"], p["pattern"], p["access"])
+        assert c["state"] == "cold" and m["storage_needed_bytes"] == m["bytes"] > 0, where
+        assert c["effective"] == "cold" and c["storage_share"] >= 0.9, (where, c, m["storage_read_bytes"])
+    # a record without the counter says so instead of passing as cold
+    bare = check_storage({"status": "ok", "metrics": {"bytes": 8}, "cache": {"state": "cold"}})
+    assert bare["cache"]["effective"] == "unverified" and bare["metrics"]["storage_needed_bytes"] == 8

@@ -27,7 +27,9 @@
  * rank; the repetition counts as cold only when every rank's ranges are (<= 1% resident).
  *
  * Timing per rank after a common barrier: open, read (all gets), close; the task time is their
- * sum. Rank 0 gathers everything and prints one record per repetition.
+ * sum. The bytes each rank fetched from storage over the same span (/proc/self/io) are summed
+ * into metrics.storage_read_bytes, for the storage-share check of cold records (issue 17).
+ * Rank 0 gathers everything and prints one record per repetition.
  * Errors: one line "climio-pario-read: error: ..." from rank 0, exit status 2, no MPI_Abort.
  */
 #ifndef _GNU_SOURCE
@@ -54,6 +56,7 @@
 #include "options.h"
 #include "pario.h"
 #include "support.h"
+#include "timer.h"
 
 #define PROGRAM "climio-pario-read"
 #define READ_MAX_HINTS 256
@@ -437,7 +440,16 @@ static int evict_ranges(const char *path, const struct ranges *r, double *reside
 /* One rank's outcome of one repetition. */
 
 enum { T_OPEN = 0, T_READ, T_CLOSE, T_TOTAL, T_START, T_END, T_RESIDENT, T_N };
-enum { U_BYTES = 0, U_CHECKSUM, U_MISMATCHES, U_OPS, U_N };
+enum { U_BYTES = 0, U_CHECKSUM, U_MISMATCHES, U_OPS, U_STORAGE, U_N };
+#define STORAGE_UNKNOWN UINT64_MAX
+
+/* Bytes this rank fetched from storage since /proc/self/io said io0 (page-cache hits do not count;
+ * a collective read's aggregators fetch for the others, so only the sum over ranks means much). */
+static uint64_t storage_since(long long io0)
+{
+    long long io1 = storage_read_bytes();
+    return io0 < 0 || io1 < io0 ? STORAGE_UNKNOWN : (uint64_t)(io1 - io0);
+}
 
 struct rank_out {
     double t[T_N];
@@ -525,13 +537,15 @@ static void emit(const struct world *w, const struct rcli *c, const struct confi
     if (w->rank != 0)
         return;
     int n = w->size;
-    uint64_t bytes = 0, mism = 0;
+    uint64_t bytes = 0, mism = 0, storage = 0;
     double tmax = 0, tsum = 0, t0 = INFINITY, t1 = -INFINITY, rmax = 0;
     int cold = 1;
     for (int i = 0; i < n; i++) {
         const double *t = T + (size_t)i * T_N;
         bytes += U[(size_t)i * U_N + U_BYTES];
         mism += U[(size_t)i * U_N + U_MISMATCHES];
+        uint64_t s = U[(size_t)i * U_N + U_STORAGE];
+        storage = storage == STORAGE_UNKNOWN || s == STORAGE_UNKNOWN ? STORAGE_UNKNOWN : storage + s;
         tsum += t[T_TOTAL];
         tmax = t[T_TOTAL] > tmax ? t[T_TOTAL] : tmax;
         t0 = t[T_START] < t0 ? t[T_START] : t0;
@@ -624,6 +638,9 @@ static void emit(const struct world *w, const struct rcli *c, const struct confi
     jsonl_double(&j, "imbalance", tmax / tmean);
     jsonl_bool(&j, "verified", mism == 0);
     jsonl_u64(&j, "mismatches", mism);
+    /* all ranks, open to close; the Python side compares it with the bytes (climio.measure.series) */
+    if (storage != STORAGE_UNKNOWN)
+        jsonl_u64(&j, "storage_read_bytes", storage);
     jsonl_end(&j);
 
     jsonl_begin(&j, "cache");
@@ -818,6 +835,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                     checksum_init(&ck);
                     struct pario_file f = {.backend = b, .comm = MPI_COMM_WORLD, .info = hints, .fill = 0};
                     MPI_Info used = MPI_INFO_NULL;
+                    long long io0 = storage_read_bytes();
                     MPI_Barrier(MPI_COMM_WORLD);
                     double t0 = MPI_Wtime();
                     int rc = b->open(&f, path);
@@ -857,6 +875,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                         rc = -1;
                     }
                     double t4 = MPI_Wtime();
+                    o.u[U_STORAGE] = storage_since(io0);   /* the untimed verification pass reads the page cache */
                     if (agree(o.err)) {
                         unlink(path);
                         return pario_finish_error(PROGRAM, o.err);
@@ -997,6 +1016,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         checksum_init(&ck);
         uint64_t mism = 0, got = 0;
         int fd = -1, nc = -1, v = -1, rc = 0;
+        long long io0 = storage_read_bytes();
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         if (c->stack == STACK_POSIX) {
@@ -1042,6 +1062,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         if (nc >= 0)
             nc_close(nc);
         double t3 = MPI_Wtime();
+        o.u[U_STORAGE] = storage_since(io0);
         if (agree(o.err))
             return pario_finish_error(PROGRAM, o.err);
         o.t[T_OPEN] = t1 - t0;

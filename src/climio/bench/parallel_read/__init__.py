@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ... import native
 from ...errors import InputError
 from ...options import parse_choice, parse_hints
 from ...options import parse_size, parse_size_list
@@ -31,7 +32,6 @@ FILE_SETS = ("per-task", "shared", "small")
 MPI_PATTERNS = ("sequential", "striding")
 ACCESS = ("independent", "collective")
 _MPI_IO = ("default", "romio", "ompio")
-BACKENDS = ("mpiio", "hdf5", "netcdf4", "pnetcdf")
 
 PRESETS = {
     # The thesis's grid scaled to a laptop: 256 MiB per file instead of 256 GB.
@@ -110,7 +110,7 @@ class Grid:
 
 # Options that only some experiments read (given without them: an error, not silently ignored).
 EXPERIMENT_ONLY = {("tasks",): ("buffers", "stacks"), ("tasks", "dask"): ("file_sets",),
-                   ("mpiio",): ("backends", "patterns", "access", "mpi_buffer", "hint", "hints_file"),
+                   ("mpiio",): ("backends", "patterns", "access", "mpi_buffer", "hint", "hints_file", "settle"),
                    ("dask",): ("scheduler",)}
 
 
@@ -169,9 +169,11 @@ def build_grid(preset="full", **values) -> Grid:
         if given and not any(e in experiments for e in exp):
             raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to experiment "
                              f"{' or '.join(exp)} only, and this run has --experiments {','.join(experiments)}")
+    # experiment B's backends as the native programs list them (csrc/pario/backends.h, one X-macro list)
+    backends = ch("backends", native.pario_backends(), "backend")
     g = Grid(experiments=experiments, ranks=ranks, size=size, buffers=buffers,
              stacks=ch("stacks", TASK_STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
-             backends=ch("backends", BACKENDS, "backend"), patterns=ch("patterns", MPI_PATTERNS, "pattern"),
+             backends=backends, patterns=ch("patterns", MPI_PATTERNS, "pattern"),
              access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),
              hints_file=v.get("hints_file"), mpi_io=mpi_io, reps=reps, scheduler=v.get("scheduler"),
              hostfile=v.get("hostfile"), launcher=v.get("launcher"), timeout=timeout, stall=stall,

@@ -19,8 +19,9 @@ import time
 import numpy as np
 
 from ...errors import InputError
+from ...measure.series import storage_read_bytes
 from ...records import SCHEMA_VERSION, now_iso
-from .run import file_bytes
+from .run import check_storage, file_bytes
 from .summary import host_layout, task_rates
 
 CONNECT_TIMEOUT_S = 10
@@ -64,6 +65,14 @@ def _key_parts(key):
     return key, ()
 
 
+def _storage_sum(before, after):
+    """Bytes the workers fetched from storage between two client.run(storage_read_bytes) answers
+    ({worker: bytes}); None when a worker lacks the counter or left in between."""
+    if set(before) != set(after) or None in before.values() or None in after.values():
+        return None
+    return sum(after[w] - before[w] for w in after)
+
+
 def paths_of(top, file_set, ranks):
     return [top / "shared.nc"] if file_set == "shared" else [top / f"{file_set}-{i}.nc" for i in range(ranks)]
 
@@ -101,6 +110,7 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                 for p in paths:
                     evict(p)
                 resident = [resident_fraction(p) for p in paths]
+                io0 = client.run(storage_read_bytes)     # each worker process, outside the timed job
                 t0 = time.perf_counter()
                 epoch0 = time.time()
                 with get_task_stream(client) as ts:
@@ -111,6 +121,7 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                 tokens = {str(fut.key).rsplit("-", 1)[-1]: i for i, (a, fut) in enumerate(zip(arrays, futures))
                           if a.numblocks[0] == 1}
                 wall = time.perf_counter() - t0
+                storage = _storage_sum(io0, client.run(storage_read_bytes))
                 for d in dsets:
                     d.close()
                 spans = {}
@@ -158,7 +169,8 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                                 "per_rank": {"total": times, "bytes": per_bytes, "checksum": per_ck,
                                              "rate_MBps": rates["per_task_MBps"], "host": host_idx},
                                 "imbalance": max(times) / (sum(times) / len(times)),
-                                "verified": not any(per_bad), "mismatches": sum(per_bad)},
+                                "verified": not any(per_bad), "mismatches": sum(per_bad)}
+                    | ({"storage_read_bytes": storage} if storage is not None else {}),
                     "cache": {"state": "cold" if all(cold) else "warm", "requested": "cold",
                               "method": "posix_fadvise(DONTNEED) of every file by the client"
                                         + (" (remote workers: only the client's node)" if grid.scheduler else ""),
@@ -168,7 +180,7 @@ def run_dask(grid, top, ranks, platform_id, sink) -> None:
                     "rep": rep, "status": "ok", "time": now_iso(), "platform_id": platform_id,
                     "schema": SCHEMA_VERSION,
                 }
-                sink(rec)
+                sink(check_storage(rec))
     finally:
         client.close()
         if cluster is not None:
