@@ -162,6 +162,26 @@ def test_runner_kills_a_hung_probe(small_nc, hung_probe, tasks):
     assert_killed(hung_probe)
 
 
+def test_interrupted_runner_kills_every_task_s_probe(small_nc, hung_probe):
+    """Ctrl-C reaches the main thread only (each probe runs in its own session): the probes the other
+    tasks' threads stream must be killed too, not left to run on."""
+    import signal
+    import threading
+
+    def interrupt_when_both_started():
+        for _ in range(100):
+            if hung_probe.exists() and len(hung_probe.read_text().split()) == 2:
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_both_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.measure(small_nc, "ta", XT_READS, "c-netcdf", tasks=2, reps=1, needed_bytes=NEEDED, timeout_s=60)
+    assert len(hung_probe.read_text().split()) == 2
+    assert_killed(hung_probe)
+
+
 def test_calibrate_kills_a_hung_probe(small_nc, hung_probe):
     with pytest.raises(NativeError, match=r"^climio-probe-netcdf-slab did not finish within 1 s and was killed$"):
         calib._probe(small_nc, XT_READS[:2], 1, timeout_s=1)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import cache, native
 from ..errors import DataError, InputError, NativeError
-from ..measure.procs import DEFAULT_TIMEOUT_S, stream_records
+from ..measure.procs import DEFAULT_TIMEOUT_S, kill_streaming, stream_records
 from ..measure.series import Series, Timer, run_series, storage_check, storage_read_bytes
 from ..records import make_record
 from ..stacks import STACKS
@@ -115,9 +115,13 @@ def _c_probe(path, var, groups, chunk_cache, platform_id, timeout_s=DEFAULT_TIME
         threads = [threading.Thread(target=launch, args=(i,), daemon=True) for i in range(1, len(files))]
         for t in threads:
             t.start()
-        launch(0)
-        for t in threads:
-            t.join()
+        try:
+            launch(0)
+            for t in threads:
+                t.join()
+        except BaseException:       # e.g. Ctrl-C: the other threads' probes must not run on
+            kill_streaming()
+            raise
         if errors:
             raise errors[0]
         if not all(recs):

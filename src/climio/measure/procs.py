@@ -41,6 +41,21 @@ def kill_group(proc) -> None:
         pass
 
 
+# Children streaming now, from any thread: each runs in its own session (so a terminal's Ctrl-C does
+# not reach it), and only the thread that streams it kills it when interrupted. A caller that
+# streams several children on threads kills them all with kill_streaming() when it is interrupted.
+_STREAMING: set = set()
+_STREAMING_LOCK = threading.Lock()
+
+
+def kill_streaming() -> None:
+    """Kill the process group of every child stream_records is running now (in any thread)."""
+    with _STREAMING_LOCK:
+        live = list(_STREAMING)
+    for proc in live:
+        kill_group(proc)
+
+
 def stream_records(cmd, on_record, env=None, cwd=None, timeout_s=DEFAULT_TIMEOUT_S, what=None, program=None) -> None:
     """Run `cmd`, passing each record line of its stdout to `on_record`.
 
@@ -56,6 +71,8 @@ def stream_records(cmd, on_record, env=None, cwd=None, timeout_s=DEFAULT_TIMEOUT
                                 env=env, cwd=cwd, start_new_session=True)
     except OSError as exc:
         raise NativeError(f"cannot start {cmd[0]}: {exc.strerror}") from None
+    with _STREAMING_LOCK:
+        _STREAMING.add(proc)
     timed_out = threading.Event()
 
     def on_timeout():
@@ -81,6 +98,8 @@ def stream_records(cmd, on_record, env=None, cwd=None, timeout_s=DEFAULT_TIMEOUT
     finally:
         if timer:
             timer.cancel()
+        with _STREAMING_LOCK:
+            _STREAMING.discard(proc)
     reader.join(timeout=10)
     stderr = "".join(stderr_chunks)
     if rc != 0:
