@@ -30,6 +30,31 @@ def test_sizes():
             parse_size_list(bad)
 
 
+def test_one_command_value_parsers_live_in_options():
+    """--lat-band, --layouts, --mode and --chunk-cache are parsed in climio.options, the one place
+    for value parsers; their commands use those functions (issue 12, 3)."""
+    from climio import options as O
+    from climio.bench import stsa as stsa_bench
+    from climio.measure import worker
+    from climio.stsa import workflow
+    from climio.trace import run as trace_run
+    assert workflow.parse_lat_band is O.parse_lat_band and trace_run.parse_mode is O.parse_mode
+    assert worker.parse_cache_spec is O.parse_cache_spec and not hasattr(stsa_bench, "parse_layouts")
+    assert O.parse_lat_band("-15,15") == (-15.0, 15.0) and O.parse_lat_band("all") is None
+    assert O.parse_layouts("contiguous, xt+deflate4+shuffle", stsa_bench.LAYOUT_LABELS) == [
+        ("contiguous", "contiguous", "none"), ("xt+deflate4+shuffle", "xt", "deflate4+shuffle")]
+    assert stsa_bench.build_grid("quick", layouts="xt+deflate1").layout_specs == [("xt+deflate1", "xt", "deflate1")]
+    assert O.parse_mode("counters:5") == ("counters", 5) and O.parse_mode(None) == ("full", 0)
+    assert O.parse_cache_spec("default") is None and O.parse_cache_spec("1024,521,0.5") == (1024, 521, 0.5)
+    for fn, bad in ((O.parse_lat_band, "15,-15"), (O.parse_lat_band, "north"),
+                    (lambda t: O.parse_layouts(t, stsa_bench.LAYOUT_LABELS), "ab"),
+                    (lambda t: O.parse_layouts(t, stsa_bench.LAYOUT_LABELS), "contiguous+deflate1"),
+                    (O.parse_mode, "full:3"), (O.parse_cache_spec, "1,2"), (O.parse_cache_spec, "1,2,3")):
+        with pytest.raises(InputError) as exc:
+            fn(bad)
+        assert str(exc.value) and "\n" not in str(exc.value)
+
+
 def test_records_roundtrip_and_derived_metrics(tmp_path):
     rec = make_record("read-stack", {"layer": "numpy"}, {"bytes": 2_000_000, "wall_s": 2.0, "user_s": 0.5, "sys_s": 0.25},
                       {"state": "cold"}, rep=1, platform_id="abc")

@@ -123,6 +123,48 @@ def test_slice_starts_tile_the_array_once_in_c_order():
         A.slice_starts(S430, [1, 1, 1, 1])                  # 3.4e10 hyperslabs: refused, not built
 
 
+# --- blocks ------------------------------------------------------------------------------------------
+
+def test_iter_blocks_cover_every_element_once_edges_clipped():
+    assert list(L.iter_blocks((5, 7), (2, 3))) == [
+        ((0, 0), (2, 3)), ((0, 3), (2, 3)), ((0, 6), (2, 1)),
+        ((2, 0), (2, 3)), ((2, 3), (2, 3)), ((2, 6), (2, 1)),
+        ((4, 0), (1, 3)), ((4, 3), (1, 3)), ((4, 6), (1, 1))]
+    rng = random.Random(11)
+    for _ in range(100):
+        shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 4)))
+        block = tuple(rng.randint(1, d + 2) for d in shape)
+        seen = np.zeros(shape, dtype=int)
+        boxes = list(L.iter_blocks(shape, block))
+        for (start, count), index in zip(boxes, L.iter_block_slices(shape, block), strict=True):
+            assert all(n == min(b, d - s) for s, n, b, d in zip(start, count, block, shape))
+            assert index == tuple(slice(s, s + n) for s, n in zip(start, count))
+            seen[index] += 1
+        assert (seen == 1).all() and [s for s, _ in boxes] == sorted(s for s, _ in boxes)
+    assert list(L.iter_blocks((3, 0, 2), (1, 1, 1))) == []
+    assert list(L.iter_blocks((), ())) == [((), ())] and list(L.iter_block_slices((), ())) == [Ellipsis]
+    one_line_error(lambda *a: list(L.iter_blocks(*a)), (4, 4), (2,))
+    one_line_error(lambda *a: list(L.iter_blocks(*a)), (4, 4), (2, 0))
+
+
+@pytest.mark.parametrize("shape,chunks,itemsize,max_bytes,block", [
+    ((10, 8, 6), (3, 4, 4), 4, 1000, (3, 8, 6)),      # inner dims whole, the outer one a chunk
+    ((10, 8, 6), (3, 4, 4), 4, 2000, (9, 8, 6)),      # ... or a multiple of it
+    ((10, 8, 6), (3, 4, 4), 4, 3000, (10, 8, 6)),     # the whole array fits
+    ((10, 8, 6), (3, 4, 4), 4, 500, (3, 4, 6)),       # a chunk along y, whole rows along x
+    ((10, 8, 6), (3, 4, 4), 4, 100, (1, 4, 6)),       # one chunk (192 B) does not fit: single values
+    ((10, 8, 6), (3, 4, 4), 4, 3, (1, 1, 1)),         # one value does not fit: one value
+    ((2, 10, 6), (1, 4, 6), 1, 60, (1, 10, 6)),       # a whole dimension fits though not a multiple
+    ((4, 3, 5), None, 8, 100, (1, 2, 5)),             # contiguous: whole rows, one byte range
+    ((4, 3, 5), None, 8, 30, (1, 1, 3)),              # part of a row
+    ((5, 4), (8, 4), 1, 100, (5, 4)),                 # a chunk longer than its (unlimited) dimension
+    ((3, 0, 2), (1, 1, 1), 8, 100, (3, 0, 2)),        # nothing to read: its own block
+    ((), None, 8, 100, ()),
+])
+def test_bounded_block(shape, chunks, itemsize, max_bytes, block):
+    assert L.bounded_block(shape, chunks, itemsize, max_bytes) == block
+
+
 # --- the thesis's numbers -----------------------------------------------------------------------
 
 def test_thesis_uneven_chunks_explain_the_larger_file():

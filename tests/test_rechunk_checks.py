@@ -99,6 +99,36 @@ def test_dry_run_shows_padding(field, tmp_path):
     assert f"({pad} B, {100 * pad / (24 * 40 * 3 * 36 * 4):.1f} % of" in res.stderr, res.stderr
 
 
+def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
+    """--dry-run prints one line per rate of the cost model: a built-in default, or taken from this
+    platform's calibrated profile (what calibration does not measure stays a default)."""
+    from climio.advise import profile as profmod
+    from climio.advise.workflow import platform_id_of
+    from climio.rechunk import meta
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    codec = next(v.compression.label for v in meta.scan(field) if v.compression.codec != "none")
+
+    def rate_lines():
+        res = run_cli("rechunk", field, tmp_path / "o.nc", "-c", "time/12", "--dry-run")
+        assert res.returncode == 0, res.stderr
+        return sorted(ln for ln in (res.stdout + res.stderr).splitlines() if ln.startswith("rate "))
+
+    default = "built-in default (a laptop SSD, libdeflate)"
+    assert rate_lines() == sorted([f"rate read: 500 MB/s, {default}", f"rate write: 400 MB/s, {default}",
+                                   f"rate decode {codec}: 600 MB/s, {default}", f"rate encode: 90 MB/s, {default}",
+                                   f"rate per request: 0.1 ms, {default}"])
+    profmod.save(profmod.Profile(platform_id=platform_id_of(field), latency_s={"strided": 250e-6},
+                                 rate_Bps={"sequential": [[4096, 1e9]]}, decode_Bps={"deflate4+shuffle": 300e6}))
+    cal = "from the calibrated profile"
+    assert rate_lines() == sorted([
+        f"rate read: 1000 MB/s, {cal} (sequential 4 MiB requests)",
+        "rate write: 800 MB/s, built-in default 400 MB/s scaled by the calibrated read rate (calibration does "
+        "not measure writing)",
+        f"rate decode {codec}: 300 MB/s, {cal} ({codec})",
+        "rate encode: 90 MB/s, built-in default (calibration does not measure encoding)",
+        f"rate per request: 0.25 ms, {cal} (strided request latency)"])
+
+
 # ---------------------------------------------------------------- item 4: checks and warnings
 
 def test_no_change_warns_and_succeeds(field, tmp_path):

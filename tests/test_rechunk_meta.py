@@ -12,6 +12,7 @@ import pytest
 from climio.data.compression import Compression
 from climio.options import parse_compression
 from climio.errors import DataError, InputError
+from climio.layout import bounded_block, iter_block_slices
 from climio.rechunk import meta, verify
 from climio.rechunk.model import Target
 from rechunk_corpus import make_corpus
@@ -256,8 +257,8 @@ def test_bad_targets(corpus, tmp_path):
     ((5, 5), 8, 7, None),                        # a value larger than the budget: one value per block
     ((4, 0, 3), 4, 100, None),
 ])
-def test_block_shape_bounded_and_covering(shape, itemsize, max_mem, chunks):
-    block = meta.block_shape(shape, itemsize, max_mem, chunks)
+def test_bounded_block_bounded_and_covering(shape, itemsize, max_mem, chunks):
+    block = bounded_block(shape, chunks, itemsize, max_mem)
     assert len(block) == len(shape)
     if 0 not in shape:
         assert math.prod(block) * itemsize <= max(max_mem, itemsize)
@@ -268,7 +269,7 @@ def test_block_shape_bounded_and_covering(shape, itemsize, max_mem, chunks):
         if chunks and math.prod(units) * itemsize <= max_mem:      # a chunk fits: edges on chunk edges
             assert all(b % u == 0 or b == n for b, u, n in zip(block, units, shape))
     seen = np.zeros(shape, int)
-    for index in meta.iter_blocks(shape, block):
+    for index in iter_block_slices(shape, block):
         seen[index] += 1
     assert (seen == 1).all()
 

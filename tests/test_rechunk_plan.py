@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from climio import layout as L
 from climio.errors import InputError
 from climio.rechunk import plan as P
-from climio.rechunk.plan import Layout, Rates, chunks_in, iter_blocks, peak_memory, plan_variable
+from climio.layout import iter_blocks
+from climio.rechunk.plan import Layout, Rates, chunks_in, peak_memory, plan_variable
 from climio.units import format_size
 
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -229,6 +229,57 @@ def amplification(shape, chunks, start, count, itemsize) -> float:
     return decoded / wanted if wanted else 1.0
 
 
+# --- blocks: an array in pieces that fit in memory --------------------------------------------------
+
+def iter_blocks(shape, block):
+    """(start, count) of the blocks of shape `block` tiling `shape`, in C order of the block grid,
+    the last block along a dimension clipped at the array's end. Nothing for an array with a
+    0-length dimension; one empty box ((), ()) for a scalar."""
+    shape = tuple(int(d) for d in shape)
+    block = tuple(int(b) for b in block)
+    if len(block) != len(shape):
+        raise InputError(f"block {_fmt(block)} does not match shape {_fmt(shape)}")
+    if any(d == 0 for d in shape):
+        return
+    if any(b < 1 for b in block):
+        raise InputError(f"block {_fmt(block)} must be positive")
+    axes = [[(s, min(b, d - s)) for s in range(0, d, b)] for d, b in zip(shape, block)]
+    for combo in itertools.product(*axes):
+        yield tuple(s for s, _ in combo), tuple(n for _, n in combo)
+
+
+def iter_block_slices(shape, block):
+    """The blocks of iter_blocks as index tuples of slices for numpy, netCDF4-python and h5py
+    (`...` for a scalar, which netCDF4-python indexes no other way)."""
+    for start, count in iter_blocks(shape, block):
+        yield tuple(slice(s, s + n) for s, n in zip(start, count)) or Ellipsis
+
+
+def bounded_block(shape, chunks, itemsize, max_bytes) -> tuple:
+    """The largest C-order block of `shape` within max_bytes whose edges fall on chunk edges.
+
+    Outer dimensions one chunk long, one dimension a multiple of the chunk (or whole), inner
+    dimensions whole: every chunk lies in exactly one block (decoded once when reading, written
+    whole when writing) and a block of a contiguous variable is one byte range. With chunks None,
+    or when one chunk exceeds max_bytes, the same over single values (blocks then cut chunks);
+    one value when even a value exceeds max_bytes. A scalar or an array with a 0-length dimension
+    is its own block. Chunk extents beyond a dimension (unlimited ones) count as the dimension."""
+    shape = tuple(int(n) for n in shape)
+    if not shape or 0 in shape:
+        return shape
+    itemsize = max(int(itemsize), 1)
+    ones = (1,) * len(shape)
+    units = tuple(max(1, min(int(c), n)) for c, n in zip(chunks, shape)) if chunks else ones
+    for unit in (units, ones):
+        # the outermost dimension a at which unit[:a] x k*unit[a] x shape[a+1:] fits for some k >= 1
+        for a in range(len(shape)):
+            inner = math.prod(unit[:a]) * math.prod(shape[a + 1:]) * itemsize
+            if inner * unit[a] <= max_bytes:
+                n = max_bytes // inner // unit[a] * unit[a]
+                return unit[:a] + (min(n, shape[a]),) + shape[a + 1:]
+    return ones
+
+
 # --- chunk shapes -----------------------------------------------------------------------------------
 
 _NC_TYPES = {1: "i1", 2: "i2", 4: "f4", 8: "f8"}

@@ -1,7 +1,7 @@
-"""Every parser of option values the commands share: comma lists of names and integers, array
-shapes, sizes and size lists, compression settings, chunk shapes, read shapes, KEY=VALUE hints.
-Each builds the noun of its module (layout, access, data.compression) and fails with one
-InputError line. (A study's own vocabulary, e.g. the thesis's chunk letters A-G, stays with it.)"""
+"""Every parser of option values: comma lists of names and integers, array shapes, sizes and size
+lists, compression settings, chunk shapes, read shapes, KEY=VALUE hints, and the values only one
+command takes (--lat-band, --layouts, --mode, --chunk-cache). Each builds the noun of its module
+(layout, access, data.compression) and fails with one InputError line. (A study's own vocabulary, e.g. the thesis's chunk letters A-G, stays with it.)"""
 
 import re
 from pathlib import Path
@@ -218,3 +218,68 @@ def parse_read(spec, shape) -> tuple:
     if "," not in text and len(shape) > 1:
         raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
     return _template(text, shape, "read count")
+
+
+# --- one command's values ------------------------------------------------------------------------------
+
+def parse_lat_band(text):
+    """`climio stsa --lat-band`: '-15,15' -> (-15.0, 15.0); None, '', 'all', 'none' -> None."""
+    if text is None or text == "" or str(text).lower() in ("all", "none"):
+        return None
+    if isinstance(text, (tuple, list)):
+        parts = list(text)
+    else:
+        parts = str(text).strip("[]() ").split(",")
+    try:
+        lo, hi = (float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise InputError(f"malformed --lat-band '{text}': use SOUTH,NORTH in degrees, e.g. -15,15") from None
+    if not (-90.0 <= lo < hi <= 90.0):
+        raise InputError(f"--lat-band {lo:g},{hi:g} must satisfy -90 <= SOUTH < NORTH <= 90")
+    return lo, hi
+
+
+def parse_layouts(text, labels) -> list:
+    """`climio bench stsa --layouts`: `contiguous,xt+deflate4` -> (item, label, compression label)
+    triples; each label one of `labels` (the study's), optionally +COMPRESSION."""
+    from .data.compression import NONE
+    out = []
+    for item in [s.strip() for s in str(text).split(",") if s.strip()]:
+        label, _, comp = item.partition("+")
+        if label not in labels:
+            raise InputError(f"unknown layout '{item}': use {', '.join(labels)}, optionally +COMPRESSION")
+        c = parse_compression(comp) if comp else NONE
+        if label == "contiguous" and c != NONE:
+            raise InputError(f"layout '{item}': a contiguous variable cannot be compressed")
+        out.append((item, label, c.label if c != NONE else "none"))
+    if not out:
+        raise InputError(f"no layout in '{text}'")
+    return out
+
+
+TRACE_MODES = ("full", "counters")
+
+
+def parse_mode(mode) -> tuple:
+    """`climio trace --mode`: 'full', 'counters' or 'counters:N' -> (mode, sample N or 0)."""
+    text = (mode or "full").strip().lower()
+    name, _, n = text.partition(":")
+    if name not in TRACE_MODES or (n and (name != "counters" or not n.isdigit() or int(n) < 1)):
+        raise InputError(f"--mode must be full, counters or counters:N (every Nth call also kept as an event), "
+                         f"got {mode!r}")
+    return name, int(n) if n else 0
+
+
+def parse_cache_spec(text):
+    """The measuring worker's --chunk-cache: None for `default` (the library's), else
+    (bytes, nelems, preemption)."""
+    if text == "default":
+        return None
+    try:
+        size, nelems, preemption = text.split(",")
+        spec = int(size), int(nelems), float(preemption)
+    except ValueError:
+        raise InputError(f"--chunk-cache {text!r}: use default or BYTES,NELEMS,PREEMPTION") from None
+    if spec[0] < 0 or spec[1] < 0 or not 0 <= spec[2] <= 1:
+        raise InputError(f"--chunk-cache {text!r}: sizes must be >= 0 and the preemption in 0..1")
+    return spec

@@ -1,6 +1,5 @@
 """`climio rechunk`: change chunking and compression in bounded memory."""
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -41,28 +40,19 @@ def rechunk_cmd(
     from ..mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
-    from ..measure.progress import BytesProgress
-    from ..rechunk.command import Options, rechunk
-    from ..options import parse_size
+    from ..rechunk import convert
 
     if chunk_old:
         if chunk:
             raise InputError("--chunk is the old name of -c/--chunks: give one")
         err_line("climio: note: --chunk is deprecated and will be removed; use -c/--chunks")
         chunk = chunk_old
-    opts = Options(chunk_specs=tuple(chunk or ()), for_axes=for_axes, balanced=balanced,
-                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes else None, contiguous=contiguous,
-                   compression=compression, variables=tuple(var or ()),
-                   max_mem=parse_size(max_mem) if max_mem else None,
-                   workers=workers if workers is not None else len(os.sched_getaffinity(0)),
-                   tmp_dir=str(tmp) if tmp else None, verify=verify, force=force)
-    say = err_line if json_out else info
-    if under_mpi() and not dry_run:
-        from ..rechunk.mpi_exec import rechunk_mpi
-        summary = rechunk_mpi(input, output, opts, say=say)
-    else:
-        summary = rechunk(input, output, opts, dry_run=dry_run, say=say,
-                          progress_factory=lambda total: BytesProgress(total, "rechunk"))
+    # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given
+    summary = convert(input, output, chunks=chunk, compression=compression, for_axes=for_axes, balanced=balanced,
+                      chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,
+                      max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
+                      dry_run=dry_run, progress=True, say=err_line if json_out else info,
+                      mpi=under_mpi() and not dry_run)
     if json_out and summary:
         print(json.dumps(summary))
 

@@ -4,7 +4,6 @@ Files appear under their final names only when complete: each is written to a hi
 name in the target directory and renamed; any exception (KeyboardInterrupt included) removes it.
 """
 
-import itertools
 import math
 import os
 import shutil
@@ -17,7 +16,7 @@ from .. import __version__
 from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
 from ..staging import staged
-from ..layout import chunk_bytes, library_default_chunks, validate_chunks
+from ..layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, validate_chunks
 from ..units import format_size
 from . import fields
 
@@ -266,38 +265,18 @@ def _blocks(v, shape, itemsize, max_block_bytes):
     """The write blocks of variable v in C order; sizes its chunk cache to one block."""
     chunking = v.chunking()
     if chunking == "contiguous":
-        # A row along x is the unit (part of one if a row exceeds the block): slabs stay contiguous.
-        unit = [1, 1, 1, min(shape[3], max(1, max_block_bytes // itemsize))]
-        return iter_blocks(shape, block_shape(shape, unit, itemsize, max_block_bytes))
+        # blocks of whole rows (part of one if a row exceeds the block): contiguous byte ranges
+        return iter_block_slices(shape, bounded_block(shape, None, itemsize, max_block_bytes))
     unit = list(chunking)
     _check_chunk_fits(unit, itemsize, max_block_bytes)  # the library's default chunks too
     limit = min(max_block_bytes, MAX_CHUNKS_PER_WRITE * chunk_bytes(unit, itemsize))
-    block = block_shape(shape, unit, itemsize, limit)
+    block = bounded_block(shape, unit, itemsize, limit)  # a chunk fits: blocks are unions of whole chunks
     _size_chunk_cache(v, block, unit, itemsize)
-    return iter_blocks(shape, block)
+    return iter_block_slices(shape, block)
 
 
-def block_shape(shape, unit, itemsize, max_block_bytes) -> list:
-    """Grow `unit` from the fastest axis outwards by whole units while it fits in max_block_bytes.
-
-    An axis is grown only when all faster axes are complete, so blocks of a contiguous variable
-    are contiguous byte ranges, and blocks of a chunked one are unions of whole chunks.
-    """
-    block = list(unit)
-    for ax in reversed(range(4)):
-        others = math.prod(block) // block[ax]
-        fit = max(1, max_block_bytes // (others * itemsize * unit[ax]))
-        block[ax] = min(shape[ax], fit * unit[ax])
-        if block[ax] < shape[ax]:
-            break
-    return block
-
-
-def iter_blocks(shape, block):
-    """Block selections (tuples of slices) in C order."""
-    starts = [range(0, n, b) for n, b in zip(shape, block)]
-    for corner in itertools.product(*starts):
-        yield tuple(slice(s, min(n, s + b)) for s, n, b in zip(corner, shape, block))
+# tests/test_data_generator.py's names for layout's (same arguments) until it imports them from there
+block_shape, iter_blocks = bounded_block, iter_block_slices
 
 
 def _size_chunk_cache(v, block, unit, itemsize) -> None:

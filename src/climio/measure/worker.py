@@ -26,7 +26,9 @@ import sys
 import numpy as np
 
 from .. import layout
+from ..errors import InputError
 from ..access import PATTERNS, plan
+from ..options import parse_cache_spec
 from ..stacks import ITEMSIZE, STACKS, file_kind
 from .series import Marker, Series, StreamChecksum, distinct_bytes, run_series
 
@@ -169,20 +171,6 @@ def read_slices(path) -> list:
     return out
 
 
-def parse_cache_spec(text):
-    """None for the library default, else (bytes, nelems, preemption)."""
-    if text == "default":
-        return None
-    try:
-        size, nelems, preemption = text.split(",")
-        spec = int(size), int(nelems), float(preemption)
-    except ValueError:
-        raise InputProblem(f"--chunk-cache {text!r}: use default or BYTES,NELEMS,PREEMPTION") from None
-    if spec[0] < 0 or spec[1] < 0 or not 0 <= spec[2] <= 1:
-        raise InputProblem(f"--chunk-cache {text!r}: sizes must be >= 0 and the preemption in 0..1")
-    return spec
-
-
 def parse_labels(items, reserved) -> dict:
     out = {}
     for item in items:
@@ -295,7 +283,7 @@ def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     try:
         return read_stack(args) if args.study == "read-stack" else chunking(args)
-    except InputProblem as exc:
+    except (InputProblem, InputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except (OSError, KeyError) as exc:

@@ -240,6 +240,12 @@ class Prepared:
     plans: dict
     warnings: list = None      # "warning: ..." lines, said once every check has passed
     rates_note: str = ""       # which rates the predicted times use (said by --dry-run)
+    rates: dict = None         # source codec label -> the Rates its variables are planned with
+
+    def rate_lines(self) -> list:
+        """One line per rate the plans use (a decode rate per source codec), each saying whether it
+        came from the calibrated profile or is a built-in default."""
+        return list(dict.fromkeys(line for codec, r in (self.rates or {}).items() for line in r.describe(codec)))
 
     def output_bytes(self, in_path: Path) -> int:
         return _estimate_output(in_path, self.infos, self.targets, self.stored)
@@ -261,9 +267,10 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     stored = _stored_bytes(in_path, infos)
     notes = []
     rates_for = platform_rates(in_path, notes.append)
+    rates = {v.compression.label: rates_for(v.compression.label) for v in infos if v.path in targets}
     prep = Prepared(max_mem, infos, targets, stored,
-                    make_plans(infos, targets, stored, max_mem, workers, two_pass, rates_for),
-                    layout_warnings(in_path, infos, targets), "".join(notes))
+                    make_plans(infos, targets, stored, max_mem, workers, two_pass, rates.__getitem__),
+                    layout_warnings(in_path, infos, targets), "".join(notes), rates)
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
     return prep
 
@@ -353,6 +360,8 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         say_warnings(prep, say)
         if prep.rates_note:
             say(prep.rates_note)
+        for line in prep.rate_lines():
+            say(line)
         for path, p in plans.items():
             say(f"{path} -> {_target_label(targets[path])}")
             for line in p.describe():

@@ -19,8 +19,8 @@ import numpy as np
 from ..data.compression import Compression
 from ..data.writer import MAX_CHUNKS_PER_WRITE
 from ..errors import ClimioError, DataError, InputError
+from ..layout import bounded_block, iter_block_slices
 from .model import VarInfo
-from .plan import iter_blocks as plan_blocks
 
 NON_COORD = "_nc4_non_coord_"
 # Memory estimate per element of a string / vlen variable (Python object + payload); their true size
@@ -180,34 +180,11 @@ def item_bytes(var) -> int:
 
 
 def block_shape(shape, itemsize: int, max_mem: int, chunks=None) -> tuple:
-    """The largest block along the outermost dimensions with prod(block) * itemsize <= max_mem:
-    inner dimensions whole, one dimension partial, outer ones at one chunk (1 when contiguous).
-    With chunks, block edges fall on chunk edges whenever a chunk fits, so every chunk is decoded
-    once when reading and written whole (never read back) when writing. Only when one value is
-    larger than max_mem is the bound exceeded (the block is then one value)."""
-    shape = tuple(int(n) for n in shape)
-    if not shape or 0 in shape:
-        return shape
-    itemsize = max(int(itemsize), 1)
-    units = [1] * len(shape)
-    if chunks:
-        units = [max(1, min(int(c), n)) for c, n in zip(chunks, shape)]
-    for unit in (units, [1] * len(shape)):
-        for a in range(len(shape)):
-            inner = math.prod(unit[:a]) * math.prod(shape[a + 1:]) * itemsize
-            if inner * unit[a] <= max_mem:
-                n = max_mem // inner // unit[a] * unit[a]
-                return tuple(unit[:a]) + (min(n, shape[a]),) + shape[a + 1:]
-    return (1,) * len(shape)
+    """verify.py's spelling of layout.bounded_block (its argument order) until it calls that."""
+    return bounded_block(shape, chunks, itemsize, max_mem)
 
 
-def iter_blocks(shape, block):
-    """Index tuples (slices) covering `shape` in C order; a scalar is one block `...`."""
-    if not shape:
-        yield Ellipsis
-        return
-    for start, count in plan_blocks(shape, block):
-        yield tuple(slice(s, s + n) for s, n in zip(start, count))
+iter_blocks = iter_block_slices  # verify.py's name for it
 
 
 def block_elements(index, shape) -> int:
@@ -497,9 +474,9 @@ def copy_values(s, d, max_mem: int, progress=None):
     budget = max(1, max_mem // 2)
     if chunks:
         budget = min(budget, MAX_CHUNKS_PER_WRITE * math.prod(chunks) * isz)
-    block = block_shape(shape, isz, budget, chunks)
+    block = bounded_block(shape, chunks, isz, budget)
     members = list(d.datatype.enum_dict.values()) if kind(d) == "enum" else None
-    for index in iter_blocks(shape, block):
+    for index in iter_block_slices(shape, block):
         data = s[index]
         if members is not None:
             # netCDF4-python refuses enum values that are no member, yet unwritten elements read as

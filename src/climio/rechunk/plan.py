@@ -1,10 +1,10 @@
 """The rechunk planner: how to convert ONE variable to a new layout within a memory budget.
 
 Pure functions: no I/O, no HDF5. The executor reads the array in *blocks* (hyperslabs tiling the
-array in C order, see `iter_blocks`), assembles each block uncompressed in memory, cuts it into
-target chunks, encodes them and writes them. Every block shape the planner returns is, on every
-axis, a multiple of the target chunk extent or the full dimension, so every target chunk lies in
-exactly one block and is encoded and written exactly once. A contiguous side imposes no alignment
+array in C order, see `climio.layout.iter_blocks`), assembles each block uncompressed in memory,
+cuts it into target chunks, encodes them and writes them. Every block shape the planner returns
+is, on every axis, a multiple of the target chunk extent or the full dimension, so every target
+chunk lies in exactly one block and is encoded and written exactly once. A contiguous side imposes no alignment
 (extent 1): a contiguous target is written by hyperslab, a contiguous source read by hyperslab.
 
 Memory model (the executor obeys it; interpreter and library overhead are not counted)
@@ -40,10 +40,11 @@ allocates and decodes such chunks whole.
 import functools
 import itertools
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ..errors import InputError
 from ..layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
+from ..layout import iter_blocks  # noqa: F401  (the executors take the blocks of a plan from here)
 from ..layout import _checked_int as _int
 from ..units import format_size
 
@@ -54,6 +55,12 @@ PLAN_STRATEGIES = ("single-pass", "strided", "redecode", "two-pass")
 
 # --- the nouns --------------------------------------------------------------------------------------
 
+# The rates by field: what a dry run calls each and how it shows the value.
+RATE_LINES = (("read_Bps", "read", "MB/s"), ("write_Bps", "write", "MB/s"), ("decode_Bps", "decode", "MB/s"),
+              ("encode_Bps", "encode", "MB/s"), ("op_s", "per request", "ms"))
+DEFAULT_ORIGIN = "built-in default (a laptop SSD, libdeflate)"
+
+
 @dataclass(frozen=True)
 class Rates:
     """Speeds of the cost model (B/s and s per I/O request); defaults: laptop SSD + libdeflate.
@@ -62,23 +69,50 @@ class Rates:
     (climio.advise.profile.Profile, `climio calibrate`): the read rate of large sequential
     requests, the decode rate of the source's codec, a strided request's latency per
     operation; what calibration does not measure (writing, encoding) keeps the defaults,
-    scaled by how the platform's read rate compares with the default's. Pure: the caller
-    finds the profile and passes the rates in."""
+    scaled by how the platform's read rate compares with the default's. `origin` says, per
+    field, where a rate not left at its default came from (describe() prints it). Pure: the
+    caller finds the profile and passes the rates in."""
     read_Bps: float = 500e6
     write_Bps: float = 400e6
     decode_Bps: float = 600e6
     encode_Bps: float = 90e6
     op_s: float = 1e-4
+    origin: tuple = field(default=(), compare=False)   # (field name, where its value came from)
 
     @classmethod
     def from_profile(cls, profile, codec: str = "") -> "Rates":
         base = cls()
         read = float(profile.rate("sequential", 4 << 20))
         decode = float(profile.decode(codec or "deflate4+shuffle"))
-        op = float(profile.latency("strided")) + float(getattr(profile, "cold_extra_s", 0.0) or 0.0)
+        cold = float(getattr(profile, "cold_extra_s", 0.0) or 0.0)
+        op = float(profile.latency("strided")) + cold
+        calibrated = "from the calibrated profile"
+        origin = (("read_Bps", f"{calibrated} (sequential 4 MiB requests)"),
+                  ("write_Bps", f"built-in default {base.write_Bps / 1e6:.0f} MB/s scaled by the calibrated "
+                                "read rate (calibration does not measure writing)"),
+                  ("encode_Bps", "built-in default (calibration does not measure encoding)"))
+        if decode != float("inf"):
+            origin += (("decode_Bps", f"{calibrated} ({codec or 'deflate4+shuffle'})"),)
+        if op:
+            origin += (("op_s", f"{calibrated} (strided request latency{' + cold extra' if cold else ''})"),)
         return cls(read_Bps=read, write_Bps=base.write_Bps * read / base.read_Bps,
                    decode_Bps=decode if decode != float("inf") else base.decode_Bps,
-                   encode_Bps=base.encode_Bps, op_s=op or base.op_s)
+                   encode_Bps=base.encode_Bps, op_s=op or base.op_s, origin=origin)
+
+    def describe(self, codec: str = "") -> list:
+        """One line per rate the plan of a `codec` source uses (decode only for a compressed one):
+        its value and whether it came from a calibrated profile or is a built-in default."""
+        said = dict(self.origin)
+        lines = []
+        for name, what, unit in RATE_LINES:
+            if name == "decode_Bps":
+                if codec in ("", "none"):
+                    continue
+                what = f"decode {codec}"
+            v = getattr(self, name) * (1e3 if unit == "ms" else 1e-6)
+            value = f"{v:.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
+            lines.append(f"rate {what}: {value}, {said.get(name, DEFAULT_ORIGIN)}")
+        return lines
 
 
 @dataclass(frozen=True)
@@ -198,22 +232,6 @@ def peak_memory(block_bytes: int, scratch_bytes: int, workers: int) -> int:
     if workers <= 1:
         return 2 * block_bytes + scratch_bytes
     return workers * (3 * block_bytes + scratch_bytes) + workers * block_bytes
-
-
-def iter_blocks(shape, block):
-    """(start, count) of the blocks tiling `shape`, C order of the block grid, clipped at the edges.
-    Nothing for an array with a 0-length dimension."""
-    shape = tuple(int(d) for d in shape)
-    block = tuple(int(b) for b in block)
-    if len(block) != len(shape):
-        raise InputError(f"block {format_chunks(block)} does not match shape {format_chunks(shape)}")
-    if any(d == 0 for d in shape):
-        return
-    if any(b < 1 for b in block):
-        raise InputError(f"block {format_chunks(block)} must be positive")
-    axes = [[(s, min(b, d - s)) for s in range(0, d, b)] for d, b in zip(shape, block)]
-    for combo in itertools.product(*axes):
-        yield tuple(s for s, _ in combo), tuple(n for _, n in combo)
 
 
 def chunks_in(start, count, chunks):

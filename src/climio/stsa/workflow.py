@@ -60,6 +60,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError, InputError, NativeError
+from ..options import parse_lat_band
 from . import direct, readplan
 from . import spectra as sp
 
@@ -229,23 +230,6 @@ def check_equator(lat) -> None:
     if np.max(np.abs(lat + lat[::-1])) > 1e-3:
         raise DataError(f"the latitudes ({lat.min():g} to {lat.max():g}) are not mirrored about the equator "
                         "(lat[i] = -lat[n-1-i]); choose a symmetric --lat-band")
-
-
-def parse_lat_band(text):
-    """'-15,15' -> (-15.0, 15.0); None/'' -> None."""
-    if text is None or text == "" or str(text).lower() in ("all", "none"):
-        return None
-    if isinstance(text, (tuple, list)):
-        parts = list(text)
-    else:
-        parts = str(text).strip("[]() ").split(",")
-    try:
-        lo, hi = (float(p) for p in parts)
-    except (TypeError, ValueError):
-        raise InputError(f"malformed --lat-band '{text}': use SOUTH,NORTH in degrees, e.g. -15,15") from None
-    if not (-90.0 <= lo < hi <= 90.0):
-        raise InputError(f"--lat-band {lo:g},{hi:g} must satisfy -90 <= SOUTH < NORTH <= 90")
-    return lo, hi
 
 
 @dataclass

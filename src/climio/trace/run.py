@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ClimioError, InputError
-from ..options import parse_choice
+from ..options import parse_choice, parse_mode
 from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
 from ..records import atomic_write_text
 from ..rundir import default_run_dir, writable_dir
@@ -120,19 +120,6 @@ def preload(existing, lib) -> str:
     """LD_PRELOAD with `lib` appended (libraries the user preloads keep their precedence)."""
     parts = [p for p in (existing or "").replace(" ", ":").split(":") if p]
     return ":".join(parts if lib in parts else [*parts, lib])
-
-
-TRACE_MODES = ("full", "counters")
-
-
-def parse_mode(mode) -> tuple:
-    """'full', 'counters' or 'counters:N' -> (mode, sample N or 0)."""
-    text = (mode or "full").strip().lower()
-    name, _, n = text.partition(":")
-    if name not in TRACE_MODES or (n and (name != "counters" or not n.isdigit() or int(n) < 1)):
-        raise InputError(f"--mode must be full, counters or counters:N (every Nth call also kept as an event), "
-                         f"got {mode!r}")
-    return name, int(n) if n else 0
 
 
 def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None, mode="full", sample=0) -> dict:

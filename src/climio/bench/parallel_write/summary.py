@@ -24,6 +24,9 @@ LATENCY_BYTES = 64 << 20
 # The columns of records.to_frame() that tell the points of a `tune write` sweep apart.
 SWEEP_COLUMNS = ["params.role", "stack", "params.io_layout", "params.hints_requested.cb_nodes",
                  "params.stripe.requested.count"]
+# The columns that make one bandwidth-vs-writers line, and one rep of a set of concurrent instances.
+LINE_COLUMNS = ["params.mode", "params.backend", "params.strategy"]
+INSTANCE_COLUMNS = [*LINE_COLUMNS, "params.instances", "rep"]
 
 
 def rank_stats(values) -> dict:
@@ -129,12 +132,12 @@ def _verified(rs):
 
 
 def series(rows) -> dict:
-    """(mode, backend, strategy) -> rows ordered by writers: the bandwidth-vs-writers lines."""
+    """(mode, backend, strategy) -> rows ordered by writers: the bandwidth-vs-writers lines. A row
+    carries its configuration's params, so stats.group_configs groups rows as it groups records."""
     out = {}
-    for r in rows:
-        out.setdefault((r["mode"], r["backend"], r["strategy"]), []).append(r)
-    for v in out.values():
-        v.sort(key=lambda r: r["ranks"])
+    for line in group_configs(rows, by=LINE_COLUMNS):
+        first = line.records[0]
+        out[(first["mode"], first["backend"], first["strategy"])] = sorted(line.records, key=lambda r: r["ranks"])
     return out
 
 
@@ -179,20 +182,19 @@ def best_per_strategy(rows) -> list:
 
 def aggregate_instances(records) -> list:
     """Per (mode, backend, strategy, rep): bytes of every instance / (last end - first start)."""
-    groups = {}
-    for r in records:
-        p = r["params"]
-        if r.get("study") != STUDY or r["status"] != "ok" or "instances" not in p:
-            continue
-        groups.setdefault((p.get("mode", ""), p["backend"], p["strategy"], p["instances"], r["rep"]), []).append(r)
+    recs = [r for r in records if r.get("study") == STUDY and r["status"] == "ok" and "instances" in r["params"]]
     out = []
-    for (mode, backend, strategy, k, rep), rs in sorted(groups.items()):
+    for cfg in group_configs(recs, by=INSTANCE_COLUMNS):
+        rs = cfg.records
+        p = rs[0]["params"]
+        mode, backend, strategy, k, rep = p.get("mode", ""), p["backend"], p["strategy"], p["instances"], rs[0]["rep"]
         total = sum(r["metrics"]["bytes"] for r in rs)
         span = max(r["metrics"]["epoch_end"] for r in rs) - min(r["metrics"]["epoch_start"] for r in rs)
         out.append({"mode": mode, "backend": backend, "strategy": strategy, "instances": k, "rep": rep,
                     "complete": len(rs) == k, "bytes": total, "span_s": span,
                     "aggregate_MBps": total / span / 1e6 if span > 0 else None,
                     "per_instance_MBps": [r["metrics"]["rate_MBps"] for r in rs]})
+    out.sort(key=lambda x: (x["mode"], x["backend"], x["strategy"], x["instances"], x["rep"]))
     return out
 
 

@@ -76,23 +76,6 @@ def default_workers() -> list:
     return out + [cores]
 
 
-def parse_layouts(text) -> list:
-    from ...data.compression import NONE
-    from ...options import parse_compression
-    out = []
-    for item in [s.strip() for s in str(text).split(",") if s.strip()]:
-        label, _, comp = item.partition("+")
-        if label not in LAYOUT_LABELS:
-            raise InputError(f"unknown layout '{item}': use {', '.join(LAYOUT_LABELS)}, optionally +COMPRESSION")
-        c = parse_compression(comp) if comp else NONE
-        if label == "contiguous" and c != NONE:
-            raise InputError(f"layout '{item}': a contiguous variable cannot be compressed")
-        out.append((item, label, c.label if c != NONE else "none"))
-    if not out:
-        raise InputError(f"no layout in '{text}'")
-    return out
-
-
 def _read_plan(text) -> str:
     from ...stsa.readplan import READ_PLANS
     if text not in READ_PLANS:
@@ -101,7 +84,7 @@ def _read_plan(text) -> str:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_choice, parse_count, parse_int_list, parse_shape
+    from ...options import parse_choice, parse_count, parse_int_list, parse_layouts, parse_shape
     values = base.checked_values("stsa", Grid, PRESETS, preset, values)
     if values.get("source") and values.get("shape") is not None:
         raise InputError("--source takes the shape of its variable: not with --shape")
@@ -118,7 +101,7 @@ def build_grid(preset="full", **values) -> Grid:
     workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
     return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
                 modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=parse_count(v["reps"], "--reps"),
-                tasks=parse_count(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"]),
+                tasks=parse_count(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"], LAYOUT_LABELS),
                 dtype=dtype, preset=preset)
 
 
