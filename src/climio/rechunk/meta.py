@@ -179,14 +179,6 @@ def item_bytes(var) -> int:
     return dtype_of(var)[1] or OBJECT_ITEM_BYTES
 
 
-def block_shape(shape, itemsize: int, max_mem: int, chunks=None) -> tuple:
-    """verify.py's spelling of layout.bounded_block (its argument order) until it calls that."""
-    return bounded_block(shape, chunks, itemsize, max_mem)
-
-
-iter_blocks = iter_block_slices  # verify.py's name for it
-
-
 def block_elements(index, shape) -> int:
     if index is Ellipsis:
         return 1

@@ -13,9 +13,10 @@ converter puts it where the source has it, see meta.put_fill_value).
 
 import numpy as np
 
-from .meta import (block_elements, block_shape, chunks_of, dtype_of, hdf5_path, is_netcdf4, item_bytes,
-                   iter_blocks, kind, open_dataset, raw, string_attr_names, var_path, h5open)
+from .meta import (block_elements, chunks_of, dtype_of, hdf5_path, is_netcdf4, item_bytes, kind, open_dataset,
+                   raw, string_attr_names, var_path, h5open)
 from ..errors import DataError
+from ..layout import bounded_block, iter_block_slices
 
 MAX_LISTED = 20
 # The two blocks share max_mem with the comparison's temporaries (bit views, NaN masks, a bool mask
@@ -102,9 +103,9 @@ def _values(va, vb, listing: _Listing, max_mem: int, progress=None) -> int:
     shape = tuple(va.shape)
     k = kind(va)
     isz = item_bytes(va)
-    block = block_shape(shape, isz, max(1, max_mem // BLOCK_FRACTION), chunks_of(va))
+    block = bounded_block(shape, chunks_of(va), isz, max(1, max_mem // BLOCK_FRACTION))
     unlisted = 0
-    for index in iter_blocks(shape, block):
+    for index in iter_block_slices(shape, block):
         a, b = _as_array(va[index], k), _as_array(vb[index], k)
         mask = diff_mask(a, b)
         n = int(np.count_nonzero(mask))
