@@ -248,7 +248,7 @@ def test_grid_options_and_one_line_errors():
     from climio.bench.base import options_of
     from climio.errors import InputError
     flags = [opt.flag for _, opt in options_of(study.Grid)]
-    assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--layers", "--chunk-cache",
+    assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--stacks", "--chunk-cache",
                      "--reps", "--budget", "--sample", "--dtype", "--source"]
     g = study.grid("quick")
     assert g.shape == [16, 4, 32, 64] and [name for name, _ in g.reads] == ["xy", "xt"]

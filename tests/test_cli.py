@@ -14,12 +14,34 @@ def test_help_explains_subcommands():
     for cmd in ("make-data", "bench", "report", "survey"):
         assert cmd in out.stdout
     out = run_cli("bench", "read-stack", "--help")
-    assert out.returncode == 0 and "--buffers" in out.stdout and "--layers" in out.stdout
+    assert out.returncode == 0 and "--buffers" in out.stdout and "--stacks" in out.stdout
+    assert "--layers" not in out.stdout   # the old spelling works, hidden
+
+
+def test_version_and_help_flags():
+    from climio import __version__
+    for flag in ("--version", "-V"):
+        out = run_cli(flag)
+        assert (out.returncode, out.stdout, out.stderr) == (0, f"climio {__version__}\n", "")
+    short, long = run_cli("-h"), run_cli("--help")
+    assert short.returncode == 0 and short.stdout == long.stdout and "exit codes:" in short.stdout
+    assert run_cli("bench", "-h").stdout == run_cli("bench", "--help").stdout
+
+
+def test_bare_commands_print_their_usage():
+    """Usage is not an error: bare `climio` and bare groups print their help on stdout, exit 0."""
+    out = run_cli()
+    assert (out.returncode, out.stderr) == (0, "") and out.stdout.startswith("Usage: climio [OPTIONS] COMMAND")
+    for group, command in (("bench", "read-stack"), ("trace", "report"), ("tune", "write")):
+        out = run_cli(group)
+        assert (out.returncode, out.stderr) == (0, ""), (group, out.stderr)
+        assert out.stdout.startswith(f"Usage: climio {group} [OPTIONS] COMMAND") and command in out.stdout
+    assert out.stdout == run_cli("tune", "--help").stdout
 
 
 def test_read_stack_end_to_end(tmp_path):
     run = tmp_path / "run"
-    out = run_cli("bench", "read-stack", "--size", "2MiB", "--layers", "c-posix,c-netcdf,numpy,netcdf4-python",
+    out = run_cli("bench", "read-stack", "--size", "2MiB", "--stacks", "c-posix,c-netcdf,numpy,netcdf4-python",
                   "--patterns", "sequential,strided", "--buffers", "64KiB,1MiB", "--reps", "2",
                   "--data-dir", tmp_path / "data", "--out", run)
     assert out.returncode == 0, out.stderr
@@ -41,7 +63,7 @@ def test_read_stack_end_to_end(tmp_path):
 
 def test_report_command_rerenders(tmp_path):
     run = tmp_path / "run"
-    assert run_cli("bench", "read-stack", "--size", "1MiB", "--layers", "c-posix", "--buffers", "1MiB",
+    assert run_cli("bench", "read-stack", "--size", "1MiB", "--stacks", "c-posix", "--buffers", "1MiB",
                    "--reps", "1", "--no-syscalls", "--no-report", "--out", run).returncode == 0
     assert not (run / "report.html").exists()
     out = run_cli("report", run)
@@ -58,7 +80,7 @@ def one_line_error(out, code):
 
 
 def test_unknown_layer(tmp_path):
-    msg = one_line_error(run_cli("bench", "read-stack", "--size", "1MiB", "--layers", "fortran",
+    msg = one_line_error(run_cli("bench", "read-stack", "--size", "1MiB", "--stacks", "fortran",
                                  "--out", tmp_path / "r"), 2)
     assert "fortran" in msg and "c-posix" in msg
 
@@ -78,7 +100,7 @@ def test_missing_file(tmp_path):
 
 def test_missing_variable(files_1d, tmp_path):
     msg = one_line_error(run_cli("bench", "read-stack", "--file", files_1d["nc"], "--var", "tas",
-                                 "--layers", "netcdf4-python", "--out", tmp_path / "r"), 3)
+                                 "--stacks", "netcdf4-python", "--out", tmp_path / "r"), 3)
     assert "tas" in msg
 
 

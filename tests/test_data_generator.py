@@ -16,7 +16,7 @@ import pytest
 
 from climio.data import derive_shape, make_data, values_1d, values_4d, write_1d, write_4d
 from climio.options import parse_chunk_text as parse_chunks
-from climio.data.writer import block_shape, iter_blocks
+from climio.layout import bounded_block, iter_block_slices
 from climio.errors import DataError, DiskSpaceError, InputError
 
 SHAPE = (7, 5, 23, 41)  # no dimension divisible by the odd chunk shapes below
@@ -179,11 +179,11 @@ def test_compression_ratio_is_realistic(tmp_path):
 def test_4d_blocks_are_unions_of_whole_chunks():
     for shape, unit, limit in [((7, 5, 23, 41), (2, 4, 11, 9), 20_000), ((50, 1, 10, 10), (3, 1, 4, 7), 1 << 20),
                                ((4, 3, 100, 100), (1, 1, 1, 100), 8 * 250)]:
-        block = block_shape(shape, unit, 8, limit)
+        block = bounded_block(shape, unit, 8, limit)
         assert math.prod(block) * 8 <= max(limit, math.prod(unit) * 8)
         assert all(b % u == 0 or b == n for b, u, n in zip(block, unit, shape))
         seen = np.zeros(shape, int)
-        for sel in iter_blocks(shape, block):
+        for sel in iter_block_slices(shape, block):
             assert all(s.start % u == 0 for s, u in zip(sel, unit))
             seen[sel] += 1
         assert np.all(seen == 1)
@@ -329,3 +329,32 @@ def test_default_chunks_without_compression_are_chunked(tmp_path):
     write_4d(path, [40, 4, 90, 180], chunks="default")
     with netCDF4.Dataset(path) as ds:
         assert ds.variables["ta"].chunking() == list(library_default_chunks([40, 4, 90, 180], 8))
+
+
+# ---------------------------------------------------------------- the command after a SIGKILL
+
+def test_make_data_names_and_removes_what_a_killed_run_left(tmp_path):
+    """A `.NAME.tmp-PID` of a process that is gone (a SIGKILLed make-data) is named in one line and
+    removed before writing; a live process's temporary is left alone. -o and OUTDIR are one option."""
+    from conftest import run_cli
+    gone = subprocess.Popen(["true"])
+    gone.wait()                                   # reaped: its pid names no process
+    d = tmp_path / "d"
+    d.mkdir()
+    stale = d / f".data1d.nc.tmp-{gone.pid}"
+    stale.write_bytes(b"x" * 1000)
+    live = d / f".data1d.bin.tmp-{os.getpid()}"   # this test's process is alive
+    live.write_bytes(b"y")
+    res = run_cli("make-data", "-o", d, "--size", "64KiB", "--seed", "5")
+    assert res.returncode == 0, res.stderr
+    said = [line for line in res.stderr.splitlines() if "interrupted" in line]
+    assert said == [f"removed what an interrupted make-data left (its process is gone): {stale} (1000B)"]
+    assert not stale.exists() and live.read_bytes() == b"y"
+    want = values_1d(0, 64 * 1024 // 8, seed=5)
+    assert np.array_equal(read_var(d / "data1d.nc", "data")[0], want)
+    assert (d / "data1d.bin").read_bytes() == want.astype("<f8").tobytes()
+    # the positional OUTDIR still works; two different directories are one clear error
+    assert run_cli("make-data", tmp_path / "e", "--size", "8KiB").returncode == 0
+    assert (tmp_path / "e" / "data1d.bin").stat().st_size == 8192
+    res = run_cli("make-data", tmp_path / "f", "-o", tmp_path / "g", "--size", "8KiB")
+    assert res.returncode == 2 and res.stderr.startswith("climio: error: two output directories")

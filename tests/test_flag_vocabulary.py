@@ -32,6 +32,8 @@ def captured(monkeypatch):
     (["chunking", "--caches", "fit"], "chunk_cache", "fit", "--caches", "--chunk-cache"),
     (["parallel-write", "--mode", "model", "--chunk", "16,8"], "chunk", "16,8", "--chunk", "--chunks"),
     (["parallel-write", "--mode", "model", "--vars", "2,1,1"], "variables", "2,1,1", "--vars", "--var-counts"),
+    (["read-stack", "--layers", "numpy"], "layers", "numpy", "--layers", "--stacks"),
+    (["chunking", "--layers", "h5py"], "layers", "h5py", "--layers", "--stacks"),
 ])
 def test_old_spelling_still_works_with_a_note(captured, tmp_path, args, field, value, old, new):
     res = CliRunner().invoke(app, ["bench", *args, "-o", str(tmp_path / "r")])
@@ -46,12 +48,24 @@ def test_old_spelling_still_works_with_a_note(captured, tmp_path, args, field, v
 
 
 def test_old_aliases_are_hidden_in_help():
-    for name, old in (("read-stack", "--cache"), ("chunking", "--caches"), ("parallel-write", "--vars")):
+    for name, old in (("read-stack", "--cache"), ("chunking", "--caches"), ("parallel-write", "--vars"),
+                      ("read-stack", "--layers"), ("chunking", "--layers")):
         text = run_cli("bench", name, "--help").stdout
         assert not re.search(rf"{old}\b(?!-)", text.replace("--cache-", "")), (name, old)
     for name, new in (("read-stack", "--page-cache"), ("chunking", "--chunk-cache"),
-                      ("parallel-write", "--var-counts")):
+                      ("parallel-write", "--var-counts"), ("read-stack", "--stacks LIST"),
+                      ("chunking", "--stacks LIST")):
         assert new in run_cli("bench", name, "--help").stdout
+
+
+def test_python_keywords_are_the_flags_names():
+    """From Python the flag's name sets the field as the field's own name does (stacks= is layers=)."""
+    from climio.errors import InputError
+    rs, ch = base.get("read-stack"), base.get("chunking")
+    assert rs.grid("quick", stacks="numpy,h5py").layers == rs.grid("quick", layers="numpy,h5py").layers == ["numpy", "h5py"]
+    assert ch.grid("quick", stacks="h5py").layers == ["h5py"]
+    with pytest.raises(InputError, match="stacks is another name of layers: give one"):
+        rs.grid("quick", stacks="numpy", layers="h5py")
 
 
 def one_line_error(out, code=2):
@@ -64,8 +78,21 @@ def one_line_error(out, code=2):
 @pytest.mark.parametrize("args, message", [
     (["bench", "read-stack", "--quick", "--full"], "--quick and --full contradict each other"),
     (["bench", "read-stack", "--size", "1MiB", "--bin-file", __file__], "--size generates files"),
-    (["bench", "read-stack", "--layers", "numpy", "--odirect"], "--odirect applies to the c-posix layer only"),
-    (["bench", "read-stack", "--layers", "h5py", "--c-api", "fread"], "--c-api applies to the c-posix layer only"),
+    (["bench", "read-stack", "--stacks", "numpy", "--odirect"], "--odirect applies to the c-posix layer only"),
+    (["bench", "read-stack", "--stacks", "h5py", "--c-api", "fread"], "--c-api applies to the c-posix layer only"),
+    (["bench", "read-stack", "--patterns", "sequential,strided", "--seed", "3"],
+     "--seed applies to the random pattern only"),
+    (["bench", "read-stack", "--layers", "numpy", "--stacks", "h5py"], "--layers is the old name of --stacks"),
+    (["bench", "chunking", "--chunks", "A", "--compression", "deflate4"],
+     "--compression deflate4 needs a chunked shape: every shape in --chunks is contiguous (A)"),
+    (["bench", "chunking", "--chunks", "A,E", "--compression", "none,deflate4", "--compress-chunks", "A"],
+     "--compress-chunks A: chunk shape A is contiguous and cannot be compressed"),
+    (["bench", "chunking", "--chunks", "A,E", "--compression", "deflate4", "--compress-chunks", "E"],
+     "--chunks A: chunk shape A is contiguous, measured uncompressed only"),
+    (["bench", "chunking", "--chunks", "E,F", "--compression", "deflate4", "--compress-chunks", "E"],
+     "--chunks F: no --compression setting applies to chunk shape F"),
+    (["bench", "chunking", "--compression", "none", "--compress-chunks", "E"],
+     "--compress-chunks applies to compressed settings"),
     (["bench", "read-stack", "--cache", "warm", "--page-cache", "cold"], "--cache is the old name of --page-cache"),
     (["bench", "chunking", "--source", "x.nc:ta", "--shape", "4,2,8,16"], "--source takes the shape"),
     (["bench", "chunking", "--source", "x.nc:ta", "--dtype", "f4"], "not with --dtype"),

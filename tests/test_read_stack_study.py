@@ -28,7 +28,7 @@ OLD_OPTIONS = [
     ("--bin-file", "FILE", "Plain binary file for the c-posix, py-file and numpy layers."),
     ("--var", "NAME", "Variable to read from --file."),
     ("--size", "SIZE", "Generate files of this size instead (e.g. 1GiB) in --data-dir or a temporary directory."),
-    ("--layers", "LIST", "Comma list of c-posix, c-netcdf, py-file, numpy, netcdf4-python, h5py, h5netcdf, xarray (default all)."),
+    ("--stacks", "LIST", "Comma list of c-posix, c-netcdf, py-file, numpy, netcdf4-python, h5py, h5netcdf, xarray (default all)."),
     ("--patterns", "LIST", "Comma list of sequential, strided, random (default all)."),
     ("--buffers", "LIST", "Buffer sizes: 512B,4KiB,1MiB or a range 512B..1GiB (doubling) or 512B..1GiB:4."),
     ("--reps", "N", "Repetitions per configuration (default 3)."),
@@ -36,9 +36,9 @@ OLD_OPTIONS = [
                                   "verified with mincore) or warm."),
     ("--budget", "SECONDS", "Seconds per repetition: a repetition still reading then is stopped and recorded as "
                             "did-not-finish with the rate bound it implies (0 = none)."),
-    ("--odirect/--no-odirect", None, "c-posix layer opens with O_DIRECT (needs c-posix in --layers)."),
+    ("--odirect/--no-odirect", None, "c-posix layer opens with O_DIRECT (needs c-posix in --stacks)."),
     ("--c-api", "read|fread", "c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the "
-                              "thesis's appendix C) (default read; needs c-posix in --layers)."),
+                              "thesis's appendix C) (default read; needs c-posix in --stacks)."),
     ("--syscalls/--no-syscalls", None, "Count the read syscalls of every layer in an untimed strace pass."),
     ("--seed", "N", "Seed of the random read offsets."),
 ]

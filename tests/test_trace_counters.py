@@ -224,3 +224,46 @@ def test_run_trace_mode_option(tmp_path):
     assert out.returncode == 0, out.stderr
     facts, _ = report.build(tmp_path / "t")
     assert any(f["function"].startswith("pread") and f["calls"] == 1 for f in facts["functions"])
+
+
+def write_counters_mode(trace_dir, procs):
+    """Each SynthProc's calls as counters mode leaves them: what the tracer counts (aggregate_events of
+    its calls) in <stem>.counters, its strings, a .done.json of mode counters, and no events."""
+    from trace_synth import write_synthetic
+    for p in procs:
+        one = trace_dir.parent / f"{trace_dir.name}-{p.pid}"
+        write_synthetic(one, p.events, host=p.host, pid=p.pid, rank=p.rank, t0_ns=p.t0,
+                        done={"mode": "counters", "events": 0})
+        tr = read_trace(one)
+        tab = counters_log.aggregate_events(tr, 0)
+        head = np.zeros(1, counters_log.HEAD_DTYPE)
+        head["magic"], head["version"], head["rec_size"] = b"CLIMIOCT", 1, counters_log.COUNTERS_DTYPE.itemsize
+        head["n_records"], head["t0_ns"], head["counted"], head["mode"] = len(tab), p.t0, len(tr.events), 1
+        stem = f"{p.host}-{p.pid}"
+        trace_dir.mkdir(exist_ok=True)
+        (trace_dir / f"{stem}.counters").write_bytes(head.tobytes() + tab.tobytes())
+        (trace_dir / f"{stem}.strings").write_text("".join(f"{i}\t{t}\n" for i, t in enumerate(tr.strings) if i))
+        shutil.copy(one / f"{stem}.done.json", trace_dir)
+        shutil.rmtree(one)
+
+
+def test_counters_shell_wrapper_and_launcher_are_not_ranks(tmp_path):
+    """Counters mode as the full trace (test_trace_analysis.test_shell_wrapper_and_launcher_are_not_ranks):
+    a process without a rank beside ranked ones (mpirun, `sh -c`) is no unit, with a note."""
+    from trace_synth import SynthProc
+    procs = []
+    for r, secs in enumerate([1, 3]):
+        p = SynthProc(pid=300 + r, rank=r)
+        p.leaf("pwrite64", "posix", dur=secs * 10**9, file="/shared", offset=r * 10, size=10)
+        procs.append(p)
+    w = SynthProc(pid=299, rank=-1)   # the wrapper reads its script and a config file
+    w.leaf("read", "posix", dur=10**9, file="/home/u/run.sh", offset=0, size=100)
+    write_counters_mode(tmp_path / "t", procs + [w])
+    assert isinstance(read_input(tmp_path / "t"), counters_log.CountersTrace)
+    facts, _ = report.build(tmp_path / "t")
+    assert facts["source"] == "climio-counters" and not facts["trace"]["partial"]
+    assert facts["ranks"]["units"] == ["rank 0", "rank 1"]
+    assert [p["label"] for p in facts["trace"]["processes"]] == ["rank 0", "rank 1"]
+    assert any("pid 299" in n and "without an MPI rank" in n for n in facts["trace"]["notes"])
+    assert not any(f["function"] == "read" for f in facts["functions"])
+    assert {f["function"]: f["calls"] for f in facts["functions"]}.get("pwrite64") == 2

@@ -1,6 +1,6 @@
 """climio from Python (notebooks, scripts); the CLI is a thin layer over these functions.
 
-    climio.run_study("read-stack", preset="quick", out="runs/rs", layers="numpy,h5py")
+    climio.run_study("read-stack", preset="quick", out="runs/rs", stacks="numpy,h5py")
     climio.load_records("runs/rs")        -> a flat pandas DataFrame (records.to_frame)
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from .bench import base
 from .bench.base import RunContext
 from .measure.progress import info
+from .staging import pid_alive
 
 DATA_PREFIX = "climio-data-"
 
@@ -37,22 +38,12 @@ class DataDir:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_data_dirs() -> None:
     """Generated-data directories whose climio process no longer exists (a SIGKILLed run)."""
     base = Path(tempfile.gettempdir())
     for d in base.glob(f"{DATA_PREFIX}*"):
         pid = d.name[len(DATA_PREFIX):].split("-", 1)[0]
-        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if d.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
             info(f"removing {d}: generated data left by an earlier climio run that was killed")
             shutil.rmtree(d, ignore_errors=True)
 

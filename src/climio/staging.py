@@ -3,14 +3,21 @@ readers never see half a file, and a failed or interrupted write leaves nothing 
 
     with staged(a, b) as (tmp_a, tmp_b): ...     several files renamed together
     write_via_temp(path, lambda tmp: ...)        one file; an OSError becomes one DataError line
+    stale_temporaries(path) / remove_stale(...)  what a SIGKILLed writer left, found and removed
+
+An error or a signal Python sees removes the temporaries; SIGKILL (the OOM killer, a batch
+system's hard limit) does not. The next run of the command finds those whose process is gone by
+the pid in their name, names them in one line and removes them; a live process's are left alone.
 """
 
 import errno
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import DataError, DiskSpaceError
+from .units import format_size
 
 
 def tmp_name(path) -> Path:
@@ -47,3 +54,63 @@ def write_via_temp(path, write) -> Path:
     except OSError as exc:
         raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
     return Path(path)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (another user's counts: it cannot be signalled, but it lives)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale_temporaries(path, also=()) -> list:
+    """Files of writers that no longer run: `path`'s temporary names (tmp_name) and, for each
+    (directory, pattern) in `also`, the files in `directory` whose whole name matches the compiled
+    `pattern` (group 1: the writer's pid). Only this user's regular files; sorted paths."""
+    path = Path(path)
+    own = re.compile(r"\." + re.escape(path.name) + r"\.tmp-(\d+)")
+    found = []
+    for directory, pattern in ((path.parent, own), *also):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for e in entries:
+            m = pattern.fullmatch(e.name)
+            try:
+                if m and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.getuid() \
+                        and int(m.group(1)) != os.getpid() and not pid_alive(int(m.group(1))):
+                    found.append(Path(e.path))
+            except OSError:
+                continue
+    return sorted(set(found))
+
+
+def remove_stale(found, say, what: str, remove: bool = True) -> list:
+    """Remove the files `found` (stale_temporaries) that an interrupted `what` ("rechunk") left,
+    saying so in one line with their sizes; with remove=False (a dry run) only name them."""
+    if not found:
+        return []
+    sizes = {}
+    for p in found:
+        try:
+            sizes[p] = p.stat().st_size
+        except OSError:
+            sizes[p] = 0
+    names = ", ".join(f"{p} ({format_size(sizes[p])})" for p in found)
+    if not remove:
+        say(f"left by an interrupted {what} (process gone): {names}; a real run removes it")
+        return found
+    for p in found:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise DataError(f"cannot remove {p}, left by an interrupted {what}: {exc.strerror or exc}") from None
+    say(f"removed what an interrupted {what} left (its process is gone): {names}")
+    return found

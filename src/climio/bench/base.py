@@ -65,20 +65,30 @@ def options_of(grid_cls) -> list:
     return [(f, f.metadata["climio"]) for f in dataclasses.fields(grid_cls) if "climio" in f.metadata]
 
 
+def keyword_of(flag: str) -> str:
+    """The Python keyword of a flag: --page-cache -> page_cache, --odirect/--no-odirect -> odirect."""
+    return flag.split("/")[0].lstrip("-").replace("-", "_")
+
+
 def rename_deprecated(grid_cls, values) -> dict:
-    """`values` (a grid()'s keyword arguments) with those given under a deprecated option's
-    Python name (--caches: caches=) moved to their field; both names at once is an InputError."""
+    """`values` (a grid()'s keyword arguments) with those given under another name of a field
+    moved to it: a deprecated option's (--caches: caches=) or, when the flag was renamed from the
+    field's own name, the new flag's (--layers became --stacks: stacks= sets layers). Two names
+    at once is an InputError."""
     values = dict(values)
+    fields = {f.name for f, _ in options_of(grid_cls)}
     for f, opt in options_of(grid_cls):
-        for old in opt.deprecated:
-            kw = old.lstrip("-").replace("-", "_")
-            if kw == f.name or kw not in values:
+        renamed = any(keyword_of(old) == f.name for old in opt.deprecated)
+        for old in ((opt.flag,) if renamed else ()) + opt.deprecated:
+            kw = keyword_of(old)
+            if kw in fields or kw not in values:
                 continue
             value = values.pop(kw)
             if value is None:
                 continue
             if values.get(f.name) is not None:
-                raise InputError(f"{kw} is the old name of {f.name}: give one")
+                raise InputError(f"{kw} is {'the old name' if old in opt.deprecated else 'another name'} of "
+                                 f"{f.name}: give one")
             values[f.name] = value
     return values
 

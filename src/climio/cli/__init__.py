@@ -101,6 +101,9 @@ def main(argv=None) -> None:
         if type(exc).__name__ == "Abort":   # click turns Ctrl-C into Abort; its cause says which signal
             cause = exc.__cause__ or exc.__context__
             _interrupt_exit(cause if isinstance(cause, KeyboardInterrupt) else KeyboardInterrupt())
+        if type(exc).__name__ == "NoArgsIsHelpError":   # a bare group (`climio bench`): usage is not an error
+            print(exc.ctx.get_help())
+            return
         # Usage errors of the option parser (typer ships its own copy of click, so match by shape).
         if callable(getattr(exc, "format_message", None)) and hasattr(exc, "exit_code"):
             err_line(f"climio: error: {exc.format_message()}")

@@ -8,12 +8,14 @@ import typer
 from ..errors import InputError
 from ..measure.progress import info
 from ..options import parse_shape
+from ..staging import remove_stale, stale_temporaries
 from . import app
 
 
 @app.command("make-data")
 def make_data_cmd(
-    outdir: Path = typer.Argument(..., metavar="OUTDIR", help="Directory for the files (created if missing)."),
+    outdir: Optional[Path] = typer.Argument(None, metavar="OUTDIR", help="Directory for the files (the same as -o/--out)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="DIR", help="Directory for the files (created if missing)."),
     size: Optional[str] = typer.Option(None, metavar="SIZE", help="Bytes of data per file, e.g. 512MiB, 4GiB (default 256MiB; larger than RAM is fine: written in blocks). Not with --shape."),
     kind: str = typer.Option("1d", metavar="LIST", help="Which files: 1d (data1d.nc + data1d.bin, float64 contiguous), 4d (field4d.nc), or 1d,4d."),
     shape: Optional[str] = typer.Option(None, metavar="SHAPE", help="4-D shape T,Z,Y,X (default: derived from --size; not with --size)."),
@@ -22,7 +24,7 @@ def make_data_cmd(
     dtype: str = typer.Option("f8", metavar="TYPE", help="4-D variable type: f4 or f8."),
     random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
     seed: int = typer.Option(0, metavar="N", help="Seed: the same seed gives the same bytes."),
-    force: bool = typer.Option(False, "--force", help="Replace files of the same names already in OUTDIR."),
+    force: bool = typer.Option(False, "--force", help="Replace files of the same names already in the directory."),
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
     from ..data import make_data
@@ -35,6 +37,11 @@ def make_data_cmd(
     from ..data.compression import NONE
     from ..options import parse_compression
 
+    if outdir is not None and out is not None and outdir != out:
+        raise InputError(f"two output directories, {outdir} and -o {out}: give one")
+    outdir = out if out is not None else outdir
+    if outdir is None:
+        raise InputError("make-data needs a directory for the files: -o DIR")
     kinds = tuple(k.strip() for k in kind.split(",") if k.strip())
     if not kinds or any(k not in ("1d", "4d") for k in kinds):
         raise InputError(f"unknown --kind '{kind}': use 1d, 4d or 1d,4d")
@@ -52,9 +59,11 @@ def make_data_cmd(
     names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds]
     existing = [n for n in names if (Path(outdir) / n).exists()]
     if existing and not force:
-        raise InputError(f"{outdir} already holds {', '.join(existing)}: add --force to replace, or choose another OUTDIR")
+        raise InputError(f"{outdir} already holds {', '.join(existing)}: add --force to replace, or choose another directory")
     created = not Path(outdir).exists()
     out = writable_dir(outdir)
+    # what a SIGKILLed make-data left under a temporary name: named in one line and removed
+    remove_stale([p for name in names for p in stale_temporaries(out / name)], info, "make-data")
     try:
         _write(out, kinds, nbytes, shape4d, chunks, comp, dtype, random, seed)
     except BaseException:

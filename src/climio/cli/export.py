@@ -17,14 +17,15 @@ def export_cmd(
     csv: bool = typer.Option(False, "--csv", help="Comma-separated values (lists as JSON text)."),
     parquet: bool = typer.Option(False, "--parquet", help="Apache Parquet (lists stay lists)."),
     ior: bool = typer.Option(False, "--ior", help="Instead of every record: the parallel-write configurations as "
-                                                  "IOR's summary (bandwidth max/min/mean/std in MiB/s and MB/s, "
-                                                  "blockSize, transferSize, tasks, iterations)."),
+                                                  "IOR's summary, with IOR's column names (Max(MiB) Min(MiB) "
+                                                  "Mean(MiB) StdDev Mean(s) Test# #Tasks tPN reps fPP blksiz xsize "
+                                                  "aggs(MiB) API), then the same statistics in MB/s."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE",
                                        help="Output file (default RUN_DIR/records.csv, .parquet, or ior-summary.csv)."),
 ):
     """Write the records of RUN_DIR as one flat table: one row per record, one column per parameter and
-    metric (params.*, metrics.*, cache.*), the shared nouns stack/chunks/compression/ranks, time as
-    ISO-8601 UTC, did-not-finish bounds in metrics.rate_bound_MBps, histograms as [size, count] pairs."""
+    metric (params.*, metrics.*, cache.*), the shared nouns stack/chunks/compression/ranks, time and
+    metrics.epoch_* as ISO-8601 UTC, did-not-finish bounds in metrics.rate_bound_MBps, histograms as [size, count] pairs."""
     from ..export import flat_frame, for_csv, ior_summary
     from ..records import read_records
 

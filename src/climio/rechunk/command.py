@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..data.writer import check_space
-from ..staging import staged
+from ..staging import remove_stale, stale_temporaries, staged
 from ..errors import DataError, DiskSpaceError, InputError, Interrupted
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
@@ -105,63 +105,17 @@ def check_tmp_dir(tmp_dir: Path) -> Path:
 # those of processes that no longer exist and removes them, saying so in one line. A file of a
 # process that is still running (another rechunk to the same name) is left alone.
 
-def _pid_gone(pid: int) -> bool:
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:     # alive, another user's
-        return False
-    return False
+_INTERMEDIATE = re.compile(r"\.climio-rechunk-(\d+)-.+\.h5")
 
 
 def leftovers(out_path: Path, tmp_dir: Path) -> list:
     """Temporary files of killed runs: this output's temporary name and our own intermediates."""
-    found = []
-    own = re.compile(r"\." + re.escape(out_path.name) + r"\.tmp-(\d+)")
-    inter = re.compile(r"\.climio-rechunk-(\d+)-.+\.h5")
-    for directory, pattern in ((out_path.parent, own), (tmp_dir, inter)):
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for e in entries:
-            m = pattern.fullmatch(e.name)
-            try:
-                if m and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.getuid() \
-                        and _pid_gone(int(m.group(1))):
-                    found.append(Path(e.path))
-            except OSError:
-                continue
-    return sorted(set(found))
+    return stale_temporaries(out_path, also=((tmp_dir, _INTERMEDIATE),))
 
 
 def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> list:
     """Remove (or, for --dry-run, only name) what killed runs left; one line if anything."""
-    found = leftovers(out_path, tmp_dir)
-    if not found:
-        return []
-    sizes = {}
-    for p in found:
-        try:
-            sizes[p] = p.stat().st_size
-        except OSError:
-            sizes[p] = 0
-    names = ", ".join(f"{p} ({format_size(sizes[p])})" for p in found)
-    if not remove:
-        say(f"left by an interrupted rechunk (process gone): {names}; a real run removes it")
-        return found
-    for p in found:
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise DataError(f"cannot remove {p}, left by an interrupted rechunk: {exc.strerror or exc}") from None
-    say(f"removed what an interrupted rechunk left (its process is gone): {names}")
-    return found
+    return remove_stale(leftovers(out_path, tmp_dir), say, "rechunk", remove)
 
 
 def platform_rates(in_path: Path, say=None):

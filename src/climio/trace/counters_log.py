@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .analysis import SIZE_EDGES, op_kind, is_collective
+from .analysis import SIZE_EDGES, op_kind, is_collective, without_wrappers
 from .darshan_log import CounterRecord
-from .reader import LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings, merge_strings, read_trace
+from .reader import (_EVENTS_RE, EVENTS_DTYPE, LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings,
+                     merge_strings, read_trace)
 
 COUNTERS_DTYPE = np.dtype([
     ("file_id", "<u4"), ("func_id", "<u4"), ("rank", "<i4"), ("layer", "u1"), ("kind", "u1"), ("pad0", "u2"),
@@ -41,7 +42,6 @@ HEAD_DTYPE = np.dtype([("magic", "S8"), ("version", "<u4"), ("rec_size", "<u4"),
 assert HEAD_DTYPE.itemsize == 64
 
 _COUNTERS_RE = re.compile(r"^(?P<host>.+)-(?P<pid>\d+)(\.exec(?P<k>\d+))?\.counters$")
-_EVENTS_RE = re.compile(r"^(?P<host>.+)-(?P<pid>\d+)\.events$")
 OFFSET_LAYER_IDS = (1, 2, 3)   # posix, stdio, mpiio: the layers whose offsets are bytes of a file
 MODULE_OF = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPI-IO", "netcdf": "NETCDF", "hdf5": "H5D"}
 ACCESS_NOTE = ("climio counters: per process, file, function and layer (calls, bytes, Darshan's size buckets, "
@@ -262,6 +262,7 @@ def read_counters_trace(path) -> CountersTrace:
         proc.n_events = n_ev
         procs.append(proc)
         tables.append(proc_tables)
+    procs, tables = _without_wrappers(path, procs, tables, notes)
     # units: ranks when there are any, else processes
     keys, units, unit_of = {}, [], []
     hosts = {p.host for p in procs}
@@ -315,6 +316,20 @@ def read_counters_trace(path) -> CountersTrace:
     return CountersTrace(path=path, job=job, modules=sorted({r.module for r in records}), records=records,
                          dxt=trace, limits=limits, notes=notes, units=units, procs=procs, sample=sample,
                          capped=capped, meta=meta)
+
+
+def _without_wrappers(path, procs, tables, notes) -> tuple:
+    """(procs, tables) without the launcher and shell wrappers, by the full trace's rule
+    (analysis.without_wrappers; its note goes to `notes`). The rule decides on a trace's events:
+    each process stands in as one event, so a process with counters only is judged as well."""
+    stand_in = Trace(path=path, events=np.zeros(len(procs), EVENTS_DTYPE), strings=[""], aux={}, procs=procs)
+    stand_in.events["proc"] = np.arange(len(procs))
+    kept = without_wrappers(stand_in)
+    if kept is stand_in:
+        return procs, tables
+    notes.extend(kept.notes)
+    keep = [any(p is q for q in kept.procs) for p in procs]
+    return [p for p, k in zip(procs, keep) if k], [t for t, k in zip(tables, keep) if k]
 
 
 def _records(tables, unit_of, strings) -> list:

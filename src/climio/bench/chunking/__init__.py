@@ -64,7 +64,7 @@ class Grid:
         "--compress-chunks", "Chunk labels that get the compressed settings (default: default,E as in the thesis; "
         "'all' for every chunked shape).", "LIST"))
     layers: list = field(default=None, metadata=_opt(
-        "--layers", "Comma list of netcdf4-python, h5py, c-netcdf.", "LIST"))
+        "--stacks", "Comma list of netcdf4-python, h5py, c-netcdf.", "LIST", deprecated=("--layers",)))
     chunk_cache: list = field(default=None, metadata=_opt(
         "--chunk-cache", "HDF5 chunk-cache settings, comma separated: default (the library's) and/or fit (sized to "
         "hold every chunk one read touches). The page cache is cold in every repetition.", "LIST",
@@ -136,11 +136,41 @@ def build_grid(preset="full", **values) -> Grid:
         for comp in comps:
             if comp == NONE or (ch is not None and ("all" in compressed_for or label in compressed_for)):
                 layouts.append(LayoutCase(label, ch, comp))
+    check_nothing_dropped(values, shapes, comps, compressed_for, layouts)
     reads = [(name, parse_read(name, shape)) for name in split_reads(text["reads"])]
     return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
                 compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], CHUNKING_LAYERS, "layer"),
                 chunk_cache=parse_choice(text["chunk_cache"], CACHE_SETTINGS, "chunk-cache setting"), reps=reps, budget_s=budget,
                 sample=sample, dtype=dtype, source=source, layouts=layouts, preset=preset)
+
+
+def check_nothing_dropped(given, shapes, comps, compressed_for, layouts) -> None:
+    """A chunk shape or compression setting the user asked for that no layout measures is an
+    InputError saying what to change (a contiguous shape is measured uncompressed only, and a
+    compressed setting only on the chunked shapes --compress-chunks names)."""
+    from ...data.compression import NONE
+    contiguous = [lab for lab, ch in shapes if ch is None]
+    chunked = [lab for lab, ch in shapes if ch is not None]
+    if given.get("compress_chunks") is not None:
+        if all(c == NONE for c in comps):
+            raise InputError("--compress-chunks applies to compressed settings: --compression is none only; "
+                             "add a setting such as deflate4 or drop --compress-chunks")
+        bad = [lab for lab in contiguous if lab in compressed_for]
+        if bad:
+            raise InputError(f"--compress-chunks {bad[0]}: chunk shape {bad[0]} is contiguous and cannot be compressed; "
+                             f"name chunked shapes ({', '.join(chunked) or 'none in --chunks'}) or all")
+    if given.get("compression") is not None:
+        for comp in comps:
+            if comp != NONE and not any(lay.compression == comp for lay in layouts):
+                raise InputError(f"--compression {comp.label} needs a chunked shape: every shape in --chunks is "
+                                 f"contiguous ({', '.join(contiguous)}); add one such as E or default to --chunks")
+    if given.get("chunks") is not None:
+        for lab in [lab for lab, _ in shapes if not any(lay.label == lab for lay in layouts)]:
+            if lab in contiguous:
+                raise InputError(f"--chunks {lab}: chunk shape {lab} is contiguous, measured uncompressed only; "
+                                 f"add none to --compression or drop {lab} from --chunks")
+            raise InputError(f"--chunks {lab}: no --compression setting applies to chunk shape {lab}; add none to "
+                             f"--compression or {lab} to --compress-chunks")
 
 
 class Chunking(base.Study):

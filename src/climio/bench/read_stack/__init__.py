@@ -11,7 +11,7 @@ x patterns x buffer sizes, cold cache.
 From Python:
 
     from climio.bench.read_stack import study
-    grid = study.grid("quick", layers="c-posix,netcdf4-python")
+    grid = study.grid("quick", stacks="c-posix,netcdf4-python")
     study.run(RunContext(run, data_dir), grid)          # run: an open climio.rundir.RunDir
 
 Importing this package is cheap: measuring code and matplotlib are imported when used.

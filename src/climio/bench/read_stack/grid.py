@@ -1,9 +1,10 @@
 """The read-stack grid: its command-line options (Grid field metadata), the presets, and the
 parsing and checks that turn the user's values into a Grid (one-line errors).
 
-The option fields hold, once the grid is built, the parsed values: `layers` and `patterns` as
-lists of names, `buffers` as a list of byte sizes (capped by the data's size), `budget_s` in
-seconds. The command line gives them as text ("c-posix,numpy", "512B..1GiB").
+The option fields hold, once the grid is built, the parsed values: `layers` (the stacks, option
+--stacks) and `patterns` as lists of names, `buffers` as a list of byte sizes (capped by the
+data's size), `budget_s` in seconds. The command line gives them as text ("c-posix,numpy",
+"512B..1GiB").
 """
 
 import os
@@ -38,8 +39,8 @@ class Grid:
     size: Optional[str] = field(default=None, metadata=option(
         "--size", "Generate files of this size instead (e.g. 1GiB) in --data-dir or a temporary directory.", "SIZE"))
     layers: Optional[list] = field(default=None, metadata=option(
-        "--layers", "Comma list of c-posix, c-netcdf, py-file, numpy, netcdf4-python, h5py, h5netcdf, xarray "
-                    "(default all).", "LIST"))
+        "--stacks", "Comma list of c-posix, c-netcdf, py-file, numpy, netcdf4-python, h5py, h5netcdf, xarray "
+                    "(default all).", "LIST", deprecated=("--layers",)))
     patterns: Optional[list] = field(default=None, metadata=option(
         "--patterns", "Comma list of sequential, strided, random (default all).", "LIST"))
     buffers: Optional[list] = field(default=None, metadata=option(
@@ -52,10 +53,10 @@ class Grid:
         "--budget", "Seconds per repetition: a repetition still reading then is stopped and recorded as "
         "did-not-finish with the rate bound it implies (0 = none).", "SECONDS"))
     odirect: bool = field(default=False, metadata=option(
-        "--odirect/--no-odirect", "c-posix layer opens with O_DIRECT (needs c-posix in --layers)."))
+        "--odirect/--no-odirect", "c-posix layer opens with O_DIRECT (needs c-posix in --stacks)."))
     c_api: Optional[str] = field(default=None, metadata=option(
         "--c-api", "c-posix layer reads with read (lseek + read(2)) or fread (unbuffered stdio, as the thesis's "
-                   "appendix C) (default read; needs c-posix in --layers).", "read|fread"))
+                   "appendix C) (default read; needs c-posix in --stacks).", "read|fread"))
     trace_syscalls: bool = field(default=True, metadata=option(
         "--syscalls/--no-syscalls", "Count the read syscalls of every layer in an untimed strace pass."))
     seed: int = field(default=1, metadata=option("--seed", "Seed of the random read offsets.", "N"))
@@ -149,6 +150,9 @@ def build_grid(preset: str, **values) -> Grid:
     explicit = vals["layers"] is not None
     layers = _names(vals["layers"], LAYERS, "layer") if explicit else list(LAYERS)
     patterns = _names(vals["patterns"] or ",".join(PATTERNS), PATTERNS, "pattern")
+    if "seed" in given and "random" not in patterns:
+        raise InputError("--seed applies to the random pattern only, which this run does not measure: "
+                         "add random to --patterns or drop --seed")
     file, bin_file = (str(vals[k]) if vals[k] else None for k in ("file", "bin_file"))
     size_bytes, files = None, {}
     if file or bin_file:
@@ -178,7 +182,7 @@ def build_grid(preset: str, **values) -> Grid:
         for name, flag, on in (("odirect", "--odirect", bool(vals["odirect"])), ("c_api", "--c-api", "c_api" in given)):
             if name in given and on:
                 raise InputError(f"{flag} applies to the c-posix layer only, which this run does not measure"
-                                 f"{'' if explicit else ' (no --bin-file)'}: add it to --layers or drop {flag}")
+                                 f"{'' if explicit else ' (no --bin-file)'}: add it to --stacks or drop {flag}")
     vals.update(file=file, bin_file=bin_file, layers=layers, patterns=patterns,
                 buffers=buffers_for(vals["buffers"], cap))
     return Grid(**vals, size_bytes=size_bytes, files=files)
