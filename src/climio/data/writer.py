@@ -275,9 +275,6 @@ def _blocks(v, shape, itemsize, max_block_bytes):
     return iter_block_slices(shape, block)
 
 
-# tests/test_data_generator.py's names for layout's (same arguments) until it imports them from there
-block_shape, iter_blocks = bounded_block, iter_block_slices
-
 
 def _size_chunk_cache(v, block, unit, itemsize) -> None:
     """Room for the chunks of one block and no more.

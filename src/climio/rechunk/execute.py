@@ -17,7 +17,8 @@ import numpy as np
 
 from . import blocks, codec
 from .model import Target, VarInfo
-from .plan import Plan, chunks_in, iter_blocks
+from .plan import Plan, chunks_in
+from ..layout import iter_blocks
 
 
 @dataclass

@@ -28,7 +28,6 @@ from ..staging import tmp_name
 from ..errors import ClimioError, InputError
 from ..units import format_size, rate_MBps
 from . import blocks, codec, execute, meta
-from .plan import iter_blocks
 
 PARALLEL_CODECS = ("none", "zlib")
 

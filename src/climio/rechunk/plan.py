@@ -44,7 +44,6 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import InputError
 from ..layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
-from ..layout import iter_blocks  # noqa: F401  (the executors take the blocks of a plan from here)
 from ..layout import _checked_int as _int
 from ..units import format_size
 
