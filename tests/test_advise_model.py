@@ -143,3 +143,49 @@ def test_fit_storage_reproduces_points_and_fit_from_records():
     assert p.stacks["h5py"].call_s + p.stacks["h5py"].piece_s == pytest.approx(1e-5)
     assert p.parallel["io"] == {"2": pytest.approx(1.6)} and p.parallel["cores"] == 2
     assert len(p.records) == 5
+
+
+@pytest.mark.parametrize("chunks, compressed", [(None, False), ((4, 2, 3, 4), False), ((4, 2, 3, 4), True),
+                                                ((10, 1, 1, 9), True)])
+def test_simulated_geometry_is_layout_geometry(chunks, compressed):
+    """The model's chunks visited, partial chunks, runs and bytes decoded are climio.layout's, summed
+    over the reads: xt, xy, xyt, the STSA pattern and odd boxes, on a shape the chunks do not divide
+    (edge chunks), with no chunk cache so that every chunk touched is decoded."""
+    from climio import layout as geo
+    from climio.advise.workflow import stsa_reads
+    shape = (10, 3, 7, 9)
+    lay = Layout(shape, 8, chunks, compressed, 2000 if compressed else None)
+    boxes = {r: slice_starts(shape, parse_read(r, shape)) for r in ("xt", "xy", "xyt", "3,1,5,9", "4,2,2,3")}
+    boxes["stsa"] = stsa_reads(shape)
+    boxes["odd"] = [((1, 0, 2, 3), (5, 3, 4, 6)), ((9, 2, 6, 8), (1, 1, 1, 1)), ((0, 1, 0, 0), (10, 2, 7, 9))]
+    for name, reads in boxes.items():
+        c = simulate(lay, reads, 0, synthetic())
+        want = [sum(f(shape, chunks, s, n) for s, n in reads)
+                for f in (geo.chunks_touched, geo.partial_chunks, geo.contiguous_runs)]
+        assert [c.chunks_visited, c.partial_chunks, c.pieces] == want, name
+        # bytes decoded: every chunk touched of compressed data; what is wanted of contiguous data
+        # (uncompressed chunks too large for the cache are read directly: nothing is decoded)
+        decoded = sum(geo.bytes_decoded(shape, chunks, s, n, 8) for s, n in reads)
+        if compressed or chunks is None:
+            assert (c.bytes_decoded if compressed else c.bytes_wanted) == decoded, name
+        assert c.chunks_visited > 0 or chunks is None
+
+
+def test_nodes_divide_the_work_up_to_the_shared_file_system():
+    """M nodes of N tasks: I/O / (M S_io(N)) and (decode + CPU) / (M S_cpu(N)); the I/O no faster
+    than the cold bytes over the shared file system's bandwidth when the profile has one."""
+    lay = Layout((4, 4), 8, (2, 2), compressed=True, stored_bytes=64)
+    prof = synthetic()
+    io = (1e-3 + 16 / 50e6) + 3 * (1e-4 + 16 / 100e6)
+    dec, cpu = 4 * 32 / 100e6, 1e-3 + 4 * 1e-4 + 4 * 1e-5 + 128 / 1e9
+    p = predict(lay, [((0, 0), (4, 4))], "s", prof, tasks=2, codec="deflate4", nodes=4, passes=3)
+    assert p.seconds == pytest.approx(3 * (io / 1.5 / 4 + (dec + cpu) / 2.0 / 4), rel=1e-12)
+    assert p.io_s == pytest.approx(3 * io / 1.5 / 4, rel=1e-12) and p.nodes == 4
+    assert p.path[-2:] == ["2 tasks", "4 nodes"] and "assumed to add up" in p.notes[0] and "per node on 4 nodes" in p.lines()[0]
+    prof.parallel["shared_fs_Bps"] = 64 / 1e-3           # 64 cold bytes take 1 ms at the ceiling
+    q = predict(lay, [((0, 0), (4, 4))], "s", prof, tasks=2, codec="deflate4", nodes=4, passes=3)
+    assert q.io_s == pytest.approx(3 * 1e-3, rel=1e-12) and not q.notes
+    assert q.seconds == pytest.approx(3 * (1e-3 + (dec + cpu) / 2.0 / 4), rel=1e-12)
+    assert Profile.from_json(prof.to_json()).parallel["shared_fs_Bps"] == 64 / 1e-3
+    with pytest.raises(InputError, match="nodes 0"):
+        predict(lay, [((0, 0), (4, 4))], "s", prof, nodes=0)

@@ -7,9 +7,13 @@ One explicit formula, evaluated on the requests the HDF5 library makes for the r
          + bytes decoded / decode rate(codec)                                             decode
          + calls x call_s + chunks visited x chunk_s + runs x piece_s + bytes / copy_Bps   CPU
     with N tasks:  I/O / S_io(N) + (decode + CPU) / S_cpu(N) + open
+    on M nodes of N tasks each:  max(I/O / (M S_io(N)), cold bytes / B) + (decode + CPU) / (M S_cpu(N)) + open
+                   B: the shared file system's aggregate bandwidth, profile.parallel["shared_fs_Bps"]
+                   when calibrated; without it each node's storage bandwidth is assumed to add up
 
-The requests come from the chunk geometry (climio.layout's conventions) and what HDF5 does
-with it, simulated read by read in the order the program reads:
+The counts of runs, chunks touched and partial chunks are climio.layout's (one geometry for the
+model, the planner and the trace analysis); the requests come from that geometry and what HDF5
+does with it, simulated read by read in the order the program reads:
   * contiguous data: one request per contiguous run; runs shorter than the sieve buffer (64 KiB)
     are served by a sieve read of 64 KiB starting at the run, which later runs inside it reuse;
   * chunked data: every chunk a read touches is fetched whole (stored size) and decoded when
@@ -34,11 +38,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import layout as geometry
 from ..errors import InputError
 from ..layout import Layout, format_chunks
 from .profile import Profile
 
 SIM_REQUESTS = 200_000     # storage requests simulated one by one before scaling
+SHARED_FS_KEY = "shared_fs_Bps"   # profile.parallel: aggregate bandwidth of the file system all nodes share
 
 
 @dataclass
@@ -80,13 +86,12 @@ def _prod(xs) -> int:
     return int(math.prod(int(x) for x in xs))
 
 
-def _runs(count, extents):
-    """(runs, run length in elements, the dimension the runs step along or -1) of a box with
-    `count` inside an array of `extents`, C order."""
+def _run_shape(count, extents):
+    """(run length in elements, the dimension the runs step along or -1) of a box with `count`
+    inside an array of `extents`, C order: where the runs lie, which the simulation needs to place
+    its requests (how many there are is climio.layout.contiguous_runs)."""
     last = max((i for i, (n, e) in enumerate(zip(count, extents)) if n != e), default=-1)
-    if last < 0:
-        return 1, _prod(count), last
-    return _prod(count[:last]), _prod(count[last:]), last
+    return (_prod(count), last) if last < 0 else (_prod(count[last:]), last)
 
 
 def _run_offsets(start, count, extents, last) -> np.ndarray:
@@ -153,6 +158,27 @@ class _Storage:
             self.sieve_lo, self.sieve_hi = lo, hi
 
 
+def _geometry(shape, chunks, start, count) -> tuple:
+    """(contiguous runs, chunks touched, partial chunks) of one read, from climio.layout."""
+    return (geometry.contiguous_runs(shape, chunks, start, count),
+            geometry.chunks_touched(shape, chunks, start, count),
+            geometry.partial_chunks(shape, chunks, start, count))
+
+
+def _geometry_key(chunks, shape, start, count) -> tuple:
+    """What `_geometry` of a read depends on, so that reads at the same place in the chunk grid
+    share one evaluation: the count for a contiguous variable; per chunked dimension the offset in
+    the first chunk, the length and how far the array reaches past the first chunk's start (only
+    up to the chunks the read spans, where an edge chunk could clip it)."""
+    if chunks is None:
+        return tuple(count)
+    key = []
+    for s, n, c, d in zip(start, count, chunks, shape):
+        off = s % c
+        key.append((off, n, min(d - (s - off), ((off + n - 1) // c + 1) * c)))
+    return tuple(key)
+
+
 def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, max_requests=SIM_REQUESTS) -> Counts:
     """Counts of the reads (a list of (start, count)) against `layout`, in the order given."""
     shape, isz = layout.shape, layout.itemsize
@@ -165,8 +191,7 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
     cnt = Counts(reads=len(reads))
     chunks = layout.chunks
     if chunks is not None:
-        grid = tuple(-(-d // c) for d, c in zip(shape, chunks))
-        nchunks = _prod(grid)
+        grid = geometry.chunk_grid(shape, chunks)
         cbytes = layout.chunk_nbytes
         stored_chunk = max(1, round(layout.stored * cbytes / max(layout.allocated_bytes, 1))) if layout.compressed \
             else cbytes
@@ -174,34 +199,33 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
         cache_slots = chunk_cache_bytes // cbytes if cbytes and cbytes <= chunk_cache_bytes else 0
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
     simulated = 0
+    geometry_of = {}
     for start, count in reads:
         if sum(st.req.values()) >= max_requests and simulated:
             break
         simulated += 1
         cnt.calls += 1
         cnt.bytes_wanted += _prod(count) * isz
+        # the geometry (runs, chunks touched, partial chunks) is climio.layout's; what follows
+        # places the requests it makes on disk, through the page cache, sieve and chunk cache
+        key = _geometry_key(chunks, shape, start, count)
+        if key not in geometry_of:
+            geometry_of[key] = _geometry(shape, chunks, start, count)
+        runs, touched, partial = geometry_of[key]
+        cnt.pieces += runs
         if chunks is None:
-            nruns, run_len, last = _runs(count, shape)
-            cnt.pieces += nruns
+            run_len, last = _run_shape(count, shape)
             offs = _run_offsets(start, count, shape, last) * isz
             st.contig(offs, run_len * isz, 0, layout.nbytes)
             continue
-        ranges = [range(s // c, (s + n - 1) // c + 1) for s, n, c in zip(start, count, chunks)]
-        touched = _prod(len(r) for r in ranges)
+        cnt.chunks_visited += touched
+        cnt.partial_chunks += partial
         cnt.max_touched_bytes = max(cnt.max_touched_bytes, touched * cbytes)
-        # per dimension: the intersection length with each chunk index, and whether it is whole
-        inter = []
-        for r, s, n, c, d in zip(ranges, start, count, chunks, shape):
-            inter.append([(j, min((j + 1) * c, s + n) - max(j * c, s), min((j + 1) * c, d) - j * c) for j in r])
+        # per dimension: each chunk index the read touches and the length of the intersection
+        inter = [[(j, min((j + 1) * c, s + n) - max(j * c, s)) for j in range(s // c, (s + n - 1) // c + 1)]
+                 for s, n, c in zip(start, count, chunks)]
         for combo in itertools.product(*inter):
-            cid = sum(j * g for (j, _, _), g in zip(combo, gstrides))
-            m = [x for _, x, _ in combo]
-            whole = all(x == e for _, x, e in combo)
-            cnt.chunks_visited += 1
-            if not whole:
-                cnt.partial_chunks += 1
-            nr, rl, lst = _runs(m, chunks)
-            cnt.pieces += nr
+            cid = sum(j * g for (j, _), g in zip(combo, gstrides))
             if cache_slots and cid in cache:
                 cache.move_to_end(cid)
                 cnt.chunk_cache_hits += 1
@@ -218,7 +242,9 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
                     if len(cache) > cache_slots:
                         cache.popitem(last=False)
             else:   # uncompressed, too large for the cache: direct reads of the runs needed
-                lo = [max(j * c, s) - j * c for (j, _, _), s, c in zip(combo, start, chunks)]
+                m = [x for _, x in combo]
+                rl, lst = _run_shape(m, chunks)
+                lo = [max(j * c, s) - j * c for (j, _), s, c in zip(combo, start, chunks)]
                 offs = _run_offsets(lo, m, chunks, lst) * isz + base
                 st.contig(offs, rl * isz, base, base + cbytes)
     cnt.reads_simulated = simulated
@@ -252,6 +278,7 @@ class Prediction:
     platform_id: str
     passes: int = 1
     notes: list = field(default_factory=list)
+    nodes: int = 1                     # `tasks` run on each of `nodes` nodes
 
     @property
     def total_s(self) -> float:
@@ -273,8 +300,9 @@ class Prediction:
         c = self.counts
         n_cold, b_cold = (c.storage("sequential")[i] + c.storage("strided")[i] for i in (0, 1))
         n_warm, b_warm = c.storage("warm")
-        out = [f"predicted {self.seconds:.3g} s of reads + {self.open_s:.2g} s open ({self.bound}-bound; {self.tasks} task{'s' if self.tasks != 1 else ''}, "
-               f"{self.stack}, profile {self.platform_id})",
+        where = f" per node on {self.nodes} nodes" if self.nodes > 1 else ""
+        out = [f"predicted {self.seconds:.3g} s of reads + {self.open_s:.2g} s open ({self.bound}-bound; {self.tasks} task{'s' if self.tasks != 1 else ''}"
+               f"{where}, {self.stack}, profile {self.platform_id})",
                f"  I/O     {self.io_s:9.3g} s  {n_cold:.0f} storage requests ({_mib(b_cold)}) + {n_warm:.0f} from "
                f"the page cache ({_mib(b_warm)})",
                f"  decode  {self.decode_s:9.3g} s  {_mib(c.bytes_decoded)} decoded in {c.decodes:.0f} chunk decodes",
@@ -282,7 +310,7 @@ class Prediction:
                f"({c.chunk_cache_hits:.0f} cache hits), {c.pieces:.0f} runs, {_mib(c.bytes_wanted)} delivered",
                f"  open    {self.open_s:9.3g} s",
                f"  parallel factor {self.parallel_factor:.2f}x (I/O {self.speedup_io:.2f}x, CPU {self.speedup_cpu:.2f}x "
-               f"with {self.tasks} tasks; serial {self.serial_s:.3g} s)"]
+               f"with {self.tasks} tasks{where}; serial {self.serial_s:.3g} s)"]
         out.append("  flowchart: " + " -> ".join(self.path))
         out += [f"  note: {n}" for n in self.notes]
         return out
@@ -306,7 +334,7 @@ def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> di
     return {"io_s": io, "decode_s": decode, "cpu_s": cpu, "open_s": sr.open_s}
 
 
-def flowchart_path(layout: Layout, counts: Counts, codec: str, tasks: int) -> list:
+def flowchart_path(layout: Layout, counts: Counts, codec: str, tasks: int, nodes: int = 1) -> list:
     """The branch of the thesis's Fig. 7.1 these reads take."""
     path = []
     n_cold, b_cold = (counts.storage("sequential")[i] + counts.storage("strided")[i] for i in (0, 1))
@@ -337,6 +365,8 @@ def flowchart_path(layout: Layout, counts: Counts, codec: str, tasks: int) -> li
                 else "served by the page cache")
     if tasks > 1:
         path.append(f"{tasks} tasks")
+    if nodes > 1:
+        path.append(f"{nodes} nodes")
     return path
 
 
@@ -345,11 +375,13 @@ def _kib(b) -> str:
 
 
 def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1, codec: str = "",
-            chunk_cache_bytes=None, passes: int = 1, counts: Counts = None) -> Prediction:
+            chunk_cache_bytes=None, passes: int = 1, counts: Counts = None, nodes: int = 1) -> Prediction:
     """Predicted wall time of `reads` (a list of (start, count)), `passes` times over, with
-    `tasks` tasks sharing the reads, through `stack`."""
+    `tasks` tasks on each of `nodes` nodes sharing the reads, through `stack`."""
     if not isinstance(tasks, int) or tasks < 1:
         raise InputError(f"--tasks {tasks!r} must be a positive integer")
+    if not isinstance(nodes, int) or nodes < 1:
+        raise InputError(f"nodes {nodes!r} must be a positive integer")
     sr = profile.stack(stack)
     if layout.compressed and not codec:
         codec = "deflate4+shuffle"
@@ -359,16 +391,26 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     t = time_of(counts, stack, profile, codec)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])
-    wall = passes * (t["io_s"] / s_io + (t["decode_s"] + t["cpu_s"]) / s_cpu)
-    bound = max((("I/O", t["io_s"]), ("decode", t["decode_s"]), ("CPU", t["cpu_s"])), key=lambda kv: kv[1])[0]
+    io_pass = t["io_s"] / s_io / nodes          # per pass
     notes = []
+    if nodes > 1:
+        ceiling = profile.parallel.get(SHARED_FS_KEY)
+        if ceiling:
+            cold = counts.storage("sequential")[1] + counts.storage("strided")[1]
+            io_pass = max(io_pass, cold / float(ceiling))
+        else:
+            notes.append(f"{nodes} nodes: the profile has no shared-file-system bandwidth ({SHARED_FS_KEY}), so each "
+                         "node's storage bandwidth is assumed to add up")
+    wall = passes * (io_pass + (t["decode_s"] + t["cpu_s"]) / s_cpu / nodes)
+    bound = max((("I/O", t["io_s"]), ("decode", t["decode_s"]), ("CPU", t["cpu_s"])), key=lambda kv: kv[1])[0]
     if counts.reads_simulated < counts.reads:
         notes.append(f"{counts.reads_simulated} of {counts.reads} reads simulated one by one; counts scaled")
     if layout.chunks is not None and layout.compressed and counts.max_touched_bytes > cache and counts.partial_chunks:
         notes.append(f"one read touches {_mib(counts.max_touched_bytes)} of chunks, more than the "
                      f"{_mib(cache)} chunk cache: chunks shared by consecutive reads are decoded again")
-    return Prediction(seconds=wall, io_s=passes * t["io_s"] / s_io, decode_s=passes * t["decode_s"] / s_cpu,
-                      cpu_s=passes * t["cpu_s"] / s_cpu, open_s=t["open_s"], tasks=tasks, speedup_io=s_io,
+    return Prediction(seconds=wall, io_s=passes * io_pass,
+                      decode_s=passes * t["decode_s"] / s_cpu / nodes,
+                      cpu_s=passes * t["cpu_s"] / s_cpu / nodes, open_s=t["open_s"], tasks=tasks, speedup_io=s_io,
                       speedup_cpu=s_cpu, serial_s=serial, stack=stack, layout=layout.to_dict(), counts=counts,
-                      path=flowchart_path(layout, counts, codec, tasks), bound=bound,
-                      platform_id=profile.platform_id, passes=passes, notes=notes)
+                      path=flowchart_path(layout, counts, codec, tasks, nodes), bound=bound,
+                      platform_id=profile.platform_id, passes=passes, notes=notes, nodes=nodes)

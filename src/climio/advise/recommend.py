@@ -8,7 +8,7 @@ Every recommendation carries its evidence, the predicted time before and after (
 all passes), the one-off cost (the rechunk planner's prediction with this platform's rates, or
 nothing), the break-even number of passes and, where it is a command, the exact command. They
 are ranked by predicted gain; rules that predict nothing (trace facts without a file to model,
-one file vs many) follow, by the share of I/O time they concern.
+collective MPI-IO without the profile's MPI-IO records) follow, by the share of I/O time they concern.
 """
 
 import os
@@ -86,7 +86,9 @@ class Advice:
                 head += f" ({r['severity']})"
             out.append(head)
             out.append(f"   {r['message']}")
-            if r.get("gain_s") is not None:
+            if r.get("gain_s") is not None and r["gain_s"] <= 0:
+                out.append("   no change predicted")
+            elif r.get("gain_s") is not None:
                 be = r.get("break_even_passes")
                 if r.get("one_off_s"):
                     out.append(f"   one-off cost {r['one_off_s']:.3g} s (climio rechunk, predicted with this platform's "
@@ -125,50 +127,77 @@ def _is_darshan(path: Path) -> bool:
 
 
 def advise_trace(path, profile: Profile = None, warn=None) -> Advice:
-    """Advice for a climio trace directory or a Darshan log: the trace rules' findings, and for
-    those the model can predict (a compressed variable read in partial chunks, a small chunk
-    cache) with the file on this machine, the predicted before/after, one-off cost and command."""
+    """Advice for a climio trace directory or a Darshan log, through the same registry as a
+    workflow: the trace rules' findings; collective-vs-independent on their small requests made in
+    MPI-IO calls; and for each netCDF variable read whose file is on this machine, the workflow
+    rules on its traced reads (the typical read tiled over the variable, as many tasks as the trace
+    has ranks or processes). A workflow rule backed by a trace finding (a compressed variable read
+    in partial chunks, a small chunk cache) gives that finding its predicted before/after, one-off
+    cost and command; the others (tasks, stack, compression, chunk shape, ...) are added as they are."""
     from ..trace.report import build
     p = Path(path)
     facts, findings = build(p)
     kind = "darshan" if _is_darshan(p) else "trace"
+    tasks = max(1, len((facts.get("ranks") or {}).get("units") or []))
     recs, notes = [], []
+    variables = (facts.get("netcdf") or {}).get("variables") or []
+    counts = {(v["file"], v["var"]): v.get("typical_count") for v in variables}
+    modeled = {}
+
+    def model(file, var, count=None):
+        """The workflow advice of one traced variable, once (None where the model cannot say)."""
+        if (file, var) not in modeled:
+            try:
+                modeled[(file, var)] = _traced_workflow(file, var, counts.get((file, var)) or count, tasks,
+                                                        profile, warn)
+            except Exception as exc:  # noqa: BLE001  (the trace findings stand without a prediction)
+                notes.append(f"{var} of {file}: no prediction: {str(exc).splitlines()[0]}")
+                modeled[(file, var)] = None
+        return modeled[(file, var)]
+    merged = set()      # (file, var, workflow rule) already told through a trace finding
     for f in findings:
         rec = {**f, "before_s": None, "after_s": None, "gain_s": None, "one_off_s": 0.0,
                "break_even_passes": None, "command": ""}
         ev = f.get("evidence", {})
         if f["rule"] in rules.MODEL_BACKED and ev.get("file") and ev.get("var") and os.path.exists(ev["file"]):
-            try:
-                modeled = _model_backed(f, ev, profile, warn)
-            except Exception as exc:  # noqa: BLE001  (the finding stands without a prediction)
-                notes.append(f"{f['rule']}: no prediction for {ev['file']}: {str(exc).splitlines()[0]}")
-                modeled = None
-            if modeled:
-                rec.update({k: modeled[k] for k in ("before_s", "after_s", "gain_s", "one_off_s",
-                                                    "break_even_passes", "command")})
-                rec["message"] += " " + modeled["message"]
+            want = rules.MODEL_BACKED[f["rule"]]
+            adv = model(ev["file"], ev["var"], ev.get("typical_count"))
+            modeled_rec = next((r for r in adv.recommendations if r["rule"] == want), None) if adv else None
+            if modeled_rec:
+                merged.add((ev["file"], ev["var"], want))
+                rec.update({k: modeled_rec[k] for k in ("before_s", "after_s", "gain_s", "one_off_s",
+                                                        "break_even_passes", "command")})
+                rec["message"] += " " + modeled_rec["message"]
                 # scale the prediction to the traced time of these reads
                 traced = ev.get("time_s") or 0
-                if traced and modeled["before_s"]:
-                    k = traced / modeled["before_s"]
+                if traced and modeled_rec["before_s"]:
+                    k = traced / modeled_rec["before_s"]
                     rec["evidence"] = {**ev, "model_scale_to_traced": k}
         elif f["rule"] in rules.MODEL_BACKED and ev.get("file"):
             notes.append(f"{f['rule']}: {ev['file']} is not on this machine: no predicted before/after")
         recs.append(rec)
+    recs += rules.collective_findings(findings, profile, tasks)
+    told = {r["rule"] for r in recs}
+    for v in variables:
+        if not os.path.exists(v["file"]):
+            continue
+        adv = model(v["file"], v["var"])
+        for r in (adv.recommendations if adv else []):
+            if (v["file"], v["var"], r["rule"]) in merged or (r["rule"] == "collective-vs-independent" and r["rule"] in told):
+                continue
+            recs.append({**r, "message": f"{v['var']} of {v['file']}, its traced reads of {list(v['typical_count'])} "
+                                         f"by {tasks} task{'s' if tasks != 1 else ''}: {r['message']}"})
     prof_id = profile.platform_id if profile is not None else ""
     return Advice(str(path), kind, recs, None, prof_id, notes)
 
 
-def _model_backed(f, ev, profile, warn):
-    count = ev.get("typical_count")
+def _traced_workflow(file, var, count, tasks, profile, warn):
+    """Advice of a traced variable read as a workflow: its typical read (count) tiling it."""
     if not count:
         return None
     template = ",".join(str(int(c)) for c in count)
-    wf = wfmod.Workflow(ev["file"], ev["var"].lstrip("/"), [wfmod.ReadSpec(template)], 1)
-    prof = profile or wfmod.profile_for(ev["file"], None, warn)
-    adv = advise_workflow(wf, prof)
-    want = rules.MODEL_BACKED[f["rule"]]
-    return next((r for r in adv.recommendations if r["rule"] == want), None)
+    wf = wfmod.Workflow(file, var.lstrip("/"), [wfmod.ReadSpec(template)], tasks)
+    return advise_workflow(wf, profile or wfmod.profile_for(file, None, warn))
 
 
 def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,

@@ -6,6 +6,8 @@ by the model), a climio trace directory and a Darshan log (their facts, climio.t
     RULES:    the trace / Darshan rules as the trace report lists them (id, title, thresholds, what)
     findings(analysis) -> list of {"rule", "title", "severity", "message", "evidence", "advice", "thresholds"}
     workflow_rules(context) -> list of recommendations (climio.advise.recommend ranks them)
+    collective_findings(findings, profile, tasks) -> collective-vs-independent on a trace's or Darshan
+              log's findings (the one rule of COLLECTIVE_RULES, which judges all three inputs)
 
 The trace rules moved here from climio.trace.advice (which is now this module under its old
 name). Every threshold is a named constant below, shown in the report next to the rule; every
@@ -76,6 +78,8 @@ RULES = [
 # The workflow rules: judged on the model's predictions of a workflow (climio.advise.model), each
 # with the predicted time before and after, the one-off cost and the break-even passes.
 MIN_GAIN_SHARE = 0.10        # a recommendation must save at least this share of the predicted time
+NODE_COUNTS = (1, 2, 4, 8, 16)   # node counts the tasks rule weighs (each node like this one)
+MOST_OF_THE_GAIN = 0.9       # ... it advises the fewest tasks and nodes that reach this share of the best gain
 ADVISED_MAX_CHUNK_BYTES = 16 << 20   # candidate chunk shapes are clipped to at most this many bytes
 CACHE_HEADROOM = 1.25        # a recommended chunk cache holds this much more than one read touches
 WORKFLOW_RULES = [
@@ -85,20 +89,35 @@ WORKFLOW_RULES = [
      "over all the workflow's reads; one-off cost from the rechunk planner"),
     ("chunk-cache", "A chunk cache that holds what one read touches", {"CACHE_HEADROOM": CACHE_HEADROOM},
      "partial-chunk reads of chunks shared by consecutive reads, with a chunk cache smaller than one read's chunks"),
-    ("tasks", "Tasks per node / Dask workers", {"MIN_GAIN_SHARE": MIN_GAIN_SHARE},
-     "the task count among 1, the cores and twice the cores with the least predicted time (calibrated speed-ups)"),
+    ("tasks", "Tasks per node and nodes / Dask workers", {"MIN_GAIN_SHARE": MIN_GAIN_SHARE, "NODE_COUNTS": NODE_COUNTS,
+                                                          "MOST_OF_THE_GAIN": MOST_OF_THE_GAIN},
+     "tasks per node among 1, the cores and twice the cores, on NODE_COUNTS nodes of this platform (the calibrated "
+     "per-node speed-ups, capped by a shared-file-system bandwidth when the profile has one): the fewest tasks and "
+     "nodes that reach MOST_OF_THE_GAIN of the best predicted gain"),
     ("stack", "A different software stack", {"MIN_GAIN_SHARE": MIN_GAIN_SHARE},
      "the calibrated stack with the least predicted time for the same reads"),
     ("compression", "Compression trade-off", {"MIN_GAIN_SHARE": MIN_GAIN_SHARE},
      "compressed chunks read partly (decoded whole for part of them): uncompressed chunks of the same shape, or "
      "the decode share of a whole-chunk read"),
     ("one-file-vs-many", "One shared file or one file per task", {},
-     "several tasks reading one file: the calibrated I/O speed-up of tasks sharing one file"),
+     "several tasks reading one file, or a workflow reading several files: files opened x the stack's calibrated "
+     "open time, against one file (the one-off cost of merging: the rechunk planner's copy time)"),
+]
+# Rules every input is judged by: workflows through the model, traces and Darshan logs through their facts.
+COLLECTIVE_RULES = [
+    ("collective-vs-independent", "Collective or independent MPI-IO",
+     {"SMALL_REQUEST_BYTES": SMALL_REQUEST_BYTES, "SMALL_REQUEST_MIN_COUNT": SMALL_REQUEST_MIN_COUNT,
+      "MIN_GAIN_SHARE": MIN_GAIN_SHARE},
+     "several tasks whose reads are small strided pieces (workflow: runs below SMALL_REQUEST_BYTES, several per read; "
+     "trace / Darshan: the small requests made in MPI-IO calls); predicted from the profile's parallel-read MPI-IO "
+     "records (collective against independent rate) when it has them"),
 ]
 REGISTRY = ([{"id": r[0], "title": r[1], "inputs": ["trace", "darshan"], "thresholds": r[2], "looks_for": r[3]}
              for r in RULES]
             + [{"id": r[0], "title": r[1], "inputs": ["workflow"], "thresholds": r[2], "looks_for": r[3]}
-               for r in WORKFLOW_RULES])
+               for r in WORKFLOW_RULES]
+            + [{"id": r[0], "title": r[1], "inputs": ["workflow", "trace", "darshan"], "thresholds": r[2],
+                "looks_for": r[3]} for r in COLLECTIVE_RULES])
 # the trace rules whose findings the model can turn into a predicted before/after (file and variable known)
 MODEL_BACKED = {"partial-chunk-compressed": "chunk-shape", "chunk-cache-small": "chunk-cache"}
 _THRESHOLDS = {r[0]: r[2] for r in RULES}
@@ -360,17 +379,19 @@ def _file_per_process(an, facts, io):
 
 # --- workflow rules ------------------------------------------------------------------------------------
 
+_MODEL_RULES = {r[0]: r for r in WORKFLOW_RULES + COLLECTIVE_RULES}
+
+
 def _rec(rule, message, evidence, before, after, one_off=0.0, per_pass_saving=None, command="", advice=""):
     """A workflow recommendation: gain = before - after (seconds over all passes); break-even
     passes = one-off cost / saving per pass (0 when there is no one-off cost)."""
-    title = next(r[1] for r in WORKFLOW_RULES if r[0] == rule)
     gain = None if before is None or after is None else before - after
     be = None
     if gain is not None and per_pass_saving:
         be = one_off / per_pass_saving if per_pass_saving > 0 else None
-    return {"rule": rule, "title": title, "message": message, "evidence": evidence, "before_s": before,
+    return {"rule": rule, "title": _MODEL_RULES[rule][1], "message": message, "evidence": evidence, "before_s": before,
             "after_s": after, "gain_s": gain, "one_off_s": one_off, "break_even_passes": be,
-            "command": command, "advice": advice, "thresholds": next(r[2] for r in WORKFLOW_RULES if r[0] == rule)}
+            "command": command, "advice": advice, "thresholds": _MODEL_RULES[rule][2]}
 
 
 def _chunks_for(count, shape, itemsize) -> tuple:
@@ -395,14 +416,16 @@ def workflow_rules(wf, profile, items, rechunk_cost, out_name="OUT.nc") -> list:
     per_pass = sum(p.seconds / s.passes for s, _, _, p, _, _, _ in items)
     out = []
 
-    def again(layout=None, tasks=None, stack=None, cache=None, codec_of=None):
+    def again(layout=None, tasks=None, stack=None, cache=None, codec_of=None, nodes=1):
         t = tp = 0.0
         for s, lay, codec, p, _, _, reads in items:
             lay2 = layout(lay) if layout else lay
             c2 = codec_of(codec) if codec_of else codec
+            # the same reads on the same layout: the simulated counts are the prediction's own
             q = predict(lay2, reads, stack or wf.stack, profile, tasks=tasks or wf.tasks,
                         codec=c2 if lay2.compressed else "", chunk_cache_bytes=cache if cache is not None else wf.chunk_cache,
-                        passes=s.passes)
+                        passes=s.passes, nodes=nodes,
+                        counts=p.counts if layout is None and stack is None and cache is None else None)
             t += q.seconds
             tp += q.seconds / s.passes
         return t, tp
@@ -457,21 +480,8 @@ def workflow_rules(wf, profile, items, rechunk_cost, out_name="OUT.nc") -> list:
                             total, t, 0.0, per_pass - tp,
                             f"netCDF4: var.set_var_chunk_cache({size}); h5py: h5py.File(..., rdcc_nbytes={size}); "
                             f"C: nc_set_var_chunk_cache(ncid, varid, {size}, 4133, 0.75)"))
-    # tasks
-    cores = int(profile.parallel.get("cores") or 1)
-    best = None
-    for n in sorted({1, cores, 2 * cores} - {wf.tasks}):
-        t, tp = again(tasks=n)
-        if best is None or t < best[1]:
-            best = (n, t, tp)
-    if best and best[1] < (1 - MIN_GAIN_SHARE) * total:
-        n, t, tp = best
-        out.append(_rec("tasks", f"{n} tasks instead of {wf.tasks}: predicted {total:.3g} s -> {t:.3g} s (calibrated speed-up "
-                                 f"I/O {profile.speedup('io', n):.2f}x, CPU {profile.speedup('cpu', n):.2f}x on {cores} cores)",
-                        {"cores": cores, "speedup_io": profile.speedup("io", n), "speedup_cpu": profile.speedup("cpu", n)},
-                        total, t, 0.0, per_pass - tp, f"--tasks {n} (Dask: n_workers={n}, threads_per_worker=1)",
-                        "Tasks per node beyond the cores only share them; across nodes the thesis found one task per "
-                        "node scales best (measure with climio bench parallel-read)."))
+    # tasks per node and nodes
+    out += _tasks_and_nodes(wf, profile, items, total, per_pass, again)
     # stack
     best = None
     for st in sorted(profile.stacks):
@@ -502,13 +512,189 @@ def workflow_rules(wf, profile, items, rechunk_cost, out_name="OUT.nc") -> list:
                             total, t, rechunk_cost(lay0, dst, codec0), per_pass - tp,
                             f"climio rechunk {path0} {out_name} --var {var0} --compression none",
                             "Or keep the compression and change the chunk shape so reads take whole chunks (chunk-shape)."))
-    # one file vs many
-    if wf.tasks > 1:
-        s_io = profile.speedup("io", wf.tasks)
-        out.append(_rec("one-file-vs-many", f"{wf.tasks} tasks share one file: calibrated I/O speed-up {s_io:.2f}x "
-                                            f"({100 * s_io / wf.tasks:.0f}% of linear) on this node",
-                        {"tasks": wf.tasks, "speedup_io": s_io}, None, None,
-                        advice="On one node one file per task and one shared file read alike here; across nodes the thesis "
-                               "found a shared file scales like many files (F4). No prediction: measure with "
-                               "climio bench parallel-read."))
+    out += _one_file_vs_many(wf, profile, items, total, rechunk_cost)
+    out += _collective_workflow(wf, profile, items, total, per_pass)
+    return out
+
+
+def _tasks_and_nodes(wf, profile, items, total, per_pass, again) -> list:
+    """Tasks per node (1, the cores, twice the cores) x nodes (NODE_COUNTS) of this platform: of the
+    configurations within MOST_OF_THE_GAIN of the best predicted gain, the one with the fewest
+    tasks, then the fewest nodes. More tasks than the workflow has reads would sit idle: not weighed.
+    Nodes are weighed only when the profile has the shared file system's bandwidth (measured across
+    nodes): without it, more nodes would be predicted to add storage bandwidth without bound."""
+    from .model import SHARED_FS_KEY
+    cores = int(profile.parallel.get("cores") or 1)
+    ceiling = profile.parallel.get(SHARED_FS_KEY)
+    most = max(len(reads) for *_, reads in items)
+    cands = {}
+    for n in sorted({1, cores, 2 * cores}):
+        for nodes in NODE_COUNTS if ceiling else (1,):
+            if (n, nodes) != (wf.tasks, 1) and n * nodes <= max(most, wf.tasks):
+                cands[(n, nodes)] = again(tasks=n, nodes=nodes)
+    if not cands:
+        return []
+    (bn, bnodes), (best_t, _) = min(cands.items(), key=lambda kv: kv[1][0])
+    if best_t >= (1 - MIN_GAIN_SHARE) * total:
+        return []
+    goal = total - MOST_OF_THE_GAIN * (total - best_t)
+    (n, nodes), (t, tp) = min(((k, v) for k, v in cands.items() if v[0] <= goal),
+                              key=lambda kv: (kv[0][0] * kv[0][1], kv[0][1], kv[1][0]))
+    s_io, s_cpu = profile.speedup("io", n), profile.speedup("cpu", n)
+    where = f"{n} task{'s' if n != 1 else ''} per node on {nodes} nodes ({n * nodes} tasks)" if nodes > 1 \
+        else f"{n} tasks"
+    bandwidth = (f"; the shared file system caps the nodes at {float(ceiling) / 1e6:.0f} MB/s together" if ceiling else
+                 "; more nodes not predicted: the profile has no shared-file-system bandwidth (measure it across nodes "
+                 "with climio bench parallel-read, then climio calibrate --from)")
+    if nodes > 1:
+        command = (f"{n * nodes} tasks, {n} per node: mpirun -n {n * nodes} --map-by ppr:{n}:node; Dask: {nodes} "
+                   f"jobs of {n} worker{'s' if n != 1 else ''} (dask-jobqueue cores={n}, processes={n}; cluster.scale(jobs={nodes}))")
+    else:
+        command = f"--tasks {n} (Dask: n_workers={n}, threads_per_worker=1)"
+    return [_rec("tasks",
+                 f"{where} instead of {wf.tasks} on one node: predicted {total:.3g} s -> {t:.3g} s, "
+                 f"{100 * (total - t) / (total - best_t):.0f}% of the best gain ({best_t:.3g} s with {bn} per node on "
+                 f"{bnodes} node{'s' if bnodes != 1 else ''}); calibrated speed-up per node I/O {s_io:.2f}x, CPU "
+                 f"{s_cpu:.2f}x on {cores} cores{bandwidth}",
+                 {"cores": cores, "tasks_per_node": n, "nodes": nodes, "speedup_io": s_io, "speedup_cpu": s_cpu,
+                  "shared_fs_Bps": float(ceiling) if ceiling else None, "best": [bn, bnodes, best_t],
+                  "candidates": [[k[0], k[1], v[0]] for k, v in sorted(cands.items())]},
+                 total, t, 0.0, per_pass - tp, command,
+                 "Tasks per node beyond the cores only share them; more nodes add their storage bandwidth until the "
+                 "shared file system's is reached (measure it with climio bench parallel-read across nodes).")]
+
+
+def _one_file_vs_many(wf, profile, items, total, rechunk_cost) -> list:
+    """Files the workflow opens x the stack's calibrated open time, against one file. Several tasks
+    on one file: each task opens one file either way, and the calibrated I/O speed-up is the only
+    parallel rate the profile has (measured with tasks sharing one file), so the model predicts no
+    difference and says so; several files: merging them saves the opens and costs one copy."""
+    files = list(dict.fromkeys(it[4] for it in items if it[4]))
+    if wf.tasks <= 1 and len(files) <= 1:
+        return []
+    open_s = profile.stack(wf.stack).open_s
+    s_io = profile.speedup("io", wf.tasks)
+    speed = f"calibrated I/O speed-up {s_io:.2f}x with {wf.tasks} tasks ({100 * s_io / wf.tasks:.0f}% of linear)"
+    if len(files) > 1:
+        before, after = total + len(files) * open_s, total + open_s
+        firsts = {}
+        for _, lay, codec, _, path, _, _ in items:
+            firsts.setdefault(path, (lay, codec))
+        one_off = sum(rechunk_cost(lay, lay, codec) for lay, codec in firsts.values())
+        return [_rec("one-file-vs-many",
+                     f"the workflow opens {len(files)} files, {1e3 * open_s:.1f} ms each ({wf.stack}): one file predicts "
+                     f"{before:.3g} s -> {after:.3g} s; copying the data into it once costs {one_off:.3g} s",
+                     {"files": len(files), "open_s": open_s, "tasks": wf.tasks, "speedup_io": s_io},
+                     before, after, one_off, before - after, "",
+                     "The opens are all one file saves: the reads cost the same in one file or many.")]
+    t = total + open_s
+    return [_rec("one-file-vs-many",
+                 f"{wf.tasks} tasks share one file: each opens it once ({1e3 * open_s:.1f} ms, {wf.stack}), as each "
+                 f"would open its own file; {speed}, the one parallel rate the profile has, so one file per task "
+                 f"predicts the same {t:.3g} s",
+                 {"tasks": wf.tasks, "files": 1, "open_s": open_s, "speedup_io": s_io}, t, t, 0.0, None, "",
+                 "No change predicted on one node (the thesis found a shared file and per-task files read alike, F4, "
+                 "and a shared file scaling like many across nodes); measure both with climio bench parallel-read "
+                 "--file-sets per-task,shared.")]
+
+
+def mpiio_rates(profile, tasks) -> dict:
+    """The profile's parallel-read MPI-IO records (records with params experiment "mpiio", access
+    independent / collective, pattern, ranks, and rate_MBps) at the pattern closest to small
+    strided pieces (striding, else sequential) and the task count nearest `tasks` that has both
+    accesses: {"independent", "collective" (MB/s), "pattern", "ranks"}, or {} without them."""
+    table = {}
+    for r in getattr(profile, "records", None) or []:
+        p = r.get("params") or {}
+        if p.get("experiment") == "mpiio" and p.get("access") in ("independent", "collective") and r.get("rate_MBps"):
+            key = (p.get("pattern"), int(p.get("ranks") or 1))
+            table.setdefault(key, {})[p["access"]] = float(r["rate_MBps"])
+    both = [k for k, v in table.items() if len(v) == 2]
+    if not both:
+        return {}
+    pattern, ranks = min(both, key=lambda k: (k[0] != "striding", abs(math.log(k[1] / max(tasks, 1)))))
+    return {**table[(pattern, ranks)], "pattern": pattern, "ranks": ranks}
+
+
+def _mpiio_evidence(rates) -> str:
+    if not rates:
+        return ("no prediction: the profile has no parallel-read MPI-IO records (run climio bench parallel-read "
+                "--experiments mpiio here and build the profile with them); the thesis measured collective beating "
+                "independent reads for several tasks on one node (+60% sequential, more striding; F10)")
+    return (f"the profile's MPI-IO {rates['pattern']} reads with {rates['ranks']} tasks: independent "
+            f"{rates['independent']:.0f} MB/s, collective {rates['collective']:.0f} MB/s")
+
+
+def _collective_workflow(wf, profile, items, total, per_pass) -> list:
+    """Several tasks whose reads are small strided pieces of uncompressed data (a compressed
+    variable is read chunk by chunk whatever the MPI-IO mode): collective MPI-IO merges the
+    tasks' pieces into large requests. The workflow's reads are independent now."""
+    plain = [p for _, lay, _, p, _, _, _ in items if not lay.compressed]
+    pieces = sum(p.counts.pieces for p in plain)
+    calls = sum(p.counts.calls for p in plain)
+    wanted = sum(p.counts.bytes_wanted for p in plain)
+    if wf.tasks <= 1 or pieces < SMALL_REQUEST_MIN_COUNT or pieces <= calls or wanted / pieces >= SMALL_REQUEST_BYTES:
+        return []
+    rates = mpiio_rates(profile, wf.tasks)
+    io = sum(p.io_s for p in plain)
+    io_pass = sum(p.io_s / s.passes for s, lay, _, p, _, _, _ in items if not lay.compressed)
+    head = (f"{wf.tasks} tasks read {pieces:.0f} pieces of {format_size(wanted / pieces)} on average "
+            f"({pieces / calls:.0f} per read, strided) independently")
+    evidence = {"tasks": wf.tasks, "pieces": pieces, "reads": calls, "piece_bytes": wanted / pieces, "io_s": io,
+                "mpiio_rates": rates}
+    if not rates:
+        return [_rec("collective-vs-independent", f"{head}: {_mpiio_evidence(rates)}", evidence, None, None,
+                     advice=INDEPENDENT_ADVICE)]
+    k = rates["independent"] / rates["collective"]
+    after = total - io + io * k
+    if after >= (1 - MIN_GAIN_SHARE) * total:
+        return []
+    return [_rec("collective-vs-independent",
+                 f"{head}: collective reads predict {total:.3g} s -> {after:.3g} s ({_mpiio_evidence(rates)}; the "
+                 f"{io:.3g} s of I/O scaled by {k:.2f})",
+                 evidence, total, after, 0.0, io_pass * (1 - k), "nc_var_par_access(ncid, varid, NC_COLLECTIVE)",
+                 INDEPENDENT_ADVICE)]
+
+
+def collective_findings(findings, profile=None, tasks=1) -> list:
+    """The collective-vs-independent rule on a trace's or Darshan log's findings: the small requests
+    made in MPI-IO calls (small-requests' evidence says who issued them). Independent reads get a
+    predicted before/after from the profile's MPI-IO records (the small requests' time scaled by
+    independent / collective rate) when it has them; collective calls that still reach the file in
+    small pieces get the collective-buffering advice."""
+    out = []
+    for f in findings:
+        ev = f.get("evidence") or {}
+        issued = ev.get("issued_by") or {}
+        if f.get("rule") != "small-requests" or not issued:
+            continue
+        top = max(issued, key=issued.get)
+        if top == "no_mpiio" or not issued[top]:
+            continue
+        mode = "collective" if top == "collective_mpiio" else "independent"
+        kind = ev.get("kind", "read")
+        rates = mpiio_rates(profile, tasks) if profile is not None and kind == "read" else {}
+        before = after = None
+        advice = COLLECTIVE_ADVICE if mode == "collective" else INDEPENDENT_ADVICE
+        text = f"{issued[top]} of the {ev.get('small_requests')} small {kind}s are made in {mode} MPI-IO calls"
+        if mode == "collective":
+            text += ": the MPI-IO layer did not aggregate them (collective buffering)"
+        elif kind != "read":
+            text += "; no prediction: the profile's MPI-IO rates are read rates"
+        elif rates and rates["collective"] > rates["independent"]:
+            before = ev.get("time_s") or 0.0
+            after = before * rates["independent"] / rates["collective"]
+            text += f": collective predicts {before:.3g} s -> {after:.3g} s ({_mpiio_evidence(rates)})"
+        elif rates:
+            text += f"; {_mpiio_evidence(rates)}: collective reads are no faster here"
+            advice = SMALL_ADVICE
+        else:
+            text += f"; {_mpiio_evidence(rates)}"
+        out.append({"rule": "collective-vs-independent", "title": _MODEL_RULES["collective-vs-independent"][1],
+                    "severity": f.get("severity"), "message": text,
+                    "evidence": {"kind": kind, "issued_by": issued, "time_s": ev.get("time_s"),
+                                 "share_of_io_time": ev.get("share_of_io_time"), "mpiio_rates": rates},
+                    "advice": advice, "thresholds": _MODEL_RULES["collective-vs-independent"][2], "before_s": before, "after_s": after,
+                    "gain_s": None if before is None else before - after, "one_off_s": 0.0,
+                    "break_even_passes": None, "command": ""})
     return out

@@ -46,13 +46,34 @@ def calibrate_cmd(
         written = profmod.save(prof, *([Path(out) / profmod.PROFILE_NAME] if out else []))
         info(f"profile from {len(usable)} records of {len(from_runs)} run director{'ies' if len(from_runs) != 1 else 'y'}: "
              + ", ".join(map(str, written)))
-        for line in prof.summary_lines():
+        for line in prof.summary_lines() + _defaults_line(prof):
             print(line)
         return
     from ..api import run_study
-    run_dir = run_study("calibrate", preset="quick" if quick else "full", out=out, data_dir=data_dir, report=report,
-                        stacks=stacks)
-    info(f"profile: {Path(run_dir) / profmod.PROFILE_NAME}")
+    from ..bench import base
+    preset = "quick" if quick else "full"
+    base.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
+    if data_dir is None:
+        _warn(["no --data-dir: this measures a temporary directory on local disk, not the file system of your "
+               "data, and the profile is keyed by that file system; run `climio calibrate --data-dir DIR` with DIR "
+               "on the data's file system (e.g. beside the data)"])
+    run_dir = run_study("calibrate", preset=preset, out=out, data_dir=data_dir, report=report, stacks=stacks)
+    path = Path(run_dir) / profmod.PROFILE_NAME
+    info(f"profile: {path}")
+    if path.is_file():
+        for line in _defaults_line(profmod.load(path)):
+            info(line)
+
+
+def _defaults_line(prof) -> list:
+    """The profile's stacks that no record measured (their rates are the built-in laptop defaults,
+    e.g. h5netcdf under --quick), as one line, or none."""
+    measured = {(r.get("params") or {}).get("stack") for r in prof.records
+                if str((r.get("params") or {}).get("kind", "")).startswith("stack-")}
+    defaults = sorted(set(prof.stacks) - measured)
+    if not defaults:
+        return []
+    return [f"  stacks at built-in default rates (not measured here): {', '.join(defaults)}"]
 
 
 def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
