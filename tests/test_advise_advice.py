@@ -222,6 +222,22 @@ def _mpiio_profile(independent=100.0, collective=400.0) -> Profile:
     return prof
 
 
+def test_profile_carries_the_parallel_read_mpiio_rates():
+    """calibrate --from a parallel-read run: its cold MPI-IO records become the per (access, pattern,
+    ranks) median rates the collective-vs-independent rule reads; warm or page-cache ones do not."""
+    from climio.advise.profile import fit
+
+    def rec(access, rate, state="cold", effective=None, pattern="striding"):
+        cache = {"state": state, **({"effective": effective} if effective else {})}
+        return {"study": "parallel-read", "status": "ok", "cache": cache, "metrics": {"rate_MBps": rate},
+                "params": {"experiment": "mpiio", "access": access, "pattern": pattern, "ranks": 2}}
+    recs = [rec("independent", r) for r in (90.0, 100.0, 130.0)] + [rec("collective", r) for r in (400.0, 380.0)]
+    recs += [rec("collective", 9000.0, state="warm"), rec("independent", 9000.0, effective="effectively-warm")]
+    prof = fit(recs, "test-platform")
+    assert rules.mpiio_rates(prof, 2) == {"independent": 100.0, "collective": 390.0, "pattern": "striding", "ranks": 2}
+    assert rules.mpiio_rates(fit([r for r in recs if r["params"]["access"] == "collective"], "p"), 2) == {}
+
+
 def test_tasks_and_nodes_one_line_and_the_shared_file_system_ceiling(files):
     from climio.advise.model import predict
     from climio.advise.workflow import layout_of

@@ -357,7 +357,23 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
         prof.filesystem = {x: fs.get(x) for x in ("type", "source", "mount_point")}
         prof.versions = (platform.get("versions") or {}).get("python", {})
     prof.records = [{"params": one[k]["params"], "median_wall_s": med[k], "reps": len(groups[k])} for k in groups]
+    prof.records += _mpiio_rates(records)
     return prof
+
+
+def _mpiio_rates(records) -> list:
+    """The parallel-read study's MPI-IO records (climio calibrate --from a parallel-read run) as the
+    profile records the collective-vs-independent advice reads: per (access, pattern, ranks) the
+    median aggregate rate of the cold repetitions that read from storage."""
+    groups = {}
+    for r in records:
+        p, c = r.get("params") or {}, r.get("cache") or {}
+        if (r.get("study") == "parallel-read" and r.get("status", "ok") == "ok" and p.get("experiment") == "mpiio"
+                and c.get("effective", c.get("state")) == "cold" and (r.get("metrics") or {}).get("rate_MBps")):
+            key = (p.get("access"), p.get("pattern"), int(p.get("ranks") or 1))
+            groups.setdefault(key, []).append(float(r["metrics"]["rate_MBps"]))
+    return [{"params": {"experiment": "mpiio", "access": a, "pattern": pat, "ranks": n}, "rate_MBps": _median(v),
+             "reps": len(v)} for (a, pat, n), v in sorted(groups.items())]
 
 
 def _storage_from_read_stack(r) -> dict:
