@@ -63,6 +63,11 @@ class Counts:
     requests: dict = field(default_factory=dict)   # (pattern, size) -> count
     max_touched_bytes: int = 0         # most chunk bytes one read touches (chunk cache sizing)
 
+    def cold_bytes(self) -> float:
+        """What a cold run of the reads must fetch from storage: every request that is not a
+        page-cache re-read (the storage-share check's bytes needed)."""
+        return sum(c * s for (p, s), c in self.requests.items() if p != "warm")
+
     def storage(self, pattern=None) -> tuple:
         n = b = 0.0
         for (p, s), c in self.requests.items():

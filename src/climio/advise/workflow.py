@@ -333,7 +333,7 @@ def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
     for spec, lay, codec, p in wp.items:
         lay0, _, path, var = resolve(wf, spec)
         reads = reads_for(lay0, spec.read, var)
-        needed = sum(n * s for (pat, s), n in p.counts.requests.items() if pat != "warm")
+        needed = p.counts.cold_bytes()
         recs = measure(path, var, reads, wf.stack, wf.tasks, reps, wf.chunk_cache, platform_id=p.platform_id,
                        params={"read": spec.read}, needed_bytes=int(needed))
         walls = [r["metrics"]["wall_s"] for r in recs]

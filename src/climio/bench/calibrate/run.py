@@ -89,12 +89,6 @@ def _checked(state, metrics, needed) -> dict:
     return storage_check(state, metrics.get("storage_read_bytes"), int(needed))
 
 
-def _cold_bytes(params) -> int:
-    """What a cold run of the reads must fetch from storage: the model's requests that are not
-    page-cache re-reads."""
-    return int(sum(s * n for pat, s, n in params["requests"] if pat != "warm"))
-
-
 # --- storage -------------------------------------------------------------------------------------
 
 def _preads(path, size, pattern, nbytes):
@@ -131,7 +125,7 @@ def _counts_params(lay, reads, cache_bytes):
     c = simulate(lay, reads, cache_bytes, profmod.default_profile())
     return {"calls": c.calls, "pieces": c.pieces, "chunks": c.chunks_visited, "bytes_wanted": c.bytes_wanted,
             "requests": [[p, s, n] for (p, s), n in sorted(c.requests.items())],
-            "bytes_read": sum(s * n for (p, s), n in c.requests.items()),
+            "bytes_read": sum(s * n for (p, s), n in c.requests.items()), "cold_bytes": int(c.cold_bytes()),
             "decodes": c.decodes, "bytes_decoded": c.bytes_decoded}
 
 
@@ -241,7 +235,7 @@ def cold_extra(files, reps, emit, pid):
         for state in ("cold", "warm"):
             for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state=state)):
                 m = {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}
-                st = _checked(st, m, _cold_bytes(params))
+                st = _checked(st, m, params["cold_bytes"])
                 emit(make_record(STUDY, {**params, "what": state}, m, st, rep, "ok", pid))
 
 

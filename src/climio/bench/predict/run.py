@@ -101,7 +101,7 @@ def run_validation(ctx, grid) -> int:
         lay, codec, var = layout_of(files[name], "ta")
         reads = reads_for(lay, read, var)
         p = predict(lay, reads, stack, prof, tasks=tasks, codec=codec if lay.compressed else "")
-        needed = sum(k * s for (pat, s), k in p.counts.requests.items() if pat != "warm")
+        needed = p.counts.cold_bytes()
         params = {"config": config_id(c), "layout": name, "chunks": list(lay.chunks) if lay.chunks else "contiguous",
                   "compression": codec, "read": read, "stack": stack, "tasks": tasks, "shape": list(shape),
                   "predicted_s": p.seconds, "predicted": {"io_s": p.io_s, "decode_s": p.decode_s, "cpu_s": p.cpu_s,
