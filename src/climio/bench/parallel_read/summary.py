@@ -10,6 +10,7 @@ t_i is task i's open + read + close time; x_tot the bytes all tasks read.
 import statistics
 from collections import OrderedDict
 
+from ...stats import group_configs
 from ...units import format_size
 
 STUDY = "parallel-read"
@@ -53,21 +54,14 @@ def quartiles(values) -> dict:
     return {"min": v[0], "q1": q1, "median": statistics.median(v), "q3": q3, "max": v[-1]}
 
 
-def _key(rec) -> tuple:
-    p = rec["params"]
-    return tuple(p.get(k) for k in CONFIG_KEYS)
-
-
 def configurations(records) -> list:
     """One row per configuration: reps, both aggregate rates (mean over reps, min, max), the per-task
     rate distribution over all reps (min, quartiles, max), cache states, verification."""
-    groups = OrderedDict()
-    for r in records:
-        if r.get("study") == STUDY and r.get("status") == "ok":
-            groups.setdefault(_key(r), []).append(r)
+    ok = [r for r in records if r.get("study") == STUDY and r.get("status") == "ok"]
     rows = []
-    for key, recs in groups.items():
-        p = dict(zip(CONFIG_KEYS, key))
+    for cfg in group_configs(ok, by=[f"params.{k}" for k in CONFIG_KEYS]):
+        recs = cfg.records
+        p = {k: cfg.params.get(k) for k in CONFIG_KEYS}
         mean_task = [r["metrics"]["rate_mean_task_MBps"] for r in recs]
         slowest = [r["metrics"].get("rate_slowest_task_MBps", r["metrics"]["rate_MBps"]) for r in recs]
         per_task = [x for r in recs for x in r["metrics"].get("per_rank", {}).get("rate_MBps", [])]

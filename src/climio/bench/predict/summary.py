@@ -2,34 +2,28 @@
 
 import math
 
+import numpy as np
+
+from ...stats import group_configs
+
 THESIS = {"stsa_flowchart_factor": 4.7, "xt_speedup_predicted": 33, "xt_speedup_observed": 24}
 TARGET_MEDIAN, TARGET_P90 = 1.5, 2.5
 
 
 def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return None if not n else xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+    return float(np.median(xs)) if len(xs) else None
 
 
 def _quantile(xs, q):
-    xs = sorted(xs)
-    if not xs:
-        return None
-    pos = q * (len(xs) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return float(np.quantile(xs, q)) if len(xs) else None     # linear between order statistics
 
 
 def summarise(records) -> dict:
-    by = {}
-    for r in records:
-        if r.get("study") != "predict" or r.get("status") != "ok":
-            continue
-        by.setdefault(r["params"]["config"], []).append(r)
+    ok = [r for r in records if r.get("study") == "predict" and r.get("status") == "ok"]
     rows = []
-    for cid, recs in by.items():
-        p = recs[0]["params"]
+    for cfg in group_configs(ok, by=["params.config"]):
+        recs, p = cfg.records, cfg.params
+        cid = p["config"]
         meas = _median([r["metrics"]["wall_s"] for r in recs])
         pred = p["predicted_s"]
         warm = sum(1 for r in recs if (r.get("cache") or {}).get("effective", "cold") != "cold")

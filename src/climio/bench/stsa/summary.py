@@ -7,7 +7,7 @@ verdict from climio.sections.VERDICTS and the numbers behind it.
 
 import math
 
-from ...stats import describe
+from ...stats import describe, group_configs
 
 STUDY = "stsa"
 DECIDE_BYTES = 256 << 20     # below this much data read per job the page cache, start-up and Python overheads decide
@@ -36,10 +36,8 @@ def ok(records):
 
 def configs(records) -> dict:
     """{(mode, layout, workers): [records]} of the ok records."""
-    out = {}
-    for r in ok(records):
-        out.setdefault((_p(r, "mode"), _p(r, "layout"), _p(r, "workers")), []).append(r)
-    return out
+    return {(c.params.get("mode"), c.params.get("layout"), c.params.get("workers")): c.records
+            for c in group_configs(ok(records), by=["params.mode", "params.layout", "params.workers"])}
 
 
 def _warm(r) -> bool:
