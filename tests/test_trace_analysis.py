@@ -18,7 +18,7 @@ from climio.trace.reader import TraceError, read_trace
 from climio.trace.run import HYDRA, OPENMPI, preload, wrap_command
 from conftest import run_cli
 from test_cli import one_line_error
-from trace_synth import SynthProc, write_synthetic
+from trace_synth import SynthProc, ranks_beside_a_wrapper, write_synthetic
 
 MS = 1_000_000  # ns
 
@@ -259,13 +259,9 @@ def test_flow_edges_max_rank_and_ranks(tmp_path):
 
 def test_shell_wrapper_and_launcher_are_not_ranks(tmp_path):
     """A process without a rank beside ranked ones (mpirun, `sh -c`) is left out, with a note."""
-    for r, secs in enumerate([1, 3]):
-        p = SynthProc(pid=300 + r, rank=r)
-        p.leaf("pwrite64", "posix", dur=secs * 10**9, file="/shared", offset=r * 10, size=10)
+    procs, w = ranks_beside_a_wrapper()
+    for p in procs + [w]:
         p.write(tmp_path)
-    w = SynthProc(pid=299, rank=-1)   # the wrapper reads its script and a config file
-    w.leaf("read", "posix", dur=10**9, file="/home/u/run.sh", offset=0, size=100)
-    w.write(tmp_path)
     _, facts = facts_of(tmp_path)
     assert facts["ranks"]["units"] == ["rank 0", "rank 1"]
     m = next(m for m in facts["ranks"]["main"] if m["function"] == "pwrite64")

@@ -250,14 +250,8 @@ def write_counters_mode(trace_dir, procs):
 def test_counters_shell_wrapper_and_launcher_are_not_ranks(tmp_path):
     """Counters mode as the full trace (test_trace_analysis.test_shell_wrapper_and_launcher_are_not_ranks):
     a process without a rank beside ranked ones (mpirun, `sh -c`) is no unit, with a note."""
-    from trace_synth import SynthProc
-    procs = []
-    for r, secs in enumerate([1, 3]):
-        p = SynthProc(pid=300 + r, rank=r)
-        p.leaf("pwrite64", "posix", dur=secs * 10**9, file="/shared", offset=r * 10, size=10)
-        procs.append(p)
-    w = SynthProc(pid=299, rank=-1)   # the wrapper reads its script and a config file
-    w.leaf("read", "posix", dur=10**9, file="/home/u/run.sh", offset=0, size=100)
+    from trace_synth import ranks_beside_a_wrapper
+    procs, w = ranks_beside_a_wrapper()
     write_counters_mode(tmp_path / "t", procs + [w])
     assert isinstance(read_input(tmp_path / "t"), counters_log.CountersTrace)
     facts, _ = report.build(tmp_path / "t")

@@ -107,3 +107,16 @@ class SynthProc:
     def write(self, trace_dir, done=True):
         return write_synthetic(trace_dir, self.events, host=self.host, pid=self.pid, rank=self.rank, done=done,
                                t0_ns=self.t0)
+
+
+def ranks_beside_a_wrapper():
+    """Two ranks writing a shared file for 1 s and 3 s, and a process without a rank (a launcher or
+    `sh -c` wrapper, pid 299) reading its script: ([rank 0, rank 1], wrapper)."""
+    procs = []
+    for r, secs in enumerate([1, 3]):
+        p = SynthProc(pid=300 + r, rank=r)
+        p.leaf("pwrite64", "posix", dur=secs * 10**9, file="/shared", offset=r * 10, size=10)
+        procs.append(p)
+    w = SynthProc(pid=299, rank=-1)
+    w.leaf("read", "posix", dur=10**9, file="/home/u/run.sh", offset=0, size=100)
+    return procs, w
