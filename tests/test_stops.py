@@ -1,10 +1,14 @@
 """Every stop is clean: Ctrl-C and SIGTERM end with one line and 130 / 143, keep the records so far,
 remove generated data; nothing is merged or overwritten silently."""
 
+import glob
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -28,18 +32,164 @@ def _wait_for(pred, timeout=60.0):
     return False
 
 
-@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
-def test_make_data_stops_cleanly(tmp_path, sig, code, word):
+SIGNALS = [pytest.param(signal.SIGINT, 130, "interrupted", id="SIGINT"),
+           pytest.param(signal.SIGTERM, 143, "terminated", id="SIGTERM")]
+# Every MPI launch of a study: as root, and more ranks than this machine's cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+MARK = "CLIMIO_STOPS_TEST"
+DASK_LOCKS = ("dask-scratch-space/global.lock", "dask-scratch-space/purge.lock")
+# A line climio writes: "climio: ...", or a command's or study's progress ("stsa: 1/16 done",
+# "make-data (1-D ...): ...", "predict [1/32] ..."); a traceback's or a library's lines are not.
+CLIMIO_LINE = re.compile(r"^(climio|note|[a-z][a-z0-9-]*)( \(| \[|:)")
+
+
+def _marked(mark) -> list:
+    """Live processes whose environment carries `mark` (inherited by every descendant: mpirun's
+    ranks, Dask's workers), as 'pid cmdline'. Zombies have no environment and do not count."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            if f"{MARK}={mark}".encode() in env:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{pid} {cmd[:120]}")
+        except OSError:
+            pass
+    return found
+
+
+class Job:
+    """A climio command started as a shell starts a job: its own process group (a terminal's
+    Ctrl-C reaches the whole group), its own TMPDIR (so what it leaves there is its own), and a
+    mark in its environment that every descendant inherits (so a stray child is found after it
+    exits). stdout and stderr are read as they come (a progress line is a sign of work)."""
+
+    def __init__(self, args, tmp_path, env=None):
+        self.tmp = tmp_path / "tmpdir"
+        self.tmp.mkdir()
+        self.mark = str(tmp_path)
+        env = {**os.environ, **MPI_ENV, "TMPDIR": str(self.tmp), MARK: self.mark, **(env or {})}
+        self.proc = subprocess.Popen([CLIMIO, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, cwd=tmp_path, env=env, start_new_session=True)
+        self.out, self.err = [], []
+        self._readers = [threading.Thread(target=lambda f=f, to=to: to.extend(iter(f.readline, "")), daemon=True)
+                         for f, to in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for t in self._readers:
+            t.start()
+
+    def stop(self, sig, timeout=60) -> int:
+        """Ctrl-C goes to the process group (as a terminal sends it), SIGTERM to climio alone (as
+        `kill PID`); the exit status once climio and its output are done."""
+        self.at_stop = len(self.err)
+        if sig == signal.SIGINT:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=timeout)
+        for t in self._readers:
+            t.join(timeout=10)
+        return rc
+
+    def stderr(self) -> str:
+        return "".join(self.err)
+
+    def after_stop(self) -> list:
+        """The lines climio wrote on stderr once stopped."""
+        return [l.rstrip("\n") for l in self.err[self.at_stop:] if l.strip()]
+
+    def strays(self, grace=10.0) -> list:
+        """Descendants still alive `grace` seconds after climio ended."""
+        _wait_for(lambda: not _marked(self.mark), timeout=grace)
+        return _marked(self.mark)
+
+    def left_in_tmp(self) -> list:
+        """Files, and climio's directories, left in the job's TMPDIR. Dask's two workspace lock
+        files are not counted: every run leaves them, finished or not (they are shared by runs)."""
+        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*")
+                      if (p.is_file() or p.is_symlink() or p.name.startswith("climio"))
+                      and str(p.relative_to(self.tmp)) not in DASK_LOCKS)
+
+    def kill_all(self) -> None:
+        """After the test, whatever it left (so a failing case leaves no load behind)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        for line in _marked(self.mark):
+            try:
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def job(tmp_path):
+    jobs = []
+
+    def start(args, env=None):
+        jobs.append(Job(args, tmp_path, env))
+        return jobs[-1]
+
+    yield start
+    for j in jobs:
+        j.kill_all()
+
+
+class StopMessage(AssertionError):
+    """The stop was not said in one line: a traceback, another program's lines, no or several
+    stop lines. Its own type so that a case known to fail it (xfail(raises=StopMessage)) still
+    fails on anything else."""
+
+
+class LeftBehind(AssertionError):
+    """Temporary files or generated data left in TMPDIR (xfail(raises=LeftBehind) likewise)."""
+
+
+def stop_message_problem(j, word) -> str:
+    """What is wrong with the stop's stderr, or "": the stop is one line, the last, saying which
+    signal and that the records are kept; after the signal climio writes only its own lines (the
+    partial report's path, a last progress line); no traceback anywhere."""
+    err, after = j.stderr(), j.after_stop()
+    said = [l for l in after if "interrupted" in l or "terminated" in l or "Interrupt" in l]
+    if "Traceback" in err:
+        return f"a traceback on stderr ({err.count('Traceback')})"
+    if not said or said != after[-1:] or not (word in said[0] and "kept" in said[0]):
+        return f"no last line saying '{word}' and 'kept': {after[-1:]}"
+    foreign = [l for l in after if not CLIMIO_LINE.match(l)]
+    return f"lines not climio's after the stop: {foreign}" if foreign else ""
+
+
+def assert_clean_stop(j, word) -> None:
+    """The parts of a clean stop some commands miss today, checked last (after the exit code,
+    records, report and processes) as their own exception types; both at once is a plain failure."""
+    said, left = stop_message_problem(j, word), j.left_in_tmp()
+    if said and left:
+        raise AssertionError(f"{said}; left in TMPDIR: {left}\n{j.stderr()}")
+    if said:
+        raise StopMessage(f"{said}\n{j.stderr()}")
+    if left:
+        raise LeftBehind(f"left in TMPDIR: {left}")
+
+
+def _records(path) -> list:
+    """Every line of a records file, each a whole JSON object."""
+    lines = path.read_text().splitlines()
+    return [json.loads(l) for l in lines]
+
+
+@pytest.mark.parametrize("sig,code,word", SIGNALS)
+def test_make_data_stops_cleanly(job, tmp_path, sig, code, word):
     out = tmp_path / "new"
-    proc = _start(["make-data", out, "--size", "3GiB", "--kind", "1d"], tmp_path)
+    j = job(["make-data", out, "--size", "3GiB", "--kind", "1d"])
     # wait until it is writing (its temporary file exists), then stop it
     assert _wait_for(lambda: out.is_dir() and any(out.iterdir())), "make-data never started writing"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == code, err
-    lines = [l for l in err.splitlines() if l.strip() and "make-data" not in l]
-    assert lines and word in lines[-1] and "Traceback" not in err
+    rc = j.stop(sig)
+    assert rc == code, j.stderr()
     assert not out.exists(), f"left behind: {list(out.iterdir()) if out.exists() else ''}"
+    assert not j.strays()
+    assert_clean_stop(j, word)
 
 
 def test_make_data_refuses_to_overwrite_without_force(tmp_path):
@@ -85,42 +235,160 @@ def test_make_data_speaks_climio_compression_and_refuses_conflicts(tmp_path):
         assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("cmd,sig,code", [
-    (["bench", "read-stack", "--quick", "--layers", "numpy,py-file", "--no-syscalls", "--reps", "5"], signal.SIGTERM, 143),
-    (["bench", "chunking", "--quick", "--reps", "5"], signal.SIGINT, 130),
-    (["survey", "--quick"], signal.SIGTERM, 143),
-])
-def test_long_commands_stop_cleanly_keeping_records(tmp_path, cmd, sig, code):
-    import glob
-    import tempfile
+# The studies, each quick and small but long enough to be stopped after its first record: each
+# generates its data in a directory of its own (in TMPDIR); parallel-read and parallel-write run
+# MPI launches, stsa Dask LocalClusters. BUILTIN_PROFILE: predict needs a calibrated profile.
+BUILTIN_PROFILE = "{built-in profile}"
+STUDIES = {
+    "read-stack": ["bench", "read-stack", "--quick", "--stacks", "numpy,py-file", "--no-syscalls", "--reps", "5"],
+    "chunking": ["bench", "chunking", "--quick", "--reps", "5"],
+    "survey": ["survey", "--quick"],
+    "stsa": ["bench", "stsa", "--quick"],
+    "parallel-read": ["bench", "parallel-read", "--quick"],
+    "parallel-write": ["bench", "parallel-write", "--quick", "--local", "32,32,32", "--reps", "20"],
+    "calibrate": ["calibrate", "--quick"],
+    "predict": ["bench", "predict", "--quick", "--profile", BUILTIN_PROFILE],
+}
+# What these commands do today that issue 17 item 4 does not allow (strict: seen on every run here).
+MPI_SESSION_LEFT = pytest.mark.xfail(raises=LeftBehind, strict=True, reason=(
+    "Open MPI's session directory of the killed mpirun is left in TMPDIR: ompi.HOST.0/pid.N/ with contact.txt, "
+    "hwloc.sm and the pmix_dstor_* shared-memory segments (parallel-write also "
+    "1/benchio-mpiio-shared.dat_cid-*.sm); a finished run leaves nothing. measure.procs kills the launch's group "
+    "with SIGKILL, so mpirun cannot clean up"))
+KNOWN = {
+    # Ctrl-C: always a traceback; which one, and what else, varies (so no raises=).
+    ("stsa", "SIGINT"): pytest.mark.xfail(strict=True, reason=(
+        "Ctrl-C reaches the Dask LocalCluster's worker processes (same process group): 'Process Dask Worker "
+        "process (from Nanny): Traceback ... KeyboardInterrupt', often after 'Task exception was never retrieved "
+        "... distributed.client.AllExit' (x8) and a scheduler AssertionError traceback (stimulus_cancel: assert "
+        "ts.who_wants); exit 130 and the stop line come last")),
+    # Not strict (these fail on some runs only, so a strict mark would fail the others).
+    ("stsa", "SIGTERM"): pytest.mark.xfail(strict=False, reason=(
+        "about half the runs are clean; the others, in 8 runs: exit 143 after the Dask tracebacks above (AllExit "
+        "x8, scheduler AssertionError); exit 1 with a traceback (Terminated, then CommClosedError raised by "
+        "client.run(close_cached_files) in bench/stsa/run.py job()'s finally); or the SIGTERM lost: 'Exception "
+        "ignored in: GCDiagnosis._gc_callback ... climio.cli.Terminated' and the run goes on to exit 0")),
+    ("predict", "SIGINT"): pytest.mark.xfail(strict=False, reason=(
+        "sometimes (1 run in 5 to 8) Ctrl-C is lost: climio measures on to the end and exits 0 without a word. "
+        "The KeyboardInterrupt is raised inside netCDF4-python's Variable.__getitem__ (its hasattr(self, "
+        "'scale_factor') check -> _ensure_nc_success), whose bare `except:` swallows it (netCDF4 1.7.x); "
+        "SIGTERM's Terminated raised there is lost the same way (below)")),
+    ("predict", "SIGTERM"): pytest.mark.xfail(strict=False, reason=(
+        "failed once in about 30 runs (in a whole-file run, output not kept): the Terminated that cli's SIGTERM "
+        "handler raises can land in the same bare `except:` of netCDF4-python as Ctrl-C's KeyboardInterrupt")),
+    ("parallel-read", "SIGINT"): MPI_SESSION_LEFT, ("parallel-read", "SIGTERM"): MPI_SESSION_LEFT,
+    ("parallel-write", "SIGINT"): MPI_SESSION_LEFT, ("parallel-write", "SIGTERM"): MPI_SESSION_LEFT,
+}
+
+
+def _study_cases():
+    for name in STUDIES:
+        for sig in SIGNALS:
+            mark = KNOWN.get((name, sig.id))
+            yield pytest.param(name, *sig.values, id=f"{name}-{sig.id}", marks=[mark] if mark else [])
+
+
+def _study_args(name, tmp_path) -> list:
+    from climio.advise.profile import default_profile
+    args = list(STUDIES[name])
+    if BUILTIN_PROFILE in args:
+        path = tmp_path / "profile.json"
+        path.write_text(default_profile().to_json())
+        args[args.index(BUILTIN_PROFILE)] = path
+    return args
+
+
+@pytest.mark.parametrize("name,sig,code,word", list(_study_cases()))
+def test_long_commands_stop_cleanly_keeping_records(job, tmp_path, name, sig, code, word):
     run = tmp_path / "run"
-    proc = _start([*cmd, "-o", run], tmp_path)
+    j = job([*_study_args(name, tmp_path), "-o", run])
     records = run / "records.jsonl"
-    assert _wait_for(lambda: records.is_file() and records.stat().st_size > 0, timeout=240), "no record written"
-    data_dirs = glob.glob(os.path.join(tempfile.gettempdir(), f"climio-data-{proc.pid}-*"))
-    assert data_dirs, "the study generated no data directory of its own"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == code, err
-    assert "Traceback" not in err and ("terminated" if code == 143 else "interrupted") in err.strip().splitlines()[-1]
-    lines = records.read_text().splitlines()
-    assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)   # every line whole
+    assert _wait_for(lambda: records.is_file() and records.stat().st_size > 0 or j.proc.poll() is not None,
+                     timeout=240) and j.proc.poll() is None, f"no record written: {j.stderr()}"
+    assert glob.glob(str(j.tmp / f"climio-data-{j.proc.pid}-*")), "the study generated no data directory of its own"
+    kept = len(records.read_text().splitlines())
+    rc = j.stop(sig)
+    assert rc == code, j.stderr()
+    recs = _records(records)
+    assert len(recs) >= kept and all(r.get("study") for r in recs)   # every line whole, none lost
     assert (run / "report.html").is_file()          # the partial report, rendered from the records so far
-    assert not any(os.path.exists(d) for d in data_dirs), "generated data left behind"
+    assert not glob.glob(str(j.tmp / "climio-data-*")), "generated data left behind"
+    assert not j.strays(), "child processes left running"
+    assert_clean_stop(j, word)
 
 
 def test_sigkilled_study_leaves_data_the_next_run_names_and_removes(tmp_path):
-    import glob
     import tempfile
-    proc = _start(["bench", "read-stack", "--quick", "--layers", "numpy", "--no-syscalls", "--reps", "20",
+    proc = _start(["bench", "read-stack", "--quick", "--stacks", "numpy", "--no-syscalls", "--reps", "20",
                    "-o", tmp_path / "r1"], tmp_path)
     pattern = os.path.join(tempfile.gettempdir(), f"climio-data-{proc.pid}-*")
     assert _wait_for(lambda: glob.glob(pattern) and (tmp_path / "r1" / "records.jsonl").is_file(), timeout=240)
     proc.kill()
     proc.communicate(timeout=60)
     (left,) = glob.glob(pattern)
-    res = run_cli("bench", "read-stack", "--quick", "--layers", "numpy", "--no-syscalls", "--reps", "1",
+    res = run_cli("bench", "read-stack", "--quick", "--stacks", "numpy", "--no-syscalls", "--reps", "1",
                   "-o", tmp_path / "r2", "--no-report")
     assert res.returncode == 0, res.stderr
     assert f"removing {left}" in res.stderr and "killed" in res.stderr
     assert not os.path.exists(left)
+
+
+def _stsa_input(path):
+    """A (time, lat, lon) field with a time axis, big enough that its latitude tasks take seconds."""
+    import numpy as np
+    import xarray as xr
+    nt, ny, nx = 4 * 400, 32, 128
+    rng = np.random.default_rng(0)
+    coords = {"time": np.datetime64("2001-01-01") + (np.arange(nt) * 6).astype("timedelta64[h]"),
+              "lat": ("lat", -90 + (np.arange(ny) + 0.5) * 180 / ny, {"units": "degrees_north"}),
+              "lon": ("lon", np.arange(nx) * 360.0 / nx, {"units": "degrees_east"})}
+    xr.DataArray(rng.standard_normal((nt, ny, nx)), dims=("time", "lat", "lon"), coords=coords,
+                 name="u").to_dataset().to_netcdf(path)
+    return path
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "exit 130 / 143 and the last line are right, and no worker is left, but Dask's tracebacks come first: on "
+    "SIGTERM the scheduler's 'Task exception was never retrieved ... AssertionError' (stimulus_cancel: assert "
+    "ts.who_wants); on Ctrl-C that and each worker's 'Process Dask Worker process (from Nanny): Traceback ... "
+    "KeyboardInterrupt' (the workers share the terminal's process group); Ctrl-C once took 31 s to exit"))
+@pytest.mark.parametrize("sig,code,word", SIGNALS)
+def test_stsa_stops_cleanly_with_its_dask_workers(job, tmp_path, sig, code, word):
+    out = tmp_path / "out"
+    j = job(["stsa", _stsa_input(tmp_path / "u.nc"), "--var", "u", "--lat-band", "all", "--workers", "2",
+             "--tasks", "16", "-o", out])
+    # stderr is not a terminal: a line per finished task; stop after the first
+    assert _wait_for(lambda: any(" done" in l for l in j.err) or j.proc.poll() is not None, timeout=120) \
+        and j.proc.poll() is None, f"no task finished: {j.stderr()}"
+    rc = j.stop(sig)
+    assert rc == code, j.stderr()
+    assert not [p.name for p in out.iterdir()], "partial outputs left"   # outputs appear whole at the end only
+    assert not j.strays(), "Dask workers left running"
+    assert_clean_stop(j, word)
+
+
+@pytest.mark.xfail(raises=StopMessage, strict=True, reason=(
+    "exit 130 / 143, the program stopped and its trace kept, but the one line is 'trace: DIR (1 traced process; "
+    "exit status 130); report with: climio trace report DIR': it does not say interrupted / terminated"))
+@pytest.mark.parametrize("sig,code,word", SIGNALS)
+def test_trace_run_stops_its_program_and_keeps_the_trace(job, tmp_path, sig, code, word):
+    from climio.trace.reader import read_trace
+    traced, pid_file = tmp_path / "t", tmp_path / "pid"
+    j = job(["trace", "run", "-o", traced, "--", sys.executable,
+             os.path.join(os.path.dirname(__file__), "stops_writer.py"), tmp_path / "data", pid_file])
+    assert _wait_for(lambda: "started\n" in j.out or j.proc.poll() is not None, timeout=60) and j.proc.poll() is None, \
+        f"the traced program never started: {j.stderr()}"
+    pid = int(pid_file.read_text())
+    rc = j.stop(sig)
+    assert rc == code, j.stderr()
+    assert not os.path.exists(f"/proc/{pid}"), "the traced program was not stopped"
+    trace = read_trace(traced)                       # what was traced up to the stop, flushed and readable
+    (proc,) = [p for p in trace.procs if p.pid == pid]
+    assert proc.done and proc.done["end"] == f"signal:{int(sig)}" and not trace.partial
+    writes = sum(int((trace.events["func_id"] == trace.id_of(f)).sum()) for f in ("pwrite", "pwrite64")
+                 if trace.id_of(f))
+    assert writes >= 11                              # the writes before "started", at least
+    assert trace.meta["exit_status"] == code
+    assert [l for l in j.after_stop() if str(traced) in l], "the trace directory is not named"
+    assert not j.strays(), "processes left running"
+    assert_clean_stop(j, word)
