@@ -249,43 +249,10 @@ STUDIES = {
     "calibrate": ["calibrate", "--quick"],
     "predict": ["bench", "predict", "--quick", "--profile", BUILTIN_PROFILE],
 }
-# What these commands do today that issue 17 item 4 does not allow (strict: seen on every run here).
-MPI_SESSION_LEFT = pytest.mark.xfail(raises=LeftBehind, strict=True, reason=(
-    "Open MPI's session directory of the killed mpirun is left in TMPDIR: ompi.HOST.0/pid.N/ with contact.txt, "
-    "hwloc.sm and the pmix_dstor_* shared-memory segments (parallel-write also "
-    "1/benchio-mpiio-shared.dat_cid-*.sm); a finished run leaves nothing. measure.procs kills the launch's group "
-    "with SIGKILL, so mpirun cannot clean up"))
-KNOWN = {
-    # Ctrl-C: always a traceback; which one, and what else, varies (so no raises=).
-    ("stsa", "SIGINT"): pytest.mark.xfail(strict=True, reason=(
-        "Ctrl-C reaches the Dask LocalCluster's worker processes (same process group): 'Process Dask Worker "
-        "process (from Nanny): Traceback ... KeyboardInterrupt', often after 'Task exception was never retrieved "
-        "... distributed.client.AllExit' (x8) and a scheduler AssertionError traceback (stimulus_cancel: assert "
-        "ts.who_wants); exit 130 and the stop line come last")),
-    # Not strict (these fail on some runs only, so a strict mark would fail the others).
-    ("stsa", "SIGTERM"): pytest.mark.xfail(strict=False, reason=(
-        "about half the runs are clean; the others, in 8 runs: exit 143 after the Dask tracebacks above (AllExit "
-        "x8, scheduler AssertionError); exit 1 with a traceback (Terminated, then CommClosedError raised by "
-        "client.run(close_cached_files) in bench/stsa/run.py job()'s finally); or the SIGTERM lost: 'Exception "
-        "ignored in: GCDiagnosis._gc_callback ... climio.cli.Terminated' and the run goes on to exit 0")),
-    ("predict", "SIGINT"): pytest.mark.xfail(strict=False, reason=(
-        "sometimes (1 run in 5 to 8) Ctrl-C is lost: climio measures on to the end and exits 0 without a word. "
-        "The KeyboardInterrupt is raised inside netCDF4-python's Variable.__getitem__ (its hasattr(self, "
-        "'scale_factor') check -> _ensure_nc_success), whose bare `except:` swallows it (netCDF4 1.7.x); "
-        "SIGTERM's Terminated raised there is lost the same way (below)")),
-    ("predict", "SIGTERM"): pytest.mark.xfail(strict=False, reason=(
-        "failed once in about 30 runs (in a whole-file run, output not kept): the Terminated that cli's SIGTERM "
-        "handler raises can land in the same bare `except:` of netCDF4-python as Ctrl-C's KeyboardInterrupt")),
-    ("parallel-read", "SIGINT"): MPI_SESSION_LEFT, ("parallel-read", "SIGTERM"): MPI_SESSION_LEFT,
-    ("parallel-write", "SIGINT"): MPI_SESSION_LEFT, ("parallel-write", "SIGTERM"): MPI_SESSION_LEFT,
-}
-
-
 def _study_cases():
     for name in STUDIES:
         for sig in SIGNALS:
-            mark = KNOWN.get((name, sig.id))
-            yield pytest.param(name, *sig.values, id=f"{name}-{sig.id}", marks=[mark] if mark else [])
+            yield pytest.param(name, *sig.values, id=f"{name}-{sig.id}")
 
 
 def _study_args(name, tmp_path) -> list:
@@ -347,11 +314,6 @@ def _stsa_input(path):
     return path
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "exit 130 / 143 and the last line are right, and no worker is left, but Dask's tracebacks come first: on "
-    "SIGTERM the scheduler's 'Task exception was never retrieved ... AssertionError' (stimulus_cancel: assert "
-    "ts.who_wants); on Ctrl-C that and each worker's 'Process Dask Worker process (from Nanny): Traceback ... "
-    "KeyboardInterrupt' (the workers share the terminal's process group); Ctrl-C once took 31 s to exit"))
 @pytest.mark.parametrize("sig,code,word", SIGNALS)
 def test_stsa_stops_cleanly_with_its_dask_workers(job, tmp_path, sig, code, word):
     out = tmp_path / "out"
@@ -367,9 +329,6 @@ def test_stsa_stops_cleanly_with_its_dask_workers(job, tmp_path, sig, code, word
     assert_clean_stop(j, word)
 
 
-@pytest.mark.xfail(raises=StopMessage, strict=True, reason=(
-    "exit 130 / 143, the program stopped and its trace kept, but the one line is 'trace: DIR (1 traced process; "
-    "exit status 130); report with: climio trace report DIR': it does not say interrupted / terminated"))
 @pytest.mark.parametrize("sig,code,word", SIGNALS)
 def test_trace_run_stops_its_program_and_keeps_the_trace(job, tmp_path, sig, code, word):
     from climio.trace.reader import read_trace

@@ -21,6 +21,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
+from . import stopping
 from .errors import DataError
 from .staging import staged
 from .units import rate_MBps
@@ -96,6 +97,7 @@ class RecordWriter:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, rec: dict) -> None:
+        stopping.check()     # a stop swallowed by library code while this record was measured
         self._fh.write(json.dumps(validate(rec), sort_keys=True) + "\n")
         self._fh.flush()
 

@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from .. import __version__
+from .. import __version__, stopping
 from ..errors import ClimioError
 from ..measure.progress import err_line
 
@@ -65,30 +65,18 @@ def _root(ctx: typer.Context,
         raise typer.Exit(0)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that every `with` and `finally` runs as for Ctrl-C."""
-
-
-_terminated = []
-
-
-def _on_sigterm(signum, frame):
-    _terminated.append(signum)
-    raise Terminated()
-
-
 def _interrupt_exit(exc) -> None:
-    if isinstance(exc, Terminated) or _terminated:
-        err_line("climio: terminated (SIGTERM); records written so far are kept")
+    if isinstance(exc, stopping.Terminated) or stopping.requested() == signal.SIGTERM:
+        err_line("climio: terminated (SIGTERM); records and outputs finished so far are kept")
         sys.exit(143)
-    err_line("climio: interrupted; records written so far are kept")
+    err_line("climio: interrupted; records and outputs finished so far are kept")
     sys.exit(130)
 
 
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
     from . import advise, bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    stopping.install()
     try:
         rv = app(args=argv, standalone_mode=False)
     except ClimioError as exc:

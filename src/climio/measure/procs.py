@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from ..errors import NativeError
@@ -34,11 +35,23 @@ def failure_line(stderr: str, program: str) -> str:
     return useful[0] if useful else "no message"
 
 
-def kill_group(proc) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+STOP_GRACE_S = 5.0
+
+
+def kill_group(proc, grace_s=STOP_GRACE_S) -> None:
+    """Stop the child's process group: SIGTERM, up to `grace_s` for the leader to exit, then
+    SIGKILL for whatever is left. The grace lets mpirun forward the stop to its ranks and remove
+    its session directory (ompi.HOST.N/ in TMPDIR, with shared-memory segments), which a SIGKILL
+    leaves behind."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if sig == signal.SIGTERM:
+            end = time.monotonic() + grace_s
+            while proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.05)
 
 
 # Children streaming now, from any thread: each runs in its own session (so a terminal's Ctrl-C does

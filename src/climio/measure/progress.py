@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn, TransferSpeedColumn)
 
+from .. import stopping
+
 console = Console(stderr=True)
 BATCH_EVERY_S = 10.0
 
@@ -64,6 +66,7 @@ class StudyProgress(_Bar):
             last = f"{p.get('layer', '')} {p.get('pattern', '')} {p.get('buffer_bytes', '')} B: {rate} MB/s"
         self._p.update(self._task, advance=n, last=last)
         self._batch_line(n, last)
+        stopping.check()     # a stop swallowed by library code during the step just counted
 
 
 class BytesProgress(_Bar):
@@ -80,6 +83,7 @@ class BytesProgress(_Bar):
     def callback(self, nbytes: int) -> None:
         self._p.update(self._task, advance=nbytes)
         self._batch_line(nbytes)
+        stopping.check()
 
 
 def info(msg: str) -> None:

@@ -50,6 +50,7 @@ whole: read, then compute.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import resource
 import sys
@@ -61,6 +62,7 @@ import numpy as np
 
 from ..errors import DataError, InputError, NativeError
 from ..options import parse_lat_band
+from .. import stopping
 from . import direct, readplan
 from . import spectra as sp
 
@@ -633,8 +635,6 @@ class Cluster:
         self.client = self._cluster = None
 
     def __enter__(self):
-        import logging
-
         from distributed import Client, LocalCluster
         t0 = time.perf_counter()
         if self.scheduler:
@@ -648,8 +648,12 @@ class Cluster:
             if n < 1:
                 raise InputError(f"--workers {n} must be at least 1")
             try:
+                # no dashboard, and the scheduler's HTTP server on a free local port (by default it
+                # tries 8787 and warns on stderr when another cluster has it)
                 self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads + 1, processes=True,
-                                             resources={CPU_SLOT: self.threads, IO_SLOT: 1}, dashboard_address=None,
+                                             resources={CPU_SLOT: self.threads, IO_SLOT: 1},
+                                             dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                                             preload=["climio.stsa.worker_setup"],
                                              silence_logs=logging.CRITICAL if self.silence else logging.WARNING)
                 self.client = Client(self._cluster)
             except (OSError, TimeoutError, RuntimeError) as exc:
@@ -666,7 +670,13 @@ class Cluster:
     def n_workers(self) -> int:
         return len(self.client.scheduler_info().get("workers", {}))
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            # stopped (Ctrl-C, SIGTERM): the tasks still pending end as the cluster closes, and asyncio
+            # and distributed log each of them ("Task exception was never retrieved ... AllExit"):
+            # noise on a stop, which climio reports in one line
+            for name in ("asyncio", "distributed", "tornado"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         try:
             if self.client is not None:
                 self.client.close()
@@ -709,6 +719,7 @@ def close_cached_files() -> int:
 def _say(msg: str) -> None:
     sys.stderr.write(msg.rstrip() + "\n")
     sys.stderr.flush()
+    stopping.check()       # a stop swallowed inside Dask (e.g. in a gc callback) while waiting
 
 
 def rows_text(rows) -> str:
@@ -756,7 +767,9 @@ def run_tasks(inp: Input, specs, client=None, progress=False) -> tuple:
                 _say(_task_line(fut.result(), done, len(futures)))
         results = client.gather(futures)
     except BaseException:
-        client.cancel([f for f in every if not f.done()])
+        # no client.cancel: it raised an AssertionError in the scheduler (stimulus_cancel) for tasks
+        # the pipelined graph holds; the futures released here end the tasks no one waits for
+        del futures, every
         raise
     finally:
         if slots:

@@ -201,7 +201,8 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     meta["start"] = _iso(meta["start_ns"])
     if write_meta:  # written first too, so a run that dies with climio still says what it was
         atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
-    status = _run(argv, env)
+    stops = []
+    status = _run(argv, env, stops)
     meta["end_ns"] = time.time_ns()
     meta["end"] = _iso(meta["end_ns"])
     meta["exit_status"] = status
@@ -210,21 +211,26 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
         if say:
             n = len({re.sub(r"(\.exec\d+)?\.(events|counters)$", "", f.name) for f in out_dir.iterdir()
                      if f.name.endswith((".events", ".counters"))})
-            say(f"trace: {out_dir} ({n} traced process{'es' if n != 1 else ''}; exit status {status}); "
-                f"report with: climio trace report {out_dir}")
+            stopped = ("" if not stops else "terminated (SIGTERM), " if stops[0] == signal.SIGTERM
+                       else "interrupted (Ctrl-C), ")
+            say(f"trace: {out_dir} ({n} traced process{'es' if n != 1 else ''}; {stopped}exit status {status}); "
+                + ("the trace is kept; " if stops else "") + f"report with: climio trace report {out_dir}")
     return status
 
 
-def _run(argv, env) -> int:
+def _run(argv, env, stops) -> int:
     """Run argv to the end. Ctrl-C reaches the child from the terminal (same process group), so
     climio ignores it and waits for the child to finish and its tracer to write .done.json;
-    SIGTERM sent to climio alone is passed on."""
+    SIGTERM sent to climio alone is passed on. The stop signals climio received go to `stops`."""
     try:
         child = subprocess.Popen(argv, env=env)
     except OSError as exc:
         raise CommandNotFound(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    old_int = signal.signal(signal.SIGINT, lambda *_: None)
-    old_term = signal.signal(signal.SIGTERM, lambda sig, _f: child.send_signal(sig))
+    def on_term(sig, _frame):
+        stops.append(sig)
+        child.send_signal(sig)
+    old_int = signal.signal(signal.SIGINT, lambda sig, _f: stops.append(sig))
+    old_term = signal.signal(signal.SIGTERM, on_term)
     try:
         while True:
             try:

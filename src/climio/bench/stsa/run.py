@@ -67,9 +67,11 @@ def job(client, path, n_tasks, compute, read_plan="latitude"):
         state = cache.prepare([path], "cold")           # after the open: its reads are evicted too
         inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)
         res = workflow.analyse(inp, n_tasks=n_tasks, compute=compute, client=client, read_plan=read_plan)
-    finally:
-        ds.close()
-        client.run(workflow.close_cached_files)
+    except BaseException:
+        ds.close()      # stopped or failed: the workers may be going down; nothing more to ask them
+        raise
+    ds.close()
+    client.run(workflow.close_cached_files)
     return res, state
 
 
