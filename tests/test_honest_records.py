@@ -175,9 +175,14 @@ def test_interrupted_runner_kills_every_task_s_probe(small_nc, hung_probe):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt_when_both_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        runner.measure(small_nc, "ta", XT_READS, "c-netcdf", tasks=2, reps=1, needed_bytes=NEEDED, timeout_s=60)
+    from climio import stopping
+    previous = stopping.install()      # Ctrl-C as climio's main handles it, whatever earlier tests set
+    try:
+        threading.Thread(target=interrupt_when_both_started, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            runner.measure(small_nc, "ta", XT_READS, "c-netcdf", tasks=2, reps=1, needed_bytes=NEEDED, timeout_s=60)
+    finally:
+        stopping.restore(previous)
     assert len(hung_probe.read_text().split()) == 2
     assert_killed(hung_probe)
 

@@ -26,10 +26,19 @@ def _on_signal(signum, frame):
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
-def install() -> None:
-    """Handle SIGINT and SIGTERM in this (main) thread: record the signal, raise its exception."""
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+def install() -> dict:
+    """Handle SIGINT and SIGTERM in this (main) thread: record the signal, raise its exception.
+    Forgets an earlier stop; returns the handlers it replaced (for restore)."""
+    _requested.clear()
+    return {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore(previous: dict) -> None:
+    """Put back the handlers install() replaced and forget the stop (climio called in-process, e.g.
+    from a test or a notebook, must not leave its handlers or a stop behind)."""
+    _requested.clear()
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def requested() -> Optional[int]:

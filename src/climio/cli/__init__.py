@@ -76,7 +76,14 @@ def _interrupt_exit(exc) -> None:
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
     from . import advise, bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
-    stopping.install()
+    previous = stopping.install()
+    try:
+        _main(argv)
+    finally:
+        stopping.restore(previous)
+
+
+def _main(argv) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
     except ClimioError as exc:
