@@ -401,8 +401,7 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     if nodes > 1:
         ceiling = profile.parallel.get(SHARED_FS_KEY)
         if ceiling:
-            cold = counts.storage("sequential")[1] + counts.storage("strided")[1]
-            io_pass = max(io_pass, cold / float(ceiling))
+            io_pass = max(io_pass, counts.cold_bytes() / float(ceiling))
         else:
             notes.append(f"{nodes} nodes: the profile has no shared-file-system bandwidth ({SHARED_FS_KEY}), so each "
                          "node's storage bandwidth is assumed to add up")

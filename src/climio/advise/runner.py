@@ -23,7 +23,7 @@ import numpy as np
 from .. import cache, native
 from ..errors import DataError, InputError, NativeError
 from ..measure.procs import DEFAULT_TIMEOUT_S, kill_streaming, stream_records
-from ..measure.series import Series, Timer, run_series, storage_check, storage_read_bytes
+from ..measure.series import Series, Timer, run_series, storage_check, storage_read_bytes, total_storage_bytes
 from ..records import make_record
 from ..stacks import STACKS
 
@@ -164,8 +164,7 @@ def measure(path, var, reads, stack, tasks=1, reps=3, chunk_cache=None, platform
                  "task_wall_s": walls, "cpu_s": sum(r["metrics"].get("cpu_s", 0) or 0 for r in recs),
                  "storage_needed_bytes": needed}
             # the probe cannot know the stored bytes a hyperslab needs: check the share here, over all probes
-            io = [r["metrics"].get("storage_read_bytes") for r in recs]
-            sb = sum(io) if all(b is not None for b in io) else None
+            sb = total_storage_bytes(r["metrics"].get("storage_read_bytes") for r in recs)
             if sb is not None:
                 m["storage_read_bytes"] = sb
             states = [r.get("cache") or {"state": "warm"} for r in recs]
@@ -188,8 +187,7 @@ def measure(path, var, reads, stack, tasks=1, reps=3, chunk_cache=None, platform
         for rep in range(reps):
             res, state, wall, io0 = _parallel_rep(pool, barrier, path, var, stack, groups, chunk_cache)
             walls = [r["wall_s"] for r in res]
-            storage = [r.get("storage_read_bytes") for r in res]
-            sb = sum(storage) if all(s is not None for s in storage) else None
+            sb = total_storage_bytes(r.get("storage_read_bytes") for r in res)
             m = {"bytes": sum(r["bytes"] for r in res), "ops": len(reads), "wall_s": max(walls),
                  "job_wall_s": wall, "task_wall_s": walls, "cpu_s": sum(r["cpu_s"] for r in res),
                  "user_s": sum(r["user_s"] for r in res), "sys_s": sum(r["sys_s"] for r in res),

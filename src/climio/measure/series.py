@@ -174,6 +174,20 @@ class Series:
     marker: Optional["Marker"] = field(default=None, repr=False)
 
 
+def total_storage_bytes(counts):
+    """The storage bytes of several processes or tasks together (each its own /proc/self/io
+    count), or None when any count is unknown."""
+    counts = list(counts)
+    return sum(counts) if all(c is not None for c in counts) else None
+
+
+def storage_checked(state: dict, metrics: dict, needed) -> dict:
+    """The cache field of a record after the storage-share check, with metrics.storage_needed_bytes
+    set to `needed` (the keys every study's cold records carry)."""
+    metrics["storage_needed_bytes"] = int(needed)
+    return storage_check(state, metrics.get("storage_read_bytes"), int(needed))
+
+
 def storage_check(state: dict, storage_bytes, needed: int) -> dict:
     """The cache field after the storage-share check: a cold state whose storage share is far
     below 1 becomes effective "effectively-warm"; unknown counters leave it "unverified"."""
@@ -210,9 +224,7 @@ def run_series(s: Series, emit) -> None:
             metrics = {"bytes": nbytes, "ops": ops, "open_s": t_open.wall_s, **t.metrics(), **extra}
             if summer is not None:
                 metrics["checksum"] = summer.hexdigest()
-            needed = s.needed_bytes(ops)
-            metrics["storage_needed_bytes"] = needed
-            state = storage_check(state, metrics.get("storage_read_bytes"), needed)
+            state = storage_checked(state, metrics, s.needed_bytes(ops))
             status = "ok"
             if ops < len(s.requests):
                 if s.budget_policy == "dnf":

@@ -430,16 +430,23 @@ def _netcdf4_variable(part):
         from xarray.backends.netCDF4_ import NetCDF4ArrayWrapper
     except ImportError:
         return None, None
+    d = _backend_array(part)
+    if not isinstance(d, NetCDF4ArrayWrapper):
+        return None, None
+    lock = d.datastore.lock
+    with lock:
+        return d.get_array(needs_lock=False), lock
+
+
+def _backend_array(part):
+    """The backend's array under a lazily indexed DataArray (the wrapper that has a datastore:
+    xarray's NetCDF4ArrayWrapper, H5NetCDFArrayWrapper, ...), or None (in memory, Dask-backed)."""
     d = getattr(part.variable, "_data", None)
     for _ in range(16):                       # MemoryCached / CopyOnWrite / LazilyIndexed wrappers
-        if d is None:
-            return None, None
-        if isinstance(d, NetCDF4ArrayWrapper):
-            lock = d.datastore.lock
-            with lock:
-                return d.get_array(needs_lock=False), lock
+        if d is None or hasattr(d, "datastore"):
+            return d
         d = getattr(d, "array", None)
-    return None, None
+    return None
 
 
 def tune_chunk_cache(parts, spec: TaskSpec):
@@ -557,16 +564,8 @@ _OPEN_FILES: list = []
 
 
 def _keep_open(parts) -> None:
-    found = {}
-    for part in parts:
-        d = getattr(part.variable, "_data", None)
-        for _ in range(16):                       # MemoryCached / CopyOnWrite / LazilyIndexed wrappers
-            manager = getattr(getattr(d, "datastore", None), "_manager", None)
-            if manager is not None:
-                found[id(manager)] = manager
-                break
-            d = getattr(d, "array", None)
-    _OPEN_FILES[:] = found.values()
+    managers = (getattr(getattr(_backend_array(p), "datastore", None), "_manager", None) for p in parts)
+    _OPEN_FILES[:] = {id(m): m for m in managers if m is not None}.values()
 
 
 def release_files() -> None:

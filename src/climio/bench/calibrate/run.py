@@ -34,7 +34,7 @@ from ...errors import ClimioError
 from ...layout import Layout
 from ...measure.procs import stream_records
 from ...measure.progress import info
-from ...measure.series import Timer, storage_check
+from ...measure.series import Timer, storage_checked, total_storage_bytes
 from ...records import make_record
 from ...stacks import STACKS
 from . import STUDY
@@ -82,13 +82,6 @@ def _stored(path, var="ta"):
         return None
 
 
-def _checked(state, metrics, needed) -> dict:
-    """The cache field after the storage-share check (issue 17), as every study's cold records
-    get it: metrics.storage_needed_bytes, and cache.effective / cache.storage_share."""
-    metrics["storage_needed_bytes"] = int(needed)
-    return storage_check(state, metrics.get("storage_read_bytes"), int(needed))
-
-
 # --- storage -------------------------------------------------------------------------------------
 
 def _preads(path, size, pattern, nbytes):
@@ -114,7 +107,7 @@ def storage(path, nbytes, reps, emit, pid):
             for rep in range(reps):
                 t, n, state = _preads(path, size, pattern, nbytes)
                 m = {"bytes": n * size, "ops": n, **t.metrics()}
-                state = _checked(state, m, n * size)     # requests never overlap: n x size distinct bytes
+                state = storage_checked(state, m, n * size)     # requests never overlap: n x size distinct bytes
                 emit(make_record(STUDY, {"kind": "storage", "pattern": pattern, "request_bytes": size, "stack": "posix"},
                                  m, state, rep, "ok", pid))
 
@@ -235,7 +228,7 @@ def cold_extra(files, reps, emit, pid):
         for state in ("cold", "warm"):
             for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state=state)):
                 m = {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}
-                st = _checked(st, m, params["cold_bytes"])
+                st = storage_checked(st, m, params["cold_bytes"])
                 emit(make_record(STUDY, {**params, "what": state}, m, st, rep, "ok", pid))
 
 
@@ -262,7 +255,7 @@ def cache_effect(files, codec, reps, emit, pid):
         params = {"kind": "cache-effect", "stack": "netcdf4-python", "codec": codec, "what": what, "chunk_cache": cc}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state="cold")):
             m = {"bytes": 0, "ops": len(reads), **m}
-            emit(make_record(STUDY, params, m, _checked(st, m, needed), rep, "ok", pid))
+            emit(make_record(STUDY, params, m, storage_checked(st, m, needed), rep, "ok", pid))
 
 
 # --- parallel ------------------------------------------------------------------------------------
@@ -312,12 +305,12 @@ def parallel(files, codec, task_list, reps, emit, pid):
                         res = [f.result() for f in futs]
                         walls = [r["wall_s"] for r in res]
                         m = {"wall_s": max(walls), "task_wall_s": walls, "ops": n, "bytes": 0}
-                        io = [r.get("storage_read_bytes") for r in res]
-                        if all(b is not None for b in io):
-                            m["storage_read_bytes"] = sum(io)   # every task's own /proc/self/io
+                        sb = total_storage_bytes(r.get("storage_read_bytes") for r in res)
+                        if sb is not None:
+                            m["storage_read_bytes"] = sb   # every task's own /proc/self/io
                         # io: the tasks' shares cover `total` bytes of the raw file once (cpu runs warm)
                         emit(make_record(STUDY, {"kind": "parallel", "what": kind, "tasks": n, "cores": cores},
-                                         m, _checked(st, m, total if kind == "io" else 0), rep, "ok", pid))
+                                         m, storage_checked(st, m, total if kind == "io" else 0), rep, "ok", pid))
 
 
 # --- the study ---------------------------------------------------------------------------------------

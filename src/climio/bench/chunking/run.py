@@ -212,11 +212,10 @@ def check_storage(rec, shape, chunks, slices, itemsize, stored) -> None:
     """The storage-share check for records that could not make it themselves (the C slab probe:
     netCDF-C does not report stored chunk sizes): needed bytes of the hyperslabs read, from the
     chunk geometry and the variable's stored size."""
-    from ...measure.series import storage_check
+    from ...measure.series import storage_checked
     from ...measure.worker import chunk_needed_bytes
     m, cache = rec.get("metrics", {}), rec.get("cache", {})
     if "effective" in cache or "storage_read_bytes" not in m or rec.get("status") == "error":
         return
     needed = chunk_needed_bytes(shape, chunks, slices, itemsize, stored)(int(m.get("ops", 0)))
-    m["storage_needed_bytes"] = needed
-    rec["cache"] = storage_check(cache, m["storage_read_bytes"], needed)
+    rec["cache"] = storage_checked(cache, m, needed)

@@ -24,7 +24,7 @@ from ...errors import DiskSpaceError, InputError
 from ...staging import staged
 from ...measure.mpi import stream_mpi
 from ...measure.progress import StudyProgress, info
-from ...measure.series import storage_check
+from ...measure.series import storage_checked
 from ...units import format_size
 from .summary import STUDY
 
@@ -198,8 +198,7 @@ def check_storage(rec) -> dict:
     workers, open to close. Without that counter the record says "unverified"."""
     m = rec["metrics"]
     if rec.get("status", "ok") == "ok" and "effective" not in rec["cache"]:
-        m["storage_needed_bytes"] = m["bytes"]
-        rec["cache"] = storage_check(rec["cache"], m.get("storage_read_bytes"), m["bytes"])
+        rec["cache"] = storage_checked(rec["cache"], m, m["bytes"])
     return rec
 
 

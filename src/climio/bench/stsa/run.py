@@ -8,7 +8,7 @@ import os
 
 from ...data.source import open_source as _open_source
 from ...measure.progress import StudyProgress
-from ...measure.series import storage_check
+from ...measure.series import storage_check, total_storage_bytes
 from ...records import make_record
 from .summary import STUDY
 
@@ -78,8 +78,7 @@ def job(client, path, n_tasks, compute, read_plan="latitude"):
 def record(grid, name, label, comp, chunks, n_workers, mode, rep, res, state, path, startup_s, where, platform_id):
     t0 = min(t["start"] for t in res.tasks)
     tasks = res.tasks
-    io = [t.get("storage_read_bytes") for t in tasks]
-    storage = int(sum(io)) if all(v is not None for v in io) else None
+    storage = total_storage_bytes(t.get("storage_read_bytes") for t in tasks)
     file_bytes = os.path.getsize(path)
     metrics = {"bytes": res.bytes, "wall_s": res.job_wall_s, "cpu_s": float(sum(t["cpu_s"] for t in tasks)),
                "rate_MBps": res.bytes / res.job_wall_s / 1e6, "ops": int(sum(len(t["rows"]) for t in tasks)),
