@@ -115,8 +115,13 @@ def main(argv=None) -> int:
     if args.stack == "h5py":
         import hdf5plugin  # noqa: F401
     for rep in range(args.reps):
-        # Every rank evicts its file (fsync + DONTNEED: on every node) and checks its own byte range
-        # with mincore; nothing is read before the barrier.
+        # A shared file's first rank writes it back and evicts it first: DONTNEED skips pages still
+        # under writeback, so ranks evicting one file at once saw each other's dirty pages resident
+        # (a "warm" cold record under load). Then every rank evicts it (its node's page cache) and
+        # checks its own byte range with mincore; nothing is read before the second barrier.
+        if not args.split or rank == 0:
+            evict(path)
+        comm.Barrier()
         evict(path)
         resident = resident_fraction(path, off0 + lo * 8, (hi - lo) * 8)
         ck = StreamChecksum()
