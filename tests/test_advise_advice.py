@@ -7,10 +7,11 @@ import pytest
 
 from climio.access import slice_starts
 from climio.options import parse_read
-from climio.advise import profile as profmod
+from climio.model import profile as profmod
 from climio.advise import recommend, rules
-from climio.advise.profile import Profile, StackRates
-from climio.advise.workflow import ReadSpec, Workflow, predict_api
+from climio.model.profile import Profile, StackRates
+from climio.advise.predict import predict_api
+from climio.model.workflow import ReadSpec, Workflow
 from climio.options import parse_compression
 from climio.data.writer import write_4d
 from climio.rechunk.plan import Rates
@@ -179,7 +180,7 @@ def test_calibrate_from_run_dir_and_rates_for_the_planner(tmp_path, profiles):
 
 
 def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, tmp_path):
-    from climio.advise.workflow import platform_id_of
+    from climio.model.workflow import platform_id_of
     args = ("rechunk", files["contiguous"], tmp_path / "out.nc", "-c", f"ta:{SHAPE[0]},1,1,{SHAPE[3]}", "--dry-run")
     before = run_cli(*args)
     assert before.returncode == 0 and "calibrated profile" not in before.stdout + before.stderr
@@ -225,7 +226,7 @@ def _mpiio_profile(independent=100.0, collective=400.0) -> Profile:
 def test_profile_carries_the_parallel_read_mpiio_rates():
     """calibrate --from a parallel-read run: its cold MPI-IO records become the per (access, pattern,
     ranks) median rates the collective-vs-independent rule reads; warm or page-cache ones do not."""
-    from climio.advise.profile import fit
+    from climio.model.profile import fit
 
     def rec(access, rate, state="cold", effective=None, pattern="striding"):
         cache = {"state": state, **({"effective": effective} if effective else {})}
@@ -239,8 +240,8 @@ def test_profile_carries_the_parallel_read_mpiio_rates():
 
 
 def test_tasks_and_nodes_one_line_and_the_shared_file_system_ceiling(files):
-    from climio.advise.model import predict
-    from climio.advise.workflow import layout_of
+    from climio.model.predict import predict
+    from climio.model.workflow import layout_of
     wf = Workflow(str(files["contiguous"]), "ta", [ReadSpec("xt", passes=2)], 1)
     prof = synthetic()
     # no shared-file-system bandwidth in the profile: tasks on this node only, more nodes not predicted

@@ -8,9 +8,9 @@ import pytest
 
 from climio.access import slice_starts
 from climio.options import parse_read
-from climio.advise import profile as prof_mod
-from climio.advise.model import predict, simulate
-from climio.advise.profile import Profile, StackRates, default_profile, fit, fit_storage
+from climio.model import profile as prof_mod
+from climio.model.predict import predict, simulate
+from climio.model.profile import Profile, StackRates, default_profile, fit, fit_storage
 from climio.errors import InputError
 from climio.layout import Layout
 
@@ -152,7 +152,7 @@ def test_simulated_geometry_is_layout_geometry(chunks, compressed):
     over the reads: xt, xy, xyt, the STSA pattern and odd boxes, on a shape the chunks do not divide
     (edge chunks), with no chunk cache so that every chunk touched is decoded."""
     from climio import layout as geo
-    from climio.advise.workflow import stsa_reads
+    from climio.model.workflow import stsa_reads
     shape = (10, 3, 7, 9)
     lay = Layout(shape, 8, chunks, compressed, 2000 if compressed else None)
     boxes = {r: slice_starts(shape, parse_read(r, shape)) for r in ("xt", "xy", "xyt", "3,1,5,9", "4,2,2,3")}

@@ -102,8 +102,8 @@ def test_dry_run_shows_padding(field, tmp_path):
 def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     """--dry-run prints one line per rate of the cost model: a built-in default, or taken from this
     platform's calibrated profile (what calibration does not measure stays a default)."""
-    from climio.advise import profile as profmod
-    from climio.advise.workflow import platform_id_of
+    from climio.model import profile as profmod
+    from climio.model.workflow import platform_id_of
     from climio.rechunk import meta
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     codec = next(v.compression.label for v in meta.scan(field) if v.compression.codec != "none")

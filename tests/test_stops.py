@@ -256,7 +256,7 @@ def _study_cases():
 
 
 def _study_args(name, tmp_path) -> list:
-    from climio.advise.profile import default_profile
+    from climio.model.profile import default_profile
     args = list(STUDIES[name])
     if BUILTIN_PROFILE in args:
         path = tmp_path / "profile.json"

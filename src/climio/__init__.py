@@ -15,7 +15,7 @@ def __getattr__(name):
     if name == "rechunk":   # the package is callable: climio.rechunk(src, dst, chunks=..., ...)
         return importlib.import_module("climio.rechunk")
     if name == "predict":   # climio.predict(path | Dataset, var=..., read="xt", tasks=...)
-        return importlib.import_module("climio.advise.workflow").predict_api
+        return importlib.import_module("climio.advise.predict").predict_api
     if name in ("run_study", "load_records"):
         return getattr(importlib.import_module("climio.api"), name)
     raise AttributeError(f"module 'climio' has no attribute {name!r}")

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..layout import Layout
+from ..model import workflow as wfmod
+from ..model.profile import Profile
 from . import rules
-from . import workflow as wfmod
-from .profile import Profile
+from .predict import workflow_checked
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
@@ -214,12 +215,13 @@ def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk
         if tasks:
             wf.tasks = tasks
         if stack:
-            wf.stack = wfmod.check_stack(stack)
+            wf.stack = stack
     else:
         if not reads:
             raise InputError("say how the workflow reads the file: --read xt|xy|xyt|TEMPLATE (repeatable)")
         wf = wfmod.Workflow(str(p), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
                             stack or wfmod.DEFAULT_STACK, chunk_cache)
+    workflow_checked(wf)
     prof = wfmod.profile_for(wf.file, profile, warn)
     return advise_workflow(wf, prof, str(target))
 

@@ -75,7 +75,7 @@ RULES = [
      {"FPP_IMBALANCE": FPP_IMBALANCE, "FPP_MIN_RANKS": FPP_MIN_RANKS},
      "ranks writing or reading their own files spend very different times doing so"),
 ]
-# The workflow rules: judged on the model's predictions of a workflow (climio.advise.model), each
+# The workflow rules: judged on the model's predictions of a workflow (climio.model.predict), each
 # with the predicted time before and after, the one-off cost and the break-even passes.
 MIN_GAIN_SHARE = 0.10        # a recommendation must save at least this share of the predicted time
 NODE_COUNTS = (1, 2, 4, 8, 16)   # node counts the tasks rule weighs (each node like this one)
@@ -411,7 +411,7 @@ def workflow_rules(wf, profile, items, rechunk_cost, out_name="OUT.nc") -> list:
     `rechunk_cost(src_layout, dst_layout, codec) -> seconds` is the rechunk planner's prediction."""
     from ..options import parse_read
     from ..layout import Layout, balanced_chunks
-    from .model import predict
+    from ..model.predict import predict
     total = sum(p.seconds for _, _, _, p, _, _, _ in items)
     per_pass = sum(p.seconds / s.passes for s, _, _, p, _, _, _ in items)
     out = []
@@ -523,7 +523,7 @@ def _tasks_and_nodes(wf, profile, items, total, per_pass, again) -> list:
     tasks, then the fewest nodes. More tasks than the workflow has reads would sit idle: not weighed.
     Nodes are weighed only when the profile has the shared file system's bandwidth (measured across
     nodes): without it, more nodes would be predicted to add storage bandwidth without bound."""
-    from .model import SHARED_FS_KEY
+    from ..model.predict import SHARED_FS_KEY
     cores = int(profile.parallel.get("cores") or 1)
     ceiling = profile.parallel.get(SHARED_FS_KEY)
     most = max(len(reads) for *_, reads in items)

@@ -26,7 +26,7 @@ def calibrate_cmd(
 ):
     """Measure the rates the read-time model needs on the data's file system and save the profile
     (~/.cache/climio/profiles/PLATFORM_ID.json and RUN_DIR/profile.json)."""
-    from ..advise import profile as profmod
+    from ..model import profile as profmod
     if from_runs:
         from ..bench.calibrate.summary import profile_from_records
         from ..records import read_records
@@ -77,7 +77,8 @@ def _defaults_line(prof) -> list:
 
 
 def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
-    from ..advise import workflow as wfmod
+    from ..advise.predict import workflow_checked
+    from ..model import workflow as wfmod
     from ..options import parse_size
     if workflow:
         if file or reads:
@@ -86,14 +87,14 @@ def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
         if tasks is not None:
             wf.tasks = tasks
         if stack is not None:
-            wf.stack = wfmod.check_stack(stack)
-        return wf
+            wf.stack = stack
+        return workflow_checked(wf)
     if not file:
         raise InputError("give a FILE and --read (xt, xy, xyt or a template), or --workflow FILE.yaml")
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt|TEMPLATE (repeatable)")
-    return wfmod.Workflow(str(file), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
-                          stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None)
+    return workflow_checked(wfmod.Workflow(str(file), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
+                                           stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None))
 
 
 def _warn(lines) -> None:
@@ -131,14 +132,15 @@ def predict_cmd(
 ):
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
-    from ..advise import workflow as wfmod
+    from ..advise.predict import check_workflow
+    from ..model import workflow as wfmod
     wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
     warnings = []
     prof = wfmod.profile_for(wf.file, str(profile) if profile else None, warnings.append)
     wp = wfmod.predict_workflow(wf, prof)       # bad reads fail here, before any warning is shown
     _warn(warnings)
     if check:
-        wp.checks = wfmod.check_workflow(wf, wp, reps)
+        wp.checks = check_workflow(wf, wp, reps)
     if json_out:
         print(json.dumps(wp.to_dict()))
         return

@@ -121,8 +121,8 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
 def platform_rates(in_path: Path, say=None):
     """codec -> Rates: from the calibrated profile of the input's platform (`climio calibrate`)
     when there is one, else the planner's defaults (a laptop SSD). `say` hears which."""
-    from ..advise import profile as profmod
-    from ..advise.workflow import platform_id_of
+    from ..model import profile as profmod
+    from ..model.workflow import platform_id_of
     pid = platform_id_of(in_path)
     path = profmod.path_for(pid)
     if not path.is_file():

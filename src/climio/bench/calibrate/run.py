@@ -14,7 +14,7 @@
                 decoding of 1/N of a compressed file each; speed-up = time(1 task) / time(N)
 
 The warm library costs are solved from the model's own request counts for the same reads
-(climio.advise.model.simulate), so the fitted profile reproduces them.
+(climio.model.predict.simulate), so the fitted profile reproduces them.
 """
 
 import math
@@ -26,8 +26,8 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from ... import cache, native
-from ...advise import profile as profmod
-from ...advise.model import simulate
+from ...model import profile as profmod
+from ...model.predict import simulate
 from ...options import parse_compression
 from ...data.writer import write_4d
 from ...errors import ClimioError

@@ -9,7 +9,7 @@ def section(records) -> Section:
     s = summarise(records)
     p = s["profile"]
     sec = Section("study-calibrate", "Calibration: the platform profile of the read-time model")
-    sec.add(Paragraph(f"Profile {p['platform_id']} fitted from {s['records']} records. The model (climio.advise.model) "
+    sec.add(Paragraph(f"Profile {p['platform_id']} fitted from {s['records']} records. The model (climio.model.predict) "
                       "predicts time = requests x latency + bytes / rate(request size, pattern) + bytes decoded / "
                       "decode rate + per-call CPU, with parallel speed-ups; these are its rates."))
     if s["effectively_warm"]:

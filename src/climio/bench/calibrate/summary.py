@@ -1,6 +1,6 @@
 """The calibration's numbers (pure): the profile fitted from the records."""
 
-from ...advise.profile import Profile, default_profile, fit
+from ...model.profile import Profile, default_profile, fit
 
 
 def platform_of(records) -> str:

@@ -7,10 +7,10 @@ import os
 import time
 
 from ... import native
-from ...advise import profile as profmod
-from ...advise.model import predict
 from ...advise.runner import measure
-from ...advise.workflow import layout_of, reads_for
+from ...model import profile as profmod
+from ...model.predict import predict
+from ...model.workflow import layout_of, reads_for
 from ...options import parse_compression
 from ...data.writer import write_4d
 from ...errors import ClimioError, InputError

@@ -27,9 +27,8 @@ from ..access import slice_starts
 from ..options import parse_read
 from ..errors import DataError, InputError
 from ..layout import Layout, format_chunks
-from .model import Prediction, predict
+from .predict import Prediction, predict
 from .profile import Profile
-from .runner import check_stack
 
 DEFAULT_STACK = "netcdf4-python"
 
@@ -53,7 +52,8 @@ class Workflow:
     dataset: object = field(default=None, repr=False)   # an xarray Dataset instead of a file
 
     def __post_init__(self):
-        check_stack(self.stack)
+        # the stack's name is checked by the caller (climio.advise), which knows the stacks that
+        # measure; an unknown one also fails in predict (the profile has no rates for it)
         if not isinstance(self.tasks, int) or isinstance(self.tasks, bool) or self.tasks < 1:
             raise InputError(f"tasks {self.tasks!r} must be a positive integer")
         if not self.reads:
@@ -280,7 +280,7 @@ def human_count(n) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
 
 
-# --- the Python API: climio.predict(...) -------------------------------------------------------------
+# --- the platform and its profile -----------------------------------------------------------------
 
 def platform_id_of(path) -> str:
     """This machine's platform id for the file system holding `path` (as climio.platform.collect
@@ -322,50 +322,3 @@ class Check:
         return (f"check {self.read}: predicted {self.predicted_s:.3g} s, measured {self.measured_s:.3g} s (median of "
                 f"{len(self.measured_all)} cold runs: {', '.join(f'{w:.3g}' for w in self.measured_all)}); "
                 f"predicted/measured {self.ratio:.2f}")
-
-
-def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
-    """Run every read of the workflow cold (one pass) and compare with its prediction per pass."""
-    from .runner import measure, median_wall
-    if wf.dataset is not None and not any(resolve(wf, s)[2] for s in wf.reads):
-        raise InputError("--check needs a file: the Dataset has no source on disk")
-    out = []
-    for spec, lay, codec, p in wp.items:
-        lay0, _, path, var = resolve(wf, spec)
-        reads = reads_for(lay0, spec.read, var)
-        needed = p.counts.cold_bytes()
-        recs = measure(path, var, reads, wf.stack, wf.tasks, reps, wf.chunk_cache, platform_id=p.platform_id,
-                       params={"read": spec.read}, needed_bytes=int(needed))
-        walls = [r["metrics"]["wall_s"] for r in recs]
-        out.append(Check(spec.read, p.seconds / spec.passes, median_wall(recs), walls))
-    return out
-
-
-def predict_api(source, var=None, read="xt", tasks=1, stack=DEFAULT_STACK, passes=1, profile=None,
-                chunk_cache=None, check=False, reps=3, warn=None):
-    """Predict (and with check=True also measure) reading `var` of `source` (a path, a workflow
-    YAML/JSON file, or an xarray Dataset) with the read shape(s) `read` (xt, xy, xyt, a template,
-    or a list of them).
-
-        p = climio.predict("ta.nc", var="ta", read="xt", tasks=4)
-        print(p)                    # the breakdown and the flowchart path
-        p.seconds, p.to_dict()
-    """
-    import warnings
-    warn = warn or (lambda line: warnings.warn(line, stacklevel=3))
-    if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml", ".json"):
-        wf = load(source)
-    else:
-        reads = [read] if isinstance(read, str) else list(read)
-        specs = [ReadSpec(str(r), passes) for r in reads]
-        is_path = isinstance(source, (str, Path))
-        wf = Workflow(str(source) if is_path else None, var, specs, tasks, stack, chunk_cache,
-                      dataset=None if is_path else source)
-    path = wf.file
-    if path is None and wf.dataset is not None:
-        path = wf.dataset.encoding.get("source")
-    prof = profile_for(path, profile, warn)
-    wp = predict_workflow(wf, prof)
-    if check:
-        wp.checks = check_workflow(wf, wp, reps)
-    return wp

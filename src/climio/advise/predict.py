@@ -1,0 +1,69 @@
+"""`climio predict` and `climio.predict(...)`: the model's prediction of a workflow and, with
+--check, the same reads run cold here and compared with it (the measuring half the pure
+climio.model.workflow leaves to its caller).
+
+    workflow_checked(wf)              the workflow's stack is one climio measures (InputError if not)
+    check_workflow(wf, prediction)    [Check] per read: predicted against the median cold run
+    predict_api(source, ...)          climio.predict: a path, a workflow file or an xarray Dataset
+"""
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..model.workflow import (DEFAULT_STACK, Check, ReadSpec, Workflow, WorkflowPrediction, load, predict_workflow,
+                              profile_for, reads_for, resolve)
+from .runner import check_stack
+
+
+def workflow_checked(wf: Workflow) -> Workflow:
+    """`wf`, once its stack is one of the stacks climio reads with (one line otherwise)."""
+    check_stack(wf.stack)
+    return wf
+
+
+def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
+    """Run every read of the workflow cold (one pass) and compare with its prediction per pass."""
+    from .runner import measure, median_wall
+    if wf.dataset is not None and not any(resolve(wf, s)[2] for s in wf.reads):
+        raise InputError("--check needs a file: the Dataset has no source on disk")
+    out = []
+    for spec, lay, codec, p in wp.items:
+        lay0, _, path, var = resolve(wf, spec)
+        reads = reads_for(lay0, spec.read, var)
+        needed = p.counts.cold_bytes()
+        recs = measure(path, var, reads, wf.stack, wf.tasks, reps, wf.chunk_cache, platform_id=p.platform_id,
+                       params={"read": spec.read}, needed_bytes=int(needed))
+        walls = [r["metrics"]["wall_s"] for r in recs]
+        out.append(Check(spec.read, p.seconds / spec.passes, median_wall(recs), walls))
+    return out
+
+
+def predict_api(source, var=None, read="xt", tasks=1, stack=DEFAULT_STACK, passes=1, profile=None,
+                chunk_cache=None, check=False, reps=3, warn=None):
+    """Predict (and with check=True also measure) reading `var` of `source` (a path, a workflow
+    YAML/JSON file, or an xarray Dataset) with the read shape(s) `read` (xt, xy, xyt, a template,
+    or a list of them).
+
+        p = climio.predict("ta.nc", var="ta", read="xt", tasks=4)
+        print(p)                    # the breakdown and the flowchart path
+        p.seconds, p.to_dict()
+    """
+    import warnings
+    warn = warn or (lambda line: warnings.warn(line, stacklevel=3))
+    if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml", ".json"):
+        wf = load(source)
+    else:
+        reads = [read] if isinstance(read, str) else list(read)
+        specs = [ReadSpec(str(r), passes) for r in reads]
+        is_path = isinstance(source, (str, Path))
+        wf = Workflow(str(source) if is_path else None, var, specs, tasks, stack, chunk_cache,
+                      dataset=None if is_path else source)
+    workflow_checked(wf)
+    path = wf.file
+    if path is None and wf.dataset is not None:
+        path = wf.dataset.encoding.get("source")
+    prof = profile_for(path, profile, warn)
+    wp = predict_workflow(wf, prof)
+    if check:
+        wp.checks = check_workflow(wf, wp, reps)
+    return wp

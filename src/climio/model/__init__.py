@@ -1,0 +1,12 @@
+"""The cost model: pure, below the studies (bench, rechunk, trace, stsa, advise) and above the core.
+
+    profile.py   calibrated platform rates (Profile), keyed by platform_id; JSON round trip; built
+                 from a calibration run or from existing run directories (pure fitting)
+    predict.py   the read-time model: requests x latency + bytes / rate(size, pattern)
+                 + bytes decoded / decode rate + per-call CPU, with parallel scaling; a breakdown
+                 and the path through the thesis's flowchart (Fig. 7.1)
+    workflow.py  workflow descriptions (reads, passes, tasks, stack) from the CLI, YAML or JSON,
+                 and the Layout of a file's variable or an xarray Dataset's
+
+Everything is derived from one Profile; nothing here measures (climio.advise and the studies do).
+"""
