@@ -32,6 +32,10 @@ die() { printf 'climio setup: error: %s\n' "$*" >&2; exit 1; }
 apt_packages=(
   libnetcdf-mpi-dev libhdf5-openmpi-dev libpnetcdf-dev libopenmpi-dev openmpi-bin
   netcdf-bin hdf5-tools fio strace pkg-config cmake make gcc
+  # The SERIAL netCDF-C (and with it the serial HDF5) too, on purpose: NCO and CDO pull it in on
+  # users' machines, and its nc-config on PATH must not win over the parallel build. Installing
+  # it here makes every set-up, and CI, build in that harder configuration.
+  libnetcdf-dev
 )
 
 # Without apt (HPC modules), say what is missing before a long build fails on it.
@@ -40,8 +44,6 @@ check_tools() {
   for t in cmake cc; do
     command -v "$t" >/dev/null || die "$t not found on PATH (load a module that provides it)"
   done
-  command -v nc-config >/dev/null || pkg-config --exists netcdf-mpi 2>/dev/null || pkg-config --exists netcdf 2>/dev/null \
-    || die "netCDF-C not found: load a netCDF-C module (nc-config on PATH) or set PKG_CONFIG_PATH"
   for t in h5pcc h5cc pnetcdf-config mpicc strace fio; do
     command -v "$t" >/dev/null || say "note: $t not on PATH; studies that need it will say so"
   done
@@ -74,6 +76,23 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# What the native build will really use: the parallel netCDF-C and HDF5 as CMake's find modules
+# pick them (cmake/check_libs configures them alone, in about a second), whatever packages or
+# modules are installed. Prints their lines (on stdout, for install_climio's stamp) and stops
+# with CMake's message when there is no parallel build.
+native_libs() {
+  command -v cmake >/dev/null || die "cmake not found on PATH (load a module that provides it)"
+  local dir out
+  dir=$(mktemp -d)
+  if ! out=$(cmake -S "$here/cmake/check_libs" -B "$dir" 2>&1); then
+    rm -rf "$dir"
+    printf '%s\n' "$out" | grep -v '^-- \(Configuring\|Generating\)' >&2
+    die "the native build needs the parallel (MPI) netCDF-C and HDF5 (see above)"
+  fi
+  rm -rf "$dir"
+  printf '%s\n' "$out" | sed -n 's/^-- climio: //p; s/^     \(include\|library\)/  \1/p'
+}
+
 # A stamp per step holds a hash of what the step depends on; an unchanged hash means nothing to do.
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
@@ -103,7 +122,13 @@ install_climio() {
   # Editable install: Python edits take effect at once; the native programs are rebuilt
   # (by CMake through scikit-build-core) when anything they are built from changes.
   local src_hash
-  src_hash=$( (find csrc cmake -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum CMakeLists.txt pyproject.toml) | sha256sum | cut -c1-16)
+  # The libraries found are part of the hash: another netCDF-C or HDF5 (a package installed or
+  # removed, a module loaded) rebuilds the native programs against it.
+  local libs
+  libs=$(native_libs)
+  say "native build uses: $(printf '%s' "$libs" | sed -n 's/ parallel, found by.*//p' | paste -sd, -)"
+  src_hash=$( (find csrc cmake -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum CMakeLists.txt pyproject.toml
+               printf '%s\n' "$libs") | sha256sum | cut -c1-16)
   if ! stamp_ok "$venv/.climio-native" "$src_hash" || [ ! -x "$venv/bin/climio-probe-posix" ]; then
     say "building native probes and installing climio"
     "$venv/bin/python" -m pip install -q --no-build-isolation --no-deps -e . \
