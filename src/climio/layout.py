@@ -497,3 +497,11 @@ class Layout:
     def padding_bytes(self) -> int:
         """Bytes of the edge chunks beyond the array: 0 when every chunk length divides its dimension."""
         return self.allocated_bytes - self.nbytes if 0 not in self.shape else 0
+
+
+def prime_at_least(n: int) -> int:
+    """The smallest prime >= n: HDF5's chunk-cache hash works best with a prime number of slots."""
+    n = max(int(n), 2)
+    while any(n % d == 0 for d in range(2, math.isqrt(n) + 1)):
+        n += 1
+    return n

@@ -283,3 +283,14 @@ def parse_cache_spec(text):
     if spec[0] < 0 or spec[1] < 0 or not 0 <= spec[2] <= 1:
         raise InputError(f"--chunk-cache {text!r}: sizes must be >= 0 and the preemption in 0..1")
     return spec
+
+
+# Open MPI's MPI-IO components --mpi-io chooses between (one list for every command that takes it).
+MPI_IO = ("default", "romio", "ompio")
+
+
+def check_mpi_io(value: str) -> str:
+    """The --mpi-io value, or one InputError line naming the choices."""
+    if value not in MPI_IO:
+        raise InputError(f"unknown --mpi-io '{value}': use default, romio or ompio")
+    return value

@@ -16,7 +16,7 @@ from .. import __version__
 from .compression import NONE, Compression
 from ..errors import DataError, DiskSpaceError, InputError
 from ..staging import staged
-from ..layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, validate_chunks
+from ..layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, prime_at_least, validate_chunks
 from ..units import format_size
 from . import fields
 
@@ -285,10 +285,5 @@ def _size_chunk_cache(v, block, unit, itemsize) -> None:
     """
     nchunks = math.prod(-(-b // u) for b, u in zip(block, unit))
     size = (nchunks + 1) * chunk_bytes(unit, itemsize)
-    v.set_var_chunk_cache(size=size, nelems=_prime_at_least(max(1009, 10 * nchunks)), preemption=1.0)
+    v.set_var_chunk_cache(size=size, nelems=prime_at_least(max(1009, 10 * nchunks)), preemption=1.0)
 
-
-def _prime_at_least(n: int) -> int:
-    while any(n % p == 0 for p in range(2, math.isqrt(n) + 1)):
-        n += 1
-    return n

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError, NativeError
+from ..options import check_mpi_io
 from .procs import failure_line, stream_records  # noqa: F401  (failure_line: re-exported)
+
 
 # Open MPI refuses root unless told twice; a benchmark the user started as root is their call.
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -78,8 +80,7 @@ class Launcher:
     def io_component(self) -> str:
         """The Open MPI `io` component --mpi-io names (ROMIO's carries its version: romio321, romio341).
         Open MPI 4 defaults to OMPIO, which ignores ROMIO's hints (cb_nodes, romio_cb_write, ...)."""
-        if self.mpi_io not in ("default", "romio", "ompio"):
-            raise InputError(f"unknown --mpi-io '{self.mpi_io}': use default, romio or ompio")
+        check_mpi_io(self.mpi_io)
         if self.mpi_io == "default":
             return "default"
         names = open_mpi_io_components()

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import base
+from ..base import option
 from ...errors import InputError
 
 STUDY = "calibrate"
@@ -28,17 +29,13 @@ PRESETS = {
 PRESETS["survey"] = PRESETS["quick"]
 
 
-def _opt(flag, help, metavar=None):
-    return base.option(flag, help, metavar)
-
-
 @dataclass
 class Grid:
-    size: str = field(default="512MiB", metadata=_opt("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
-    stacks: str = field(default="", metadata=_opt("--stacks", f"Stacks to calibrate: {', '.join(CALIBRATED_STACKS)}.", "LIST"))
-    codecs: str = field(default="", metadata=_opt("--codecs", "Codecs whose decode rate is measured, e.g. deflate4+shuffle,zstd3.", "LIST"))
-    reps: int = field(default=3, metadata=_opt("--reps", "Repetitions per measurement.", "N"))
-    tasks: str = field(default="", metadata=_opt("--tasks", "Task counts for the parallel scaling (default 1, 2, 4 ... up to the cores).", "LIST"))
+    size: str = field(default="512MiB", metadata=option("--size", "Bytes of the raw file the storage curves read.", "SIZE"))
+    stacks: str = field(default="", metadata=option("--stacks", f"Stacks to calibrate: {', '.join(CALIBRATED_STACKS)}.", "LIST"))
+    codecs: str = field(default="", metadata=option("--codecs", "Codecs whose decode rate is measured, e.g. deflate4+shuffle,zstd3.", "LIST"))
+    reps: int = field(default=3, metadata=option("--reps", "Repetitions per measurement.", "N"))
+    tasks: str = field(default="", metadata=option("--tasks", "Task counts for the parallel scaling (default 1, 2, 4 ... up to the cores).", "LIST"))
     preset: str = "full"
     size_bytes: int = 0
     stack_list: list = None

@@ -13,6 +13,7 @@ for chunk shapes x compression x chunk cache.
 from dataclasses import dataclass, field
 
 from .. import base
+from ..base import option
 from ...errors import InputError
 from .catalogue import LayoutCase
 from .summary import STUDY  # defined once, beside the summary
@@ -41,44 +42,40 @@ PRESETS = {
 DEFAULTS = {"layers": "netcdf4-python", "dtype": "f8", "source": ""}
 
 
-def _opt(flag, help, metavar=None, deprecated=()):
-    return base.option(flag, help, metavar, deprecated=deprecated)
-
-
 @dataclass
 class Grid:
     """The study's grid. The option fields hold the parsed values once `Chunking.grid` built it
     (shape and reads as lists, the chunk and compression lists as given); `layouts` is derived."""
 
-    shape: list = field(default=None, metadata=_opt(
+    shape: list = field(default=None, metadata=option(
         "--shape", "Variable shape T,Z,Y,X (default 64,8,128,256; the thesis used 430,430,430,430).", "SHAPE"))
-    chunks: str = field(default=None, metadata=_opt(
+    chunks: str = field(default=None, metadata=option(
         "--chunks", "Chunk shapes: letters A-G as in the thesis (A contiguous, B hypercube 1/10, C ~16 KB tiles, "
         "D ~16.2 KB tiles, E xy, F xt, G xyt), default, balanced, or [t,z,y,x]; comma separated.", "LIST"))
-    reads: list = field(default=None, metadata=_opt(
+    reads: list = field(default=None, metadata=option(
         "--read", "Read shapes: xy, xt, xyt, or templates such as 1,1,Y,X (separate templates with ';').", "LIST"))
-    compression: str = field(default=None, metadata=_opt(
+    compression: str = field(default=None, metadata=option(
         "--compression", "Settings, comma separated: none, deflate1..9, +shuffle, zstdN, bitgroomN/granularbrN "
         "(digits), bitroundN (bits), e.g. bitround12+deflate4+shuffle.", "LIST"))
-    compress_chunks: str = field(default=None, metadata=_opt(
+    compress_chunks: str = field(default=None, metadata=option(
         "--compress-chunks", "Chunk labels that get the compressed settings (default: default,E as in the thesis; "
         "'all' for every chunked shape).", "LIST"))
-    layers: list = field(default=None, metadata=_opt(
+    layers: list = field(default=None, metadata=option(
         "--stacks", "Comma list of netcdf4-python, h5py, c-netcdf.", "LIST", deprecated=("--layers",)))
-    chunk_cache: list = field(default=None, metadata=_opt(
+    chunk_cache: list = field(default=None, metadata=option(
         "--chunk-cache", "HDF5 chunk-cache settings, comma separated: default (the library's) and/or fit (sized to "
         "hold every chunk one read touches). The page cache is cold in every repetition.", "LIST",
         deprecated=("--caches",)))
-    reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per cell (default 3).", "N"))
-    budget_s: float = field(default=20.0, metadata=_opt(
+    reps: int = field(default=3, metadata=option("--reps", "Cold repetitions per cell (default 3).", "N"))
+    budget_s: float = field(default=20.0, metadata=option(
         "--budget", "Seconds per repetition: a repetition still reading then is stopped; its slices so far are "
         "a sample, and one that read almost nothing is did-not-finish (0 = none).", "SECONDS"))
-    sample: int = field(default=0, metadata=_opt(
+    sample: int = field(default=0, metadata=option(
         "--sample", "Read a random sample of this many slices per cell, in file order (default 48; 0 = all "
         "slices).", "N"))
-    dtype: str = field(default="f8", metadata=_opt(
+    dtype: str = field(default="f8", metadata=option(
         "--dtype", "Type of the generated variable: f4 or f8 (default f8; not with --source).", "f4|f8"))
-    source: str = field(default="", metadata=_opt(
+    source: str = field(default="", metadata=option(
         "--source", "Use a real 4-D variable FILE:VAR instead of generated data (its values, shape and type; not "
         "with --shape/--dtype).",
         "FILE:VAR"))

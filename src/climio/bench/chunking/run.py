@@ -113,15 +113,8 @@ def fit_cache(chunks, max_touched, itemsize):
     import netCDF4
     default_bytes, default_nelems, _ = netCDF4.get_chunk_cache()
     nbytes = max(int(max_touched * layout.chunk_bytes(chunks, itemsize) * 1.1) + (1 << 20), default_bytes)
-    return nbytes, _prime_at_least(max(default_nelems, 10 * max_touched)), 0.75
+    return nbytes, layout.prime_at_least(max(default_nelems, 10 * max_touched)), 0.75
 
-
-def _prime_at_least(n: int) -> int:
-    def is_prime(k):
-        return k > 1 and all(k % d for d in range(2, int(math.isqrt(k)) + 1))
-    while not is_prime(n):
-        n += 1
-    return n
 
 
 # --- running ----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ then measured cold; per configuration and overall the median and 90th percentile
 from dataclasses import dataclass, field
 
 from .. import base
+from ..base import option
 from ...errors import InputError
 
 STUDY = "predict"
@@ -22,16 +23,12 @@ PRESETS = {
 PRESETS["survey"] = PRESETS["quick"]
 
 
-def _opt(flag, help, metavar=None):
-    return base.option(flag, help, metavar)
-
-
 @dataclass
 class Grid:
-    shape: str = field(default="64,8,96,192", metadata=_opt("--shape", "Shape T,Z,Y,X of the generated f8 variable.", "SHAPE"))
-    reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per configuration.", "N"))
-    only: str = field(default="", metadata=_opt("--only", "Run only configurations whose id contains one of these words (comma list).", "LIST"))
-    profile: str = field(default="", metadata=_opt("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
+    shape: str = field(default="64,8,96,192", metadata=option("--shape", "Shape T,Z,Y,X of the generated f8 variable.", "SHAPE"))
+    reps: int = field(default=3, metadata=option("--reps", "Cold repetitions per configuration.", "N"))
+    only: str = field(default="", metadata=option("--only", "Run only configurations whose id contains one of these words (comma list).", "LIST"))
+    profile: str = field(default="", metadata=option("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
     preset: str = "full"
     shape_list: list = None
 

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import base
+from ..base import option
 from ...errors import InputError
 from .summary import STUDY
 
@@ -31,28 +32,24 @@ PRESETS = {
 }
 
 
-def _opt(flag, help, metavar=None):
-    return base.option(flag, help, metavar)
-
-
 @dataclass
 class Grid:
-    shape: list = field(default=None, metadata=_opt(
+    shape: list = field(default=None, metadata=option(
         "--shape", "Generated variable T,Z,Y,X (default 240,10,64,1024; the thesis read 240,40,768,1024 of u).",
         "SHAPE"))
-    layouts: list = field(default=None, metadata=_opt(
+    layouts: list = field(default=None, metadata=option(
         "--layouts", "Layouts: contiguous, default (library chunks), xt ([T,1,1,X] chunks), each optionally "
         "+COMPRESSION (e.g. default+deflate4, xt+deflate1+shuffle); comma separated.", "LIST"))
-    workers: list = field(default=None, metadata=_opt(
+    workers: list = field(default=None, metadata=option(
         "--workers", "Worker counts, e.g. 1,2,4 (default: 1, 2, 4, ... up to the cores, and the cores).", "LIST"))
-    modes: list = field(default=None, metadata=_opt(
+    modes: list = field(default=None, metadata=option(
         "--modes", "io (read only) and/or cpu (read + Hayashi spectra), comma separated.", "LIST"))
-    reps: int = field(default=3, metadata=_opt("--reps", "Cold repetitions per configuration (default 3).", "N"))
-    tasks: int = field(default=16, metadata=_opt("--tasks", "Latitude tasks per job (the thesis's 16).", "N"))
-    read_plan: str = field(default="latitude", metadata=_opt(
+    reps: int = field(default=3, metadata=option("--reps", "Cold repetitions per configuration (default 3).", "N"))
+    tasks: int = field(default=16, metadata=option("--lat-tasks", "Latitude tasks per job (the thesis's 16); processes are --workers.", "N", deprecated=("--tasks",)))
+    read_plan: str = field(default="latitude", metadata=option(
         "--read-plan", "How a task reads: latitude (the thesis's: one (t, x) slab per latitude and level, the "
         "default here) or runs (climio stsa's: one read per run of rows, chunk cache sized to the task).", "PLAN"))
-    source: str = field(default="", metadata=_opt(
+    source: str = field(default="", metadata=option(
         "--source", "Use a real 4-D variable FILE:VAR (its values, shape and type) instead of generated data (not "
         "with --shape).",
         "FILE:VAR"))
