@@ -13,6 +13,7 @@ import pytest
 import darshan
 
 from climio.errors import ClimioError, DataError  # noqa: E402
+from climio import rules
 from climio.trace import counters  # noqa: E402
 from climio.trace.analysis import SIZE_BUCKETS  # noqa: E402
 from climio.trace.darshan_log import BUCKET_SUFFIXES, DarshanLogError, read_darshan  # noqa: E402
@@ -49,8 +50,8 @@ def direct(path, module):
 
 def analysed(name):
     ca = counters.analyse_log(read_darshan(log(name)))
-    facts = ca.to_dict()
-    return ca, facts, counters.findings(ca, facts)
+    f = ca.facts()
+    return ca, f.to_dict(), rules.judge(f)
 
 
 # --- reader ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What a trace says, layer by layer, without judging it (advice.py judges).
+"""What a trace says, layer by layer, without judging it (climio.rules judges its Facts).
 
     analyse(trace) -> Analysis;  Analysis.to_dict() -> the JSON-able summary the report renders
 
@@ -11,7 +11,8 @@ Sections (DEFINITIONS states each term as the report shows it):
                       top request sizes, timeline
   netcdf              per netCDF read: bytes decoded vs bytes requested from the chunk shape
                       (climio.layout), chunks touched, whether the chunk cache holds them
-  shared_writes, truncation, library_reads, file_per_process   facts the advice rules cite
+  facts()             the Facts the rules judge (event_facts: small requests, library reads, shared
+                      writes, truncation, file per process, the program's stack)
 
 Nesting: the tracer writes a call's depth (0 = outermost traced call) and its times; the parent of
 an event at depth d > 0 is the event at depth d - 1 of the same process and thread that started
@@ -30,14 +31,10 @@ import numpy as np
 
 from .. import layout
 from ..errors import InputError
+from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
 from ..stats import rank_spread
 from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES
 
-# Top of the stack first: the order of the flow figure's rows and of every layer table.
-TRACE_LAYER_ORDER = ("netcdf", "hdf5", "mpiio", "stdio", "posix")
-# Layers whose data calls carry file offsets, lowest (closest to storage) first.
-OFFSET_LAYERS = ("posix", "stdio", "mpiio")
-LIBRARY_LAYERS = ("netcdf", "hdf5")
 
 # Darshan's request-size buckets (binary units, upper edge inclusive: 100 B lands in 0-100).
 SIZE_EDGES = (100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30)
@@ -89,8 +86,6 @@ _READ_RE = re.compile(r"read(?!dir|link|ahead)|^nc_get_var|^ncmpi_get_var", re.I
 _WRITE_RE = re.compile(r"write|^nc_put_var|^ncmpi_put_var", re.I)
 _COLLECTIVE_RE = re.compile(r"^MPI_File_.*(_all|_ordered)(_begin|_end)?$")
 TRUNCATE_FUNCS = ("MPI_File_set_size", "ftruncate", "ftruncate64", "truncate", "truncate64")
-OTHER, READ, WRITE = 0, 1, 2
-KIND_NAMES = ("other", "read", "write")
 
 
 def op_kind(func: str) -> int:
@@ -505,7 +500,7 @@ class Analysis:
             # A read that reuses the previous read's chunks while the cache holds them decodes nothing new.
             dec_c = sum(r["decoded"] for r in rs if not (r["reuses_chunks"] and r["cache"] == "fits"))
             misfit = [r for r in rs if r["reuses_chunks"] and r["cache"] in ("does not fit", "chunk larger than cache")]
-            variables.append({"file": f, "var": v, "reads": len(rs), "requested": req, "decoded": dec,
+            variables.append({"file": f, "var": v, "dims": _dims(f, v), "reads": len(rs), "requested": req, "decoded": dec,
                               "ratio": dec / req if req else 1.0, "chunks": rs[-1]["chunks"], "shape": rs[-1]["shape"],
                               "itemsize": rs[-1]["itemsize"], "compressed": any(r["compressed"] for r in rs),
                               "filters": rs[-1]["filters"], "cache_bytes": max((r["cache_bytes"] or 0) for r in rs),
@@ -520,113 +515,15 @@ class Analysis:
         shown = [{k: v for k, v in r.items() if k != "box"} for r in reads[:NETCDF_READS_SHOWN]]
         return {"variables": variables, "reads": shown, "reads_total": len(reads), "reads_without_geometry": skipped}
 
-    # --- facts for the advice rules ---
-
-    def shared_writes(self) -> list:
-        """Independent writes (MPI-IO calls that are not collective, POSIX writes outside MPI-IO) to
-        the same file offset by more than one rank, per file: the ROMS define-phase pattern."""
-        mpi = self.layer == LAYER_IDS["mpiio"]
-        coll_call = mpi & self.coll_of[self.func]
-        # A POSIX write under an MPI-IO call is that call's: the MPI-IO write is reported, not both.
-        under_mpi = self.mpi_parent >= 0
-        m = self.data_mask(("posix", "stdio", "mpiio")) & (self.kind == WRITE) & (self.offset >= 0) \
-            & ~coll_call & ~under_mpi
-        out = []
-        for lname in ("mpiio", "posix", "stdio"):
-            ml = m & (self.layer == LAYER_IDS[lname])
-            if not ml.any():
-                continue
-            idx = np.flatnonzero(ml)
-            # group by (file, offset) without np.unique(axis=1), which is slow on large traces
-            o = np.lexsort((self.offset[idx], self.file[idx]))
-            f_s, off_s = self.file[idx][o], self.offset[idx][o]
-            new = np.r_[True, (f_s[1:] != f_s[:-1]) | (off_s[1:] != off_s[:-1])]
-            inv = np.empty(len(idx), dtype=np.int64)
-            inv[o] = np.cumsum(new) - 1
-            loc_file = f_s[new]
-            nunits = np.bincount(np.unique(inv * len(self.units) + self.unit[idx]) // len(self.units),
-                                 minlength=len(loc_file))
-            for fid in np.unique(loc_file):
-                locs = np.flatnonzero((loc_file == fid) & (nunits > 1))
-                if not len(locs):
-                    continue
-                sel = idx[np.isin(inv, locs)]
-                out.append({"file": self.name(fid), "layer": lname, "offsets": int(len(locs)),
-                            "writes": int(len(sel)), "ranks": int(len(np.unique(self.unit[sel]))),
-                            "max_ranks_per_offset": int(nunits[locs].max()), "bytes": int(self.nbytes[sel].sum()),
-                            "max_size": int(self.size[sel].max()), "time_s": _s(self.dur[sel].sum()),
-                            "functions": sorted({self.name(f) for f in np.unique(self.func[sel])})})
-        return out
-
-    def truncation(self) -> dict:
-        """Time in MPI_File_set_size / ftruncate called from a library (the HDF5 close cost)."""
-        fids = [self.trace.id_of(f) for f in TRUNCATE_FUNCS]
-        m = np.isin(self.func, [f for f in fids if f])
-        lib_anc = ancestor(self.parent, np.isin(self.layer, [LAYER_IDS[l] for l in ("netcdf", "hdf5", "mpiio")]))
-        m &= (lib_anc >= 0) | (self.func == self.trace.id_of("MPI_File_set_size"))
-        close_ids = [int(f) for f in np.unique(self.func) if "close" in self.name(f).lower()]
-        under_close = ancestor(self.parent, np.isin(self.func, close_ids)) >= 0
-        close_outer = np.isin(self.func, close_ids) & (self.parent < 0)
-        outer = m & (ancestor(self.parent, m) < 0)  # MPI_File_set_size -> ftruncate counts once
-        per = self.per_unit(outer)
-        t = int(self.dur[outer].sum())
-        return {"calls": int(outer.sum()), "time_s": _s(t), "share_of_io": t / self.io_time if self.io_time else 0.0,
-                "under_close": int((outer & under_close).sum()), "max_rank_time_s": _s(per.max()) if len(per) else 0.0,
-                "close_time_s": _s(self.dur[close_outer].sum()),
-                "functions": sorted({self.name(f) for f in np.unique(self.func[m])})}
-
-    def library_reads(self) -> dict:
-        """Outermost library reads (netCDF/HDF5 calls) with the POSIX bytes read beneath them, and
-        whether the variable is chunked (chunks explain extra bytes; a sieve buffer does not)."""
-        lib = np.isin(self.layer, [LAYER_IDS[l] for l in LIBRARY_LAYERS]) & (self.kind == READ)
-        top = lib & (ancestor(self.parent, lib) < 0)
-        posix_read = np.isin(self.layer, [LAYER_IDS["posix"], LAYER_IDS["stdio"]]) & (self.kind == READ)
-        owner = ancestor(self.parent, top, outermost=True)
-        pm = posix_read & (owner >= 0)
-        below = np.bincount(owner[pm], weights=np.maximum(self.size[pm], 0), minlength=self.n)
-        idx = np.flatnonzero(top)
-        chunked = np.isin(idx, [k for k, a in self.trace.aux.items() if a.get("chunks")])
-        return {"idx": idx, "size": self.size[idx], "posix_bytes": below[idx].astype(np.int64), "chunked": chunked,
-                "posix_idx": np.flatnonzero(pm), "posix_owner": owner[pm]}
-
-    def file_per_process(self) -> dict:
-        """Files touched (data calls) by exactly one rank, and each such rank's time and bytes on them."""
-        dm = self.data_mask(("posix", "stdio")) if self.data_mask(("posix", "stdio")).any() else self.data_mask()
-        idx = np.flatnonzero(dm)
-        if not len(idx):
-            return {"files": 0, "ranks": 0}
-        nu = len(self.units)
-        files, cnt = np.unique(np.unique(self.file[idx] * nu + self.unit[idx]) // nu, return_counts=True)
-        own = files[cnt == 1]
-        m = dm & np.isin(self.file, own)
-        units = np.unique(self.unit[m])
-        t = self.per_unit(m)[units] / 1e9
-        b = self.per_unit(m, self.nbytes.astype(float))[units]
-        return {"files": int(len(own)), "shared_files": int((cnt > 1).sum()), "ranks": int(len(units)),
-                "time": imbalance(t.tolist()), "bytes": imbalance(b.tolist()),
-                "per_rank": [{"rank": self.units[u], "time_s": float(tt), "bytes": int(bb)}
-                             for u, tt, bb in zip(units, t, b)]}
-
     # --- everything ---
 
+    def facts(self):
+        """The one facts type the rules judge (climio.rules.facts.Facts), from these events."""
+        from .event_facts import facts
+        return facts(self)
+
     def to_dict(self) -> dict:
-        tr, meta = self.trace, self.trace.meta or {}
-        return {
-            "trace": {"path": str(tr.path), "partial": tr.partial, "notes": list(tr.notes),
-                      "command": meta.get("command"), "exit_status": meta.get("exit_status"),
-                      "start": meta.get("start"), "end": meta.get("end"), "host": meta.get("host"),
-                      "events": self.n, "processes": [
-                          {"host": p.host, "pid": p.pid, "rank": p.rank, "label": p.label, "events": p.n_events,
-                           "end": (p.done or {}).get("end"), "dropped": (p.done or {}).get("dropped", 0),
-                           "partial": p.partial, "notes": p.notes} for p in tr.procs],
-                      "units": len(self.units), "wall_s": _s(self.wall), "process_time_s": _s(self.process_time),
-                      "io_time_s": _s(self.io_time), "io_share": self.share(self.io_time),
-                      "layers_present": [l for l in TRACE_LAYER_ORDER if (self.layer == LAYER_IDS[l]).any()]},
-            "definitions": DEFINITIONS,
-            "layers": self.layers(), "functions": self.functions(), "flow": self.flow(), "ranks": self.ranks(),
-            "files": self.files(), "netcdf": self.netcdf(), "shared_writes": self.shared_writes(),
-            "truncation": self.truncation(), "file_per_process": self.file_per_process(),
-        }
+        return self.facts().to_dict()
 
 
 def analyse(trace) -> Analysis:
@@ -700,6 +597,19 @@ def _read_geometry(a) -> dict:
     out.update(decoded=touched * cb, chunks_touched=touched, partial_chunks=partial, chunk_bytes=cb,
                touched_bytes=touched * cb, cache=verdict, box=box)
     return out
+
+
+def _dims(path, var):
+    """The variable's dimension names when its file is on this machine (fixes say chunks= by name), else None."""
+    import os
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        import netCDF4
+        with netCDF4.Dataset(path) as ds:
+            return list(ds[str(var).lstrip("/")].dimensions)
+    except (OSError, KeyError, IndexError, RuntimeError, ValueError):
+        return None
 
 
 def _boxes_overlap(a, b) -> bool:

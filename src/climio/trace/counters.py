@@ -2,9 +2,9 @@
 (climio.trace.darshan_log), or the counters of a climio trace (counters mode, or a full trace past
 its event cap: climio.trace.counters_log, where records carry real function names and exact access
 classes per stream, and the kept events take DXT's place), summarised into the same facts Analysis.to_dict() gives for a climio
-trace, and judged by the same advice rules (climio.trace.advice), without inventing events.
+trace, and judged by the same rules (climio.rules, on the Facts of counters_facts), without inventing events.
 
-    analyse_log(log) -> CountersAnalysis;  .to_dict() -> facts;  findings(ca, facts) -> list
+    analyse_log(log) -> CountersAnalysis;  .facts() -> Facts;  .to_dict() -> the report's facts
 
 Where the log has DXT segments (real events), they are analysed by climio.trace.analysis as a
 trace and supply what counters cannot: access classes from real offsets, timelines, the call-path
@@ -29,18 +29,15 @@ How counters stand in for events (also in DEFINITIONS_DARSHAN, shown with the re
 """
 
 from collections import Counter
-from datetime import datetime, timezone
 
 import numpy as np
 
-from . import advice
-from .analysis import ACCESS_SHARE, DEFINITIONS, TRACE_LAYER_ORDER, MAIN_PER_LAYER, OFFSET_LAYERS, SIZE_BUCKETS, \
-    analyse, imbalance
+from ..rules.facts import OFFSET_LAYERS, TRACE_LAYER_ORDER
+from . import counters_facts
+from .analysis import ACCESS_SHARE, MAIN_PER_LAYER, SIZE_BUCKETS, analyse, imbalance
+from .counters_facts import pseudo_file
 from .darshan_log import FUNCTION_NAMES
 
-KiB = 1024
-SMALL_CERTAIN_BUCKETS = 3      # 0-100, 100-1K, 1K-10K: wholly below SMALL_REQUEST_BYTES
-SMALL_SPLIT_BUCKET = 3         # 10K-100K: straddles it; split by Darshan's common access sizes
 CHAIN = ("netcdf", "hdf5", "mpiio", "posix")  # top to bottom; stdio stands alone
 
 DEFINITIONS_DARSHAN = {
@@ -75,10 +72,6 @@ DEFINITIONS_CLIMIO = {
                                         "consecutive and sequential counts, and the four most common strides "
                                         "(offset - previous offset) kept by the tracer.",
 }
-
-
-def _iso(epoch):
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds") if epoch else None
 
 
 
@@ -449,83 +442,12 @@ class CountersAnalysis:
                 "per_rank": [{"rank": self.units[k] if 0 <= k < self.nprocs else f"rank {k}", "time_s": per_t[k],
                               "bytes": int(per_b[k])} for k in ranks]}
 
-    def to_dict(self) -> dict:
-        log, job = self.log, self.log.job
-        functions = self.functions()
-        notes = list(log.notes) + list(log.limits)
-        nd = findings_not_checked(self)
-        if self.io_time > self.process_time > 0:
-            notes.append("Darshan log: the I/O time summed over files exceeds the process time: the program "
-                         "overlapped I/O on several files (threads or non-blocking calls); shares are over 100%.")
-        notes.append("Darshan log: rules not checked: " + "; ".join(f"{r} ({why})" for r, why in nd))
-        events = len(log.dxt.events) if log.dxt is not None else 0
-        procs = [{"host": (log.dxt.procs[[p.rank for p in log.dxt.procs].index(i)].host
-                           if log.dxt is not None and i in [p.rank for p in log.dxt.procs] else None),
-                  "pid": None, "rank": i, "label": self.units[i],
-                  "events": int((log.dxt.events["rank"] == i).sum()) if log.dxt is not None else 0,
-                  "end": None, "dropped": 0, "partial": False, "notes": []} for i in range(self.nprocs)]
-        present = [l for l in TRACE_LAYER_ORDER if any(r.layer == l for r in self.recs)]
-        facts = {
-            "source": "darshan",
-            "trace": {"path": str(log.path), "partial": any(n.startswith("partial:") for n in log.notes),
-                      "notes": notes, "command": job["exe"].split() if job["exe"] else None, "exit_status": None,
-                      "start": _iso(job["start_epoch_s"]), "end": _iso(job["end_epoch_s"]), "host": None,
-                      "events": events, "processes": procs, "units": self.nprocs, "wall_s": job["run_time_s"],
-                      "process_time_s": self.process_time, "io_time_s": self.io_time,
-                      "io_share": self.share(self.io_time), "layers_present": present},
-            "definitions": {**DEFINITIONS, **DEFINITIONS_DARSHAN},
-            "layers": self.layers(), "functions": functions, "flow": self.flow(functions), "ranks": self.ranks(),
-            "files": self.files(), "netcdf": {"variables": [], "reads": [], "reads_total": 0,
-                                              "reads_without_geometry": 0},
-            "shared_writes": self.dxt.shared_writes() if self.dxt is not None else [],
-            "truncation": {"calls": 0, "time_s": 0.0, "share_of_io": 0.0, "under_close": 0, "max_rank_time_s": 0.0,
-                           "close_time_s": 0.0, "functions": []},
-            "file_per_process": self.file_per_process(),
-            "darshan": {"job": job, "modules": log.modules, "dxt": log.dxt is not None, "dxt_events": events,
-                        "limits": log.limits, "shared_files": self.shared_files(),
-                        "rules_not_checked": [{"rule": r, "why": w} for r, w in nd],
-                        "records": len(log.records)},
-        }
-        if self.climio:
-            self._climio_facts(facts, functions, nd)
-        return facts
+    def facts(self):
+        """The one facts type the rules judge (climio.rules.facts.Facts), from these counters."""
+        return counters_facts.facts(self)
 
-    def _climio_facts(self, facts, functions, nd) -> None:
-        """The facts of a climio counters trace: its processes, notes and the parts the kept events give."""
-        log = self.log
-        tr = facts["trace"]
-        facts["source"] = "climio-counters"
-        facts["definitions"] = {**DEFINITIONS, **DEFINITIONS_CLIMIO}
-        tr["notes"] = list(log.notes) + list(log.limits)
-        if self.io_time > self.process_time > 0:
-            tr["notes"].append("the traced I/O time exceeds the process time: I/O overlapped in several threads; "
-                               "shares are over 100%.")
-        if nd:
-            tr["notes"].append("climio counters: rules not checked: " + "; ".join(f"{r} ({why})" for r, why in nd))
-        tr["partial"] = any(n.startswith("partial:") for n in log.notes)
-        tr["exit_status"] = log.job.get("exit_status")
-        tr["command"] = (log.meta or {}).get("command") or tr["command"]
-        tr["host"] = (log.meta or {}).get("host")
-        tr["calls"] = sum(f["calls"] for f in functions)
-        tr["processes"] = [{"host": p.host, "pid": p.pid, "rank": p.rank, "label": p.label, "events": p.n_events,
-                            "end": (p.done or {}).get("end"), "dropped": (p.done or {}).get("dropped", 0),
-                            "counted": (p.done or {}).get("counted"), "mode": (p.done or {}).get("mode"),
-                            "partial": p.partial, "notes": list(p.notes)} for p in log.procs]
-        facts["counters"] = {"mode": sorted({p["mode"] for p in tr["processes"] if p["mode"]}),
-                             "sample": log.sample, "capped": log.capped, "records": len(log.records),
-                             "rules_not_checked": [{"rule": r, "why": w} for r, w in nd]}
-        del facts["darshan"]
-        if self.dxt_facts is not None and not log.sample:   # the events before the cap
-            facts["netcdf"] = self.dxt_facts["netcdf"]
-        if not log.sample:
-            facts["shared_writes"] = self.dxt_facts["shared_writes"] if self.dxt_facts is not None else []
-        set_size = [r for r in self.recs if r.function == "MPI_File_set_size"]
-        t = sum(r.time for r in set_size)
-        per = self._per_rank(set_size, lambda r: r.time)
-        facts["truncation"].update(calls=sum(r.meta_ops for r in set_size), time_s=t,
-                                   share_of_io=t / self.io_time if self.io_time else 0.0,
-                                   max_rank_time_s=float(per.max()) if len(per) else 0.0,
-                                   functions=["MPI_File_set_size"] if set_size else [])
+    def to_dict(self) -> dict:
+        return self.facts().to_dict()
 
 
 def CHAIN_RANK(layer):
@@ -534,161 +456,3 @@ def CHAIN_RANK(layer):
 
 def analyse_log(log) -> CountersAnalysis:
     return CountersAnalysis(log)
-
-
-def findings_not_checked(ca) -> list:
-    if ca.climio:
-        out = []
-        if ca.log.dxt is None or ca.log.sample:
-            out += [("partial-chunk-compressed", "needs netCDF request geometry (events)"),
-                    ("chunk-cache-small", "needs netCDF request geometry (events)"),
-                    ("independent-shared-writes", "needs per-call offsets of every write (events)")]
-        return out + [("below-library-min-read", "needs the POSIX reads under each library read (nesting)")]
-    out = [("partial-chunk-compressed", "needs the netCDF layer"), ("chunk-cache-small", "needs the netCDF layer"),
-           ("close-truncate", "Darshan does not record ftruncate / MPI_File_set_size")]
-    if ca.log.dxt is None:
-        out.append(("independent-shared-writes", "needs per-call offsets (DXT)"))
-    return out
-
-
-# --- the advice rules on counters ---------------------------------------------------------------------
-
-def findings(ca, facts=None) -> list:
-    """advice.findings for a Darshan log: the rules that read only the facts run as they are; the two
-    that read events (small-requests, below-library-min-read) run on counters here."""
-    facts = facts or ca.to_dict()
-    io = facts["trace"]["io_time_s"]
-    out = []
-    out += _small_requests(ca, facts, io)
-    for rule in (advice._random_access, advice._partial_chunks, advice._chunk_cache, advice._shared_writes,
-                 advice._truncate, advice._file_per_process):
-        out.extend(rule(None, facts, io))
-    if not ca.climio:   # needs the POSIX reads under each library read: nesting, which counters lack
-        out += _library_min_read(ca, facts, io)
-    order = {"high": 0, "medium": 1, "low": 2}
-    out.sort(key=lambda f: (order[f["severity"]], -f["evidence"]["share_of_io_time"]))
-    return out
-
-
-def pseudo_file(name) -> bool:
-    """Darshan's names for the standard streams (<STDIN>, <STDOUT>, <STDERR>): terminal I/O, not files."""
-    return name.startswith("<") and name.endswith(">")
-
-
-def _small_count(r, kind) -> tuple:
-    """(requests, small requests, small sizes Counter) of one record and kind."""
-    n = r.reads if kind == "read" else r.writes
-    hist = r.hist_read if kind == "read" else r.hist_write
-    sizes = Counter({s: c for s, c in r.access if s < advice.SMALL_REQUEST_BYTES})
-    if hist is None:  # STDIO: only bytes and counts
-        nb = r.bytes_read if kind == "read" else r.bytes_written
-        return n, (n if n and nb / n < advice.SMALL_REQUEST_BYTES else 0), sizes
-    certain = sum(hist[:SMALL_CERTAIN_BUCKETS])
-    split = min(hist[SMALL_SPLIT_BUCKET], sum(c for s, c in r.access if 10 * KiB < s < advice.SMALL_REQUEST_BYTES))
-    return n, certain + split, sizes
-
-
-def _small_requests(ca, facts, io):
-    out = []
-    for kind in ("read", "write"):
-        n = n_small = 0
-        t = 0.0
-        nbytes = 0
-        sizes, per_file, issued = Counter(), Counter(), Counter()
-        mpi_calls = Counter()
-        for f, rs in ca.files_of.items():
-            if pseudo_file(f):
-                continue
-            low = next((l for l in OFFSET_LAYERS if any(r.layer == l and (r.reads if kind == "read" else r.writes)
-                                                         for r in rs)), None)
-            if low is None:
-                continue
-            fn = fs = 0
-            for r in rs:
-                if r.layer != low:
-                    continue
-                a, b, s = _small_count(r, kind)
-                fn, fs = fn + a, fs + b
-                sizes.update(s)
-                if a:
-                    frac = b / a
-                    t += (r.read_time if kind == "read" else r.write_time) * frac
-                    nbytes += int((r.bytes_read if kind == "read" else r.bytes_written) * frac) if b < a else \
-                        (r.bytes_read if kind == "read" else r.bytes_written)
-            n, n_small = n + fn, n_small + fs
-            if fs:
-                per_file[f] += fs
-                mpi = [r for r in rs if r.module == "MPI-IO"]
-                ops = sum(r.reads if kind == "read" else r.writes for r in mpi)
-                coll = sum(r.coll_reads if kind == "read" else r.coll_writes for r in mpi)
-                group = "no_mpiio" if not ops else "collective_mpiio" if coll * 2 >= ops else "independent_mpiio"
-                issued[group] += fs
-                if ops:
-                    mpi_calls[(group, low == "mpiio")] += ops
-        if n_small < advice.SMALL_REQUEST_MIN_COUNT or n_small < advice.SMALL_REQUEST_SHARE * n:
-            continue
-        top = max(issued, key=issued.get)
-        text, adv = "", advice.SMALL_ADVICE
-        if top != "no_mpiio":
-            mode = "collective" if top == "collective_mpiio" else "independent"
-            own = mpi_calls.get((top, True), 0) >= mpi_calls.get((top, False), 0)
-            if own:
-                text = f" {issued[top]} of them are {mode} MPI-IO calls (Darshan's MPI-IO counters)."
-                adv = advice.SMALL_ADVICE if mode == "collective" else advice.INDEPENDENT_ADVICE
-            else:
-                text = (f" {issued[top]} of them are on files the program accessed with {mode} MPI-IO calls "
-                        "(inferred from Darshan's MPI-IO counters of the same files: Darshan records no nesting).")
-                adv = advice.COLLECTIVE_ADVICE if mode == "collective" else advice.INDEPENDENT_ADVICE
-        nfiles = len(per_file)
-        files = [[f, int(c)] for f, c in per_file.most_common(5)]
-        where = files[0][0] if nfiles == 1 else f"{nfiles} files (most in {files[0][0]}: {files[0][1]})"
-        common = sizes.most_common(3)
-        size_text = ", ".join(f"{s} B x{c}" for s, c in common) if common else "not among Darshan's four common sizes"
-        out.append(advice._finding(
-            "small-requests", t, io,
-            f"{n_small} of {n} {kind}s are smaller than {advice.format_size(advice.SMALL_REQUEST_BYTES)} "
-            f"({'the size histogram of climio counters' if ca.climio else 'Darshan' + chr(39) + 's size histogram; STDIO: mean size'}), "
-            f"in {where}; most common sizes: {size_text}.{text}",
-            {"kind": kind, "requests": n, "small_requests": n_small, "small_bytes": nbytes,
-             "common_sizes": [[int(s), int(c)] for s, c in common], "files": nfiles, "top_files": files,
-             "issued_by": {k: issued.get(k, 0) for k in ("collective_mpiio", "independent_mpiio", "no_mpiio")},
-             "source": ("climio" if ca.climio else "darshan") + " counters; time estimated as the kind's time x the small share"},
-            adv))
-    return out
-
-
-def _library_min_read(ca, facts, io):
-    """Small H5D reads of datasets not recorded as chunked whose file's POSIX reads are far larger."""
-    n = req = got = 0
-    t = 0.0
-    funcs, typical = set(), Counter()
-    for f, rs in ca.files_of.items():
-        h5 = [r for r in rs if r.module == "H5D" and r.reads and not r.chunked
-              and r.bytes_read / r.reads < advice.LIBRARY_MIN_READ_BYTES]
-        px = [r for r in rs if r.layer == "posix"]
-        if not h5 or not px:
-            continue
-        # Only when every H5D read on the file is such a small read is the file's POSIX read volume theirs.
-        if any(r.module == "H5D" and r.reads and r not in h5 for r in rs):
-            continue
-        n += sum(r.reads for r in h5)
-        req += sum(r.bytes_read for r in h5)
-        got += sum(r.bytes_read for r in px)
-        t += sum(r.read_time for r in h5)
-        funcs.add("H5Dread")
-        for r in px:
-            typical.update(dict(r.access))
-    if n < advice.INFLATED_MIN_READS or not req or got < advice.READ_INFLATION * req:
-        return []
-    typ = typical.most_common(1)[0][0] if typical else 0
-    return [advice._finding(
-        "below-library-min-read", t, io,
-        f"{n} H5Dread calls of unchunked datasets ask for less than "
-        f"{advice.format_size(advice.LIBRARY_MIN_READ_BYTES)} each ({advice.format_size(req)} in all) but the file "
-        f"system read {advice.format_size(got)} of those files ({got / req:.1f}x); the most common POSIX request is "
-        f"{advice.format_size(typ)} (per file, from Darshan's counters).",
-        {"reads": n, "requested": req, "posix_bytes": got, "inflation": got / req, "typical_posix_read": typ,
-         "functions": sorted(funcs)},
-        "The library reads at least a buffer per access (HDF5's 64 KiB sieve buffer for contiguous data): read "
-        "larger blocks per call, lower the sieve buffer (H5Pset_sieve_buf_size), or read contiguous raw data by "
-        "offset.")]

@@ -17,7 +17,8 @@ from ..errors import InputError
 from ..records import atomic_write_text
 from ..sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
 from ..units import format_size
-from . import advice, figures
+from .. import rules
+from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
 from .reader import Trace, read_input
 
@@ -27,25 +28,44 @@ TOP_EDGES = 25
 TOP_FILES = 8
 
 
-def build(trace_dir):
-    """A trace directory, or a Darshan log file (counters path: climio.trace.counters)."""
+def measured_facts(trace_dir) -> rules.Facts:
+    """The Facts of a trace directory (events, or counters) or a Darshan log (climio.trace.counters)."""
     src = read_input(trace_dir)
     if not isinstance(src, Trace):
         from . import counters
-        ca = counters.analyse_log(src)
-        facts = ca.to_dict()
-        return facts, counters.findings(ca, facts)
-    an = analyse(src)
-    facts = an.to_dict()
-    return facts, advice.findings(an, facts)
+        return counters.analyse_log(src).facts()
+    return analyse(src).facts()
 
 
-def rules_table() -> list:
-    return [{"rule": rid, "title": title, "looks_for": what, "thresholds": th} for rid, title, th, what in advice.RULES]
+def is_measured_input(path) -> bool:
+    """A trace directory or a Darshan log (what measured_facts reads)."""
+    p = Path(path)
+    return p.is_dir() or (p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name))
+
+
+def build(trace_dir):
+    """(facts as a dict, findings) of a trace directory or a Darshan log: the registry's rules on its Facts."""
+    f = measured_facts(trace_dir)
+    return f.to_dict(), rules.judge(f)
+
+
+def rules_table(input_name="trace") -> list:
+    return [{"rule": r["id"], "title": r["title"], "looks_for": r["looks_for"], "thresholds": r["thresholds"],
+             "needs": r["needs"], "evidence": r["evidence"]} for r in rules.table(input_name)]
+
+
+def _input_of(facts) -> str:
+    return "darshan" if facts.get("source") == "darshan" else "trace"
+
+
+def verdict(facts) -> str:
+    """rules.verdict on the facts as a dict: is I/O the bottleneck of the run?"""
+    return rules.verdict(rules.Facts(facts.get("source") or "trace", facts["trace"]))
 
 
 def to_json(facts, findings) -> str:
-    return json.dumps({**facts, "findings": findings, "rules": rules_table()}, indent=1, default=_plain)
+    return json.dumps({**facts, "verdict": verdict(facts), "findings": findings, "rules": rules_table(_input_of(facts))},
+                      indent=1, default=_plain)
 
 
 def _plain(o):
@@ -77,6 +97,13 @@ def _threshold(name, v) -> str:
     return format_size(v) if name.endswith("_BYTES") else str(v)
 
 
+def _weight(f) -> str:
+    """What a finding weighs: its calls' time, and the share of the run it could save (its severity)."""
+    ev = f["evidence"]
+    return (f"time {_t(ev['time_s'])} s = {_pct(ev['share_of_io_time'])} of traced I/O time; could save at most "
+            f"{_t(ev['could_save_s'])} s = {_pct(ev['share_of_run'])} of the run")
+
+
 def text(facts, findings) -> str:
     tr = facts["trace"]
     out = [f"climio trace report — {tr['path']}"]
@@ -92,16 +119,17 @@ def text(facts, findings) -> str:
                f"process time ({_t(tr['process_time_s'])} s summed over processes)")
 
     out += ["", "Advice"]
+    if verdict(facts):
+        out.append(f"  {verdict(facts)}")
+    checked = rules_table(_input_of(facts))
     if findings:
         for f in findings:
             out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
-            out.append(f"      time {_t(f['evidence']['time_s'])} s = {_pct(f['evidence']['share_of_io_time'])} "
-                       f"of traced I/O time; thresholds: "
+            out.append("      " + _weight(f) + "; thresholds: "
                        + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
             out.append(f"      -> {f['advice']}")
     else:
-        out.append(f"  no rule fired ({len(advice.RULES)} rules checked: "
-                   f"{', '.join(r[0] for r in advice.RULES)})")
+        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
 
     out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
@@ -151,8 +179,10 @@ def text(facts, findings) -> str:
     if nc["reads_without_geometry"]:
         out.append(f"  ({nc['reads_without_geometry']} netCDF reads without start/count/shape details skipped)")
     out += ["", "Rules and thresholds"]
-    for rid, title, th, what in advice.RULES:
-        out.append(f"  {rid}: {what} ({', '.join(f'{k}={_threshold(k, v)}' for k, v in th.items())})")
+    for r in checked:
+        out.append(f"  {r['rule']}: {r['looks_for']} ({', '.join(f'{k}={_threshold(k, v)}' for k, v in r['thresholds'].items())})")
+    for r in facts.get("rules_not_checked") or []:
+        out.append(f"  not checked: {r['rule']} ({r['why']})")
     return "\n".join(out) + "\n"
 
 
@@ -188,9 +218,10 @@ def html_page(facts, findings) -> str:
         notes.append("Partial trace: some processes did not finish tracing or dropped events; counts and times are "
                      "lower bounds. " + " ".join(partial))
     notes += [n for n in tr["notes"] if not n.startswith("partial:")]
-    key = [Finding("trace", f"[{f['severity']}] {f['title']}: {f['message']}") for f in findings[:KEY_FINDINGS]]
+    key = ([Finding("trace", verdict(facts))] if verdict(facts) else []) + \
+        [Finding("trace", f"[{f['severity']}] {f['title']}: {f['message']}") for f in findings[:KEY_FINDINGS]]
     title = f"climio trace report — {Path(tr['path']).name}"
-    return page(title, meta, html_sections(facts, findings), key, notes=notes,
+    return page(title, meta, html_sections(facts, findings), key, notes=notes, lead=html_lead(facts, findings),
                        provenance=[Details("Processes", [_processes_table(tr)])],
                        footer="climio trace — times in seconds; sizes in B/KiB/MiB/GiB = 2^10/2^20/2^30 B.")
 
@@ -198,20 +229,22 @@ def html_page(facts, findings) -> str:
 def html_sections(facts, findings) -> list:
     """The trace report as climio.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
-    return [s for s in (_advice_section(findings), _layers_section(facts), _flow_section(facts),
+    return [s for s in (_advice_section(facts, findings), _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
-                        _rules_section(findings), _definitions_section(facts)) if s is not None]
+                        _rules_section(facts, findings), _definitions_section(facts)) if s is not None]
 
 
-def _advice_section(findings) -> Section:
+def _advice_section(facts, findings) -> Section:
     sec = Section("advice", "Advice")
+    if verdict(facts):
+        sec.add(Paragraph(verdict(facts)))
     if not findings:
-        return sec.add(Paragraph(f"No rule fired ({len(advice.RULES)} rules checked, listed with their thresholds "
-                                 "at the end)."))
+        return sec.add(Paragraph(f"No rule fired ({len(rules_table(_input_of(facts)))} rules checked, listed with "
+                                 "their thresholds at the end)."))
     for f in findings:
         th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
         sec.add(Heading(f"[{f['severity']}] {f['title']}"), Paragraph(f["message"]),
-                Paragraph(f"Advice: {f['advice']}"),
+                Paragraph(_weight(f) + "."), Paragraph(f"Advice: {f['advice']}"),
                 Details(f"Evidence (thresholds: {th})",
                         [ParamList("Measured:", [(k, _ev(k, v)) for k, v in f["evidence"].items()])]))
     return sec
@@ -296,12 +329,15 @@ def _netcdf_section(facts):
                for v in nc["variables"]]))
 
 
-def _rules_section(findings) -> Section:
+def _rules_section(facts, findings) -> Section:
     fired = {f["rule"] for f in findings}
+    missing = {r["rule"]: r["why"] for r in facts.get("rules_not_checked") or []}
     return Section("rules", "Rules and thresholds").add(
         Table(["rule", "looks for", "thresholds", "fired"],
-              [[f"{title} ({rid})", what, ", ".join(f"{k} = {_threshold(k, v)}" for k, v in th.items()),
-                Cell("yes", "warm") if rid in fired else "no"] for rid, title, th, what in advice.RULES],
+              [[f"{r['title']} ({r['rule']})", r["looks_for"],
+                ", ".join(f"{k} = {_threshold(k, v)}" for k, v in r["thresholds"].items()),
+                Cell("yes", "warm") if r["rule"] in fired else f"not checked: {missing[r['rule']]}"
+                if r["rule"] in missing else "no"] for r in rules_table(_input_of(facts))],
               numeric=False))
 
 
@@ -353,3 +389,41 @@ def render(trace_dir, fmt="text", out=None, say=print):
         raise DataError(f"cannot write {out}: {exc.strerror or exc}") from None
     say(f"trace report: {out}")
     return Path(out)
+
+
+# --- the first screen of the html page ----------------------------------------------------------------
+
+LEAD_ITEMS = 3        # advice items in the first screen's table
+
+
+def html_lead(facts, findings):
+    """The page's first screen (a sections.Lead): how much of the run is traced I/O, whether I/O is
+    the bottleneck, the top advice item with what it could save, beside the I/O-share figure."""
+    from ..sections import Lead
+    tr = facts["trace"]
+    run, io = tr.get("process_time_s") or 0.0, tr.get("io_time_s") or 0.0
+    blocks = [Paragraph(f"Traced I/O is {_pct(tr.get('io_share'))} of the run: {_t(io)} s of {_t(run)} s process time "
+                        f"summed over {len(tr['processes'])} process(es); wall {_t(tr['wall_s'])} s.")]
+    said = verdict(facts)
+    if said:
+        blocks.append(Paragraph(said))
+    if findings:
+        top = findings[0]
+        blocks.append(Paragraph(f"Top item: [{top['severity']}] {top['title']}: {_saving(top)}. {top['advice']}"))
+        blocks.append(Table(["", "item", "could save", "fix"],
+                            [[f["severity"], f["title"], _saving(f), f["advice"]] for f in findings[:LEAD_ITEMS]],
+                            numeric=False))
+    else:
+        blocks.append(Paragraph(f"No rule fired ({len(rules_table(_input_of(facts)))} rules checked)."))
+    fig = Figure(lambda: figures.io_share(facts), "share of the run per traced layer",
+                 "How much of the run each traced layer took: the grey bar is the time outside traced I/O, "
+                 "which no I/O change can shorten.")
+    return Lead("Verdict", blocks, fig)
+
+
+def _saving(f) -> str:
+    """What an advice item could save: at most its calls' time, as a share of the run."""
+    ev = f["evidence"]
+    if ev.get("could_save_s") is not None:
+        return f"at most {_t(ev['could_save_s'])} s ({_pct(ev.get('share_of_run'))} of the run)"
+    return f"at most {_t(ev['time_s'])} s ({_pct(ev.get('share_of_io_time'))} of traced I/O time)"

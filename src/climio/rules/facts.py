@@ -1,0 +1,173 @@
+"""The one facts type every advice rule reads, and the trace vocabulary its sources share.
+
+A climio trace's events (climio.trace.analysis), a counters-mode trace and a Darshan log
+(climio.trace.counters) and a workflow with the model's predictions (climio.advise) each produce
+a Facts; the rules (climio.rules) judge it, whatever produced it. A fact a source cannot give is
+None, with the reason in `missing`: the rules that need it are listed as not checked.
+"""
+
+import os
+import re
+import shlex
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+# Top of the stack first: the order of the flow figure's rows and of every layer table.
+TRACE_LAYER_ORDER = ("netcdf", "hdf5", "mpiio", "stdio", "posix")
+# Layers whose data calls carry file offsets, lowest (closest to storage) first.
+OFFSET_LAYERS = ("posix", "stdio", "mpiio")
+LIBRARY_LAYERS = ("netcdf", "hdf5")
+# Kinds of a call (climio.trace.analysis.op_kind).
+OTHER, READ, WRITE = 0, 1, 2
+KIND_NAMES = ("other", "read", "write")
+
+# Where facts come from, and the rule input each one is judged as.
+INPUT_OF = {"trace": "trace", "climio-counters": "trace", "darshan": "darshan", "workflow": "workflow"}
+MEASURED = ("trace", "darshan")      # inputs whose times were measured (the baseline of their advice)
+INPUTS = ("workflow", "trace", "darshan")
+
+# The facts a rule can name in `needs`: Facts fields.
+FACT_NAMES = ("run", "files", "netcdf", "small_requests", "library_reads", "shared_writes", "truncation",
+              "file_per_process", "workflow")
+
+
+@dataclass
+class Facts:
+    """What one input says, as the rules read it.
+
+    source          trace | climio-counters | darshan | workflow
+    run             the run as measured: io_time_s (traced I/O), process_time_s, wall_s, io_share,
+                    command, ... (the report's "trace" section)
+    stack           the program's own software stack (program_stack): the fixes are said in it
+    files           per file: access entries per offset layer and kind (classification, counts, time)
+    netcdf          {"variables": [...]}: per netCDF variable read, bytes decoded vs requested, cache fit
+    small_requests  {"read"|"write": counts of the requests at each file's lowest offset layer,
+                    the small ones, their time, sizes, files and who issued them (MPI-IO or not)}
+    library_reads   small library reads of unchunked data and the POSIX bytes beneath them
+    shared_writes   independent same-offset writes by several ranks, per file
+    truncation      MPI_File_set_size / ftruncate under the libraries
+    file_per_process  per-rank time and bytes on files one rank used
+    workflow        WorkflowFacts: a workflow's reads with the model's predictions (advise computes them)
+    profile         the platform profile the caller predicts with (duck-typed; None: none)
+    tasks           ranks / processes / tasks of the run
+    missing         fact name -> why this input cannot give it
+    shown           sections the report shows that no rule reads (layers, functions, flow, ranks, ...)
+    """
+    source: str
+    run: dict = field(default_factory=dict)
+    stack: Optional[str] = None
+    files: Optional[list] = None
+    netcdf: Optional[dict] = None
+    small_requests: Optional[dict] = None
+    library_reads: Optional[dict] = None
+    shared_writes: Optional[list] = None
+    truncation: Optional[dict] = None
+    file_per_process: Optional[dict] = None
+    workflow: Optional["WorkflowFacts"] = None
+    profile: object = None
+    tasks: int = 1
+    missing: dict = field(default_factory=dict)
+    shown: dict = field(default_factory=dict)
+
+    @property
+    def input(self) -> str:
+        return INPUT_OF[self.source]
+
+    def has(self, name) -> bool:
+        return getattr(self, name) is not None
+
+    def why_missing(self, name) -> str:
+        return self.missing.get(name) or f"no {name.replace('_', ' ')} in this input"
+
+    def to_dict(self) -> dict:
+        """The JSON-able summary the trace report renders (keys as before this type existed)."""
+        return {"source": self.source, "trace": self.run, **self.shown, "program_stack": self.stack,
+                "files": self.files or [],
+                "netcdf": self.netcdf or {"variables": [], "reads": [], "reads_total": 0, "reads_without_geometry": 0},
+                "requests": {"small": self.small_requests, "library_reads": self.library_reads},
+                "shared_writes": self.shared_writes or [],
+                "truncation": self.truncation or {"calls": 0, "time_s": 0.0, "share_of_io": 0.0, "under_close": 0,
+                                                  "max_rank_time_s": 0.0, "close_time_s": 0.0, "functions": []},
+                "file_per_process": self.file_per_process or {"files": 0, "ranks": 0},
+                "missing": dict(self.missing)}
+
+
+# One read of a workflow as the model predicted it (climio.model): spec (.read, .passes), the
+# variable's Layout, its codec, the Prediction (.seconds, .io_s, .decode_s, .counts), the file,
+# the variable and the read hyperslabs.
+WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var reads")
+
+
+@dataclass
+class WorkflowFacts:
+    """A workflow with its predictions. The core does not import the model: `again` and
+    `rechunk_cost` are the caller's (climio.advise), predicting with the calibrated profile.
+
+    again(layout=None, tasks=None, stack=None, cache=None, codec_of=None, nodes=1) -> (total s, s per pass)
+        the same reads predicted with one thing changed (layout: Layout -> Layout; codec_of: codec -> codec)
+    rechunk_cost(src Layout, dst Layout, codec) -> seconds of `climio rechunk` (the planner's prediction)
+    """
+    stack: str
+    tasks: int
+    chunk_cache: Optional[int]
+    items: list
+    again: Callable
+    rechunk_cost: Callable
+    out_name: str = "OUT.nc"
+    cores: int = 1
+    shared_fs_Bps: Optional[float] = None
+
+    @property
+    def total_s(self) -> float:
+        return sum(it.prediction.seconds for it in self.items)
+
+    @property
+    def per_pass_s(self) -> float:
+        return sum(it.prediction.seconds / it.spec.passes for it in self.items)
+
+
+# --- the program's own stack -------------------------------------------------------------------------
+
+# Python libraries a script may read through, the one it works in first (xarray drives netCDF4 or h5netcdf).
+_PY_STACKS = (("xarray", "xarray"), ("h5netcdf", "h5netcdf"), ("netCDF4", "netcdf4-python"), ("h5py", "h5py"))
+_LAUNCHERS = ("mpirun", "mpiexec", "srun", "aprun", "orterun", "prun")
+
+
+def program_stack(command, cwd=None) -> Optional[str]:
+    """The stack a traced program reads through, from its command line: for a Python interpreter,
+    the first library of _PY_STACKS its script (or -c code) imports ("python" for none of them);
+    "native" for another program (C, Fortran: the fixes are library calls); None when unknown.
+    A launcher (mpirun -n 4 ...) is looked through."""
+    if isinstance(command, str):
+        try:
+            command = shlex.split(command)
+        except ValueError:
+            command = command.split()
+    argv = [str(a) for a in (command or [])]
+    if not argv:
+        return None
+    py = next((i for i, a in enumerate(argv) if re.match(r"python[0-9.]*$", os.path.basename(a))), None)
+    if py is None:
+        launched = os.path.basename(argv[0]) in _LAUNCHERS
+        return "native" if not launched or len(argv) > 1 else None
+    rest = argv[py + 1:]
+    code = ""
+    for i, a in enumerate(rest):
+        if a == "-c" and i + 1 < len(rest):
+            code = rest[i + 1]
+            break
+        if a == "-m":
+            break
+        if not a.startswith("-"):
+            path = a if os.path.isabs(a) or not cwd else os.path.join(cwd, a)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    code = fh.read(1 << 20)
+            except OSError:
+                pass
+            break
+    for module, stack in _PY_STACKS:
+        if re.search(rf"^\s*(import|from)\s+{module}\b", code, re.M):
+            return stack
+    return "python"
