@@ -14,7 +14,7 @@ from climio.advise.predict import predict_api
 from climio.model.workflow import ReadSpec, Workflow
 from climio.options import parse_compression
 from climio.data.writer import write_4d
-from climio.rechunk.plan import Rates
+from climio.model.rates import Rates
 from climio.trace import advice as trace_advice
 from conftest import run_cli
 from test_cli import one_line_error

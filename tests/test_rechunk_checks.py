@@ -101,7 +101,7 @@ def test_dry_run_shows_padding(field, tmp_path):
 
 def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     """--dry-run prints one line per rate of the cost model: a built-in default, or taken from this
-    platform's calibrated profile (what calibration does not measure stays a default)."""
+    platform's calibrated profile (what the profile does not hold stays a default, and says so)."""
     from climio.model import profile as profmod
     from climio.model.workflow import platform_id_of
     from climio.rechunk import meta
@@ -115,17 +115,18 @@ def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
 
     default = "built-in default (a laptop SSD, libdeflate)"
     assert rate_lines() == sorted([f"rate read: 500 MB/s, {default}", f"rate write: 400 MB/s, {default}",
-                                   f"rate decode {codec}: 600 MB/s, {default}", f"rate encode: 90 MB/s, {default}",
+                                   f"rate decode {codec}: 600 MB/s, {default}", f"rate encode {codec}: 90 MB/s, {default}",
                                    f"rate per request: 0.1 ms, {default}"])
     profmod.save(profmod.Profile(platform_id=platform_id_of(field), latency_s={"strided": 250e-6},
                                  rate_Bps={"sequential": [[4096, 1e9]]}, decode_Bps={"deflate4+shuffle": 300e6}))
     cal = "from the calibrated profile"
     assert rate_lines() == sorted([
         f"rate read: 1000 MB/s, {cal} (sequential 4 MiB requests)",
-        "rate write: 800 MB/s, built-in default 400 MB/s scaled by the calibrated read rate (calibration does "
-        "not measure writing)",
+        "rate write: 800 MB/s, built-in default 400 MB/s scaled by the calibrated read rate (the profile has "
+        "no write rate: run `climio calibrate`)",
         f"rate decode {codec}: 300 MB/s, {cal} ({codec})",
-        "rate encode: 90 MB/s, built-in default (calibration does not measure encoding)",
+        f"rate encode {codec}: 90 MB/s, built-in default (the profile has no {codec} encode rate: run "
+        "`climio calibrate`)",
         f"rate per request: 0.25 ms, {cal} (strided request latency)"])
 
 

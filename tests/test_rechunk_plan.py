@@ -1,4 +1,4 @@
-"""climio.rechunk.plan: the pure planner, checked by enumeration on small random cases and on the
+"""climio.model.convert: the pure planner, checked by enumeration on small random cases and on the
 thesis's [T,Z,Y,X] case."""
 
 import itertools
@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from climio import layout as L
 from climio.errors import InputError
-from climio.rechunk import plan as P
+from climio.model import convert as P
 from climio.layout import iter_blocks
-from climio.rechunk.plan import Layout, Rates, chunks_in, peak_memory, plan_variable
+from climio.model.convert import Layout, chunks_in, peak_memory, plan_variable
+from climio.model.rates import Rates
 from climio.units import format_size
 
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..layout import Layout
 from ..model import workflow as wfmod
+from ..model.convert import conversion_plan
 from ..model.profile import Profile
 from . import rules
 from .predict import workflow_checked
@@ -25,26 +26,19 @@ from .predict import workflow_checked
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
-def rechunk_cost(profile: Profile, max_mem=None, workers=1):
-    """(src Layout, dst Layout, codec) -> predicted seconds of `climio rechunk`, from the planner
-    with the profile's rates."""
-    from ..rechunk.plan import Rates, plan_variable
-    mem = max_mem or _default_mem()
+def rechunk_cost(profile: Profile, max_mem=None, workers=None):
+    """(src Layout, dst Layout, codec) -> predicted seconds of the `climio rechunk` command the advice
+    prints (the target keeps the source's codec when it is compressed): the conversion planner's plan
+    with the profile's rates and the command's default memory and workers (climio.model.convert),
+    the very number `climio rechunk --dry-run` predicts."""
 
     def cost(src: Layout, dst: Layout, codec: str) -> float:
         try:
-            return plan_variable(src, dst, mem, workers, Rates.from_profile(profile, codec)).predicted_s
+            return conversion_plan(src, dst, profile, codec, codec if dst.compressed else "none", max_mem,
+                                   workers).predicted_s
         except InputError:
             return float("nan")
     return cost
-
-
-def _default_mem() -> int:
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return max(pages // 4, 256 << 20)
-    except (ValueError, OSError):
-        return 1 << 30
 
 
 @dataclass

@@ -9,6 +9,9 @@ holds, all measured by `climio calibrate` (or fitted from existing run directori
             piece_s (per contiguous run gathered), copy_Bps (bytes delivered per second of
             copying), open_s, and the chunk cache the stack opens a variable with;
   decode    decode rate [B/s of decoded output] per codec label (deflate4+shuffle, zstd3, ...);
+  convert   what a layout conversion (climio rechunk, the advisor's one-off cost) needs beyond
+            reading: write_Bps (chunk writes of a new HDF5 file) and per codec label the
+            converter's own encode and decode rates [B/s of uncompressed bytes] (codec_Bps);
   parallel  aggregate speed-up of storage reads and of CPU work at the task counts measured;
   records   the calibration measurements it was fitted from (configuration and median time).
 
@@ -57,6 +60,8 @@ class Profile:
     rate_Bps: dict = field(default_factory=dict)       # pattern -> [[size, B/s], ...] ascending size
     stacks: dict = field(default_factory=dict)         # name -> StackRates
     decode_Bps: dict = field(default_factory=dict)     # codec label -> B/s of decoded output
+    write_Bps: float = 0.0                             # chunk writes of a new HDF5 file; 0: not measured
+    codec_Bps: dict = field(default_factory=dict)      # codec label -> {"encode": B/s, "decode": B/s}
     parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
     sieve_bytes: int = SIEVE_BYTES
     page_bytes: int = PAGE_BYTES
@@ -158,6 +163,11 @@ class Profile:
             out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk, "
                        f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
                        f"chunk cache {_size(s.chunk_cache_bytes)}")
+        if self.write_Bps:
+            out.append(f"  write (chunks of a new HDF5 file): {self.write_Bps / 1e6:.0f} MB/s")
+        if self.codec_Bps:
+            out.append("  converter encode / decode MB/s: " + ", ".join(
+                f"{k} {v.get('encode', 0) / 1e6:.0f} / {v.get('decode', 0) / 1e6:.0f}" for k, v in sorted(self.codec_Bps.items())))
         if self.decode_Bps:
             out.append("  decode MB/s: " + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted(self.decode_Bps.items())))
         for kind in ("io", "cpu"):

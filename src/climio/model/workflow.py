@@ -294,17 +294,26 @@ def platform_id_of(path) -> str:
     return plat.platform_id(info)
 
 
+def find_profile(path=None, profile=None) -> tuple:
+    """(Profile, warning line or "") to price work on the data at `path` with: `profile` (a Profile,
+    or a path to one), else this platform's calibrated profile, else the newest of another
+    platform's (said), else the built-in defaults (said). The one lookup of `climio predict`,
+    `climio advise` and `climio rechunk`."""
+    from . import profile as profmod
+    if isinstance(profile, Profile):
+        return profile, ""
+    pid = platform_id_of(path)
+    prof, line = profmod.find(pid, profile)
+    return prof or profmod.default_profile(pid), line
+
+
 def profile_for(path=None, profile=None, warn=None) -> Profile:
     """The calibrated profile for the file system of `path` (or `profile`, a Profile or a path);
     `warn(line)` hears why another platform's profile or the defaults are used."""
-    from . import profile as profmod
-    if isinstance(profile, Profile):
-        return profile
-    pid = platform_id_of(path)
-    prof, line = profmod.find(pid, profile)
+    prof, line = find_profile(path, profile)
     if line and warn:
         warn(line)
-    return prof or profmod.default_profile(pid)
+    return prof
 
 
 @dataclass

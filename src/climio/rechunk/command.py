@@ -17,11 +17,8 @@ from ..staging import remove_stale, stale_temporaries, staged
 from ..errors import DataError, DiskSpaceError, InputError, Interrupted
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
-from .plan import Layout, Rates, plan_variable
+from .plan import Layout, Rates, conversion_plan, default_max_mem
 
-# Default --max-mem: a quarter of the RAM, and no more than half of what is available now, so the
-# converter shares a node politely.
-DEFAULT_MEM_FRACTION = 0.25
 # Chunks smaller than this are mostly overhead: HDF5 keeps an index entry, makes a filter call and
 # an I/O request per chunk (and ~10 KiB of bookkeeping per chunk a write touches, data/writer.py).
 SMALL_CHUNK_BYTES = 64 << 10
@@ -45,15 +42,6 @@ class Options:
     tmp_dir: Optional[str] = None
     verify: bool = False
     force: bool = False
-
-
-def default_max_mem() -> int:
-    info = {}
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            key, val = line.split(":", 1)
-            info[key] = int(val.split()[0]) * 1024
-    return int(min(info["MemTotal"] * DEFAULT_MEM_FRACTION, info.get("MemAvailable", info["MemTotal"]) / 2))
 
 
 def _check_paths(in_path: Path, out_path: Path, force: bool) -> None:
@@ -118,27 +106,26 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
     return remove_stale(leftovers(out_path, tmp_dir), say, "rechunk", remove)
 
 
-def platform_rates(in_path: Path, say=None):
-    """codec -> Rates: from the calibrated profile of the input's platform (`climio calibrate`)
-    when there is one, else the planner's defaults (a laptop SSD). `say` hears which."""
+def platform_profile(in_path: Path, say=None):
+    """The profile the plans are priced with, found as `climio advise` finds it for this file
+    (climio.model.workflow.find_profile: this platform's calibrated profile, else another
+    platform's, else the built-in defaults, whose rates the rate lines name). `say` hears which."""
     from ..model import profile as profmod
-    from ..model.workflow import platform_id_of
-    pid = platform_id_of(in_path)
-    path = profmod.path_for(pid)
-    if not path.is_file():
-        return lambda codec: Rates()
+    from ..model.workflow import find_profile, platform_id_of
     try:
-        prof = profmod.load(path)
-    except DataError:
-        return lambda codec: Rates()
-    if say:
-        say(f"predicted times use this platform's calibrated profile {pid} ({path})")
-    return lambda codec: Rates.from_profile(prof, codec)
+        prof, line = find_profile(in_path)
+    except DataError:   # an unreadable profile file: the built-in rates, as with none
+        return profmod.default_profile(platform_id_of(in_path))
+    if say and prof.source != "defaults":
+        say(line or f"predicted times use this platform's calibrated profile {prof.platform_id} "
+                    f"({profmod.path_for(prof.platform_id)})")
+    return prof
 
 
 def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, two_pass: bool,
-               rates_for=None) -> dict:
-    """A plan per variable; `rates_for(codec label) -> Rates` (default: the planner's defaults)."""
+               profile=None) -> dict:
+    """A plan per variable, priced with `profile`'s rates (None: the planner's defaults): the
+    conversion plan the advisor's one-off cost is (climio.model.convert.conversion_plan)."""
     plans = {}
     for v in infos:
         if v.path not in targets:
@@ -148,8 +135,8 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
                      v.compression.codec != "none", stored.get(v.path))
         dst = Layout(tuple(v.shape), v.itemsize, tuple(t.chunks) if t.chunks else None, t.compression.codec != "none")
         try:
-            rates = rates_for(v.compression.label) if rates_for else Rates()
-            plans[v.path] = plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass)
+            plans[v.path] = conversion_plan(src, dst, profile, v.compression.label, t.compression.label, max_mem,
+                                            workers, allow_two_pass=two_pass)
         except InputError as exc:
             raise InputError(f"{v.path}: {exc}") from None
     return plans
@@ -194,12 +181,13 @@ class Prepared:
     plans: dict
     warnings: list = None      # "warning: ..." lines, said once every check has passed
     rates_note: str = ""       # which rates the predicted times use (said by --dry-run)
-    rates: dict = None         # source codec label -> the Rates its variables are planned with
+    rates: dict = None         # (source, target codec label) -> the Rates its variables are planned with
 
     def rate_lines(self) -> list:
-        """One line per rate the plans use (a decode rate per source codec), each saying whether it
-        came from the calibrated profile or is a built-in default."""
-        return list(dict.fromkeys(line for codec, r in (self.rates or {}).items() for line in r.describe(codec)))
+        """One line per rate the plans use (a decode rate per source codec, an encode rate per target
+        codec), each saying whether it came from the calibrated profile or is a built-in default."""
+        return list(dict.fromkeys(line for (codec, target), r in (self.rates or {}).items()
+                                  for line in r.describe(codec, target)))
 
     def output_bytes(self, in_path: Path) -> int:
         return _estimate_output(in_path, self.infos, self.targets, self.stored)
@@ -220,10 +208,11 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
                                    source=str(in_path))
     stored = _stored_bytes(in_path, infos)
     notes = []
-    rates_for = platform_rates(in_path, notes.append)
-    rates = {v.compression.label: rates_for(v.compression.label) for v in infos if v.path in targets}
+    profile = platform_profile(in_path, notes.append)
+    labels = {(v.compression.label, targets[v.path].compression.label) for v in infos if v.path in targets}
+    rates = {(c, t): Rates.from_profile(profile, c, t) for c, t in sorted(labels)}
     prep = Prepared(max_mem, infos, targets, stored,
-                    make_plans(infos, targets, stored, max_mem, workers, two_pass, rates.__getitem__),
+                    make_plans(infos, targets, stored, max_mem, workers, two_pass, profile),
                     layout_warnings(in_path, infos, targets), "".join(notes), rates)
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
     return prep
