@@ -16,7 +16,7 @@ import numpy as np
 from .errors import InputError
 from .layout import DIMS, _fmt, _int, _shape
 
-READ_SHAPES = ("xy", "xt", "xyt")
+READ_SHAPES = ("xy", "xt", "xyt", "t")   # as rechunk --for: t is a time series at one point
 # slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.
 MAX_SLICES = 2_000_000
 
@@ -65,11 +65,11 @@ def _need_4d(shape, what) -> tuple:
 
 
 def read_count(read_shape, shape) -> tuple:
-    """Count of one named read over [t,z,y,x]: xy (1,1,Y,X), xt (T,1,1,X), xyt (T,1,Y,X)."""
+    """Count of one named read over [t,z,y,x]: xy (1,1,Y,X), xt (T,1,1,X), xyt (T,1,Y,X), t (T,1,1,1)."""
     if read_shape not in READ_SHAPES:
         raise InputError(f"unknown read shape '{read_shape}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
     t, _, y, x = _need_4d(shape, f"read shape '{read_shape}'")
-    return {"xy": (1, 1, y, x), "xt": (t, 1, 1, x), "xyt": (t, 1, y, x)}[read_shape]
+    return {"xy": (1, 1, y, x), "xt": (t, 1, 1, x), "xyt": (t, 1, y, x), "t": (t, 1, 1, 1)}[read_shape]
 
 
 def _template(text, shape, what, check_range=True) -> tuple:

@@ -1,37 +1,106 @@
-"""User-facing failures. The CLI turns each into one line on stderr and an exit code."""
+"""User-facing failures. The CLI turns each into one line on stderr and an exit code.
+
+EXIT_CODES is the one table of exit codes: every command uses it (cli/__init__.py prints it in
+`climio --help`, README.md's "Exit codes" repeats it, tests/test_exit_codes.py checks every command
+against it). One kind of failure has one code everywhere: a missing file is DATA whether `advise`,
+`predict` or `rechunk` meets it; an unknown --var is DATA; a malformed option value is INPUT.
+"""
+
+import errno
+
+OK = 0
+FAILURE = 1
+INPUT = 2
+DATA = 3
+DISK = 4
+NATIVE = 5
+INTERRUPTED = 130   # 128 + SIGINT
+TERMINATED = 143    # 128 + SIGTERM
+
+EXIT_CODES = {
+    OK: "ok",
+    FAILURE: "other failure",
+    INPUT: "bad input: an unknown or malformed option or value (a read shape, a size, a chunk shape)",
+    DATA: "data: a missing, unreadable, truncated or corrupt file, or an unknown variable",
+    DISK: "disk space: too little free space, or the disk filled up while writing",
+    NATIVE: "a native program or an MPI/Dask launch failed",
+    INTERRUPTED: "interrupted (Ctrl-C, SIGINT)",
+    TERMINATED: "terminated (SIGTERM, as scancel or a batch walltime sends)",
+}
+
+
+def exit_codes_text() -> str:
+    """The table as one paragraph (for --help)."""
+    return "exit codes: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()) + "."
 
 
 class ClimioError(Exception):
     """A failure the user can act on; never shown as a traceback."""
 
-    exit_code = 1
+    exit_code = FAILURE
 
 
 class InputError(ClimioError):
-    """Malformed or unknown option values (sizes, layer names, patterns)."""
+    """Malformed or unknown option values (sizes, layer names, patterns, read shapes)."""
 
-    exit_code = 2
+    exit_code = INPUT
 
 
 class DataError(ClimioError):
-    """A missing or unreadable file, a missing variable, an unwritable directory."""
+    """A missing, unreadable, truncated or corrupt file, a missing variable, an unwritable directory."""
 
-    exit_code = 3
+    exit_code = DATA
 
 
 class DiskSpaceError(ClimioError):
-    """Too little free space for the files a command plans to write."""
+    """Too little free space for the files a command plans to write, or the disk filled up."""
 
-    exit_code = 4
+    exit_code = DISK
 
 
 class NativeError(ClimioError):
     """A native probe or launcher failed (missing binary, non-zero exit)."""
 
-    exit_code = 5
+    exit_code = NATIVE
 
 
 class Interrupted(ClimioError):
-    """SIGINT or SIGTERM arrived; whatever was being written has been removed."""
+    """SIGINT arrived; whatever was being written has been removed."""
 
-    exit_code = 130
+    exit_code = INTERRUPTED
+
+
+class Terminated(Interrupted):
+    """SIGTERM arrived (scancel, a walltime); whatever was being written has been removed."""
+
+    exit_code = TERMINATED
+
+
+def no_such_file(path) -> DataError:
+    """The one message and code for an input file or directory that does not exist."""
+    return DataError(f"no such file or directory: {path}")
+
+
+def from_os_error(exc: OSError, doing: str) -> ClimioError:
+    """An OSError met while `doing` (e.g. "writing out.nc") as the ClimioError of its kind:
+    a full disk or quota -> DiskSpaceError, anything else -> DataError; one line either way."""
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+        return DiskSpaceError(f"disk full while {doing}")
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return no_such_file(exc.filename)
+    reason = exc.strerror or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return DataError(f"I/O error while {doing}: {reason}")
+
+
+def disk_full_in(exc: BaseException):
+    """The OSError(ENOSPC/EDQUOT) behind `exc` (itself, its cause or context: h5py turns a failed
+    flush into RuntimeError("... failed") raised while handling it), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and (exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)):
+            return exc
+        if "No space left on device" in str(exc):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -11,12 +11,11 @@ import sys
 import typer
 
 from .. import __version__, stopping
+from .. import errors
 from ..errors import ClimioError
 from ..measure.progress import err_line
 
-EXIT_CODES = ("exit codes: 0 ok, 1 other failure, 2 bad input (options, values), 3 data (a missing or "
-              "unreadable file or variable), 4 disk space, 5 native program or MPI/Dask launch failure, "
-              "130 interrupted (Ctrl-C), 143 terminated (SIGTERM, e.g. scancel).")
+EXIT_CODES = errors.exit_codes_text()   # the one table, errors.EXIT_CODES
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
@@ -68,9 +67,9 @@ def _root(ctx: typer.Context,
 def _interrupt_exit(exc) -> None:
     if isinstance(exc, stopping.Terminated) or stopping.requested() == signal.SIGTERM:
         err_line("climio: terminated (SIGTERM); records and outputs finished so far are kept")
-        sys.exit(143)
+        sys.exit(errors.TERMINATED)
     err_line("climio: interrupted; records and outputs finished so far are kept")
-    sys.exit(130)
+    sys.exit(errors.INTERRUPTED)
 
 
 def main(argv=None) -> None:
@@ -87,15 +86,23 @@ def _main(argv) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
     except ClimioError as exc:
+        code = exc.exit_code
+        if isinstance(exc, errors.Interrupted) and stopping.requested() == signal.SIGTERM:
+            code = errors.TERMINATED   # a SIGTERM that a command reported as an interruption
         if not getattr(exc, "quiet", False):  # under MPI, only rank 0 reports a shared failure
             err_line(f"climio: error: {exc}")
-        sys.exit(exc.exit_code)
+        sys.exit(code)
     except KeyboardInterrupt as exc:
         _interrupt_exit(exc)
     except Exception as exc:
         if type(exc).__name__ == "Abort":   # click turns Ctrl-C into Abort; its cause says which signal
             cause = exc.__cause__ or exc.__context__
             _interrupt_exit(cause if isinstance(cause, KeyboardInterrupt) else KeyboardInterrupt())
+        full = errors.disk_full_in(exc)
+        if full is not None:   # the disk filled up where no command expected it: one line, the disk code
+            where = f" ({full.filename})" if getattr(full, "filename", None) else ""
+            err_line(f"climio: error: disk full{where}: No space left on device")
+            sys.exit(errors.DISK)
         if type(exc).__name__ == "NoArgsIsHelpError":   # a bare group (`climio bench`): usage is not an error
             print(exc.ctx.get_help())
             return

@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import DataError, InputError, no_such_file
 from ..measure.progress import err_line, info
 from . import app
 
@@ -33,7 +33,7 @@ def calibrate_cmd(
         records, platform = [], None
         for d in from_runs:
             if not (Path(d) / "records.jsonl").is_file():
-                raise InputError(f"--from {d}: not a run directory (no records.jsonl)")
+                raise (no_such_file(d) if not Path(d).exists() else DataError(f"--from {d}: not a run directory (no records.jsonl)"))
             records += read_records(d)
             pj = Path(d) / "platform.json"
             if platform is None and pj.is_file():
@@ -167,7 +167,7 @@ def advise_cmd(
     from ..advise.recommend import advise
     from ..options import parse_size
     if not target.exists():
-        raise InputError(f"no such file or directory: {target}")
+        raise no_such_file(target)
     warnings = []
     adv = advise(target, var=var, reads=read, passes=passes, tasks=tasks, stack=stack,
                  chunk_cache=parse_size(chunk_cache) if chunk_cache else None,

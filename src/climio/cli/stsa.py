@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
-from ..measure.progress import info
+from ..measure.progress import err_line, info
 from . import app
 
 HPC_HELP = """
@@ -44,7 +44,8 @@ def stsa_cmd(
     ndaywin: int = typer.Option(96, "--ndaywin", metavar="DAYS", help="WK segment length in days (NCL nDayWin)."),
     ndayskip: int = typer.Option(-65, "--ndayskip", metavar="DAYS", help="Days between segments; negative overlaps (NCL nDaySkip)."),
     spd: Optional[float] = typer.Option(None, "--spd", metavar="N", help="Samples per day (default: from the time coordinate)."),
-    tasks: int = typer.Option(16, "--tasks", metavar="N", help="Latitude tasks (the thesis used 16); fewer when there are fewer latitudes (pairs for wk)."),
+    tasks: int = typer.Option(16, "--lat-tasks", metavar="N", help="Latitude tasks: the pieces of work the latitudes are split into (the thesis used 16); fewer when there are fewer latitudes (pairs for wk). Processes are --workers."),
+    tasks_old: Optional[int] = typer.Option(None, "--tasks", hidden=True, help="Old name of --lat-tasks (--tasks means processes elsewhere)."),
     read_plan: str = typer.Option("runs", "--read-plan", metavar="runs|latitude", help="How a task reads: runs (one read per run of adjacent rows, the HDF5 chunk cache sized to hold every chunk the task touches) or latitude (the thesis's one (time, lon) slab per latitude and level)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Worker processes of the LocalCluster (default: one per core)."),
     threads: int = typer.Option(1, "--threads", metavar="N", help="Compute threads per LocalCluster worker (1: the thesis's one computing task per worker). Each worker also has one thread that reads the next task while these compute, so reading and computing overlap; a worker holds at most two tasks' data per compute thread."),
@@ -59,6 +60,10 @@ def stsa_cmd(
     that each read and compute (timed separately) on Dask workers."""
     from ..rundir import writable_dir
     from ..stsa import output, workflow
+
+    if tasks_old is not None:   # renamed: --tasks means processes in predict, advise and calibrate
+        err_line("climio: note: stsa's --tasks is now --lat-tasks (latitude tasks); --tasks will be removed")
+        tasks = tasks_old
 
     if method not in workflow.METHODS:
         raise InputError(f"unknown --method '{method}': choose from {', '.join(workflow.METHODS)}")

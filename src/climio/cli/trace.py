@@ -35,11 +35,29 @@ def trace_run_cmd(
 @trace_app.command("report")
 def trace_report_cmd(
     trace_dir: Path = typer.Argument(..., metavar="DIR|LOG.darshan", help="A trace directory written by `climio trace run`, or a Darshan log (.darshan)."),
-    format: str = typer.Option("text", "--format", metavar="text|json|html", help="text (stdout), json (stdout) or html (DIR/report.html)."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout (as --json everywhere) instead of text."),
+    html: bool = typer.Option(False, "--html", help="An HTML page, DIR/report.html (or -o FILE), instead of text."),
+    format: Optional[str] = typer.Option(None, "--format", hidden=True, help="Old spelling: --format json|html is --json / --html."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="FILE", help="Write the report to this file instead."),
 ):
     """Explain a trace or a Darshan log: time per layer and function, call paths, per-rank balance, file access, advice."""
     from ..trace.report import render
-    render(trace_dir, format, out, say=info)
+    render(trace_dir, _report_format(json_out, html, format), out, say=info)
+
+
+def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:
+    """--json / --html (the vocabulary of every command); the old --format spelling with a note."""
+    from ..errors import InputError
+    from ..measure.progress import err_line
+    if json_out and html:
+        raise InputError("--json and --html contradict each other: give one")
+    if old is not None:
+        if json_out or html:
+            raise InputError("--format is the old spelling of --json / --html: give one")
+        if old not in ("text", "json", "html"):
+            raise InputError(f"unknown --format '{old}': use --json or --html (text is the default)")
+        err_line("climio: note: --format is deprecated and will be removed; use --json or --html (text is the default)")
+        return old
+    return "json" if json_out else "html" if html else "text"
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..data.writer import check_space
 from ..staging import remove_stale, stale_temporaries, staged
-from ..errors import DataError, DiskSpaceError, InputError, Interrupted
+from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
 from .plan import Layout, Rates, conversion_plan, default_max_mem
@@ -158,7 +158,7 @@ def _estimate_output(in_path: Path, infos, targets, stored) -> int:
 def _sigterm_raises():
     """SIGTERM unwinds like Ctrl-C, so temporary files are removed on the way out."""
     def handler(signum, frame):
-        raise Interrupted("terminated")
+        raise Terminated("terminated")
     old = signal.signal(signal.SIGTERM, handler)
     try:
         yield
@@ -333,7 +333,7 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
                                      "(temporary output removed)") from None
             raise DataError(f"I/O error while converting: {exc}; nothing written to {out_path}") from None
         except Interrupted:
-            raise Interrupted(f"terminated: nothing written to {out_path} (temporary output removed)") from None
+            raise Terminated(f"terminated: nothing written to {out_path} (temporary output removed)") from None
     seconds = time.perf_counter() - t0
     nbytes = sum(j.info.nbytes for j in jobs)
     summary.update(seconds=seconds, bytes=nbytes, rate_MBps=rate_MBps(nbytes, seconds),

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..data.compression import CODECS, Compression
 from ..options import parse_compression
-from ..errors import InputError
+from ..errors import DataError, InputError
 from ..layout import balanced_chunks
 from ..units import format_size
 from ..options import parse_size
@@ -418,7 +418,7 @@ def _select(infos, all_infos, variables, source) -> tuple:
     for name in names:
         found = _match(name, all_infos)
         if not found:
-            raise InputError(f"unknown variable '{name}' in {source}: variables are {_names(all_infos)}")
+            raise DataError(f"unknown variable '{name}' in {source}: variables are {_names(all_infos)}")
         for info in found:
             if not (info.numeric and len(info.dims) > 0 and info in infos):
                 kind = ("a scalar" if not info.dims else "not re-laid out here") if info.numeric \
@@ -483,7 +483,7 @@ def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes:
         for name, lens, text in var_specs:
             found = _match(name, all_infos)
             if not found:
-                raise InputError(f"unknown variable '{name}' in chunk spec '{text}': variables of {source} "
+                raise DataError(f"unknown variable '{name}' in chunk spec '{text}': variables of {source} "
                                  f"are {_names(all_infos)}")
             for info in found:
                 if info not in selected:

@@ -361,7 +361,7 @@ def task_rows(n_lat: int, method: str, n_tasks=None) -> list:
     the equator row with the pairs nearest it; Hayashi: contiguous bands."""
     n_tasks = DEFAULT_TASKS if n_tasks is None else int(n_tasks)
     if n_tasks < 1:
-        raise InputError(f"--tasks {n_tasks} must be at least 1")
+        raise InputError(f"--lat-tasks {n_tasks} must be at least 1")
     if method == "hayashi":
         groups = np.array_split(np.arange(n_lat), min(n_tasks, n_lat))
         return [g.tolist() for g in groups if g.size]
