@@ -45,6 +45,19 @@ _plain_argument_help()
 def _version(value: bool):
     if value:
         print(f"climio {__version__}")
+        # the Python wheels bundle their own netCDF-C and HDF5, the native programs use the
+        # system's: a measurement depends on which one read the file, so say both
+        from ..native import build_info
+        from ..platform import python_versions
+        py = python_versions()
+        print(f"python layer: netCDF4 {py.get('netCDF4')} (netCDF-C {py.get('netCDF4.netcdf_c')}, "
+              f"HDF5 {py.get('netCDF4.hdf5')}), h5py {py.get('h5py')} (HDF5 {py.get('h5py.hdf5')})")
+        try:
+            b = build_info()
+            print(f"native layer: netCDF-C {b.get('netcdf_c_version')} (parallel {b.get('netcdf_c_parallel')}), "
+                  f"HDF5 {b.get('hdf5_c_version')} (parallel {b.get('hdf5_c_parallel')}), {b.get('c_compiler')}")
+        except Exception as exc:   # noqa: BLE001  (--version must answer even without the native build)
+            print(f"native layer: not built ({str(exc).splitlines()[0]})")
         raise typer.Exit(0)
 
 

@@ -11,16 +11,17 @@ from . import app
 
 HPC_HELP = """
 Where it runs: by default a Dask LocalCluster with one worker process per core (one compute thread
-and one reading thread each)
-(--workers N for another number); --scheduler ADDRESS uses a cluster that is already running,
+and one reading thread each; --workers N for another number); --scheduler ADDRESS uses a cluster that is already running,
 whose workers must see FILES under the same paths.
 
 On an HPC system start the workers with the batch system and pass the scheduler's address:
 
+\b
   dask-jobqueue (pip install dask-jobqueue), from a login node:
     python -c "from dask_jobqueue import SLURMCluster; c = SLURMCluster(cores=1, processes=1, memory='8GB'); c.scale(jobs=16); print(c.scheduler_address); input()"
     climio stsa 'u_*.nc' --var u --scheduler tcp://10.0.0.5:8786 -o out
 
+\b
   dask-mpi (pip install dask-mpi mpi4py), inside one batch job:
     srun -n 18 dask-mpi --scheduler-file sched.json --nthreads 1 &
     climio stsa 'u_*.nc' --var u --scheduler "$(python -c 'import json; print(json.load(open("sched.json"))["address"])')" -o out

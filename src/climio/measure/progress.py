@@ -48,6 +48,22 @@ class _Bar:
         self._p.__exit__(*exc)
 
 
+# The parameters a progress line names, in this order, where a record has them (any study's).
+PROGRESS_PARAMS = ("layer", "stack", "pattern", "read_shape", "chunk_label", "chunking", "compression",
+                   "cache_setting", "buffer_bytes", "ranks")
+
+
+def config_text(params: dict) -> str:
+    """A record's configuration in a few words: the parameters it has, none left blank."""
+    words = []
+    for k in PROGRESS_PARAMS:
+        v = params.get(k)
+        if v in (None, "", [], "none"):
+            continue
+        words.append(f"{v} B" if k == "buffer_bytes" else f"{v} ranks" if k == "ranks" else str(v))
+    return " ".join(words) or "configuration"
+
+
 class StudyProgress(_Bar):
     """Counts configurations x repetitions; shows the last rate measured."""
 
@@ -63,7 +79,7 @@ class StudyProgress(_Bar):
         if rec is not None:
             p, m = rec["params"], rec["metrics"]
             rate = f"< {m['rate_bound_MBps']:.1f}" if rec["status"] == "dnf" else f"{m.get('rate_MBps', 0):.1f}"
-            last = f"{p.get('layer', '')} {p.get('pattern', '')} {p.get('buffer_bytes', '')} B: {rate} MB/s"
+            last = f"{config_text(p)}: {rate} MB/s"
         self._p.update(self._task, advance=n, last=last)
         self._batch_line(n, last)
         stopping.check()     # a stop swallowed by library code during the step just counted

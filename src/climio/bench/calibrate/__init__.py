@@ -81,7 +81,7 @@ def build_grid(preset="full", **values) -> Grid:
 
 class Calibrate(base.Study):
     name = STUDY
-    title = "Calibration of the read-time model: storage, library, decode and parallel rates (issue 15)."
+    title = "Calibration of the read-time model: storage, library, decode and parallel rates."
     description = ("Storage latency and rate against request size (sequential, strided, page cache), per stack the "
                    "library's per-call, per-run and per-chunk costs, decode rates per codec, the chunk-cache effect "
                    "and parallel scaling; fitted into the platform's profile (climio predict / advise use it).")
