@@ -28,7 +28,7 @@ from ...measure.series import storage_checked
 from ...units import format_size
 from .summary import STUDY
 
-READ_PROGRAM = "climio-pario-read"
+READ_PROGRAM = native.PARIO   # climio-pario --op read
 C_STACKS = {"posix": "posix", "netcdf-c": "netcdf-c"}
 SMALL_DIVISOR = 16
 WRITE_BLOCK = 1 << 22     # elements per write while generating
@@ -120,12 +120,12 @@ def tasks_argv(grid, stack, file_set, buffer, top, ranks, platform_id) -> list:
               "--platform-id", platform_id] + (["--split"] if split else [])
     common += ["--stall", grid.stall] if grid.stall else []
     if stack in C_STACKS:
-        return [native.program(READ_PROGRAM), "--mode", "tasks", "--stack", C_STACKS[stack], *common]
+        return [*native.pario("read"), "--mode", "tasks", "--stack", C_STACKS[stack], *common]
     return [sys.executable, "-m", "climio.bench.parallel_read.task", "--stack", stack, *common]
 
 
 def mpiio_argv(grid, out_dir, platform_id) -> list:
-    a = [native.program(READ_PROGRAM), "--mode", "mpiio", "--dir", str(out_dir), "--size", str(grid.size),
+    a = [*native.pario("read"), "--mode", "mpiio", "--dir", str(out_dir), "--size", str(grid.size),
          "--buffer", str(grid.mpi_buffer), "--reps", str(grid.reps), "--backends", ",".join(grid.backends),
          "--patterns", ",".join(grid.patterns), "--access", ",".join(grid.access), "--platform-id", platform_id]
     for k, v in grid.hints.items():
