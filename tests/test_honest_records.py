@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from climio import cache
-from climio.advise import runner
+from climio.measure import tasks as runner
 from climio.bench.calibrate import run as calib
 from climio.bench.calibrate.summary import profile_from_records
 from climio.bench.predict import section as predict_section

@@ -2,7 +2,6 @@
 
     predict.py   `climio predict` / climio.predict(): the model's prediction of a workflow and,
                  with --check, its reads run cold and compared
-    runner.py    run a workflow's reads cold with N tasks and time it (predict --check, the studies)
     rules.py     one rule registry for workflows, climio traces and Darshan logs
     recommend.py ranked recommendations: predicted time before/after, one-off cost, break-even
 

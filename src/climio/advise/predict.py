@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..model.workflow import (DEFAULT_STACK, Check, ReadSpec, Workflow, WorkflowPrediction, load, predict_workflow,
                               profile_for, reads_for, resolve)
-from .runner import check_stack
+from ..measure.tasks import check_stack
 
 
 def workflow_checked(wf: Workflow) -> Workflow:
@@ -23,7 +23,7 @@ def workflow_checked(wf: Workflow) -> Workflow:
 
 def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
     """Run every read of the workflow cold (one pass) and compare with its prediction per pass."""
-    from .runner import measure, median_wall
+    from ..measure.tasks import measure, median_wall
     if wf.dataset is not None and not any(resolve(wf, s)[2] for s in wf.reads):
         raise InputError("--check needs a file: the Dataset has no source on disk")
     out = []

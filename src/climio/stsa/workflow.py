@@ -50,7 +50,6 @@ whole: read, then compute.
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import resource
 import sys
@@ -60,7 +59,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DataError, InputError, NativeError
+from ..errors import DataError, InputError
+from ..measure import dask as dask_cluster
 from ..options import parse_lat_band
 from .. import stopping
 from . import direct, readplan
@@ -69,7 +69,7 @@ from . import spectra as sp
 METHODS = ("wk", "hayashi")
 DEFAULT_TASKS = 16                # the thesis's 16 latitude tasks
 WK_LAT_BAND = (-15.0, 15.0)       # WK99's band
-SCHEDULER_TIMEOUT_S = 10
+SCHEDULER_TIMEOUT_S = dask_cluster.SCHEDULER_TIMEOUT_S
 CPU_SLOT, IO_SLOT = "stsa-compute", "stsa-read"   # worker resources of climio's LocalCluster
 
 _TIME_NAMES = ("time", "t", "times")
@@ -106,8 +106,7 @@ def expand_files(files) -> list:
     return list(dict.fromkeys(out))
 
 
-def _one_line(exc) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
+_one_line = dask_cluster.one_line
 
 
 def open_input(files, var=None, engine=None):
@@ -613,76 +612,18 @@ def _compute(block, spec: TaskSpec) -> dict:
 # Running the tasks
 # ------------------------------------------------------------------------------------------------
 
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-class Cluster:
-    """A distributed Client: to `scheduler` (an existing cluster), or a LocalCluster of `workers`
-    worker processes, each with `threads` compute threads and one reading thread. Use as a context manager; `.client`, `.startup_s`, `.where`."""
+class Cluster(dask_cluster.Cluster):
+    """climio's cluster for the STSA (measure.dask.Cluster): to `scheduler` (an existing cluster), or a
+    LocalCluster of `workers` worker processes, each with `threads` compute threads (resource CPU_SLOT)
+    and one more thread that only reads (IO_SLOT): run_tasks reads the next task there while the slots
+    compute, so reading and computing overlap (netCDF-C, HDF5 and the FFTs release the GIL).
+    threads=1 is the thesis's one computing task per worker."""
 
     def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S, threads=1):
-        self.workers, self.scheduler, self.silence, self.timeout_s = workers, scheduler, silence, timeout_s
-        # A worker has `threads` compute slots (resource CPU_SLOT) and one more thread that only reads
-        # (IO_SLOT): run_tasks reads the next task there while the slots compute, so reading and
-        # computing overlap (netCDF-C, HDF5 and the FFTs release the GIL). threads=1 is the thesis's
-        # one computing task per worker.
-        self.threads = int(threads)
-        self.client = self._cluster = None
-
-    def __enter__(self):
-        from distributed import Client, LocalCluster
-        t0 = time.perf_counter()
-        if self.scheduler:
-            try:
-                self.client = Client(self.scheduler, timeout=f"{self.timeout_s}s")
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise NativeError(f"cannot reach the Dask scheduler at {self.scheduler}: {_one_line(exc)}") from None
-            self.where = f"scheduler {self.scheduler}"
-        else:
-            n = default_workers() if self.workers is None else int(self.workers)
-            if n < 1:
-                raise InputError(f"--workers {n} must be at least 1")
-            try:
-                # no dashboard, and the scheduler's HTTP server on a free local port (by default it
-                # tries 8787 and warns on stderr when another cluster has it)
-                self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads + 1, processes=True,
-                                             resources={CPU_SLOT: self.threads, IO_SLOT: 1},
-                                             dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
-                                             preload=["climio.stsa.worker_setup"],
-                                             silence_logs=logging.CRITICAL if self.silence else logging.WARNING)
-                self.client = Client(self._cluster)
-            except (OSError, TimeoutError, RuntimeError) as exc:
-                raise NativeError(f"cannot start a Dask LocalCluster of {n} workers: {_one_line(exc)}") from None
-            self.where = f"LocalCluster, {n} worker process(es) x {self.threads} compute thread(s) + 1 reading"
-        try:   # imports on the workers now, so that no task's time includes them
-            self.client.run(warm_up)
-        except Exception:  # noqa: BLE001  (a worker without climio fails its tasks with the reason)
-            pass
-        self.startup_s = time.perf_counter() - t0
-        return self
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.client.scheduler_info().get("workers", {}))
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            # stopped (Ctrl-C, SIGTERM): the tasks still pending end as the cluster closes, and asyncio
-            # and distributed log each of them ("Task exception was never retrieved ... AllExit"):
-            # noise on a stop, which climio reports in one line
-            for name in ("asyncio", "distributed", "tornado"):
-                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-        try:
-            if self.client is not None:
-                self.client.close()
-            if self._cluster is not None:
-                self._cluster.close()
-        except Exception:  # noqa: BLE001  (a failing shutdown must not hide the result or the error)
-            pass
+        threads = int(threads)
+        super().__init__(workers, scheduler, threads=threads + 1, resources={CPU_SLOT: threads, IO_SLOT: 1},
+                         warm_up=warm_up, silence=silence, timeout_s=timeout_s,
+                         threads_text=f"{threads} compute thread(s) + 1 reading")
 
 
 def warm_up() -> None:

@@ -19,22 +19,20 @@ The warm library costs are solved from the model's own request counts for the sa
 
 import math
 import os
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from ... import cache, native
+from ... import cache
 from ...model import profile as profmod
 from ...model.predict import simulate
 from ...options import parse_compression
 from ...data.writer import write_4d
-from ...errors import ClimioError
 from ...layout import Layout
-from ...measure.procs import stream_records
+from ...measure import probes
 from ...measure.progress import info
-from ...measure.series import Timer, storage_checked, total_storage_bytes
+from ...measure.series import Timer, storage_checked
+from ...measure.tasks import TaskPool, gathered, task_record
 from ...records import make_record
 from ...stacks import STACKS
 from . import STUDY
@@ -139,20 +137,9 @@ def _warm_py(stack, path, reads, reps, chunk_cache=None, state="warm"):
 
 
 def _probe(path, reads, reps, chunk_cache=None, state="warm", timeout_s=None):
-    """Records of the native slab probe, launched through the one streamer (timeout, group kill)."""
-    fd, name = tempfile.mkstemp(prefix="climio-calib-", suffix=".txt")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            for s, c in reads:
-                fh.write(" ".join(map(str, [*s, *c])) + "\n")
-        spec = "default" if chunk_cache is None else f"{int(chunk_cache)},4133,0.75"
-        out = []
-        stream_records([native.program("climio-probe-netcdf-slab"), "--file", path, "--var", "ta", "--slices",
-                        name, "--reps", str(reps), "--cache", state, "--budget", "0", "--chunk-cache", spec],
-                       out.append, timeout_s=PROBE_TIMEOUT_S if timeout_s is None else timeout_s)
-        return out
-    finally:
-        os.unlink(name)
+    """Records of the native slab probe (measure.probes: the one streamer's timeout and group kill)."""
+    return probes.slab_records(path, "ta", reads, reps, state, chunk_cache,
+                               timeout_s=PROBE_TIMEOUT_S if timeout_s is None else timeout_s)
 
 
 def _timed(stack, path, reads, reps, chunk_cache=None, state="warm"):
@@ -260,57 +247,59 @@ def cache_effect(files, codec, reps, emit, pid):
 
 # --- parallel ------------------------------------------------------------------------------------
 
-def _ptask(kind, path, lo, hi, barrier):
-    if kind == "io":
-        fd = os.open(path, os.O_RDONLY)
-        buf = bytearray(1 << 20)
-        barrier.wait()
-        barrier.wait()
-        with Timer() as t:
-            for off in range(lo, hi, 1 << 20):
-                os.preadv(fd, [buf], off)
-        os.close(fd)
-    else:
-        r = STACKS["netcdf4-python"]()
-        r.open(path, "ta", (0, 4133, 0.75))
+class _Preads:
+    """A parallel task (measure.tasks.TaskPool): 1 MiB preads of bytes [lo, hi) of a raw file."""
+
+    def __init__(self, path, lo, hi):
+        self.path, self.lo, self.hi = path, lo, hi
+
+    def open(self):
+        self.fd = os.open(self.path, os.O_RDONLY)
+        self.buf = bytearray(1 << 20)
+
+    def run(self):
+        for off in range(self.lo, self.hi, 1 << 20):
+            os.preadv(self.fd, [self.buf], off)
+
+    def close(self):
+        os.close(self.fd)
+
+
+class _Decodes(_Preads):
+    """A parallel task: whole-level reads [lo, hi) of a compressed file, chunk cache off (decoding)."""
+
+    def open(self):
+        self.reader = STACKS["netcdf4-python"]()
+        self.reader.open(self.path, "ta", probes.chunk_cache_spec(NOCACHE))
+
+    def run(self):
         T, Z, Y, X = DECODE_SHAPE
-        barrier.wait()
-        barrier.wait()
-        with Timer() as t:
-            for k in range(lo, hi):
-                r.read_slab((0, k % Z, 0, 0), (T, 1, Y, X))
-        r.close()
-    return t.metrics()
+        for k in range(self.lo, self.hi):
+            self.reader.read_slab((0, k % Z, 0, 0), (T, 1, Y, X))
+
+    def close(self):
+        self.reader.close()
 
 
 def parallel(files, codec, task_list, reps, emit, pid):
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     raw, nbytes = files["raw"], os.path.getsize(files["raw"])
     comp = files[f"decode-{codec}"]
-    work = {"io": (raw, nbytes // (1 << 20) * (1 << 20), 1 << 20), "cpu": (comp, DECODE_SHAPE[1] * 4, 1)}
-    with ctx.Manager() as mgr:
-        for n in task_list:
-            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-                barrier = mgr.Barrier(n + 1)
-                for kind, (path, total, unit) in work.items():
-                    units = total // unit
-                    bounds = [round(i * units / n) * unit for i in range(n + 1)]
-                    for rep in range(reps):
-                        futs = [pool.submit(_ptask, kind, path, a, b, barrier) for a, b in zip(bounds, bounds[1:])]
-                        barrier.wait()
-                        st = cache.prepare([path], "cold" if kind == "io" else "warm")
-                        barrier.wait()
-                        res = [f.result() for f in futs]
-                        walls = [r["wall_s"] for r in res]
-                        m = {"wall_s": max(walls), "task_wall_s": walls, "ops": n, "bytes": 0}
-                        sb = total_storage_bytes(r.get("storage_read_bytes") for r in res)
-                        if sb is not None:
-                            m["storage_read_bytes"] = sb   # every task's own /proc/self/io
-                        # io: the tasks' shares cover `total` bytes of the raw file once (cpu runs warm)
-                        emit(make_record(STUDY, {"kind": "parallel", "what": kind, "tasks": n, "cores": cores},
-                                         m, storage_checked(st, m, total if kind == "io" else 0), rep, "ok", pid))
+    work = {"io": (_Preads, raw, nbytes // (1 << 20) * (1 << 20), 1 << 20),
+            "cpu": (_Decodes, comp, DECODE_SHAPE[1] * 4, 1)}
+    for n in task_list:
+        with TaskPool(n) as pool:
+            for kind, (task, path, total, unit) in work.items():
+                units = total // unit
+                bounds = [round(i * units / n) * unit for i in range(n + 1)]
+                for rep in range(reps):
+                    res, st, _ = pool.run([task(path, a, b) for a, b in zip(bounds, bounds[1:])], [path],
+                                          "cold" if kind == "io" else "warm")
+                    # every task's own /proc/self/io; io: the tasks' shares cover `total` bytes of the raw
+                    # file once (cpu runs warm)
+                    m = {**gathered(res), "ops": n, "bytes": 0}
+                    emit(task_record(STUDY, {"kind": "parallel", "what": kind, "tasks": n, "cores": cores},
+                                     m, st, total if kind == "io" else 0, rep, pid))
 
 
 # --- the study ---------------------------------------------------------------------------------------
@@ -328,13 +317,7 @@ def make_files(grid, data_dir) -> dict:
 
 
 def available(stack) -> bool:
-    if stack != "c-netcdf":
-        return True
-    try:
-        native.program("climio-probe-netcdf-slab")
-        return True
-    except ClimioError:
-        return False
+    return stack != "c-netcdf" or probes.available(probes.SLAB)
 
 
 def run_calibration(ctx, grid) -> int:

@@ -206,9 +206,9 @@ class ParallelRead(base.Study):
             raise InputError(f"hostfile {grid.hostfile} does not exist")
         run.check_space(grid, data_dir)
         if "dask" in grid.experiments and grid.scheduler:
-            from .dask_read import connect
-            client, _ = connect(grid.scheduler)
-            client.close()
+            from ...measure.dask import Cluster
+            with Cluster(scheduler=grid.scheduler):     # reachable: one line (exit 5) if not
+                pass
 
     def run(self, ctx: base.RunContext, grid: Grid) -> int:
         from . import run

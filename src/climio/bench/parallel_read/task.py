@@ -7,13 +7,15 @@ each rank reads its own file (--files with %d = rank) or its contiguous piece of
 frame the read. mpi4py is used only outside the timed region (barriers, the final gather).
 
 The readers are climio.stacks' (the open is timed: it is part of a task's time, as in read.c).
-Before every repetition every rank evicts its file (climio.cache: posix_fadvise DONTNEED on its
-node) and checks its own byte range with mincore; the bytes each rank fetched from storage from
-open to close (/proc/self/io) are summed for the storage-share check; every value is compared with
-the generator (element i holds float(i)); rank 0 prints one record per repetition.
+Every repetition is one of measure.tasks.rank_rep: every rank evicts its file (posix_fadvise
+DONTNEED on its node) and checks its own byte range with mincore; the bytes each rank fetched from
+storage from open to close (/proc/self/io) are summed for the storage-share check; every value is
+compared with the generator (element i holds float(i)); rank 0 prints one record per repetition
+(run.task_record, the Dask path's too).
 """
 
 import argparse
+import json
 import os
 import socket
 import sys
@@ -23,6 +25,7 @@ import numpy as np
 
 TASK_PROG = "climio-parallel-read-task"
 PY_TASK_STACKS = ("netcdf4-python", "h5py")
+METHOD = "posix_fadvise(DONTNEED) of each rank's byte ranges, checked with mincore"
 
 
 def parse_args(argv):
@@ -78,12 +81,40 @@ def elements(stack, path, var) -> int:
         return int(f[var].shape[0])
 
 
+def piece_reader(stack, path, var, lo, hi, belems, stall_s, host):
+    """A rank's work: open, read elements [lo, hi) in buffers of `belems` (each checked against the
+    generator), sleep `stall_s` (--stall), close; returns the rank's outcome."""
+    from ...measure.series import StreamChecksum
+
+    def work() -> dict:
+        ck = StreamChecksum()
+        mism = got = ops = 0
+        t0 = time.perf_counter()
+        rd = open_reader(stack, path, var)
+        t1 = time.perf_counter()
+        for first in range(lo, hi, belems):
+            n = min(belems, hi - first)
+            data = np.ascontiguousarray(rd.read_bytes(first * 8, n * 8), dtype="<f8")
+            mism += int(np.count_nonzero(data != np.arange(first, first + n, dtype=np.float64)))
+            ck.update(data)
+            got += data.nbytes
+            ops += 1
+        if stall_s:
+            time.sleep(stall_s)
+        t2 = time.perf_counter()
+        rd.close()
+        t3 = time.perf_counter()
+        return dict(open=t1 - t0, read=t2 - t1, close=t3 - t2, bytes=got, ops=ops, checksum=ck.hexdigest(),
+                    mismatches=mism, host=host)
+    return work
+
+
 def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     from mpi4py import MPI
 
-    from ...cache import evict, resident_fraction
-    from ...measure.series import StreamChecksum, storage_read_bytes
+    from ...measure.tasks import rank_rep
+    from .run import task_record
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     path = args.files if args.split or "%d" not in args.files else args.files.replace("%d", str(rank))
@@ -100,110 +131,34 @@ def main(argv=None) -> int:
     if args.split and elems < size:
         return fail(rank, f"more ranks than the file can split: {path} has {elems} elements for {size} ranks")
     lo, hi = piece(elems, rank, size) if args.split else (0, elems)
-    belems = max(1, args.buffer // 8)
     host = socket.gethostname()
-    hosts = comm.gather(host, root=0)
     file_bytes = fbytes if args.split else comm.allreduce(fbytes)
-    stall = None
+    stall = 0.0
     if args.stall:
         r, s = args.stall.split(":")
-        stall = (int(r), float(s))
+        stall = float(s) if int(r) == rank else 0.0
     lib = library(args.stack)
     # What the readers import on first use (climio.stacks ~40 ms, hdf5plugin ~90 ms), imported here:
     # not inside the first repetition's timed open.
     from ... import stacks  # noqa: F401
     if args.stack == "h5py":
         import hdf5plugin  # noqa: F401
+
+    work = piece_reader(args.stack, path, args.var, lo, hi, max(1, args.buffer // 8), stall, host)
+    params = {"experiment": "tasks", "stack": args.stack, "pattern": "sequential", "access": "independent",
+              "collective": False, "file_set": args.file_set or ("shared" if args.split else "per-task"),
+              "files": 1 if args.split else size, "ranks": size, "buffer_bytes": args.buffer,
+              "file_bytes": file_bytes, "elements": elems, "dtype": "float64", "library": lib}
     for rep in range(args.reps):
-        # A shared file's first rank writes it back and evicts it first: DONTNEED skips pages still
-        # under writeback, so ranks evicting one file at once saw each other's dirty pages resident
-        # (a "warm" cold record under load). Then every rank evicts it (its node's page cache) and
-        # checks its own byte range with mincore; nothing is read before the second barrier.
-        if not args.split or rank == 0:
-            evict(path)
-        comm.Barrier()
-        evict(path)
-        resident = resident_fraction(path, off0 + lo * 8, (hi - lo) * 8)
-        ck = StreamChecksum()
-        mism = got = ops = 0
-        io0 = storage_read_bytes()
-        comm.Barrier()
-        t0 = time.perf_counter()
-        epoch0 = time.time()
-        try:
-            rd = open_reader(args.stack, path, args.var)
-            t1 = time.perf_counter()
-            for first in range(lo, hi, belems):
-                n = min(belems, hi - first)
-                data = np.ascontiguousarray(rd.read_bytes(first * 8, n * 8), dtype="<f8")
-                mism += int(np.count_nonzero(data != np.arange(first, first + n, dtype=np.float64)))
-                ck.update(data)
-                got += data.nbytes
-                ops += 1
-            if stall and stall[0] == rank:
-                time.sleep(stall[1])
-            t2 = time.perf_counter()
-            rd.close()
-            t3 = time.perf_counter()
-            err = ""
-        except Exception as exc:  # noqa: BLE001
-            err = f"{args.stack} read of {path} failed: {exc}"
-            t1 = t2 = t3 = time.perf_counter()
-        io1 = storage_read_bytes()
-        errs = comm.allgather(err)
-        if any(errs):
-            return fail(rank, next(e for e in errs if e))
-        mine = dict(open=t1 - t0, read=t2 - t1, close=t3 - t2, total=t3 - t0, bytes=got, ops=ops,
-                    checksum=ck.hexdigest(), mismatches=mism, resident=resident, start=epoch0, end=epoch0 + t3 - t0,
-                    storage=None if io0 is None or io1 is None else io1 - io0)
-        allr = comm.gather(mine, root=0)
+        per, err = rank_rep(comm, path, (off0 + lo * 8, (hi - lo) * 8), args.split, work,
+                            f"{args.stack} read of {path} failed: ")
+        if err:
+            return fail(rank, err)
         if rank == 0:
-            rec = make_record(args, allr, hosts, lib, elems, file_bytes, size, rep)
-            import json
+            rec = task_record(params, per, rep, args.platform_id, METHOD)
             sys.stdout.write(json.dumps(rec) + "\n")
             sys.stdout.flush()
     return 0
-
-
-def make_record(args, per, hosts, lib, elems, file_bytes, size, rep) -> dict:
-    """The record of read.c's emit(), from the gathered per-rank outcomes."""
-    from ...cache import COLD_THRESHOLD
-    from ...records import SCHEMA_VERSION, now_iso
-    from .run import check_storage
-    from .summary import host_layout, task_rates
-    nodes, per_node, host_idx = host_layout(hosts)
-    total = [p["total"] for p in per]
-    nbytes = sum(p["bytes"] for p in per)
-    rates = task_rates(nbytes, total)
-    cold = [p["resident"] <= COLD_THRESHOLD for p in per]
-    storage = [p.get("storage") for p in per]
-    return check_storage({
-        "study": "parallel-read",
-        "params": {"experiment": "tasks", "stack": args.stack, "pattern": "sequential", "access": "independent",
-                   "collective": False, "file_set": args.file_set or ("shared" if args.split else "per-task"),
-                   "files": 1 if args.split else size, "ranks": size, "nodes": nodes, "tasks_per_node": per_node,
-                   "hosts": hosts, "buffer_bytes": args.buffer, "file_bytes": file_bytes, "elements": elems,
-                   "dtype": "float64", "library": lib, "hints_requested": {}, "hints": {}},
-        "metrics": {"bytes": nbytes, "wall_s": max(p["end"] for p in per) - min(p["start"] for p in per),
-                    "task_max_s": max(total), "task_mean_s": sum(total) / len(total),
-                    "rate_MBps": rates["slowest_MBps"], "rate_mean_task_MBps": rates["mean_task_MBps"],
-                    "rate_slowest_task_MBps": rates["slowest_MBps"],
-                    "epoch_start_us": int(min(p["start"] for p in per) * 1e6),
-                    "epoch_end_us": int(max(p["end"] for p in per) * 1e6),
-                    "per_rank": {k: [p[k] for p in per] for k in ("open", "read", "close", "total", "bytes", "ops",
-                                                                   "checksum")}
-                    | {"rate_MBps": rates["per_task_MBps"], "host": host_idx},
-                    "imbalance": max(total) / (sum(total) / len(total)),
-                    "verified": all(p["mismatches"] == 0 for p in per),
-                    "mismatches": sum(p["mismatches"] for p in per)}
-        | ({"storage_read_bytes": sum(storage)} if None not in storage else {}),
-        "cache": {"state": "cold" if all(cold) else "warm", "requested": "cold",
-                  "method": "posix_fadvise(DONTNEED) of each rank's byte ranges, checked with mincore",
-                  "resident_fraction_max": max(p["resident"] for p in per),
-                  "per_rank": ["cold" if c else "warm" for c in cold],
-                  "resident_fraction": [p["resident"] for p in per]},
-        "rep": rep, "status": "ok", "time": now_iso(), "platform_id": args.platform_id, "schema": SCHEMA_VERSION,
-    })
 
 
 def fail(rank, msg) -> int:

@@ -1,21 +1,21 @@
 """The validation configurations: generate the layouts, predict each configuration from the
-profile, measure it cold (climio.advise.runner), write one record per repetition with the
+profile, measure it cold (climio.measure.tasks), write one record per repetition with the
 prediction in its params."""
 
 import math
 import os
 import time
 
-from ... import native
-from ...advise.runner import measure
 from ...model import profile as profmod
 from ...model.predict import predict
 from ...model.workflow import layout_of, reads_for
 from ...options import parse_compression
 from ...data.writer import write_4d
-from ...errors import ClimioError, InputError
+from ...errors import InputError
 from ...layout import library_default_chunks
+from ...measure import probes
 from ...measure.progress import info
+from ...measure.tasks import measure
 from . import STUDY
 
 
@@ -61,14 +61,6 @@ def config_id(c) -> str:
     return f"{lay}/{read}/{stack}/{tasks}t"
 
 
-def _c_available() -> bool:
-    try:
-        native.program("climio-probe-netcdf-slab")
-        return True
-    except ClimioError:
-        return False
-
-
 def run_validation(ctx, grid) -> int:
     pid = ctx.run.platform_id
     say = info if ctx.progress else (lambda *_: None)
@@ -84,7 +76,7 @@ def run_validation(ctx, grid) -> int:
     os.makedirs(d, exist_ok=True)
     words = [w.strip() for w in grid.only.split(",") if w.strip()]
     configs = [c for c in CONFIGS if not words or any(w in config_id(c) for w in words)]
-    if not _c_available():
+    if not probes.available(probes.SLAB):
         configs = [c for c in configs if c[2] != "c-netcdf"]
     files = {}
     for name in sorted({c[0] for c in configs}):
