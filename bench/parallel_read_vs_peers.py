@@ -6,7 +6,7 @@
 One shared file of --size bytes, N = --ranks readers, rank r reading its contiguous r-th of N
 pieces in --buffer requests (the sequential pattern of `climio parallel-read`'s experiment B):
 
-  climio independent  climio-pario-read --mode mpiio --backends mpiio --patterns sequential
+  climio independent  climio-pario --op read --mode mpiio --backends mpiio --patterns sequential
   climio collective     --access independent,collective --reps 1 --keep (MPI_File_read_at /
                         MPI_File_read_at_all of one buffer per call, every value checked)
   IOR independent     ior -a MPIIO -r    -b SIZE/N -t BUFFER -s 1 -i 1 -k -o FILE
@@ -14,14 +14,14 @@ pieces in --buffer requests (the sequential pattern of `climio parallel-read`'s 
   fio                 fio --numjobs=N --rw=read --bs=BUFFER --offset_increment=SIZE/N --size=SIZE/N
                           --invalidate=1 --direct=0 --ioengine=psync --readonly --group_reporting
 
-All five read the file climio-pario-read writes (raw MPI-IO backend: no header, float64 i at
+All five read the file climio-pario --op read writes (raw MPI-IO backend: no header, float64 i at
 element i), so they read the very same bytes at the same offsets with the same request size.
 Cold: climio evicts the file and each rank's ranges itself and checks them with mincore (its
 record says so per rank). IOR's -C/-e do not evict, so before every IOR and fio run this script
 evicts the file (climio.cache.evict: fsync + posix_fadvise DONTNEED) and checks with
 climio.cache.resident_fraction that at most 1 % is resident; fio's --invalidate=1 drops it again.
 
-Rounds: climio-pario-read writes the file afresh each round (it reads only files it wrote: its raw
+Rounds: climio-pario --op read writes the file afresh each round (it reads only files it wrote: its raw
 MPI-IO layout lives in the process), waits --settle seconds, and reads it twice, each time cold,
 independently and then collectively; only the second repetition counts. The three peer runs follow
 in an order that rotates every round. Why the wait: without it, on this VM, one run in each round
@@ -58,7 +58,7 @@ from climio.errors import ClimioError  # noqa: E402
 from climio.measure.mpi import Launcher, stream_mpi  # noqa: E402
 from climio.options import parse_size  # noqa: E402
 
-PROGRAM = "climio-pario-read"
+PROGRAM = native.PARIO   # climio-pario --op read
 TARGET = 0.9
 TOOLS = ("climio independent", "climio collective", "IOR independent", "IOR collective", "fio")
 PEERS = ("IOR independent", "IOR collective", "fio")
@@ -81,7 +81,7 @@ def climio_round(launcher, d, size, buffer, timeout, settle):
     """climio's independent and collective reads (the second of two cold repetitions each), `settle`
     seconds after its write."""
     recs = []
-    argv = [native.program(PROGRAM), "--mode", "mpiio", "--dir", d, "--size", str(size), "--buffer", str(buffer),
+    argv = [*native.pario("read"), "--mode", "mpiio", "--dir", d, "--size", str(size), "--buffer", str(buffer),
             "--backends", "mpiio", "--patterns", "sequential", "--access", "independent,collective", "--reps", "2",
             "--settle", str(settle), "--keep"]
     stream_mpi(launcher, argv, recs.append)

@@ -34,11 +34,11 @@ from _peers import PeerError, ior_executable, run_ior  # noqa: E402
 from climio import native  # noqa: E402
 from climio.measure.mpi import Launcher  # noqa: E402
 
-PROGRAM = "climio-pario-write"
+PROGRAM = native.PARIO
 
 
 def climio_records(launcher, args, out_dir):
-    cmd = launcher.command([native.program(PROGRAM), "--mode", "benchio", "--dir", out_dir, *args])
+    cmd = launcher.command([*native.pario("write"), "--mode", "benchio", "--dir", out_dir, *args])
     out = subprocess.run(cmd, capture_output=True, text=True, env=launcher.env(), timeout=1800)
     if out.returncode != 0:
         sys.exit(f"{PROGRAM} failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}")

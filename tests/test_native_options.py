@@ -1,7 +1,8 @@
 """The native programs' one option table (csrc/common/options.c) and one backend list
-(csrc/pario/backends.h): --list is what Python reads, --help shows every option, bad input is
-one line and exit status 2, and every backend's get reads back, collectively or not, exactly
-what was written."""
+(csrc/pario/backends.h): --list is what Python reads, --help shows every option (climio-pario's
+of both operations), bad input is one line and exit status 2, an option of the other --op or
+--mode is refused, and every backend's get reads back, collectively or not, exactly what was
+written."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 
 from climio import native
 
-PARIO = "climio-pario-write"
+PARIO = native.PARIO
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
 
@@ -22,9 +23,11 @@ OPTIONS = {
     "climio-probe-posix": COMMON + PLAN + ["api", "odirect"],
     "climio-probe-netcdf": COMMON + PLAN + ["var"],
     "climio-probe-netcdf-slab": COMMON + ["var", "slices", "chunk-cache", "label"],
-    PARIO: ["mode", "dir", "backends", "strategies", "reps", "hint", "hints-file", "fsync", "no-verify", "keep",
+    PARIO: ["op", "mode", "dir", "backends", "strategies", "reps", "hint", "hints-file", "fsync", "no-verify", "keep",
             "independent", "platform-id", "local", "global", "grid", "nt", "decomposition", "io-layout", "small",
-            "chunk", "vars", "select", "straggler", "verify-access", "version", "list", "help"],
+            "chunk", "vars", "select", "straggler", "verify-access", "version", "list", "help",
+            # --op read
+            "buffer", "size", "patterns", "access", "settle", "stack", "files", "split", "file-set", "var", "stall"],
 }
 
 
@@ -75,7 +78,7 @@ def test_unknown_option_and_malformed_number(name, tmp_path):
     base = {"climio-probe-posix": ["--file", "/etc/hostname", "--buffers", "64"],
             "climio-probe-netcdf": ["--file", "/etc/hostname", "--buffers", "64"],
             "climio-probe-netcdf-slab": ["--file", "/etc/hostname", "--var", "x", "--slices", "/etc/hostname"],
-            PARIO: ["--mode", "benchio", "--dir", tmp_path]}[name]
+            PARIO: ["--op", "write", "--mode", "benchio", "--dir", tmp_path]}[name]
     line = one_line(run(name, *base, "--bogus"), name)
     assert "unknown option '--bogus'" in line
     out = run(name, *base, "--reps", "3x")
@@ -86,14 +89,34 @@ def test_unknown_option_and_malformed_number(name, tmp_path):
 
 
 def test_pario_bad_input_is_one_line_from_all_ranks(tmp_path):
-    out = run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--local", "4,4", mpi_ranks=2)
+    out = run(PARIO, "--op", "write", "--mode", "benchio", "--dir", tmp_path, "--local", "4,4", mpi_ranks=2)
     assert out.returncode != 0 and out.stdout == ""
     own = [line for line in out.stderr.splitlines() if line.startswith(f"{PARIO}: error:")]
     assert own == [f"{PARIO}: error: --local must be n1,n2,n3: 3 comma-separated integers >= 1, not '4,4'"]
-    line = one_line(run(PARIO, "--mode", "model", "--dir", tmp_path, "--local", "4,4,4"), PARIO)
+    line = one_line(run(PARIO, "--op", "write", "--mode", "model", "--dir", tmp_path, "--local", "4,4,4"), PARIO)
     assert "--local does not apply to --mode model" in line
     assert "choose from mpiio, hdf5, netcdf4, pnetcdf" in one_line(
-        run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--backends", "mpiio,posix"), PARIO)
+        run(PARIO, "--op", "write", "--mode", "benchio", "--dir", tmp_path, "--backends", "mpiio,posix"), PARIO)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--op", "write", "--dir", "."], "--mode benchio|model is required with --op write"),
+    (["--op", "write", "--mode", "mpiio", "--dir", "."], "--mode mpiio does not apply to --op write"),
+    (["--op", "read", "--mode", "model", "--dir", "."], "--mode model does not apply to --op read"),
+    (["--op", "read", "--dir", ".", "--strategies", "serial"], "--strategies does not apply to --mode mpiio"),
+    (["--op", "read", "--dir", ".", "--stack", "posix"], "--stack does not apply to --mode mpiio"),
+    (["--op", "read", "--mode", "tasks", "--files", "x", "--dir", "."], "--dir does not apply to --mode tasks"),
+    (["--op", "write", "--mode", "benchio", "--dir", ".", "--buffer", "8"], "--buffer does not apply to --mode benchio"),
+    (["--op", "read", "--dir", ".", "--patterns", "sequential,sequential"],
+     "pattern 'sequential' listed twice in --patterns"),
+    (["--op", "read", "--dir", ".", "--buffer", "12"], "--buffer 12 is not a multiple of 8"),
+    (["--op", "read", "--mode", "tasks"], "--mode tasks needs --files"),
+    (["--op", "copy"], "--op must be write or read"),
+])
+def test_pario_one_table_refuses_options_of_the_other_op_or_mode(args, message):
+    """One option table for both operations: what belongs to the other --op or --mode is an error
+    in one line, not silently ignored."""
+    assert message in one_line(run(PARIO, *args), PARIO)
 
 
 @pytest.mark.parametrize("access", ["independent", "collective"])
@@ -101,7 +124,7 @@ def test_get_reads_back_what_was_written(tmp_path, access):
     """benchio's verification re-opens every file and each rank gets its own hyperslab (3 ranks:
     a 3 x 1 x 1 process grid, so every start differs) and compares it exactly with the values
     written; --verify-access chooses collective or independent gets."""
-    out = run(PARIO, "--mode", "benchio", "--dir", tmp_path, "--local", "6,5,4", "--reps", 1,
+    out = run(PARIO, "--op", "write", "--mode", "benchio", "--dir", tmp_path, "--local", "6,5,4", "--reps", 1,
               "--verify-access", access, mpi_ranks=3)
     assert out.returncode == 0, out.stderr[-2000:]
     recs = [json.loads(line) for line in out.stdout.splitlines()]

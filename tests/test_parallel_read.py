@@ -19,7 +19,7 @@ from climio.measure.series import StreamChecksum
 from climio.records import validate
 
 ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-PROGRAM = "climio-pario-read"
+PROGRAM = native.PARIO   # climio-pario --op read
 
 
 
@@ -49,7 +49,7 @@ def run(ranks, argv, timeout=120.0):
 @pytest.mark.parametrize("ranks", [1, 3])
 def test_every_backend_access_pattern_reads_exactly_the_intended_bytes(tmp_path, ranks):
     size, buf = 3 * 40960, 8192          # 15360 elements; 15 buffers, uneven over 2 and 3 ranks
-    recs = run(ranks, [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path), "--size", str(size),
+    recs = run(ranks, [*native.pario("read"), "--mode", "mpiio", "--dir", str(tmp_path), "--size", str(size),
                        "--buffer", str(buf), "--reps", "1", "--hint", "cb_buffer_size=65536"])
     assert len(recs) == 4 * 2 * 2
     seen = set()
@@ -78,9 +78,9 @@ def test_tasks_mode_c_and_python_stacks_read_pieces_and_own_files(tmp_path):
         write_file(tmp_path / name, elems * 8)
     want_split = expected_checksums(elems, 1 << 20, 2, "sequential")
     whole = expected_checksums(elems, 1 << 20, 1, "sequential")[0]
-    cases = [([native.program(PROGRAM), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
+    cases = [([*native.pario("read"), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
                "--split"], want_split),
-             ([native.program(PROGRAM), "--mode", "tasks", "--stack", "netcdf-c", "--files",
+             ([*native.pario("read"), "--mode", "tasks", "--stack", "netcdf-c", "--files",
                str(tmp_path / "own-%d.nc")], [whole, whole]),
              ([os.sys.executable, "-m", "climio.bench.parallel_read.task", "--stack", "h5py", "--files",
                str(tmp_path / "shared.nc"), "--split"], want_split)]
@@ -168,14 +168,14 @@ def test_grid_errors_are_one_line(tmp_path):
 
 
 def test_native_errors_and_a_hung_rank(tmp_path):
-    res = subprocess.run(["mpirun", "-n", "2", native.program(PROGRAM), "--mode", "tasks", "--files",
+    res = subprocess.run(["mpirun", "-n", "2", *native.pario("read"), "--mode", "tasks", "--files",
                           str(tmp_path / "x.bin")], capture_output=True, text=True, env={**os.environ, **ROOT})
     assert res.returncode != 0 and f"{PROGRAM}: error: cannot stat" in res.stderr
     (tmp_path / "tiny.bin").write_bytes(np.arange(1, dtype="<f8").tobytes())
     with pytest.raises(NativeError, match="more ranks than the file can split"):
-        run(2, [native.program(PROGRAM), "--mode", "tasks", "--files", str(tmp_path / "tiny.bin"), "--split"])
+        run(2, [*native.pario("read"), "--mode", "tasks", "--files", str(tmp_path / "tiny.bin"), "--split"])
     with pytest.raises(NativeError, match="did not finish within 3 s"):
-        run(2, [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path), "--size", "65536",
+        run(2, [*native.pario("read"), "--mode", "mpiio", "--dir", str(tmp_path), "--size", "65536",
                 "--buffer", "8192", "--backends", "mpiio", "--reps", "1", "--stall", "1:60"], timeout=3.0)
 
 
@@ -198,7 +198,7 @@ def test_settle_waits_between_write_and_read_and_is_recorded(tmp_path):
     """--settle S: the reads start S seconds after the file was written (the records' start times,
     against a run without it), and every record says so."""
     import time
-    argv = [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path), "--size", "65536", "--buffer", "8192",
+    argv = [*native.pario("read"), "--mode", "mpiio", "--dir", str(tmp_path), "--size", "65536", "--buffer", "8192",
             "--backends", "mpiio", "--patterns", "sequential", "--access", "independent", "--reps", "1"]
     for settle in (0.0, 1.5):
         t0 = time.time()
@@ -225,7 +225,7 @@ def test_settle_option_reaches_the_program():
 
 
 def test_backends_are_the_native_programs_list_and_settle_needs_mpiio(tmp_path, monkeypatch):
-    """--backends is checked against what climio-pario-read --list prints (no Python copy of the
+    """--backends is checked against what climio-pario --list prints (no Python copy of the
     list), and --settle without experiment B is an error, not silently ignored."""
     listed = subprocess.run([native.program(PROGRAM), "--list"], capture_output=True, text=True, check=True).stdout
     names = [ln.split("\t")[0] for ln in listed.splitlines() if ln.strip()]
@@ -304,13 +304,13 @@ def test_cold_records_read_their_bytes_from_storage(tmp_path):
     for name in ("shared.bin", "shared.nc", "per-task-0.nc", "per-task-1.nc"):
         write_file(tmp_path / name, size)
     task = [os.sys.executable, "-m", "climio.bench.parallel_read.task"]
-    cases = [[native.program(PROGRAM), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
+    cases = [[*native.pario("read"), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
               "--split"],
-             [native.program(PROGRAM), "--mode", "tasks", "--stack", "netcdf-c", "--files",
+             [*native.pario("read"), "--mode", "tasks", "--stack", "netcdf-c", "--files",
               str(tmp_path / "per-task-%d.nc")],
              task + ["--stack", "h5py", "--files", str(tmp_path / "shared.nc"), "--split"],
              task + ["--stack", "netcdf4-python", "--files", str(tmp_path / "per-task-%d.nc")],
-             [native.program(PROGRAM), "--mode", "mpiio", "--dir", str(tmp_path / "mpiio"), "--size", str(size),
+             [*native.pario("read"), "--mode", "mpiio", "--dir", str(tmp_path / "mpiio"), "--size", str(size),
               "--backends", "mpiio,hdf5", "--access", "independent,collective"]]
     (tmp_path / "mpiio").mkdir()
     recs = []

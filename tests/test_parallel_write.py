@@ -1,4 +1,4 @@
-"""climio-pario-write and `climio bench parallel-write` / `climio tune write` on real files.
+"""climio-pario --op write and `climio bench parallel-write` / `climio tune write` on real files.
 
 Every backend x strategy writes files that are read back here with other libraries (numpy,
 h5py, netCDF4-python) and with ncdump/h5dump; values are compared with the formulas of
@@ -28,7 +28,7 @@ EXT = {"mpiio": "dat", "hdf5": "h5", "netcdf4": "nc", "pnetcdf": "nc"}
 
 
 def pario(ranks, *args, timeout=120, check=True):
-    cmd = ["timeout", "-k", "10", str(timeout), "mpirun", "-n", str(ranks), native.program("climio-pario-write"),
+    cmd = ["timeout", "-k", "10", str(timeout), "mpirun", "-n", str(ranks), *native.pario("write"),
            *map(str, args)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV)
     assert out.returncode != 124, f"mpirun timed out: {out.stderr[-2000:]}"
@@ -120,7 +120,7 @@ def test_strong_scaling_splits_a_fixed_global_array(tmp_path):
             path = str(tmp_path / f"benchio-{p['backend']}-shared.{EXT[p['backend']]}")
             np.testing.assert_array_equal(read_array(path).reshape(16, 12, 8), np.arange(16 * 12 * 8.0).reshape(16, 12, 8))
     out, _ = pario(3, "--mode", "benchio", "--dir", tmp_path, "--global", "16,12,8", "--reps", 1, check=False)
-    assert out.returncode != 0 and "climio-pario-write: error:" in out.stderr
+    assert out.returncode != 0 and "climio-pario: error:" in out.stderr
 
 
 def test_hints_requested_are_read_back_into_every_record(tmp_path):
@@ -273,7 +273,7 @@ def test_unwritable_directory_is_one_line_and_no_hang(tmp_path):
     out, recs = pario(2, "--mode", "benchio", "--dir", tmp_path / "missing", "--local", "4,4,4", "--reps", 1,
                       check=False)
     assert out.returncode != 0 and recs == []
-    own = [l for l in out.stderr.splitlines() if l.startswith("climio-pario-write: error:")]
+    own = [l for l in out.stderr.splitlines() if l.startswith("climio-pario: error:")]
     assert len(own) == 1 and "missing" in own[0]
 
 

@@ -182,6 +182,13 @@ void jsonl_double(struct jsonl *j, const char *key, double value)
         puts_(j, ".0");
 }
 
+void jsonl_record(struct jsonl *j, const char *study)
+{
+    jsonl_begin(j, NULL);
+    jsonl_str(j, "study", study);
+    jsonl_u64(j, "schema", JSONL_RECORD_SCHEMA);
+}
+
 void jsonl_emit(struct jsonl *j, FILE *fp)
 {
     while (j->depth > 0)

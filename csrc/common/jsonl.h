@@ -8,6 +8,10 @@
 
 #define JSONL_MAX_DEPTH 8
 
+/* The version of the record layout (climio/records.py SCHEMA_VERSION): every record a native
+ * program prints carries it as "schema"; records without it are read as version 1. */
+#define JSONL_RECORD_SCHEMA 2
+
 struct jsonl {
     char *buf;
     size_t len, cap;
@@ -22,6 +26,9 @@ void jsonl_free(struct jsonl *j);
 /* key is NULL for the outermost object and for the elements of an array. */
 void jsonl_begin(struct jsonl *j, const char *key);
 void jsonl_begin_array(struct jsonl *j, const char *key);
+/* Open a record: the outermost object with its "study" and "schema" members. Every native
+ * record starts here (the --version lines and the tracer's files are not records). */
+void jsonl_record(struct jsonl *j, const char *study);
 /* Close the innermost open object or array. */
 void jsonl_end(struct jsonl *j);
 

@@ -196,7 +196,7 @@ int opt_parse(const struct opt_table *t, int argc, char **argv, void *dest, unsi
     shorts[ns] = '\0';
 
     opterr = 0;
-    optind = 0;   /* GNU: start over (climio-pario-write may parse twice) */
+    optind = 0;   /* GNU: start over (a program may parse twice) */
     while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
         const char *arg = argv[optind - 1];
         if (c == ':')

@@ -1,10 +1,10 @@
 /* One table-driven command line for every native program (the probes through args.c, and
- * climio-pario-write). Each option is one row of a table: long and short name, metavar,
+ * climio-pario). Each option is one row of a table: long and short name, metavar,
  * help, the default shown in --help, whether it is required, and how its value is stored.
  * getopt_long's struct option array, its short-option string, the usage line and the --help
  * text are all generated from that table, so they cannot disagree.
  *
- * opt_parse never exits: climio-pario-write has to finish MPI before it leaves, so it gets
+ * opt_parse never exits: climio-pario has to finish MPI before it leaves, so it gets
  * the one-line message back. The probes use opt_parse_or_fail, which ends through fail()
  * ("PROGRAM: error: ..." on stderr, exit status 2). */
 #ifndef CLIMIO_OPTIONS_H

@@ -92,8 +92,7 @@ static void emit_record(struct jsonl *j, const struct series_config *c, const st
     uint64_t needed = have_needed ? c->needed_bytes(c->ctx, o->ops) : 0;
     iso_now(when);
 
-    jsonl_begin(j, NULL);
-    jsonl_str(j, "study", c->study);
+    jsonl_record(j, c->study);
     jsonl_str(j, "status", o->status);
     jsonl_u64(j, "rep", rep);
     jsonl_str(j, "time", when);

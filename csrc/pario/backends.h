@@ -1,4 +1,4 @@
-/* The backends of climio-pario-write, listed once (an X-macro). Everything in C that
+/* The backends of climio-pario, listed once (an X-macro). Everything in C that
  * enumerates backends is generated from this list: the declarations and the registry
  * (pario.h, common.c), the name lookup, the default and the check of --backends, --help,
  * --list (which the Python side reads instead of keeping its own copy), --version's library

@@ -12,6 +12,10 @@
 #include "fail.h"
 #include "support.h"
 
+const char *const mode_names[MODE_COUNT] = {"benchio", "model", "mpiio", "tasks"};
+const char *const pattern_names[PAT_COUNT] = {"sequential", "striding"};
+const char *const access_names[ACC_COUNT] = {"independent", "collective"};
+const char *const stack_names[2] = {"posix", "netcdf-c"};
 const char *const strategy_names[STRATEGY_COUNT] = {"shared", "file-per-process", "file-per-node", "serial"};
 const char *const phase_names[PHASE_COUNT] = {"open", "define", "gather", "write", "fsync", "close"};
 
@@ -87,29 +91,6 @@ double pario_realtime_offset(void)
     double w = MPI_Wtime();
     clock_gettime(CLOCK_REALTIME, &ts);
     return ((double)ts.tv_sec + ts.tv_nsec * 1e-9) - w;
-}
-
-void pario_iso_now(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void pario_json_stats(struct jsonl *j, const char *key, const double *v, int n)
-{
-    double mn = INFINITY, mx = -INFINITY, sum = 0;
-    for (int i = 0; i < n; i++) {
-        mn = v[i] < mn ? v[i] : mn;
-        mx = v[i] > mx ? v[i] : mx;
-        sum += v[i];
-    }
-    jsonl_begin(j, key);
-    jsonl_double(j, "min", mn);
-    jsonl_double(j, "mean", sum / n);
-    jsonl_double(j, "max", mx);
-    jsonl_end(j);
 }
 
 int agree_failed(MPI_Comm comm, char *err)

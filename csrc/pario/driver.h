@@ -1,7 +1,8 @@
-/* What main.c shares with the two mode drivers (benchio.c, model.c): the parsed options,
- * one job (backend x strategy x repetition), the per-rank outcome that main reduces across
- * ranks into a record, and the helpers every driver needs (phase clock, decomposition,
- * communicators per strategy, agreed errors). */
+/* What main.c shares with the drivers: the driver table's row, the parsed options, and for
+ * the two write drivers (benchio.c, model.c, run by write.c's loop) one job (backend x
+ * strategy x repetition), the per-rank outcome that write.c reduces across ranks into a
+ * record, and the helpers every driver needs (phase clock, communicators per strategy,
+ * agreed errors). The read driver (read.c) runs its whole operation itself. */
 #ifndef CLIMIO_PARIO_DRIVER_H
 #define CLIMIO_PARIO_DRIVER_H
 
@@ -11,7 +12,14 @@
 #include "jsonl.h"
 #include "pario.h"
 
-enum pario_mode { MODE_BENCHIO = 0, MODE_MODEL = 1 };
+struct cli;
+struct pario_job;
+struct pario_outcome;
+
+/* --op: what the run does; --mode: which workload of that operation. */
+enum pario_op { OP_WRITE = 0, OP_READ = 1 };
+enum pario_mode { MODE_BENCHIO = 0, MODE_MODEL = 1, MODE_MPIIO = 2, MODE_TASKS = 3, MODE_COUNT = 4 };
+extern const char *const mode_names[MODE_COUNT];           /* "benchio", "model", "mpiio", "tasks" */
 
 enum pario_strategy {
     STRATEGY_SHARED = 0,             /* one file, every writer, collective unless --independent */
@@ -57,8 +65,25 @@ struct pario_options {
     int verify_collective;
 };
 
+/* A row of the driver table (main.c): the --op it serves and the --mode values it runs.
+ * main runs `main` after MPI_Init, the hints and the --dir check; it returns 0, or the exit
+ * status of pario_finish_error (which has finalized MPI). The write drivers share write.c's
+ * loop as `main` and give it one repetition (run) and their own record members (params,
+ * metrics: called on rank 0 only, after the outcomes are gathered; metrics may use MPI
+ * reductions done inside run and kept in static state of the driver). */
+struct pario_driver {
+    const char *name;                /* benchio, model, read */
+    enum pario_op op;
+    unsigned modes;                  /* bit m set: --mode mode_names[m] */
+    int (*main)(const struct cli *c, const struct pario_driver *d, MPI_Info hints);
+    int (*run)(const struct pario_job *job, struct pario_outcome *out);
+    void (*params)(struct jsonl *j, const struct pario_job *job);
+    void (*metrics)(struct jsonl *j, const struct pario_job *job);
+};
+
 /* One configuration and repetition. */
 struct pario_job {
+    const struct pario_driver *driver;
     const struct pario_options *opt;
     const struct pario_backend *backend;
     enum pario_strategy strategy;
@@ -90,10 +115,10 @@ struct pario_outcome {
     int collective;
 };
 
-/* Mode drivers. run: one repetition of job on every rank of job->world (collective);
- * params/metrics: the mode's own members of the record, called on rank 0 only after
- * main has reduced the outcomes (metrics may use MPI reductions done inside run and
- * kept in static state of the driver). */
+/* The drivers (rows of main.c's table). run: one repetition of job on every rank of
+ * job->world (collective). */
+int write_main(const struct cli *c, const struct pario_driver *d, MPI_Info hints);
+int read_main(const struct cli *c, const struct pario_driver *d, MPI_Info hints);
 int benchio_run(const struct pario_job *job, struct pario_outcome *out);
 void benchio_params(struct jsonl *j, const struct pario_job *job);
 void benchio_metrics(struct jsonl *j, const struct pario_job *job);

@@ -1,4 +1,4 @@
-/* climio-pario-read: the parallel-read study's MPI program (thesis chapter 5).
+/* The read driver of climio-pario (--op read): the parallel-read study (thesis chapter 5).
  *
  * Two modes, one record shape (README.md of src/climio/bench/parallel_read):
  *
@@ -29,8 +29,8 @@
  * Timing per rank after a common barrier: open, read (all gets), close; the task time is their
  * sum. The bytes each rank fetched from storage over the same span (/proc/self/io) are summed
  * into metrics.storage_read_bytes, for the storage-share check of cold records (issue 17).
- * Rank 0 gathers everything and prints one record per repetition.
- * Errors: one line "climio-pario-read: error: ..." from rank 0, exit status 2, no MPI_Abort.
+ * Rank 0 gathers everything and prints one record per repetition (record.c).
+ * Errors: one line "climio-pario: error: ..." from rank 0, exit status 2, no MPI_Abort.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -55,229 +55,14 @@
 #include "jsonl.h"
 #include "options.h"
 #include "pario.h"
+#include "record.h"
 #include "support.h"
 #include "timer.h"
 
-#define PROGRAM "climio-pario-read"
-#define READ_MAX_HINTS 256
 #define WRITE_SLAB_ELEMS ((uint64_t)2 << 20)    /* 16 MiB of doubles per put while writing */
 #define SCAN_BYTES ((size_t)64 << 20)          /* where the data offset is looked for */
 #define SIG_ELEMS 64                           /* elements matched to find the data offset */
 #define ERRLEN PARIO_ERR_LEN
-
-enum { MODE_MPIIO = 0, MODE_TASKS = 1 };
-enum { PAT_SEQUENTIAL = 0, PAT_STRIDING = 1, PAT_COUNT = 2 };
-enum { ACC_INDEPENDENT = 0, ACC_COLLECTIVE = 1, ACC_COUNT = 2 };
-enum { STACK_POSIX = 0, STACK_NETCDF = 1 };
-static const char *const pattern_names_[PAT_COUNT] = {"sequential", "striding"};
-static const char *const access_names[ACC_COUNT] = {"independent", "collective"};
-static const char *const stack_names[2] = {"posix", "netcdf-c"};
-
-struct rcli {
-    int mode;
-    const char *dir;
-    uint64_t size, buffer, reps;
-    const struct pario_backend *backends[PARIO_NBACKENDS];
-    int nbackends;
-    int patterns[PAT_COUNT], npatterns;
-    int access[ACC_COUNT], naccess;
-    const char *hint_items[READ_MAX_HINTS];
-    int nhints;
-    const char *hints_file;
-    const char *platform_id;
-    int keep, version, help, list;
-    /* tasks mode */
-    int stack;
-    const char *files;          /* path, %d replaced by the rank */
-    int split;                  /* one shared file, N contiguous pieces */
-    const char *file_set;       /* recorded as params.file_set */
-    const char *var;            /* netCDF variable */
-    /* diagnostics */
-    int stall_rank;
-    double stall_s;
-    double settle_s;
-};
-
-/* A comma list of names into idx[] (positions in names[]), no repeats. */
-static int parse_names(const char *s, const char *const *names, int n, int *idx, int *count, const char *what,
-                       char *err, size_t errlen)
-{
-    char buf[256], *save = NULL;
-    if (strlen(s) >= sizeof buf)
-        return opt_error(err, errlen, "%s too long", what);
-    snprintf(buf, sizeof buf, "%s", s);
-    *count = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = -1;
-        for (int i = 0; i < n; i++)
-            if (strcmp(names[i], t) == 0)
-                k = i;
-        if (k < 0) {
-            char choices[128] = "";
-            for (int i = 0; i < n; i++)
-                snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", i ? ", " : "", names[i]);
-            return opt_error(err, errlen, "unknown %s '%s': choose from %s", what, t, choices);
-        }
-        for (int i = 0; i < *count; i++)
-            if (idx[i] == k)
-                return opt_error(err, errlen, "%s '%s' listed twice", what, t);
-        idx[(*count)++] = k;
-    }
-    if (*count == 0)
-        return opt_error(err, errlen, "the %s list is empty", what);
-    return 0;
-}
-
-static int h_backends(void *dest, const char *s, char *err, size_t errlen)
-{
-    struct rcli *c = dest;
-    const char *names[PARIO_NBACKENDS];
-    int idx[PARIO_NBACKENDS];
-    for (int i = 0; i < PARIO_NBACKENDS; i++)
-        names[i] = pario_registry[i].name;
-    if (parse_names(s, names, PARIO_NBACKENDS, idx, &c->nbackends, "backend", err, errlen) != 0)
-        return -1;
-    for (int i = 0; i < c->nbackends; i++)
-        c->backends[i] = pario_registry[idx[i]].backend;
-    return 0;
-}
-
-static int h_patterns(void *dest, const char *s, char *err, size_t errlen)
-{
-    struct rcli *c = dest;
-    return parse_names(s, pattern_names_, PAT_COUNT, c->patterns, &c->npatterns, "pattern", err, errlen);
-}
-
-static int h_access(void *dest, const char *s, char *err, size_t errlen)
-{
-    struct rcli *c = dest;
-    return parse_names(s, access_names, ACC_COUNT, c->access, &c->naccess, "access", err, errlen);
-}
-
-static int h_hint(void *dest, const char *s, char *err, size_t errlen)
-{
-    struct rcli *c = dest;
-    if (c->nhints >= READ_MAX_HINTS)
-        return opt_error(err, errlen, "more than %d --hint options", READ_MAX_HINTS);
-    c->hint_items[c->nhints++] = s;
-    return 0;
-}
-
-static int h_size(void *dest, const char *s, char *err, size_t errlen)
-{
-    return opt_u64(s, 8, 0, "--size", &((struct rcli *)dest)->size, err, errlen);
-}
-
-static int h_stall(void *dest, const char *s, char *err, size_t errlen)
-{
-    struct rcli *c = dest;
-    char *end;
-    long r = strtol(s, &end, 10);
-    double d = (*end == ':') ? strtod(end + 1, &end) : -1;
-    if (*end || r < 0 || !isfinite(d) || d < 0)
-        return opt_error(err, errlen, "--stall '%s' must be RANK:SECONDS", s);
-    c->stall_rank = (int)r;
-    c->stall_s = d;
-    return 0;
-}
-
-#define AT(field) offsetof(struct rcli, field)
-#define MPIIO_G 1u
-#define TASKS_G 2u
-
-static const struct opt_spec rows[] = {
-    {.name = "mode", .metavar = "mpiio|tasks", .help = "one shared file through a backend, or independent tasks",
-     .kind = OPT_CHOICE, .offset = AT(mode), .choices = "mpiio|tasks", .def = "mpiio"},
-    {.name = "buffer", .metavar = "BYTES", .help = "bytes per get (a multiple of 8)", .kind = OPT_U64,
-     .offset = AT(buffer), .min = 8, .def = "1048576"},
-    {.name = "reps", .metavar = "N", .help = "cold repetitions of each configuration", .kind = OPT_U64,
-     .offset = AT(reps), .min = 1, .def = "3"},
-    {.name = "platform-id", .metavar = "ID", .help = "copied into the records", .kind = OPT_TEXT,
-     .offset = AT(platform_id)},
-    {.help = " mpiio mode (experiment B):"},
-    {.name = "dir", .metavar = "DIR", .help = "where the shared file is written (must exist)", .kind = OPT_STRING,
-     .offset = AT(dir), .groups = MPIIO_G},
-    {.name = "size", .metavar = "BYTES", .help = "bytes of the float64 variable", .kind = OPT_CALL,
-     .handler = h_size, .def = "67108864", .groups = MPIIO_G},
-    {.name = "backends", .metavar = "LIST", .help = "comma list of the backends below", .kind = OPT_CALL,
-     .handler = h_backends, .def = PARIO_BACKEND_LIST, .groups = MPIIO_G},
-    {.name = "patterns", .metavar = "LIST", .help = "sequential,striding", .kind = OPT_CALL, .handler = h_patterns,
-     .def = "both", .groups = MPIIO_G},
-    {.name = "access", .metavar = "LIST", .help = "independent,collective", .kind = OPT_CALL, .handler = h_access,
-     .def = "both", .groups = MPIIO_G},
-    {.name = "hint", .metavar = "KEY=VALUE", .help = "MPI-IO hint for every file open (repeatable)",
-     .kind = OPT_CALL, .handler = h_hint, .groups = MPIIO_G},
-    {.name = "hints-file", .metavar = "FILE", .help = "hints, one KEY=VALUE (or KEY VALUE) a line; --hint wins",
-     .kind = OPT_STRING, .offset = AT(hints_file), .groups = MPIIO_G},
-    {.name = "keep", .help = "leave the shared files in --dir", .kind = OPT_SET, .offset = AT(keep),
-     .groups = MPIIO_G},
-    {.name = "settle", .metavar = "SECONDS", .help = "wait after writing a file before reading it (storage below a VM "
-     "may still be writing it back)", .kind = OPT_NUMBER, .offset = AT(settle_s), .def = "0", .groups = MPIIO_G},
-    {.help = " tasks mode (experiment A):"},
-    {.name = "stack", .metavar = "posix|netcdf-c", .help = "pread(2) of a raw file, or nc_get_vara_double",
-     .kind = OPT_CHOICE, .offset = AT(stack), .choices = "posix|netcdf-c", .def = "posix", .groups = TASKS_G},
-    {.name = "files", .metavar = "PATH", .help = "the file of each rank, %d = rank (or one file with --split)",
-     .kind = OPT_STRING, .offset = AT(files), .groups = TASKS_G},
-    {.name = "split", .help = "one shared file, rank r reads its contiguous r-th of N pieces", .kind = OPT_SET,
-     .offset = AT(split), .groups = TASKS_G},
-    {.name = "file-set", .metavar = "NAME", .help = "recorded as params.file_set", .kind = OPT_STRING,
-     .offset = AT(file_set), .groups = TASKS_G},
-    {.name = "var", .metavar = "NAME", .help = "netCDF variable", .kind = OPT_STRING, .offset = AT(var),
-     .def = "var", .groups = TASKS_G},
-    {.help = " diagnostics:"},
-    {.name = "stall", .metavar = "RANK:SECONDS", .help = "that rank sleeps SECONDS inside its read phase",
-     .kind = OPT_CALL, .handler = h_stall},
-    {.name = "version", .help = "print the library versions as JSON and exit", .kind = OPT_SET,
-     .offset = AT(version), .flags = OPT_ALONE},
-    {.name = "list", .help = "print the backends, NAME<TAB>DESCRIPTION a line, and exit", .kind = OPT_SET,
-     .offset = AT(list), .flags = OPT_ALONE},
-    {.name = "help", .short_name = 'h', .help = "print this help and exit", .kind = OPT_SET, .offset = AT(help),
-     .flags = OPT_ALONE},
-};
-#define NROWS (sizeof rows / sizeof rows[0])
-static const struct opt_table table = {PROGRAM, rows, NROWS, MPIIO_G | TASKS_G};
-
-static int parse(int argc, char **argv, struct rcli *c, char *err, size_t errlen)
-{
-    unsigned seen[NROWS];
-    memset(c, 0, sizeof *c);
-    c->buffer = 1 << 20;
-    c->reps = 3;
-    c->size = 64 << 20;
-    c->platform_id = "";
-    c->var = "var";
-    c->stall_rank = -1;
-    for (int i = 0; i < PARIO_NBACKENDS; i++)
-        c->backends[i] = pario_registry[i].backend;
-    c->nbackends = PARIO_NBACKENDS;
-    c->patterns[0] = PAT_SEQUENTIAL; c->patterns[1] = PAT_STRIDING; c->npatterns = 2;
-    c->access[0] = ACC_INDEPENDENT; c->access[1] = ACC_COLLECTIVE; c->naccess = 2;
-    if (opt_parse(&table, argc, argv, c, seen, err, errlen) != 0)
-        return -1;
-    if (c->version || c->help || c->list)
-        return 0;
-    unsigned mine = c->mode == MODE_MPIIO ? MPIIO_G : TASKS_G;
-    for (size_t i = 0; i < NROWS; i++)
-        if (seen[i] && rows[i].groups && !(rows[i].groups & mine))
-            return opt_error(err, errlen, "--%s does not apply to --mode %s", rows[i].name,
-                       c->mode == MODE_MPIIO ? "mpiio" : "tasks");
-    if (c->buffer % 8)
-        return opt_error(err, errlen, "--buffer %llu is not a multiple of 8 (float64 elements)",
-                   (unsigned long long)c->buffer);
-    if (c->mode == MODE_MPIIO) {
-        if (!c->dir)
-            return opt_error(err, errlen, "--mode mpiio needs --dir");
-        if (c->size % 8)
-            return opt_error(err, errlen, "--size %llu is not a multiple of 8 (float64 elements)",
-                       (unsigned long long)c->size);
-    } else {
-        if (!c->files)
-            return opt_error(err, errlen, "--mode tasks needs --files");
-        if (!c->file_set)
-            c->file_set = c->split ? "shared" : "per-task";
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------------------------------------ */
 
@@ -505,14 +290,6 @@ static int agree(char *err)
     return agree_failed(MPI_COMM_WORLD, err);
 }
 
-static void darray(struct jsonl *j, const char *key, const double *all, int n, int member)
-{
-    jsonl_begin_array(j, key);
-    for (int i = 0; i < n; i++)
-        jsonl_double(j, NULL, all[(size_t)i * T_N + member]);
-    jsonl_end(j);
-}
-
 /* What the record says about the configuration (params members other than the common ones). */
 struct config {
     const char *experiment;     /* "mpiio" | "tasks" */
@@ -526,147 +303,123 @@ struct config {
     MPI_Info hints_requested, hints_used;
 };
 
-/* Gather the outcomes to rank 0 and print the record (rank 0). */
-static void emit(const struct world *w, const struct rcli *c, const struct config *cf, const struct rank_out *o,
-                 uint64_t rep)
-{
-    double *T = w->rank == 0 ? malloc(sizeof(double) * T_N * (size_t)w->size) : NULL;
-    uint64_t *U = w->rank == 0 ? malloc(sizeof(uint64_t) * U_N * (size_t)w->size) : NULL;
-    MPI_Gather(o->t, T_N, MPI_DOUBLE, T, T_N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Gather(o->u, U_N, MPI_UINT64_T, U, U_N, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (w->rank != 0)
-        return;
-    int n = w->size;
-    uint64_t bytes = 0, mism = 0, storage = 0;
-    double tmax = 0, tsum = 0, t0 = INFINITY, t1 = -INFINITY, rmax = 0;
-    int cold = 1;
-    for (int i = 0; i < n; i++) {
-        const double *t = T + (size_t)i * T_N;
-        bytes += U[(size_t)i * U_N + U_BYTES];
-        mism += U[(size_t)i * U_N + U_MISMATCHES];
-        uint64_t s = U[(size_t)i * U_N + U_STORAGE];
-        storage = storage == STORAGE_UNKNOWN || s == STORAGE_UNKNOWN ? STORAGE_UNKNOWN : storage + s;
-        tsum += t[T_TOTAL];
-        tmax = t[T_TOTAL] > tmax ? t[T_TOTAL] : tmax;
-        t0 = t[T_START] < t0 ? t[T_START] : t0;
-        t1 = t[T_END] > t1 ? t[T_END] : t1;
-        rmax = t[T_RESIDENT] > rmax ? t[T_RESIDENT] : rmax;
-        if (t[T_RESIDENT] > CACHE_COLD_THRESHOLD)
-            cold = 0;
-    }
-    double tmean = tsum / n;
-    struct jsonl j;
-    char buf[64];
-    jsonl_init(&j);
-    jsonl_begin(&j, NULL);
-    jsonl_str(&j, "study", "parallel-read");
-    jsonl_begin(&j, "params");
-    jsonl_str(&j, "experiment", cf->experiment);
-    jsonl_str(&j, "stack", cf->stack);
-    jsonl_str(&j, "pattern", cf->pattern);
-    jsonl_str(&j, "access", cf->access);
-    jsonl_bool(&j, "collective", cf->collective);
-    jsonl_str(&j, "file_set", cf->file_set);
-    jsonl_u64(&j, "files", cf->files);
-    jsonl_u64(&j, "ranks", (uint64_t)n);
-    jsonl_u64(&j, "nodes", (uint64_t)w->nhosts);
-    jsonl_u64(&j, "tasks_per_node", (uint64_t)w->max_per_host);
-    jsonl_begin_array(&j, "hosts");
-    for (int i = 0; i < n; i++)
-        jsonl_str(&j, NULL, w->hosts + (size_t)i * MPI_MAX_PROCESSOR_NAME);
-    jsonl_end(&j);
-    jsonl_u64(&j, "buffer_bytes", cf->buffer);
-    jsonl_u64(&j, "file_bytes", cf->file_bytes);
-    jsonl_u64(&j, "elements", cf->elems);
-    jsonl_str(&j, "dtype", "float64");
-    jsonl_str(&j, "library", cf->library);
-    jsonl_str(&j, "mpi_library", pario_mpi_library());
-    jsonl_double(&j, "settle_s", c->settle_s);
-    hints_json(&j, "hints_requested", cf->hints_requested);
-    hints_json(&j, "hints", cf->hints_used);
-    jsonl_end(&j);
+/* The record writer's context: the run's ranks and hosts, the configuration, --settle. */
+struct read_record {
+    const struct world *w;
+    const struct config *cf;
+    double settle_s;
+};
 
-    jsonl_begin(&j, "metrics");
-    jsonl_u64(&j, "bytes", bytes);
-    jsonl_double(&j, "wall_s", t1 - t0);
-    jsonl_double(&j, "task_max_s", tmax);
-    jsonl_double(&j, "task_mean_s", tmean);
-    jsonl_double(&j, "rate_MBps", bytes / tmax / 1e6);
-    jsonl_double(&j, "rate_mean_task_MBps", bytes / tmean / 1e6);
-    jsonl_double(&j, "rate_slowest_task_MBps", bytes / tmax / 1e6);
-    jsonl_u64(&j, "epoch_start_us", (uint64_t)llround((t0 + w->rt_offset) * 1e6));
-    jsonl_u64(&j, "epoch_end_us", (uint64_t)llround((t1 + w->rt_offset) * 1e6));
-    jsonl_begin(&j, "phases");
-    static const char *pn[3] = {"open", "read", "close"};
-    for (int p = 0; p < 3; p++) {
-        double *v = malloc(sizeof(double) * (size_t)n);
-        for (int i = 0; i < n; i++)
-            v[i] = T[(size_t)i * T_N + p];
-        pario_json_stats(&j, pn[p], v, n);
-        free(v);
+static void read_params(struct jsonl *j, const struct record_rows *t, const void *ctx)
+{
+    const struct read_record *x = ctx;
+    const struct config *cf = x->cf;
+    jsonl_str(j, "experiment", cf->experiment);
+    jsonl_str(j, "stack", cf->stack);
+    jsonl_str(j, "pattern", cf->pattern);
+    jsonl_str(j, "access", cf->access);
+    jsonl_bool(j, "collective", cf->collective);
+    jsonl_str(j, "file_set", cf->file_set);
+    jsonl_u64(j, "files", cf->files);
+    jsonl_u64(j, "ranks", (uint64_t)t->n);
+    jsonl_u64(j, "nodes", (uint64_t)x->w->nhosts);
+    jsonl_u64(j, "tasks_per_node", (uint64_t)x->w->max_per_host);
+    jsonl_begin_array(j, "hosts");
+    for (int i = 0; i < t->n; i++)
+        jsonl_str(j, NULL, x->w->hosts + (size_t)i * MPI_MAX_PROCESSOR_NAME);
+    jsonl_end(j);
+    jsonl_u64(j, "buffer_bytes", cf->buffer);
+    jsonl_u64(j, "file_bytes", cf->file_bytes);
+    jsonl_u64(j, "elements", cf->elems);
+    jsonl_str(j, "dtype", "float64");
+    jsonl_str(j, "library", cf->library);
+    jsonl_str(j, "mpi_library", pario_mpi_library());
+    jsonl_double(j, "settle_s", x->settle_s);
+    hints_json(j, "hints_requested", cf->hints_requested);
+    hints_json(j, "hints", cf->hints_used);
+}
+
+static void read_metrics(struct jsonl *j, const struct record_rows *t, const void *ctx)
+{
+    const struct read_record *x = ctx;
+    int n = t->n;
+    uint64_t bytes = record_sum_u(t, U_BYTES), mism = record_sum_u(t, U_MISMATCHES), storage = 0;
+    double tsum = 0, tmax = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t s = record_u(t, i, U_STORAGE);
+        storage = storage == STORAGE_UNKNOWN || s == STORAGE_UNKNOWN ? STORAGE_UNKNOWN : storage + s;
+        tsum += record_d(t, i, T_TOTAL);
+        tmax = record_d(t, i, T_TOTAL) > tmax ? record_d(t, i, T_TOTAL) : tmax;
     }
-    jsonl_end(&j);
-    jsonl_begin(&j, "per_rank");
-    darray(&j, "open", T, n, T_OPEN);
-    darray(&j, "read", T, n, T_READ);
-    darray(&j, "close", T, n, T_CLOSE);
-    darray(&j, "total", T, n, T_TOTAL);
-    jsonl_begin_array(&j, "bytes");
-    for (int i = 0; i < n; i++)
-        jsonl_u64(&j, NULL, U[(size_t)i * U_N + U_BYTES]);
-    jsonl_end(&j);
-    jsonl_begin_array(&j, "ops");
-    for (int i = 0; i < n; i++)
-        jsonl_u64(&j, NULL, U[(size_t)i * U_N + U_OPS]);
-    jsonl_end(&j);
-    jsonl_begin_array(&j, "checksum");
+    double tmean = tsum / n, t0 = record_min(t, T_START), t1 = record_max(t, T_END);
+    jsonl_u64(j, "bytes", bytes);
+    jsonl_double(j, "wall_s", t1 - t0);
+    jsonl_double(j, "task_max_s", tmax);
+    jsonl_double(j, "task_mean_s", tmean);
+    jsonl_double(j, "rate_MBps", bytes / tmax / 1e6);
+    jsonl_double(j, "rate_mean_task_MBps", bytes / tmean / 1e6);
+    jsonl_double(j, "rate_slowest_task_MBps", bytes / tmax / 1e6);
+    jsonl_u64(j, "epoch_start_us", (uint64_t)llround((t0 + x->w->rt_offset) * 1e6));
+    jsonl_u64(j, "epoch_end_us", (uint64_t)llround((t1 + x->w->rt_offset) * 1e6));
+    jsonl_begin(j, "phases");
+    record_stats(j, "open", t, T_OPEN);
+    record_stats(j, "read", t, T_READ);
+    record_stats(j, "close", t, T_CLOSE);
+    jsonl_end(j);
+    jsonl_begin(j, "per_rank");
+    record_column(j, "open", t, T_OPEN);
+    record_column(j, "read", t, T_READ);
+    record_column(j, "close", t, T_CLOSE);
+    record_column(j, "total", t, T_TOTAL);
+    record_column_u(j, "bytes", t, U_BYTES);
+    record_column_u(j, "ops", t, U_OPS);
+    jsonl_begin_array(j, "checksum");
     for (int i = 0; i < n; i++) {
         char hex[17];
-        checksum_hex(U[(size_t)i * U_N + U_CHECKSUM], hex);
-        jsonl_str(&j, NULL, hex);
+        checksum_hex(record_u(t, i, U_CHECKSUM), hex);
+        jsonl_str(j, NULL, hex);
     }
-    jsonl_end(&j);
-    jsonl_begin_array(&j, "rate_MBps");   /* the thesis's per-task rate: all bytes / this task's time */
+    jsonl_end(j);
+    jsonl_begin_array(j, "rate_MBps");   /* the thesis's per-task rate: all bytes / this task's time */
     for (int i = 0; i < n; i++)
-        jsonl_double(&j, NULL, bytes / T[(size_t)i * T_N + T_TOTAL] / 1e6);
-    jsonl_end(&j);
-    jsonl_begin_array(&j, "host");
+        jsonl_double(j, NULL, bytes / record_d(t, i, T_TOTAL) / 1e6);
+    jsonl_end(j);
+    jsonl_begin_array(j, "host");
     for (int i = 0; i < n; i++)
-        jsonl_u64(&j, NULL, (uint64_t)w->host_of[i]);
-    jsonl_end(&j);
-    jsonl_end(&j);
-    jsonl_double(&j, "imbalance", tmax / tmean);
-    jsonl_bool(&j, "verified", mism == 0);
-    jsonl_u64(&j, "mismatches", mism);
+        jsonl_u64(j, NULL, (uint64_t)x->w->host_of[i]);
+    jsonl_end(j);
+    jsonl_end(j);
+    jsonl_double(j, "imbalance", tmax / tmean);
+    jsonl_bool(j, "verified", mism == 0);
+    jsonl_u64(j, "mismatches", mism);
     /* all ranks, open to close; the Python side compares it with the bytes (climio.measure.series) */
     if (storage != STORAGE_UNKNOWN)
-        jsonl_u64(&j, "storage_read_bytes", storage);
-    jsonl_end(&j);
+        jsonl_u64(j, "storage_read_bytes", storage);
+}
 
-    jsonl_begin(&j, "cache");
-    jsonl_str(&j, "state", cold ? "cold" : "warm");
-    jsonl_str(&j, "requested", "cold");
-    jsonl_str(&j, "method", "posix_fadvise(DONTNEED) of each rank's byte ranges, checked with mincore");
-    jsonl_double(&j, "resident_fraction_max", rmax);
-    jsonl_begin_array(&j, "per_rank");
-    for (int i = 0; i < n; i++)
-        jsonl_str(&j, NULL, T[(size_t)i * T_N + T_RESIDENT] > CACHE_COLD_THRESHOLD ? "warm" : "cold");
-    jsonl_end(&j);
-    jsonl_begin_array(&j, "resident_fraction");
-    for (int i = 0; i < n; i++)
-        jsonl_double(&j, NULL, T[(size_t)i * T_N + T_RESIDENT]);
-    jsonl_end(&j);
-    jsonl_end(&j);
-    jsonl_u64(&j, "rep", rep);
-    jsonl_str(&j, "status", "ok");
-    pario_iso_now(buf, sizeof buf);
-    jsonl_str(&j, "time", buf);
-    jsonl_str(&j, "platform_id", c->platform_id);
-    jsonl_end(&j);
-    jsonl_emit(&j, stdout);
-    jsonl_free(&j);
-    free(T);
-    free(U);
+static void read_cache(struct jsonl *j, const struct record_rows *t, const void *ctx)
+{
+    (void)ctx;
+    double rmax = record_max(t, T_RESIDENT);
+    jsonl_str(j, "state", rmax > CACHE_COLD_THRESHOLD ? "warm" : "cold");
+    jsonl_str(j, "requested", "cold");
+    jsonl_str(j, "method", "posix_fadvise(DONTNEED) of each rank's byte ranges, checked with mincore");
+    jsonl_double(j, "resident_fraction_max", rmax > 0 ? rmax : 0.0);
+    jsonl_begin_array(j, "per_rank");
+    for (int i = 0; i < t->n; i++)
+        jsonl_str(j, NULL, record_d(t, i, T_RESIDENT) > CACHE_COLD_THRESHOLD ? "warm" : "cold");
+    jsonl_end(j);
+    record_column(j, "resident_fraction", t, T_RESIDENT);
+}
+
+static const struct record_writer writer = {"parallel-read", read_params, read_metrics, read_cache};
+
+/* Collective: this rank's outcome into the record rank 0 prints. */
+static void emit(const struct world *w, const struct cli *cl, const struct config *cf, const struct rank_out *o,
+                 uint64_t rep)
+{
+    const struct read_record x = {w, cf, cl->rd.settle_s};
+    record_emit(MPI_COMM_WORLD, &writer, &x, o->t, T_N, o->u, U_N, rep, cl->opt.platform_id);
 }
 
 /* Compare a get's values with the generator and add them to the stream checksum. */
@@ -691,7 +444,7 @@ static int read_pass(const struct pario_backend *b, struct pario_file *f, struct
         if (!have)
             first = count = 0;
         if (b->get(f, 0, &first, &count, buf, coll) != 0) {
-            snprintf(err, ERRLEN, "%s: %s %s get%s: %s", b->name, pattern_names_[p->pattern], access_names[coll],
+            snprintf(err, ERRLEN, "%s: %s %s get%s: %s", b->name, pattern_names[p->pattern], access_names[coll],
                      ck ? " (verification pass)" : "", f->err);
             return -1;
         }
@@ -713,7 +466,7 @@ static void sleep_s(double s)
         ;
 }
 
-static void stall(const struct rcli *c, int rank)
+static void stall(const struct pario_read_options *c, int rank)
 {
     if (rank == c->stall_rank && c->stall_s > 0)
         sleep_s(c->stall_s);
@@ -762,33 +515,34 @@ static int write_file(const struct pario_backend *b, const char *path, uint64_t 
     return rc;
 }
 
-static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
+static int run_mpiio(const struct cli *cl, struct world *w, MPI_Info hints)
 {
+    const struct pario_read_options *c = &cl->rd;
     char err[ERRLEN] = "";
     uint64_t elems = c->size / 8, belems = c->buffer / 8;
     uint64_t nbuf = (elems + belems - 1) / belems;
     for (int pi = 0; pi < c->npatterns; pi++) {
         if (c->patterns[pi] == PAT_SEQUENTIAL && elems < (uint64_t)w->size)
             return opt_error(err, ERRLEN, "more ranks than the file can split: %llu elements over %d ranks",
-                       (unsigned long long)elems, w->size), pario_finish_error(PROGRAM, err);
+                       (unsigned long long)elems, w->size), pario_finish_error(PARIO_PROGRAM, err);
         if (c->patterns[pi] == PAT_STRIDING && nbuf < (uint64_t)w->size) {
             snprintf(err, ERRLEN, "more ranks than the file can split: %llu buffers of %llu bytes cannot stride over "
                      "%d ranks (use a smaller --buffer or fewer ranks)", (unsigned long long)nbuf,
                      (unsigned long long)c->buffer, w->size);
-            return pario_finish_error(PROGRAM, err);
+            return pario_finish_error(PARIO_PROGRAM, err);
         }
     }
-    for (int bi = 0; bi < c->nbackends; bi++) {
-        const struct pario_backend *b = c->backends[bi];
+    for (int bi = 0; bi < cl->nbackends; bi++) {
+        const struct pario_backend *b = cl->backends[bi];
         char path[PARIO_PATH_LEN];
-        snprintf(path, sizeof path, "%s/parallel-read-%s.%s", c->dir, b->name, pario_extension(b));
+        snprintf(path, sizeof path, "%s/parallel-read-%s.%s", cl->opt.dir, b->name, pario_extension(b));
         write_file(b, path, elems, hints, w->rank, w->size, err);
         if (agree(err)) {
             char msg[ERRLEN + 64];
             snprintf(msg, sizeof msg, "%s: writing %s: %s", b->name, path, err);
             if (w->rank == 0)
                 unlink(path);
-            return pario_finish_error(PROGRAM, msg);
+            return pario_finish_error(PARIO_PROGRAM, msg);
         }
         long long data_off = 0;
         uint64_t file_bytes = 0;
@@ -806,7 +560,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         if (agree(err)) {
             if (w->rank == 0)
                 unlink(path);
-            return pario_finish_error(PROGRAM, err);
+            return pario_finish_error(PARIO_PROGRAM, err);
         }
         double *buf = malloc(sizeof(double) * (size_t)(belems < elems ? belems : elems));
         for (int pi = 0; pi < c->npatterns; pi++) {
@@ -819,7 +573,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
             MPI_Allreduce(&p.ops, &nops, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
             for (int ai = 0; ai < c->naccess; ai++) {
                 int coll = c->access[ai] == ACC_COLLECTIVE;
-                for (uint64_t rep = 0; rep < c->reps; rep++) {
+                for (uint64_t rep = 0; rep < cl->opt.reps; rep++) {
                     struct rank_out o;
                     memset(&o, 0, sizeof o);
                     if (w->rank == 0)
@@ -829,7 +583,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                         evict_ranges(path, &rg, &o.t[T_RESIDENT], o.err);
                     if (agree(o.err)) {
                         unlink(path);
-                        return pario_finish_error(PROGRAM, o.err);
+                        return pario_finish_error(PARIO_PROGRAM, o.err);
                     }
                     struct checksum ck;
                     checksum_init(&ck);
@@ -862,7 +616,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                             b->close(&f);
                         if (w->rank == 0)
                             unlink(path);
-                        return pario_finish_error(PROGRAM, o.err);
+                        return pario_finish_error(PARIO_PROGRAM, o.err);
                     }
                     /* Every rank asks (HDF5's query duplicates the communicator: collective); rank 0's is kept. */
                     if (rc == 0 && b->hints(&f, &used) != 0)
@@ -878,7 +632,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                     o.u[U_STORAGE] = storage_since(io0);   /* the untimed verification pass reads the page cache */
                     if (agree(o.err)) {
                         unlink(path);
-                        return pario_finish_error(PROGRAM, o.err);
+                        return pario_finish_error(PARIO_PROGRAM, o.err);
                     }
                     o.t[T_OPEN] = t1 - t0;
                     o.t[T_READ] = t2 - t1;
@@ -892,12 +646,12 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
                     o.u[U_OPS] = p.ops;
                     struct config cf = {
                         .experiment = "mpiio", .stack = b->name, .library = b->version(),
-                        .pattern = pattern_names_[p.pattern], .access = access_names[coll],
+                        .pattern = pattern_names[p.pattern], .access = access_names[coll],
                         .collective = coll && w->size > 1, .file_set = "shared", .files = 1,
                         .file_bytes = file_bytes, .elems = elems, .buffer = c->buffer,
                         .hints_requested = hints, .hints_used = used,
                     };
-                    emit(w, c, &cf, &o, rep);
+                    emit(w, cl, &cf, &o, rep);
                     if (used != MPI_INFO_NULL)
                         MPI_Info_free(&used);
                 }
@@ -907,7 +661,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
         }
         free(buf);
         MPI_Barrier(MPI_COMM_WORLD);
-        if (w->rank == 0 && !c->keep)
+        if (w->rank == 0 && !cl->opt.keep)
             unlink(path);
     }
     return 0;
@@ -916,7 +670,7 @@ static int run_mpiio(const struct rcli *c, struct world *w, MPI_Info hints)
 /* ------------------------------------------------------------------------------------------ */
 /* Experiment A: independent tasks, each on its own file or piece; no MPI between the barriers. */
 
-static void task_path(const struct rcli *c, int rank, char *out, size_t len)
+static void task_path(const struct pario_read_options *c, int rank, char *out, size_t len)
 {
     const char *pct = strstr(c->files, "%d");
     if (pct && !c->split)
@@ -926,7 +680,7 @@ static void task_path(const struct rcli *c, int rank, char *out, size_t len)
 }
 
 /* Elements of the variable: raw file size / 8, or the netCDF variable's length. */
-static int task_elems(const struct rcli *c, const char *path, uint64_t *elems, char *err)
+static int task_elems(const struct pario_read_options *c, const char *path, uint64_t *elems, char *err)
 {
     if (c->stack == STACK_POSIX) {
         struct stat st;
@@ -955,18 +709,19 @@ static int task_elems(const struct rcli *c, const char *path, uint64_t *elems, c
     return 0;
 }
 
-static int run_tasks(const struct rcli *c, struct world *w)
+static int run_tasks(const struct cli *cl, struct world *w)
 {
+    const struct pario_read_options *c = &cl->rd;
     char err[ERRLEN] = "", path[PARIO_PATH_LEN];
     task_path(c, w->rank, path, sizeof path);
     uint64_t elems = 0, belems = c->buffer / 8;
     task_elems(c, path, &elems, err);
     if (agree(err))
-        return pario_finish_error(PROGRAM, err);
+        return pario_finish_error(PARIO_PROGRAM, err);
     if (c->split && elems < (uint64_t)w->size) {
         snprintf(err, ERRLEN, "more ranks than the file can split: %s has %llu elements for %d ranks", path,
                  (unsigned long long)elems, w->size);
-        return pario_finish_error(PROGRAM, err);
+        return pario_finish_error(PARIO_PROGRAM, err);
     }
     struct plan1 p;
     plan_make(&p, PAT_SEQUENTIAL, elems, belems, c->split ? w->rank : 0, c->split ? w->size : 1);
@@ -989,7 +744,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         MPI_Allreduce(&mine, &file_bytes, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     }
     if (agree(err))
-        return pario_finish_error(PROGRAM, err);
+        return pario_finish_error(PARIO_PROGRAM, err);
     struct ranges rg = {0};
     for (uint64_t i = 0, first, count; plan_get(&p, i, &first, &count); i++)
         ranges_add(&rg, (uint64_t)data_off + first * 8, count * 8);
@@ -1002,7 +757,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
             *s = '\0';
             break;
         }
-    for (uint64_t rep = 0; rep < c->reps; rep++) {
+    for (uint64_t rep = 0; rep < cl->opt.reps; rep++) {
         struct rank_out o;
         memset(&o, 0, sizeof o);
         if (owner)
@@ -1011,7 +766,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         if (!o.err[0])
             evict_ranges(path, &rg, &o.t[T_RESIDENT], o.err);
         if (agree(o.err))
-            return pario_finish_error(PROGRAM, o.err);
+            return pario_finish_error(PARIO_PROGRAM, o.err);
         struct checksum ck;
         checksum_init(&ck);
         uint64_t mism = 0, got = 0;
@@ -1064,7 +819,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
         double t3 = MPI_Wtime();
         o.u[U_STORAGE] = storage_since(io0);
         if (agree(o.err))
-            return pario_finish_error(PROGRAM, o.err);
+            return pario_finish_error(PARIO_PROGRAM, o.err);
         o.t[T_OPEN] = t1 - t0;
         o.t[T_READ] = t2 - t1;
         o.t[T_CLOSE] = t3 - t2;
@@ -1081,7 +836,7 @@ static int run_tasks(const struct rcli *c, struct world *w)
             .files = c->split ? 1 : (uint64_t)w->size, .file_bytes = file_bytes, .elems = elems,
             .buffer = c->buffer, .hints_requested = MPI_INFO_NULL, .hints_used = MPI_INFO_NULL,
         };
-        emit(w, c, &cf, &o, rep);
+        emit(w, cl, &cf, &o, rep);
     }
     free(buf);
     free(rg.off);
@@ -1091,55 +846,13 @@ static int run_tasks(const struct rcli *c, struct world *w)
 
 /* ------------------------------------------------------------------------------------------ */
 
-
-int main(int argc, char **argv)
+int read_main(const struct cli *c, const struct pario_driver *d, MPI_Info hints)
 {
-    struct rcli c;
-    char err[ERRLEN] = "";
-    fail_set_program(PROGRAM);
-    int parsed = parse(argc, argv, &c, err, sizeof err);
-    if (parsed == 0 && c.list) {
-        for (int i = 0; i < PARIO_NBACKENDS; i++)
-            printf("%s\t%s\n", pario_registry[i].name, pario_registry[i].description);
-        return 0;
-    }
-    if (parsed == 0 && c.help) {
-        opt_help(&table, stdout);
-        printf(" backends:\n");
-        for (int i = 0; i < PARIO_NBACKENDS; i++)
-            printf("  %-9s %s\n", pario_registry[i].name, pario_registry[i].description);
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    if (parsed != 0)
-        return pario_finish_error(PROGRAM, err);
-    struct world w;
+    (void)d;
+    struct world w = {0};
     world_init(&w);
-    if (c.version) {
-        if (w.rank == 0)
-            pario_print_versions(stdout);
-        MPI_Finalize();
-        return 0;
-    }
-    (void)pario_mpi_library();
-    int rc;
-    if (c.mode == MODE_MPIIO) {
-        MPI_Info hints;
-        if (hints_build(c.hints_file, c.hint_items, c.nhints, &hints, err) != 0)
-            return pario_finish_error(PROGRAM, err);
-        struct stat st;
-        if (w.rank == 0 && (stat(c.dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-            snprintf(err, ERRLEN, "--dir %s is not a directory", c.dir);
-        if (agree(err))
-            return pario_finish_error(PROGRAM, err);
-        rc = run_mpiio(&c, &w, hints);
-        if (hints != MPI_INFO_NULL)
-            MPI_Info_free(&hints);
-    } else {
-        rc = run_tasks(&c, &w);
-    }
-    if (rc != 0)
-        return rc;   /* finish_error has finalized */
-    MPI_Finalize();
-    return 0;
+    int rc = c->opt.mode == MODE_MPIIO ? run_mpiio(c, &w, hints) : run_tasks(c, &w);
+    free(w.hosts);
+    free(w.host_of);
+    return rc;
 }

@@ -1,6 +1,6 @@
-/* Helpers of main.c and benchio.c that are not part of the driver contract (driver.h): the
+/* Helpers of main.c and the drivers that are not part of the driver contract (driver.h): the
  * command line, MPI_Info hints from the command line and as JSON, node communicators, file
- * names, one-line MPI error strings. model.c may use them too, but need not. */
+ * names, one-line MPI error strings. */
 #ifndef CLIMIO_PARIO_SUPPORT_H
 #define CLIMIO_PARIO_SUPPORT_H
 
@@ -12,13 +12,36 @@
 #include "jsonl.h"
 #include "pario.h"
 
-#define PARIO_PROGRAM "climio-pario-write"
+#define PARIO_PROGRAM "climio-pario"
 
 /* --- options.c: the command line (README.md), one table over csrc/common/options.c --- */
 #define CLI_MAX_HINTS 256
 
+/* The read driver's own options (--op read). */
+enum { PAT_SEQUENTIAL = 0, PAT_STRIDING = 1, PAT_COUNT = 2 };
+enum { ACC_INDEPENDENT = 0, ACC_COLLECTIVE = 1, ACC_COUNT = 2 };
+enum { STACK_POSIX = 0, STACK_NETCDF = 1 };
+extern const char *const pattern_names[PAT_COUNT];   /* "sequential", "striding" */
+extern const char *const access_names[ACC_COUNT];    /* "independent", "collective" */
+extern const char *const stack_names[2];             /* "posix", "netcdf-c" */
+struct pario_read_options {
+    uint64_t size, buffer;           /* --size (mpiio), --buffer: bytes */
+    int patterns[PAT_COUNT], npatterns;
+    int access[ACC_COUNT], naccess;
+    double settle_s;                 /* --settle (mpiio) */
+    int stack;                       /* --stack (tasks) */
+    const char *files;               /* --files: a path, %d replaced by the rank */
+    int split;                       /* --split: one shared file, N contiguous pieces */
+    const char *file_set;            /* recorded as params.file_set */
+    const char *var;                 /* --var: the netCDF variable */
+    int stall_rank;                  /* --stall RANK:SECONDS (-1: none) */
+    double stall_s;
+};
+
 struct cli {
-    struct pario_options opt;
+    int op;                                  /* --op: enum pario_op */
+    struct pario_options opt;                /* opt.mode: enum pario_mode */
+    struct pario_read_options rd;
     const struct pario_backend *backends[PARIO_NBACKENDS];
     int nbackends;
     enum pario_strategy strategies[STRATEGY_COUNT];
@@ -28,7 +51,7 @@ struct cli {
     const char *hints_file;
     int version, help, list;
     /* raw values, resolved once the mode is known */
-    int mode;                                /* --mode: index in "benchio|model" */
+    int mode;                                /* --mode: index in mode_names (-1: not given) */
     const char *chunk;                       /* --chunk */
     int vars[3];                             /* --vars N3D,N2D,NRESTART */
 };
@@ -42,7 +65,7 @@ void options_usage(FILE *fp);
 /* --list: one line per backend, "NAME<TAB>DESCRIPTION", in the default order. */
 void options_list(FILE *fp);
 
-/* --- common.c: what climio-pario-write and climio-pario-read share --- */
+/* --- common.c --- */
 /* Every error path ends here on every rank: one line "PROGRAM: error: MSG" from rank 0, then
  * MPI_Finalize and exit status 2 (no MPI_Abort, whose multi-line dump would bury the message). */
 int pario_finish_error(const char *program, const char *msg);
@@ -50,10 +73,6 @@ int pario_finish_error(const char *program, const char *msg);
 void pario_print_versions(FILE *fp);
 /* Seconds to add to MPI_Wtime() for the wall-clock (epoch) time. */
 double pario_realtime_offset(void);
-/* UTC now as 2026-01-31T12:00:00Z. */
-void pario_iso_now(char *buf, size_t len);
-/* {"min":..,"mean":..,"max":..} of v[0..n) as member `key`. */
-void pario_json_stats(struct jsonl *j, const char *key, const double *v, int n);
 
 /* --- hints.c --- */
 /* Split "KEY=VALUE" (or ROMIO's "KEY VALUE" when allow_space) into trimmed key/value;

@@ -1,9 +1,12 @@
-/* climio tracer: state shared by the layers (posix.c, mpiio.c, netcdf.c, hdf5.c).
+/* climio tracer: what the layers (posix.c, mpiio.c, netcdf.c, hdf5.c) use of the core.
  *
- * buffer.c  configuration, per-thread depth and guard, the event buffer, string table, aux
- *           writer, flushes, done.json, signal/fork/exec/exit handling, the timer
- * resolve.c finding the real function behind an interposed symbol (RTLD_NEXT, or the caller's
- *           own scope for libraries loaded RTLD_LOCAL such as the netCDF4-python/h5py wheels)
+ * The core (core.h lists its files: config, clock, output, events, counters, core) holds the
+ * configuration, the event buffer and its fast paths (inline here), the string table, the aux
+ * writer, flushes, done.json, and the process lifecycle (exit, signals, fork, exec). A layer
+ * calls it through this header and registers its own callbacks in the module table (CT_MODULE);
+ * the core never calls a layer by name.
+ * resolve.c  finding the real function behind an interposed symbol (RTLD_NEXT, or the caller's
+ *            own scope for libraries loaded RTLD_LOCAL such as the netCDF4-python/h5py wheels)
  *
  * The file format is csrc/trace/FORMAT.md. */
 #ifndef CLIMIO_TRACE_BUFFER_H
@@ -29,7 +32,7 @@ enum { CT_F_AUX = 1, CT_F_FAILED = 2 };
 
 /* One event, 64 bytes, the on-disk record (little-endian hosts only). While buffered, t_start
  * and t_end hold raw timer ticks (TSC or ns); they become CLOCK_REALTIME ns in batches of 128
- * and at flush (buffer.c). */
+ * and at flush (events.c). */
 typedef struct __attribute__((packed)) {
     uint64_t t_start, t_end;
     int64_t offset, size, ret;
@@ -55,14 +58,14 @@ extern __thread ct_thread ct_tls __attribute__((tls_model("initial-exec")));
 typedef struct {
     ct_event *buf;        /* the event buffer being filled */
     size_t n;             /* events in it */
-    size_t lim;           /* the fast paths append while n + 1 < lim (<= cap; see buffer.c) */
+    size_t lim;           /* the fast paths append while n + 1 < lim (<= cap; see events.c) */
     uint64_t kept;        /* events kept by this image: the next one's index is base + kept */
     void *fdtab;          /* posix.c's descriptor table */
     const char *single;   /* &__libc_single_threaded (no thread was ever started), or a 0 */
     int active;           /* tracing configured and not finished */
     unsigned layers;      /* bit L set: layer L traced */
     int rank;             /* MPI rank, -1 before MPI_Init / without MPI */
-    int use_tsc;          /* timer: 1 raw TSC (converted to ns in buffer.c), 0 clock_gettime */
+    int use_tsc;          /* timer: 1 raw TSC (converted to ns in clock.c), 0 clock_gettime */
     /* second line, not read by the fast paths */
     size_t cap;           /* capacity of the buffer */
     uint64_t base;        /* events in the .events file before this image (exec) */
@@ -288,13 +291,29 @@ extern int ct_cnt_mode;          /* 1: counters mode (events only every ct_cnt_s
 extern uint32_t ct_cnt_sample;   /* CLIMIO_TRACE_SAMPLE (0: no events) */
 void ct_count(const ct_event *e);          /* count one call (event lock held or single-threaded) */
 void ct_cnt_capped(uint64_t t_start);      /* the first call past the cap started at t_start */
-void ct_cnt_write(void);                   /* rewrite <stem>.counters (async-signal-safe) */
-void ct_cnt_init(uint64_t ticks_per_s);
-void ct_cnt_fork_child(void);
-uint64_t ct_cnt_counted(void);
 
-/* Hooks of the layers, called by buffer.c */
-void ct_posix_init(void);              /* fd table */
+/* MPI_Finalize: a safe point, the rank is known: everything so far on disk, done.json says
+ * "finalize"; tracing goes on until exit (core.c). */
 void ct_mpi_finalize_hook(void);
+
+/* The module table. A module (a layer, or the counters) registers what the core calls at its
+ * points of the lifecycle, each optional:
+ *   init        once tracing is configured, before the first traced call
+ *   flush       at every flush of the event buffer, at exit, signals, exec and MPI_Finalize
+ *               (async-signal-safe: no allocation, no locks)
+ *   fork_child  in a fork()ed child, before it traces (its own file set, its own state)
+ * CT_MODULE(.name = "posix", .init = fn) in a layer's file registers it before the core starts
+ * (a constructor of higher priority than the core's). At most CT_MAX_MODULES. */
+typedef struct {
+    const char *name;
+    void (*init)(void);
+    void (*flush)(void);
+    void (*fork_child)(void);
+} ct_module;
+#define CT_MAX_MODULES 8
+void ct_register(const ct_module *m);
+#define CT_MODULE(...) \
+    static const ct_module ct_module_ = {__VA_ARGS__}; \
+    __attribute__((constructor(101))) static void ct_module_register_(void) { ct_register(&ct_module_); }
 
 #endif

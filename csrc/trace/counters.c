@@ -16,7 +16,7 @@
  * are not freed), holds at most CT_CNT_MAX records (beyond, calls are counted under file 0), and
  * is updated under the event lock (none while the process is single-threaded). Times are kept in
  * timer ticks and converted to ns when written. File format: FORMAT.md ("Counters"). */
-#include "buffer.h"
+#include "core.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,7 +78,7 @@ static uint64_t counted, capped_at, last_write;
 static uint64_t write_every = 1000000000ull;   /* ticks between periodic writes (set at start) */
 static int cnt_exec_k = -1;      /* file name suffix of this image (exec) */
 
-int ct_cnt_mode;                 /* 1: CLIMIO_TRACE_MODE=counters */
+int ct_cnt_mode;                 /* 1: CLIMIO_TRACE_MODE=counters (set by core.c from config.c) */
 uint32_t ct_cnt_sample;          /* CLIMIO_TRACE_SAMPLE */
 
 static int kind_of(uint32_t func) {
@@ -190,7 +190,7 @@ static inline int bucket(int64_t s) {
     return b;
 }
 
-void ct_cnt_write(void);
+static void ct_cnt_write(void);
 
 /* Count one call (the event lock held, or the process single-threaded). */
 void ct_count(const ct_event *e) {
@@ -257,13 +257,6 @@ void ct_cnt_capped(uint64_t t) {
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
-extern const char *ct_cnt_stem(void);       /* buffer.c: DIR/<host>-<pid> */
-extern uint64_t ct_cnt_t0(void);
-extern int ct_cnt_open(const char *path, int flags);
-extern int ct_cnt_write_all(int fd, const void *buf, size_t n);
-extern int ct_cnt_close(int fd);
-extern void ct_cnt_flush_strings(void);
-extern void ct_cnt_clock(uint64_t *tsc, uint64_t *ns, uint64_t *mult32);   /* now and ns per tick (32.32) */
 
 static uint64_t tns(uint64_t t, uint64_t c_tsc, uint64_t c_ns, uint64_t m) {
     if (!ct_use_tsc) return t;
@@ -274,7 +267,7 @@ static uint64_t dns(uint64_t d, uint64_t m) {
 }
 
 static size_t name_at(char *p, size_t cap) {
-    const char *stem = ct_cnt_stem();
+    const char *stem = ct_stem;
     size_t a = 0;
     while (*stem && a + 1 < cap) p[a++] = *stem++;
     if (cnt_exec_k > 0) {
@@ -302,22 +295,22 @@ static void pick_name(void) {
 }
 
 /* Rewrite the counters file (async-signal-safe: no allocation, no locks). */
-void ct_cnt_write(void) {
+static void ct_cnt_write(void) {
     uint32_t n = __atomic_load_n(&n_recs, __ATOMIC_ACQUIRE);
     ct_cnt_rec *rs = __atomic_load_n(&recs, __ATOMIC_ACQUIRE);
     if (!n && !counted) return;
     uint8_t inside = ct_tls.inside;
     ct_tls.inside = 1;
     if (cnt_exec_k < 0) pick_name();
-    ct_cnt_flush_strings();
+    ct_flush_strings();
     uint64_t c_tsc, c_ns, m;
-    ct_cnt_clock(&c_tsc, &c_ns, &m);
+    ct_clock_now(&c_tsc, &c_ns, &m);
     last_write = ct_now();
     char fin[4200], tmp[4220];
     size_t a = name_at(fin, sizeof fin);
     memcpy(tmp, fin, a);
     memcpy(tmp + a, ".tmp", 5);
-    int fd = ct_cnt_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
+    int fd = ct_r_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
         ct_cnt_head h;
         memset(&h, 0, sizeof h);
@@ -325,13 +318,13 @@ void ct_cnt_write(void) {
         h.version = 1;
         h.rec_size = sizeof(ct_cnt_rec);
         h.n_records = n;
-        h.t0_ns = ct_cnt_t0();
+        h.t0_ns = ct_t0_ns;
         h.counted = counted;
         h.capped_at_ns = capped_at ? tns(capped_at, c_tsc, c_ns, m) : 0;
         h.written_ns = c_ns;
         h.sample = ct_cnt_mode ? ct_cnt_sample : 0;
         h.mode = (uint32_t)ct_cnt_mode;
-        int ok = ct_cnt_write_all(fd, &h, sizeof h) == 0;
+        int ok = ct_write_all(fd, &h, sizeof h) == 0;
         ct_cnt_rec out[16];
         for (uint32_t i = 0; ok && i < n; i += 16) {
             uint32_t k = n - i < 16 ? n - i : 16;
@@ -358,22 +351,27 @@ void ct_cnt_write(void) {
                     else { x->stride[q] = v; x->stride_n[q] = cn; x->sz[q] = 0; x->sz_n[q] = 0; }
                 }
             }
-            ok = ct_cnt_write_all(fd, out, k * sizeof *out) == 0;
+            ok = ct_write_all(fd, out, k * sizeof *out) == 0;
         }
-        ct_cnt_close(fd);
+        ct_r_close(fd);
         if (ok) rename(tmp, fin);
     }
     ct_tls.inside = inside;
 }
 
-/* At start (after the stem is set): the mode and how often to write. */
-void ct_cnt_init(uint64_t ticks_per_s) {
-    write_every = ticks_per_s ? ticks_per_s : 1000000000ull;
+/* At start (after the stem is set and the timer chosen): written about once a second. */
+static void cnt_init(void) {
+    write_every = ct_use_tsc ? 2500000000ull : 1000000000ull;
     last_write = ct_now();
 }
 
+/* At every flush of the trace: a killed run keeps its counts so far. */
+static void cnt_flush(void) {
+    if (ct_cnt_mode || counted) ct_cnt_write();
+}
+
 /* fork child: the parent's counts are the parent's */
-void ct_cnt_fork_child(void) {
+static void cnt_fork_child(void) {
     n_recs = 0;
     if (hash) memset(hash, 0, hash_cap * sizeof *hash);
     memset(hits, 0, sizeof hits);
@@ -383,4 +381,5 @@ void ct_cnt_fork_child(void) {
 }
 
 uint64_t ct_cnt_counted(void) { return counted; }
-uint64_t ct_cnt_capped_ticks(void) { return capped_at; }
+
+CT_MODULE(.name = "counters", .init = cnt_init, .flush = cnt_flush, .fork_child = cnt_fork_child)

@@ -57,11 +57,13 @@ enum { FD_UNKNOWN = 0, FD_TRACED, FD_IGNORED };
 #define fds ((fdent *)ct_g.fdtab)   /* in ct_g: the line every call reads anyway */
 static int max_fd_seen = -1;
 
-void ct_posix_init(void) {
+/* The descriptor table, once tracing is configured (the core calls it through the module table). */
+static void posix_init(void) {
     void *p = mmap(NULL, (size_t)MAX_FDS * sizeof(fdent), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     ct_g.fdtab = p == MAP_FAILED ? NULL : p;
 }
+CT_MODULE(.name = "posix", .init = posix_init)
 
 static inline void note_fd(int fd) {
     if (fd > max_fd_seen) max_fd_seen = fd;

@@ -74,16 +74,24 @@ def run_json(args, timeout=60) -> dict:
     return json.loads(run_text(args, timeout))
 
 
+# The MPI program of the parallel-write and parallel-read studies: one binary, `--op write|read`.
+PARIO = "climio-pario"
+
+
+def pario(op: str) -> list:
+    """The start of a climio-pario command line for operation `op` ("write" or "read")."""
+    return [program(PARIO), "--op", op]
+
+
 @functools.lru_cache(maxsize=None)
 def pario_backends() -> tuple:
-    """The backends of climio-pario-write in its default order, as its `--list` prints them
+    """The backends of climio-pario in its default order, as its `--list` prints them
     (`NAME<TAB>DESCRIPTION` lines; csrc/pario/backends.h is the one list). The program runs once
     per process (it answers without MPI); NativeError in one line if it cannot."""
-    prog = "climio-pario-write"
-    names = tuple(line.split("\t", 1)[0].strip() for line in run_text([program(prog), "--list"]).splitlines()
+    names = tuple(line.split("\t", 1)[0].strip() for line in run_text([program(PARIO), "--list"]).splitlines()
                   if line.strip())
     if not names or not all(names):
-        raise NativeError(f"{prog} --list printed no backends")
+        raise NativeError(f"{PARIO} --list printed no backends")
     return names
 
 

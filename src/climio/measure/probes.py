@@ -21,7 +21,7 @@ from ..errors import ClimioError, NativeError
 from .procs import DEFAULT_TIMEOUT_S, kill_streaming, stream_records
 
 SLAB = "climio-probe-netcdf-slab"
-PARIO_READ = "climio-pario-read"
+PARIO_READ = native.PARIO   # climio-pario --op read
 # netCDF-C's chunk cache as the probes take it: SIZE,NELEMS,PREEMPTION (4133 slots, 0.75 preemption
 # as the library's defaults; only the size is varied)
 CACHE_NELEMS, CACHE_PREEMPTION = 4133, 0.75
@@ -53,7 +53,7 @@ def slab_argv(*args, **kwargs) -> list:
 
 def pario_read_argv(mode, *args) -> list:
     """The parallel read program in `mode` (mpiio or tasks) with the mode's options."""
-    return [native.program(PARIO_READ), "--mode", mode, *map(str, args)]
+    return [*native.pario("read"), "--mode", mode, *map(str, args)]
 
 
 def available(name=SLAB) -> bool:

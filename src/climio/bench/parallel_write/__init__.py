@@ -4,7 +4,7 @@ ROMS) over MPI-IO, parallel HDF5, parallel netCDF-4 and PnetCDF.
     Grid                  the options of `climio bench parallel-write` (option() metadata) and what
                           grid() derives from them (modes, hints, stripe bytes)
     ParallelWrite         the Study: grid, check, run (+ the load test), summarise, section, findings
-    run.py                launches climio-pario-write under MPI (one launch per rank count)
+    run.py                launches climio-pario --op write under MPI (one launch per rank count)
     tune.py               `climio tune write`: the MOM5 paper's sweep
     summary.py            pure numbers from records; section.py / figures.py: the report's section
 
@@ -25,7 +25,7 @@ from ...options import parse_size
 from .. import base
 from .summary import STUDY
 
-PROGRAM = "climio-pario-write"
+PROGRAM = native.PARIO   # climio-pario --op write
 MODES = ("benchio", "model")
 STRATEGIES = ("shared", "file-per-process", "file-per-node", "serial")
 MODEL_STRATEGIES = ("shared", "file-per-process", "serial")
@@ -123,7 +123,7 @@ class Grid:
     stripe_bytes: Optional[int] = None
     extra: dict = field(default_factory=dict)   # params added to every record (e.g. the tuning sweep's)
 
-    # --- one mode at a time: what a launch of climio-pario-write needs
+    # --- one mode at a time: what a launch of climio-pario --op write needs
     def split(self) -> list:
         """One Grid per mode, each with the strategies that mode has."""
         return [self if self.modes == [m] else
@@ -134,10 +134,10 @@ class Grid:
         return sum(len(g.backends) * len(g.strategies) * g.reps for g in self.split())
 
     def program_args(self, out_dir, platform_id="") -> list:
-        """The command line of climio-pario-write for this (one-mode) grid: one launch."""
+        """The command line of climio-pario --op write for this (one-mode) grid: one launch."""
         if len(self.modes) != 1:
             raise ValueError("program_args needs a grid of one mode (Grid.split)")
-        a = [native.program(PROGRAM), "--mode", self.mode, "--dir", str(out_dir),
+        a = [*native.pario("write"), "--mode", self.mode, "--dir", str(out_dir),
              "--backends", ",".join(self.backends), "--strategies", ",".join(self.strategies),
              "--reps", str(self.reps), "--platform-id", platform_id]
         for k, v in self.hints.items():

@@ -1,6 +1,6 @@
 """Launching the parallel-write study.
 
-The measuring is done by the native MPI program `climio-pario-write` (csrc/pario/README.md);
+The measuring is done by the native MPI program `climio-pario --op write` (csrc/pario/README.md);
 this module launches one MPI job per mode and rank count (the program loops over backends x
 strategies x repetitions itself, so a sweep pays mpirun's start-up once per rank count), sets
 Lustre stripes where they exist, and adds what only the launcher side knows (stripe settings,
@@ -25,7 +25,7 @@ from .summary import aggregate_instances
 
 
 def all_backends() -> tuple:
-    """The backends of climio-pario-write in its default order (mpiio, hdf5, netcdf4, pnetcdf),
+    """The backends of climio-pario in its default order (mpiio, hdf5, netcdf4, pnetcdf),
     asked from the program (`--list`) on first use: importing this module runs nothing."""
     return native.pario_backends()
 
