@@ -1,6 +1,6 @@
 """Rechunking xy -> xt: `climio rechunk` against nccopy, h5repack and the floors, one run, cold.
 
-    .venv/bin/python bench/rechunk_vs_peers.py [--quick] [--size 30GiB] [--keep DIR] [--out FILE]
+    .venv/bin/python bench/rechunk_vs_peers.py [--quick] [--size 30GiB] [--keep DIR] [--out FILE] [--climio-only]
 
 Input: a deflate+shuffle float32 field [t,z,y,x] chunked [1,1,Y,X] (one map per chunk), written by
 `climio make-data --kind 4d`; default shape 365 x 10 x 240 x 240 = 841 MB uncompressed (--quick:
@@ -19,6 +19,10 @@ Every run gets --budget seconds (default 600; 120 with --quick); a run that does
 killed and reported as a bound: rate <= bytes it could have converted / elapsed, where the bytes
 are the input's resident fraction (it started cold, so every page in cache was read by the tool)
 times the variable size; ratio >= the time that rate implies / climio's time.
+
+Prediction: before each climio run, `climio rechunk --dry-run --json` with the same options; the
+plans' predicted seconds (this platform's calibrated rates, or the built-in defaults: the dry run
+lists which) are printed beside the measured time with predicted / measured.
 
 Timed: the command's wall time from spawn to exit (the output is then fsynced and evicted
 untimed, so write-back never leaks into the next run). Memory: the process tree's summed VmRSS
@@ -205,7 +209,7 @@ def make_input(workdir, shape, level) -> Path:
             return path
         print(f"{path} has {({k: have[k] for k in want})}, wanted {want}: rewriting")
     cmd = [CLIMIO, "make-data", str(workdir), "--kind", "4d", "--shape", ",".join(map(str, shape)),
-           "--chunks", f"1,1,{shape[2]},{shape[3]}", "--deflate", str(level), "--shuffle", "--dtype", "f4"]
+           "--chunks", f"1,1,{shape[2]},{shape[3]}", "--compression", f"deflate{level}+shuffle", "--dtype", "f4"]
     print("$ " + " ".join(cmd))
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return path
@@ -334,6 +338,8 @@ def main():
     ap.add_argument("--check-all", action="store_true", help="compare every value of climio's outputs")
     ap.add_argument("--peers-only", action="store_true",
                     help="measure peers and floors only (for testing while climio rechunk is unavailable)")
+    ap.add_argument("--climio-only", action="store_true",
+                    help="climio's two runs alone (its prediction against its time), no floors and no peers")
     a = ap.parse_args()
 
     budget_s = a.budget if a.budget is not None else (120.0 if a.quick else 600.0)
@@ -464,30 +470,51 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
         row["valid"] = not problems
 
     # floors -----------------------------------------------------------------
-    run("cp", "floor", ["cp", str(inp), str(out)], note="copies compressed bytes, no rechunking", check=False)
-    cache.prepare([inp], "cold")
-    print(f"\n[codec floor] cold; one core; decode + re-encode every chunk of {name} at level {L}", flush=True)
-    fl = codec_floor(inp, var, L)
-    for codec in ("zlib", "libdeflate"):
-        s = fl[f"{codec}_s"]
-        rows.append({"tool": f"codec {codec}", "case": "floor", "wall_s": s, "rate_MBps": nbytes / s / 1e6,
-                     "finished": True, "status": "ok", "cache": "cold", "read_s": fl["read_s"],
-                     "note": f"inflate+unshuffle+shuffle+deflate({L}) per input chunk, raw chunk reads "
-                             f"({fl['read_s']:.1f} s) not included", "cmd": "in-process"})
-        print(f"  -> {codec}: {s:.1f} s ({nbytes / s / 1e6:.0f} MB/s); chunk reads {fl['read_s']:.1f} s")
+    if not a.climio_only:
+        run("cp", "floor", ["cp", str(inp), str(out)], note="copies compressed bytes, no rechunking", check=False)
+        cache.prepare([inp], "cold")
+        print(f"\n[codec floor] cold; one core; decode + re-encode every chunk of {name} at level {L}", flush=True)
+        fl = codec_floor(inp, var, L)
+        for codec in ("zlib", "libdeflate"):
+            s = fl[f"{codec}_s"]
+            rows.append({"tool": f"codec {codec}", "case": "floor", "wall_s": s, "rate_MBps": nbytes / s / 1e6,
+                         "finished": True, "status": "ok", "cache": "cold", "read_s": fl["read_s"],
+                         "note": f"inflate+unshuffle+shuffle+deflate({L}) per input chunk, raw chunk reads "
+                                 f"({fl['read_s']:.1f} s) not included", "cmd": "in-process"})
+            print(f"  -> {codec}: {s:.1f} s ({nbytes / s / 1e6:.0f} MB/s); chunk reads {fl['read_s']:.1f} s")
 
     # case (a): same budget --------------------------------------------------
     climio_cmd = [CLIMIO, "rechunk", str(inp), str(out), "-c", spec]
 
     def climio_run(case, extra):
-        plan = subprocess.run(climio_cmd + extra + ["--dry-run"], capture_output=True, text=True)
-        print(f"\n[climio / {case}] plan (climio rechunk --dry-run, untimed):")
-        print("\n".join("    " + ln for ln in (plan.stdout + plan.stderr).strip().splitlines()))
+        plan = subprocess.run(climio_cmd + extra + ["--dry-run", "--json"], capture_output=True, text=True)
+        print(f"\n[climio / {case}] plan (climio rechunk --dry-run --json, untimed):")
+        print("\n".join("    " + ln for ln in plan.stderr.strip().splitlines()))
+        predicted = None
+        if plan.returncode == 0:
+            summary = json.loads(plan.stdout)
+            predicted = sum(p["predicted_s"] for p in summary["plans"].values())
+            print(f"    predicted {predicted:.2f} s (the plans' sum, this platform's rates as listed above)")
         row = run("climio", case, climio_cmd + extra)
         row["plan"] = plan.stdout.strip()
+        row["predicted_s"] = predicted
+        # the command's own conversion time (its last line), without the interpreter's start
+        m = re.search(r"rechunked .* in ([0-9.]+) s", Path(workdir / f"log-climio-{case}.txt").read_text(errors="replace"))
+        row["convert_s"] = float(m.group(1)) if m else None
+        if predicted and row["finished"]:
+            row["predicted_over_measured"] = predicted / row["wall_s"]
+            print(f"  -> predicted {predicted:.2f} s, measured {row['wall_s']:.2f} s (spawn to exit)"
+                  + (f", {row['convert_s']:.2f} s converting" if row["convert_s"] else "")
+                  + f": predicted/measured {predicted / row['wall_s']:.2f}"
+                  + (f" ({predicted / row['convert_s']:.2f} of the conversion)" if row["convert_s"] else ""))
 
     if have_climio:
         climio_run("a", ["--max-mem", str(mem_b), "--workers", str(a.workers)])
+    if a.climio_only:
+        if have_climio:
+            climio_run("b", [])
+        report(a, rows, var, nbytes, in_size, mem_b, budget_s)
+        return 0 if all(r["finished"] and r.get("valid") for r in rows) else 1
     run("nccopy", "a", ["nccopy", "-c", spec, "-d", str(L), "-s", "-h", str(mem_b), str(inp), str(out)],
         note="-h alone (as users write it)", as_limit=c_limit)
     run("nccopy -e", "a", ["nccopy", "-c", spec, "-d", str(L), "-s", "-h", str(mem_b), "-e", str(nslots),
@@ -556,6 +583,11 @@ def report(a, rows, var, nbytes, in_size, mem_b, budget_s):
         return f"n/a ({r['status']})"
 
     print()
+    for r in rows:
+        if r["tool"] == "climio" and r.get("predicted_over_measured"):
+            conv = f", {r['predicted_s'] / r['convert_s']:.2f} of its conversion time" if r.get("convert_s") else ""
+            print(f"climio case ({r['case']}): dry-run prediction {r['predicted_s']:.2f} s, measured {r['wall_s']:.2f} s: "
+                  f"predicted/measured {r['predicted_over_measured']:.2f}{conv} (target within 1.5x)")
     if not best:
         print("climio rechunk did not run (or failed): no ratios")
     nc_a = next((x for x in rows if x["tool"] == "nccopy" and x["case"] == "a"), {})

@@ -122,5 +122,40 @@ def test_rates_come_from_one_profile_and_say_which_are_defaults():
     assert again.write_Bps == 7e8 and again.codec_Bps == prof.codec_Bps
 
 
+def _convert_record(kind, codec, wall, rep, **params):
+    return {"study": "calibrate", "status": "ok", "rep": rep, "cache": {"state": "warm"}, "platform_id": "pid-c",
+            "params": {"kind": kind, "codec": codec, "stack": "climio-rechunk", **params},
+            "metrics": {"wall_s": wall, "bytes": params.get("bytes", 0), "ops": params.get("ops", 1)}}
+
+
+def test_calibration_records_give_the_converter_rates():
+    """climio.bench.calibrate.codecs' records -> the profile's write and per-codec encode/decode
+    rates: a line through the two chunk sizes' write times gives the bandwidth, the conversions
+    beyond their uncompressed twin give encode and decode (the fastest repetition of each), and
+    the planner then prices with them."""
+    from climio.model.profile import fit
+    n = 100e6                                      # bytes of the variable
+    recs = []
+    for rep, noise in enumerate((0.0, 0.3)):       # a slower second repetition is not taken
+        for size, count in ((64 << 10, 512), (1 << 20, 32)):
+            per = 50e-6 + size / 1e9               # 50 us per write + 1 GB/s
+            recs.append(_convert_record("convert-write", None, count * per * (1 + noise), rep, request_bytes=size,
+                                        bytes=count * size, ops=count))
+        twin = dict(bytes_encoded=0, bytes_decoded=0, stored_out=int(n))
+        recs.append(_convert_record("convert-encode", "none", 1.0 + noise, rep, **twin))
+        # encoding 100 MB at 50 MB/s, and writing 60 MB less at 1 GB/s saved 0.06 s
+        recs.append(_convert_record("convert-encode", "deflate1+shuffle", 1.0 + 2.0 - 0.06 + noise, rep,
+                                    bytes_encoded=n, bytes_decoded=0, stored_out=int(0.4 * n)))
+        recs.append(_convert_record("convert-decode", "deflate1+shuffle", 1.0 + 0.25 + noise, rep,
+                                    bytes_encoded=0, bytes_decoded=n, stored_out=int(n)))
+    prof = fit(recs, "pid-c", base=default_profile("pid-c"))
+    assert prof.write_Bps == pytest.approx(1e9, rel=1e-6)
+    assert prof.codec_Bps["deflate1+shuffle"]["encode"] == pytest.approx(50e6, rel=1e-6)
+    assert prof.codec_Bps["deflate1+shuffle"]["decode"] == pytest.approx(400e6, rel=1e-6)
+    r = Rates.from_profile(prof, "deflate1+shuffle")
+    assert (r.write_Bps, r.encode_Bps, r.decode_Bps) == pytest.approx((1e9, 50e6, 400e6), rel=1e-6)
+    assert "converter's own encoding" in dict(r.origin)["encode_Bps"] and r.defaulted == ()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([os.path.abspath(__file__), "-q"]))

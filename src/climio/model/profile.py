@@ -256,12 +256,14 @@ def _median(xs):
 
 def fit(records, platform_id: str, platform: Optional[dict] = None, source="calibration",
         base: Optional["Profile"] = None) -> "Profile":
+    # long: one pass over the record groups, one short block per kind of calibration record
     """A Profile from calibration records (study "calibrate", params.kind says what each measured).
 
     kinds: storage (pattern, request_bytes; wall / ops per request), stack-call / stack-runs /
     stack-copy / stack-chunks (warm library costs, per stack), decode (codec; the decoded bytes
     and the time beyond the uncompressed twin), parallel (io|cpu, tasks; speed-up against 1 task),
-    open. Fields no record measures keep `base`'s values (or the defaults)."""
+    open, convert-write / convert-encode / convert-decode (the conversion planner's rates: _fit_convert).
+    Fields no record measures keep `base`'s values (or the defaults)."""
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get("study") == "calibrate"]
     ok += [_storage_from_read_stack(r) for r in records if r.get("study") == "read-stack"
            and r.get("status", "ok") == "ok" and r.get("params", {}).get("layer") in ("c-posix", "py-file", "numpy")
@@ -333,6 +335,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
                 sr = prof.stacks.get(k[1], StackRates())
                 extra -= p["calls"] * sr.call_s + p["chunks"] * sr.chunk_s + p["bytes_wanted"] / sr.copy_Bps
             prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-6)
+    _fit_convert(prof, groups, one)
     # parallel speed-ups: time of the same total work with 1 task over time with n tasks
     for kind in ("io", "cpu"):
         base1 = [med[k] for k in groups if k[0] == "parallel" and k[5] == kind and int(k[6]) == 1]
@@ -369,6 +372,37 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     prof.records = [{"params": one[k]["params"], "median_wall_s": med[k], "reps": len(groups[k])} for k in groups]
     prof.records += _mpiio_rates(records)
     return prof
+
+
+def _fit_convert(prof: "Profile", groups, one) -> None:
+    """The conversion planner's rates (climio.model.rates) from calibrate's codec module: the write
+    bandwidth of chunk writes of a new file (a line through two chunk sizes); per codec, the converter's encode rate (encoded bytes over
+    the time beyond its uncompressed twin, plus what writing fewer compressed bytes saved) and
+    decode rate (decoded bytes over the time beyond the twin). Each configuration's fastest
+    repetition is taken (the least disturbed by a shared machine: differences of medians are
+    noise there). A difference lost in noise is taken as a thousandth of the twin's time."""
+    fast = {k: min(r["metrics"]["wall_s"] for r in groups[k]) for k in groups if str(k[0]).startswith("convert-")}
+    writes = [(k[3], fast[k] / max(one[k]["metrics"].get("ops") or 1, 1)) for k in fast if k[0] == "convert-write"]
+    if writes:
+        _, table = fit_storage(writes)      # time per write = cost per write + size / bandwidth
+        prof.write_Bps = float(table[-1][1])
+    twin = next((k for k in groups if k[0] == "convert-encode" and k[4] == "none"), None)
+    if twin is None:
+        return
+    t0, p0 = fast[twin], one[twin]["params"]
+    for k in fast:
+        if k[0] not in ("convert-encode", "convert-decode") or k[4] in (None, "none"):
+            continue
+        p = one[k]["params"]
+        extra = fast[k] - t0
+        if k[0] == "convert-encode":
+            if prof.write_Bps and p0.get("stored_out") and p.get("stored_out"):
+                extra += (p0["stored_out"] - p["stored_out"]) / prof.write_Bps
+            what, done = "encode", p["bytes_encoded"]
+        else:
+            what, done = "decode", p["bytes_decoded"]
+        if done:
+            prof.codec_Bps.setdefault(k[4], {})[what] = done / max(extra, 1e-3 * t0)
 
 
 def _mpiio_rates(records) -> list:

@@ -343,6 +343,9 @@ def run_calibration(ctx, grid) -> int:
     cold_extra(files, grid.reps, emit, pid)
     say("calibrate: decode rates " + ", ".join(grid.codec_list))
     decode(files, grid.codec_list, grid.reps, emit, pid)
+    say("calibrate: the converter's write, encode and decode rates (climio rechunk)")
+    from . import codecs
+    codecs.measure(ctx.data_dir, grid, emit, pid, say)
     codec = grid.codec_list[0] if grid.codec_list else None
     if codec:
         say("calibrate: chunk-cache effect")
