@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from .. import integrity
 from ..errors import DataError, InputError
 
 
@@ -12,6 +13,7 @@ def open_netcdf(path):
     import netCDF4
     if not os.path.isfile(path):
         raise DataError(f"no such file: {path}")
+    integrity.check(path)   # a truncated or zeroed file is one line here, not zeros read later
     try:
         return netCDF4.Dataset(path)
     except OSError as exc:

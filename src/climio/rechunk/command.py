@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .. import integrity
 from ..data.writer import check_space
 from ..staging import remove_stale, stale_temporaries, staged
 from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated
@@ -198,6 +199,7 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     """Check paths and options, clean up after killed runs, scan the input, resolve targets, plan
     every variable and warn about what the user may not want (no change, tiny chunks)."""
     _check_paths(in_path, out_path, opts.force or force)
+    integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
     if workers < 1:
         raise InputError("--workers must be at least 1")
     tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent

@@ -59,6 +59,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import integrity
 from ..errors import DataError, InputError
 from ..measure import dask as dask_cluster
 from ..options import parse_lat_band
@@ -114,6 +115,7 @@ def open_input(files, var=None, engine=None):
     several combined by their coordinates (xarray.open_mfdataset, Dask-backed)."""
     import xarray as xr
     paths = expand_files(files)
+    integrity.check(*paths)   # a truncated or zeroed file is one line here, not zeros read later
     try:
         if len(paths) == 1:
             ds = xr.open_dataset(paths[0], engine=engine)

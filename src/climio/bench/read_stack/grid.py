@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Optional
 
+from ... import integrity
 from ...errors import DataError, InputError
 from ..base import checked_values, option
 
@@ -101,6 +102,7 @@ def data_bytes(path, layer, variable="data") -> int:
     if file_kind(layer) == "bin":
         return os.path.getsize(path)
     import netCDF4
+    integrity.check(path)
     try:
         with netCDF4.Dataset(path) as ds:
             v = ds.variables[variable]
