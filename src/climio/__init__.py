@@ -1,6 +1,8 @@
 """climio: measure, explain and fix the I/O performance of climate data work."""
 
 import os as _os
+import sys as _sys
+import types as _types
 
 __version__ = "0.1.0"
 
@@ -9,11 +11,30 @@ __version__ = "0.1.0"
 USER_HDF5_PLUGIN_PATH = _os.environ.get("HDF5_PLUGIN_PATH")
 
 
+def rechunk(src, dst, **options) -> dict:
+    """climio.rechunk(src, dst, chunks=..., compression=..., ...): the `climio rechunk` command from
+    Python, i.e. climio.rechunk.convert (see its docstring); returns the summary --json prints."""
+    import importlib   # (imported on use, as the rest of the API: the core imports this package's face)
+    return importlib.import_module("climio.rechunk").convert(src, dst, **options)
+
+
+class _Face(_types.ModuleType):
+    """The package's face keeps `climio.rechunk` the function above. The subpackage of the same
+    name stays in sys.modules["climio.rechunk"], where `from climio.rechunk import convert` finds
+    it; the import system's setattr of the subpackage onto this package is what is declined."""
+
+    def __setattr__(self, name, value):
+        if name == "rechunk" and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Face
+
+
 def __getattr__(name):
     """The Python API, imported on first use so that `import climio` stays cheap."""
     import importlib
-    if name == "rechunk":   # the package is callable: climio.rechunk(src, dst, chunks=..., ...)
-        return importlib.import_module("climio.rechunk")
     if name == "predict":   # climio.predict(path | Dataset, var=..., read="xt", tasks=...)
         return importlib.import_module("climio.advise.predict").predict_api
     if name in ("run_study", "load_records"):

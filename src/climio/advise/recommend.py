@@ -1,7 +1,9 @@
-"""Ranked recommendations for a workflow, a climio trace directory or a Darshan log.
+"""Ranked recommendations for a workflow (and, through advise/measured.py, for the Facts of a
+climio trace or a Darshan log), by the rules of the one registry (climio.rules).
 
-    advise(target, ...) -> Advice      target: a netCDF file (+ reads), a workflow YAML/JSON, a
-                                       trace directory or a Darshan log
+    advise(target, ...) -> Advice      target: a netCDF file (+ reads) or a workflow YAML/JSON
+    advise_workflow(wf, profile) -> Advice   the workflow's Facts (the model's predictions and a
+                                       what-if predictor) judged by the registry
     Advice.lines() / Advice.to_dict()
 
 Every recommendation carries its evidence, the predicted time before and after (seconds over
@@ -11,7 +13,6 @@ are ranked by predicted gain; rules that predict nothing (trace facts without a 
 collective MPI-IO without the profile's MPI-IO records) follow, by the share of I/O time they concern.
 """
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,11 +20,13 @@ from ..errors import InputError
 from ..layout import Layout
 from ..model import workflow as wfmod
 from ..model.convert import conversion_plan
+from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
-from . import rules
+from .. import rules
+from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
 from .predict import workflow_checked
 
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+SEVERITY_ORDER = rules.SEVERITY_ORDER
 
 
 def rechunk_cost(profile: Profile, max_mem=None, workers=None):
@@ -49,6 +52,7 @@ class Advice:
     prediction: object = None         # WorkflowPrediction for a workflow
     platform_id: str = ""
     notes: list = field(default_factory=list)
+    verdict: str = ""                 # measured inputs: is I/O the bottleneck of the run (rules.verdict)
 
     def ranked(self) -> list:
         def key(r):
@@ -61,24 +65,26 @@ class Advice:
         return {"source": self.source, "kind": self.kind, "platform_id": self.platform_id, "notes": self.notes,
                 "recommendations": self.ranked(),
                 "prediction": self.prediction.to_dict() if self.prediction is not None else None,
-                "rules": rules.REGISTRY}
+                "verdict": self.verdict, "rules": rules.table(self.kind)}
 
     def lines(self) -> list:
         out = [f"advice for {self.source} ({self.kind}; profile {self.platform_id})"]
         out += [f"note: {n}" for n in self.notes]
+        if self.verdict:
+            out.append(self.verdict)
         if self.prediction is not None:
             out.append(f"predicted now: {self.prediction.total_s:.3g} s ({self.prediction.tasks} task(s), "
                        f"{self.prediction.stack})")
         recs = self.ranked()
         if not recs:
-            n = len([r for r in rules.REGISTRY if self.kind in r["inputs"]])
+            n = len(rules.table(self.kind))
             out.append(f"no rule fired ({n} rules checked)")
         for i, r in enumerate(recs, 1):
             head = f"{i}. [{r['rule']}] {r['title']}"
             if r.get("gain_s") is not None:
                 head += f": {r['before_s']:.3g} s -> {r['after_s']:.3g} s (saves {r['gain_s']:.3g} s)"
-            elif r.get("severity"):
-                head += f" ({r['severity']})"
+            if r.get("severity"):
+                head += f" ({r['severity']}: could save {100 * (r['evidence'].get('share_of_run') or 0):.1f}% of the run)"
             out.append(head)
             out.append(f"   {r['message']}")
             if r.get("gain_s") is not None and r["gain_s"] <= 0:
@@ -102,7 +108,7 @@ def _items(wf, prof):
     items = []
     for spec, lay, codec, p in wp.items:
         _, _, path, var = wfmod.resolve(wf, spec)
-        items.append((spec, lay, codec, p, path, var, wfmod.reads_for(lay, spec.read, var)))
+        items.append(WorkflowItem(spec, lay, codec, p, path, var, wfmod.reads_for(lay, spec.read, var)))
     return wp, items
 
 
@@ -111,99 +117,49 @@ def _out_name(path) -> str:
     return str(p.with_name(p.stem + "-rechunked" + (p.suffix or ".nc")))
 
 
-def advise_workflow(wf, profile: Profile, source="") -> Advice:
+def what_if(wf, profile: Profile, items):
+    """again(layout=, tasks=, stack=, cache=, codec_of=, nodes=) -> (total s, s per pass): the
+    workflow's reads predicted by the model with one thing changed (WorkflowFacts.again)."""
+    def again(layout=None, tasks=None, stack=None, cache=None, codec_of=None, nodes=1):
+        t = tp = 0.0
+        for it in items:
+            lay2 = layout(it.layout) if layout else it.layout
+            c2 = codec_of(it.codec) if codec_of else it.codec
+            # the same reads on the same layout: the simulated counts are the prediction's own
+            q = predict(lay2, it.reads, stack or wf.stack, profile, tasks=tasks or wf.tasks,
+                        codec=c2 if lay2.compressed else "", chunk_cache_bytes=cache if cache is not None else wf.chunk_cache,
+                        passes=it.spec.passes, nodes=nodes,
+                        counts=it.prediction.counts if layout is None and stack is None and cache is None else None)
+            t += q.seconds
+            tp += q.seconds / it.spec.passes
+        return t, tp
+    return again
+
+
+def workflow_facts(wf, profile: Profile) -> tuple:
+    """(WorkflowPrediction, Facts) of a workflow: the model's predictions, the what-if predictor and
+    the rechunk planner's cost, for the registry's workflow rules."""
     wp, items = _items(wf, profile)
-    recs = rules.workflow_rules(wf, profile, items, rechunk_cost(profile), _out_name(items[0][4]))
-    return Advice(source or str(wf.file), "workflow", recs, wp, profile.platform_id)
+    wff = WorkflowFacts(wf.stack, wf.tasks, wf.chunk_cache, items, what_if(wf, profile, items), rechunk_cost(profile),
+                        _out_name(items[0].path), cores=int(profile.parallel.get("cores") or 1),
+                        shared_fs_Bps=profile.parallel.get(SHARED_FS_KEY))
+    return wp, Facts("workflow", workflow=wff, profile=profile, tasks=wf.tasks)
 
 
-def _is_darshan(path: Path) -> bool:
-    return path.is_file() and (path.suffix == ".darshan" or ".darshan" in path.name)
-
-
-def advise_trace(path, profile: Profile = None, warn=None) -> Advice:
-    """Advice for a climio trace directory or a Darshan log, through the same registry as a
-    workflow: the trace rules' findings; collective-vs-independent on their small requests made in
-    MPI-IO calls; and for each netCDF variable read whose file is on this machine, the workflow
-    rules on its traced reads (the typical read tiled over the variable, as many tasks as the trace
-    has ranks or processes). A workflow rule backed by a trace finding (a compressed variable read
-    in partial chunks, a small chunk cache) gives that finding its predicted before/after, one-off
-    cost and command; the others (tasks, stack, compression, chunk shape, ...) are added as they are."""
-    from ..trace.report import build
-    p = Path(path)
-    facts, findings = build(p)
-    kind = "darshan" if _is_darshan(p) else "trace"
-    tasks = max(1, len((facts.get("ranks") or {}).get("units") or []))
-    recs, notes = [], []
-    variables = (facts.get("netcdf") or {}).get("variables") or []
-    counts = {(v["file"], v["var"]): v.get("typical_count") for v in variables}
-    modeled = {}
-
-    def model(file, var, count=None):
-        """The workflow advice of one traced variable, once (None where the model cannot say)."""
-        if (file, var) not in modeled:
-            try:
-                modeled[(file, var)] = _traced_workflow(file, var, counts.get((file, var)) or count, tasks,
-                                                        profile, warn)
-            except Exception as exc:  # noqa: BLE001  (the trace findings stand without a prediction)
-                notes.append(f"{var} of {file}: no prediction: {str(exc).splitlines()[0]}")
-                modeled[(file, var)] = None
-        return modeled[(file, var)]
-    merged = set()      # (file, var, workflow rule) already told through a trace finding
-    for f in findings:
-        rec = {**f, "before_s": None, "after_s": None, "gain_s": None, "one_off_s": 0.0,
-               "break_even_passes": None, "command": ""}
-        ev = f.get("evidence", {})
-        if f["rule"] in rules.MODEL_BACKED and ev.get("file") and ev.get("var") and os.path.exists(ev["file"]):
-            want = rules.MODEL_BACKED[f["rule"]]
-            adv = model(ev["file"], ev["var"], ev.get("typical_count"))
-            modeled_rec = next((r for r in adv.recommendations if r["rule"] == want), None) if adv else None
-            if modeled_rec:
-                merged.add((ev["file"], ev["var"], want))
-                rec.update({k: modeled_rec[k] for k in ("before_s", "after_s", "gain_s", "one_off_s",
-                                                        "break_even_passes", "command")})
-                rec["message"] += " " + modeled_rec["message"]
-                # scale the prediction to the traced time of these reads
-                traced = ev.get("time_s") or 0
-                if traced and modeled_rec["before_s"]:
-                    k = traced / modeled_rec["before_s"]
-                    rec["evidence"] = {**ev, "model_scale_to_traced": k}
-        elif f["rule"] in rules.MODEL_BACKED and ev.get("file"):
-            notes.append(f"{f['rule']}: {ev['file']} is not on this machine: no predicted before/after")
-        recs.append(rec)
-    recs += rules.collective_findings(findings, profile, tasks)
-    told = {r["rule"] for r in recs}
-    for v in variables:
-        if not os.path.exists(v["file"]):
-            continue
-        adv = model(v["file"], v["var"])
-        for r in (adv.recommendations if adv else []):
-            if (v["file"], v["var"], r["rule"]) in merged or (r["rule"] == "collective-vs-independent" and r["rule"] in told):
-                continue
-            recs.append({**r, "message": f"{v['var']} of {v['file']}, its traced reads of {list(v['typical_count'])} "
-                                         f"by {tasks} task{'s' if tasks != 1 else ''}: {r['message']}"})
-    prof_id = profile.platform_id if profile is not None else ""
-    return Advice(str(path), kind, recs, None, prof_id, notes)
-
-
-def _traced_workflow(file, var, count, tasks, profile, warn):
-    """Advice of a traced variable read as a workflow: its typical read (count) tiling it."""
-    if not count:
-        return None
-    template = ",".join(str(int(c)) for c in count)
-    wf = wfmod.Workflow(file, var.lstrip("/"), [wfmod.ReadSpec(template)], tasks)
-    return advise_workflow(wf, profile or wfmod.profile_for(file, None, warn))
+def advise_workflow(wf, profile: Profile, source="") -> Advice:
+    wp, facts = workflow_facts(wf, profile)
+    return Advice(source or str(wf.file), "workflow", rules.judge(facts), wp, profile.platform_id)
 
 
 def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
            warn=None) -> Advice:
-    """Advice for a target: a trace directory or Darshan log, a workflow file, or a netCDF file
-    with its reads."""
+    """Advice for a workflow file, or a netCDF file with its reads. A trace directory or a Darshan
+    log is read by climio.trace (its Facts) and advised by advise.measured.advise_measured: the
+    caller composes the two (cli/advise.py), as the studies do not import each other."""
     p = Path(target)
-    if p.is_dir():
-        return advise_trace(p, _profile_or_none(profile, None, warn), warn)
-    if _is_darshan(p):
-        return advise_trace(p, _profile_or_none(profile, None, warn), warn)
+    if p.is_dir() or ".darshan" in p.name:
+        raise InputError(f"{target}: a trace directory or Darshan log: `climio advise` reads it with climio.trace "
+                         "(climio.trace.report.measured_facts), then advise.measured.advise_measured")
     if p.suffix.lower() in (".yaml", ".yml", ".json"):
         wf = wfmod.load(p)
         if tasks:
@@ -218,9 +174,3 @@ def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk
     workflow_checked(wf)
     prof = wfmod.profile_for(wf.file, profile, warn)
     return advise_workflow(wf, prof, str(target))
-
-
-def _profile_or_none(profile, path, warn):
-    if profile is None:
-        return None
-    return wfmod.profile_for(path, profile, warn)

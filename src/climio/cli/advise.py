@@ -168,10 +168,17 @@ def advise_cmd(
     from ..options import parse_size
     if not target.exists():
         raise no_such_file(target)
+    from ..trace.report import is_measured_input, measured_facts
     warnings = []
-    adv = advise(target, var=var, reads=read, passes=passes, tasks=tasks, stack=stack,
-                 chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
-                 profile=str(profile) if profile else None, warn=warnings.append)
+    if is_measured_input(target):   # a trace or Darshan log: climio.trace reads its Facts, the advisor judges them
+        from ..advise.measured import advise_measured
+        from ..model.workflow import profile_for
+        prof = profile_for(None, str(profile), warnings.append) if profile else None
+        adv = advise_measured(measured_facts(target), prof, warnings.append, str(target))
+    else:
+        adv = advise(target, var=var, reads=read, passes=passes, tasks=tasks, stack=stack,
+                     chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
+                     profile=str(profile) if profile else None, warn=warnings.append)
     _warn(warnings)
     if json_out:
         print(json.dumps(adv.to_dict(), default=str))

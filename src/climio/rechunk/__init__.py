@@ -8,12 +8,9 @@ codec    decode/encode whole chunks (HDF5 shuffle + deflate) outside HDF5
 execute  run a plan: read blocks, encode target chunks, write them in file order
 verify   compare every value and the metadata of two files in bounded memory
 
-`climio.rechunk(...)` calls `convert` (this package is callable, so the package and the function
-of the same name are one thing).
+`convert` is the `climio rechunk` command from Python; the package's face re-exports it as
+`climio.rechunk(...)` (climio/__init__.py).
 """
-
-import sys as _sys
-import types as _types
 
 
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
@@ -57,14 +54,3 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
         from ..measure.progress import BytesProgress
         factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
     return _rechunk(src, dst, opts, dry_run=dry_run, say=say, progress_factory=factory)
-
-
-
-class _CallableModule(_types.ModuleType):
-    """`climio.rechunk(src, dst, ...)` is `climio.rechunk.convert(src, dst, ...)`."""
-
-    def __call__(self, *args, **kwargs):
-        return convert(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
