@@ -16,13 +16,11 @@ from .. import integrity
 from ..data.writer import check_space
 from ..staging import remove_stale, stale_temporaries, staged
 from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated
+from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from ..units import format_size, rate_MBps
 from . import execute, meta, spec
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
-# Chunks smaller than this are mostly overhead: HDF5 keeps an index entry, makes a filter call and
-# an I/O request per chunk (and ~10 KiB of bookkeeping per chunk a write touches, data/writer.py).
-SMALL_CHUNK_BYTES = 64 << 10
 MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
 # Codecs HDF5 reads only through a filter plugin (netCDF4-python and h5py bring theirs; ncdump,
 # h5dump and other netCDF-C / HDF5 programs look in HDF5_PLUGIN_PATH).
