@@ -4,6 +4,7 @@
     reader.read_trace(dir) -> Trace            events with strings resolved, aux joined, per-process info
     run.run_trace(command, out, ...) -> int     `climio trace run`: preload the tracer, run, write meta.json
     analysis.analyse(trace) -> Analysis         layers/functions, call-path flow, per-rank, per-file, netCDF chunks
-    advice.findings(analysis) -> list           explicit rules with named thresholds and cited evidence
+    Analysis.facts(), CountersAnalysis.facts()  the one Facts type (event_facts, counters_facts) that
+                                                climio.rules judges: named thresholds, cited evidence
     report.render(dir, fmt, out)                `climio trace report`: text, JSON or HTML
 """
