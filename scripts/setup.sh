@@ -93,6 +93,29 @@ native_libs() {
   printf '%s\n' "$out" | sed -n 's/^-- climio: //p; s/^     \(include\|library\)/  \1/p'
 }
 
+# The browser that looks at the HTML reports (tests/test_report_browser.py, `--screenshot`):
+# Debian's Chromium and its driver, driven by Playwright for Python (a test dependency in
+# pyproject.toml) against this system browser; Playwright's own browser downloads are never used.
+browser_packages=(chromium chromium-driver)
+
+install_browser() {
+  if [ -n "${CLIMIO_NO_APT:-}" ]; then
+    command -v chromium >/dev/null || [ -n "${CLIMIO_CHROMIUM:-}" ] \
+      || say "note: chromium not on PATH; the report's browser test and --screenshot need it (or set CLIMIO_CHROMIUM)"
+    return
+  fi
+  local missing=() p
+  for p in "${browser_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  [ "$(id -u)" -eq 0 ] || die "missing the browser packages (${missing[*]}) and not root: install them, or set CLIMIO_NO_APT=1 and CLIMIO_CHROMIUM"
+  say "installing the browser the report tests use: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
 # A stamp per step holds a hash of what the step depends on; an unchanged hash means nothing to do.
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
@@ -215,6 +238,7 @@ assert h5py.get_config().mpi, "h5py built without MPI"' "$mpi_site.new.$$") \
 }
 
 install_system_packages
+install_browser
 install_venv
 install_climio
 install_mpi_python

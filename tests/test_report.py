@@ -270,7 +270,9 @@ def test_render_report(tmp_path):
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
     pngs = png_uris(text)
-    assert len(pngs) == 3 and all(p.startswith(PNG_MAGIC) for p in pngs)
+    # the section's three figures and the first screen's headline figure (sequential reads alone)
+    assert len(pngs) == 4 and all(p.startswith(PNG_MAGIC) for p in pngs)
+    assert text.index('id="summary"') < text.index("<img") < text.index('id="key-findings"')
     # Provenance, escaped.
     assert "node&lt;script&gt;alert(1)&lt;/script&gt;" in text and "Xeon &amp; Co" in text
     assert "<td>filesystem.type</td><td>lustre</td>" in text and "16GiB" in text

@@ -2,6 +2,8 @@
 template renders (climio.report). Nothing here draws or formats HTML.
 
     Section(id, title, blocks=[Paragraph, Heading, Table, Figure, Note, Details], findings=[Finding])
+    Headline(study, rows=[HeadlineRow], figure=Figure, decide=text)   a study's part of the first screen
+    Lead(title, blocks, figure)             a page's first screen, built from the Headlines
 
 A Figure holds a function that draws it (PNG bytes), called when the page is rendered, so a
 section can be built cheaply and a figure that fails to draw becomes a visible note instead of
@@ -52,6 +54,14 @@ class Cell:
 
     text: str
     cls: str = ""
+
+
+@dataclass
+class Link:
+    """A table cell that links to an anchor of the page ("#study-chunking") or a file beside it."""
+
+    text: str
+    href: str
 
 
 @dataclass
@@ -113,3 +123,46 @@ class Section:
     def add(self, *blocks) -> "Section":
         self.blocks.extend(b for b in blocks if b is not None)
         return self
+
+
+@dataclass
+class Lead:
+    """A page's first screen: what was learned (`blocks`: a verdict paragraph, a small table) beside
+    one headline figure; rendered above the findings and the sections."""
+
+    title: str
+    blocks: list = field(default_factory=list)
+    figure: Optional[Figure] = None
+    kind = "lead"
+
+
+@dataclass
+class HeadlineRow:
+    """One line of the report's "this platform" table: a question and what this run measured."""
+
+    question: str                                # "fastest stack, sequential reads"
+    answer: str                                  # "c-netcdf: 2,225 MB/s at 16 MiB"
+    state: str = ""                              # the page cache behind the number: cold / warm / ...
+
+
+@dataclass
+class Headline:
+    """What one study puts on the report's first screen: its rows of the summary table, its key
+    figure (the report shows the first study's as the headline figure) and, for the findings this
+    run could not decide, the size or setup that would decide them (one sentence)."""
+
+    study: str
+    rows: list = field(default_factory=list)     # [HeadlineRow]
+    figure: Optional[Figure] = None
+    decide: str = ""
+
+
+def cache_state(records) -> str:
+    """The page-cache state of the repetitions behind a number, for a headline: "cold", "warm",
+    or the count of each ("cold ×4, effectively warm ×2") when they differ."""
+    from collections import Counter
+    c = Counter("effectively warm" if r.get("cache", {}).get("effective") == "effectively-warm"
+                else str(r.get("cache", {}).get("state") or "not recorded") for r in records)
+    if len(c) == 1:
+        return next(iter(c))
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(c.items()))

@@ -12,6 +12,8 @@ A study declares (the shape of IOR's `ior_aiori_t`: one object per backend, opti
     summarise(records) -> dict          pure: numbers from records (the predictor reads these too)
     section(records) -> Section         figures and tables as data (climio.sections)
     findings(records) -> [Finding]      the key findings this study contributes to the report
+    headline(records) -> Headline|None  its rows of the report's first-screen summary table, its key
+                                        figure and what would decide its undecided findings
 
 `climio bench`, `climio survey` and `climio report` iterate `studies()`; nothing else lists them.
 """
@@ -32,6 +34,7 @@ STUDY_MODULES = (
     "climio.bench.stsa",
     "climio.bench.calibrate",
     "climio.bench.predict",
+    "climio.bench.object_read",
 )
 
 _REGISTRY = {}
@@ -157,6 +160,20 @@ class Study:
         except ModuleNotFoundError:   # a study without a section module adds no findings
             return []
         return getattr(part, "findings", lambda _: [])(records)
+
+    def headline(self, records):
+        """The study's part of the report's first screen (a sections.Headline) or None: by default
+        summary.headline(records) (pure numbers), with section.key_figure(records) as its figure
+        when the section module has one."""
+        try:
+            fn = getattr(self._part("summary"), "headline", None)
+        except ModuleNotFoundError:
+            return None
+        head = fn(records) if fn else None
+        if head is not None and head.figure is None:
+            key = getattr(self._part("section"), "key_figure", None)
+            head.figure = key(records) if key else None
+        return head
 
     def survey_grid(self, quick: bool):
         """The grid `climio survey` runs (None: the survey skips this study)."""

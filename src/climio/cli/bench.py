@@ -12,6 +12,7 @@ from ..api import results_table, run_study
 from ..bench import base
 from ..errors import InputError
 from . import CONTEXT, app
+from .report import SCREENSHOT_HELP, keep_screenshot
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                         help="Run a benchmark study and write its records and report. Studies: "
@@ -66,6 +67,8 @@ def study_parameters(study) -> list:
             None, "--out", "-o", metavar="DIR", help=f"Run directory (default climio-runs/{study.name}-TIMESTAMP).")),
         inspect.Parameter("report", _POS, annotation=bool, default=typer.Option(
             True, "--report/--no-report", help="Render report.html at the end.")),
+        inspect.Parameter("screenshot", _POS, annotation=bool, default=typer.Option(
+            False, "--screenshot", help=SCREENSHOT_HELP)),
     ]
     return params
 
@@ -97,10 +100,15 @@ def make_command(study):
         resolve_aliases(study, kw)
         preset = chosen_preset(study, kw)
         shared = {k: kw.pop(k) for k in ("data_dir", "out", "report")}
+        shot = kw.pop("screenshot")
+        if shot and not shared["report"]:
+            raise InputError("--screenshot is of the report: not with --no-report")
         run_dir = run_study(study, preset, **shared, **kw)
         table = results_table(run_dir)
         if table:
             print(table)
+        if shot:
+            keep_screenshot(Path(run_dir) / "report.html")
 
     params = study_parameters(study)
     command.__signature__ = inspect.Signature(params)

@@ -10,11 +10,25 @@ from ..measure.progress import info
 from . import app
 
 
+SCREENSHOT_HELP = ("Also keep a PNG of the report's first screen (headless Chromium, 1400 x 900 px) as "
+                   "RUN_DIR/report-first-screen.png.")
+
+
+def keep_screenshot(report_html) -> None:
+    """The --screenshot of `climio report`, `survey` and `bench STUDY`: the first screen as a PNG."""
+    from ..report.browser import screenshot
+    info(f"first screen: {screenshot(report_html)}")
+
+
 @app.command("report")
-def report_cmd(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="A run directory holding records.jsonl.")):
+def report_cmd(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="A run directory holding records.jsonl."),
+               shot: bool = typer.Option(False, "--screenshot", help=SCREENSHOT_HELP)):
     """Render RUN_DIR/report.html from the records (figures, summary tables, provenance)."""
     from ..report import render_report
-    info(f"report: {render_report(run_dir)}")
+    out = render_report(run_dir)
+    info(f"report: {out}")
+    if shot:
+        keep_screenshot(out)
 
 
 @app.command("survey")
@@ -22,6 +36,7 @@ def survey_cmd(
     quick: bool = typer.Option(False, "--quick", help="Finish within about 2 minutes (smaller files, fewer sizes)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Run directory (default climio-runs/survey-TIMESTAMP)."),
     data_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Where to generate the data (default: a temporary directory on local disk). Put it on the file system you want to measure."),
+    shot: bool = typer.Option(False, "--screenshot", help=SCREENSHOT_HELP),
 ):
     """Run every study at a laptop-sized default and write one report."""
     from ..api import results_table
@@ -34,5 +49,7 @@ def survey_cmd(
     table = results_table(run_dir)
     if table:
         print(table)
+    if shot:
+        keep_screenshot(Path(run_dir) / "report.html")
 
 

@@ -1,11 +1,15 @@
-"""The HTML report of a run directory: key findings first, one section per study, provenance last.
+"""The HTML report of a run directory. The first screen answers "what did we learn about this
+platform": one small table of each study's headline numbers (with the page-cache state behind
+each) beside one headline figure; then the findings grouped by verdict (those this run cannot
+decide collapsed, one line per study); then one section per study, each leading with its figure;
+provenance last.
 
     render_report(run_dir, out=None) -> Path of the written report.html
 
-Reads RUN_DIR/records.jsonl (and platform.json when present) only. Each study's section and
-findings come from the study registry (climio.bench.base): a study registered anywhere, even
-from a test, appears without this module knowing it. Records of a study nobody registered are
-listed in a generic table (cells.generic_section).
+Reads RUN_DIR/records.jsonl (and platform.json when present) only. Each study's section,
+findings and headline come from the study registry (climio.bench.base): a study registered
+anywhere, even from a test, appears without this module knowing it. Records of a study nobody
+registered are listed in a generic table (cells.generic_section).
 """
 
 import datetime as _dt
@@ -17,7 +21,7 @@ from ..bench import base
 from ..cells import generic_section
 from ..errors import DataError
 from ..records import atomic_write_text, read_records
-from ..sections import Details, Note, Table
+from ..sections import Details, Figure, Heading, Lead, Link, Note, Paragraph, Table
 from ..stats import by_study
 from ..units import format_size
 
@@ -98,6 +102,67 @@ def sections_and_findings(records) -> tuple:
     return sections, findings
 
 
+def lead_with_figure(sec):
+    """The section with its first figure moved to the top (a study's key plot leads its section);
+    a heading that titled only that figure goes with it (the caption says what it shows)."""
+    blocks = sec.blocks
+    i = next((i for i, b in enumerate(blocks) if isinstance(b, Figure)), None)
+    if not i:
+        return sec
+    fig = blocks.pop(i)
+    after = blocks[i] if i < len(blocks) else None
+    if isinstance(blocks[i - 1], Heading) and (after is None or isinstance(after, (Heading, Details))):
+        blocks.pop(i - 1)
+    blocks.insert(0, fig)
+    return sec
+
+
+def headlines(records) -> list:
+    """[Headline] of every registered study in the records that has one, in order of appearance."""
+    out = []
+    for study, recs in by_study(records).items():
+        st = base.find(study)
+        if st is None:
+            continue
+        try:
+            head = st.headline(recs)
+        except Exception as exc:  # noqa: BLE001  (a broken headline must not cost the reader the report)
+            head = None
+            out.append(_broken_headline(study, exc))
+        if head is not None and head.rows:
+            out.append(head)
+    return out
+
+
+def _broken_headline(study, exc):
+    from ..sections import Headline, HeadlineRow
+    return Headline(study, [HeadlineRow("summary", f"could not be built ({type(exc).__name__}: {exc})")])
+
+
+def lead_of(heads, platform, sections):
+    """The first screen: the headline rows of every study in one table (the study links to its
+    section) beside the first study's key figure; None without headlines."""
+    if not heads:
+        return None
+    ids = {s.id for s in sections}
+    rows = []
+    for h in heads:
+        name = Link(h.study, f"#study-{h.study}") if f"study-{h.study}" in ids else h.study
+        for i, r in enumerate(h.rows):
+            rows.append([name if i == 0 else "", r.question, r.answer, r.state or "—"])
+    where = ""
+    if platform:
+        fs = platform.get("filesystem") or {}
+        dev = (fs.get("device") or {}).get("block_device") if isinstance(fs.get("device"), dict) else fs.get("device")
+        where = (f" on {platform.get('host', '?')} ({fs.get('type', '?')} at {fs.get('mount_point', '?')}"
+                 f"{', device ' + str(dev) if dev else ''})")
+    text = (f"Measured{where}. MB/s = 10⁶ B/s; page cache: cold = the file evicted before each repetition, warm = "
+            "not, effectively warm = evicted yet served by the page cache.")
+    figure = next((h.figure for h in heads if h.figure is not None), None)
+    return Lead("This platform", [Paragraph(text), Table(["study", "question", "answer", "page cache"], rows,
+                                                         numeric=False)], figure)
+
+
 def render_report(run_dir, out=None) -> Path:
     """Write the report of `run_dir` to `out` (default RUN_DIR/report.html); return its path."""
     run_dir = Path(run_dir).expanduser()
@@ -112,6 +177,8 @@ def render_report(run_dir, out=None) -> Path:
         raise DataError(f"no records in {run_dir / 'records.jsonl'}: nothing to report")
     platform, note = read_platform(run_dir)
     sections, findings = sections_and_findings(records)
+    sections = [lead_with_figure(s) for s in sections]
+    heads = headlines(records)
     times = sorted(str(r.get("time")) for r in records if r.get("time"))
     studies = list(by_study(records))
     meta = [("run directory", str(run_dir.resolve())),
@@ -120,7 +187,8 @@ def render_report(run_dir, out=None) -> Path:
     if times:
         meta.append(("measured", f"{times[0]} … {times[-1]}"))
     text = render.page(f"climio report — {run_dir.resolve().name}", meta, sections, findings,
-                       provenance=provenance_blocks(platform, note, records))
+                       provenance=provenance_blocks(platform, note, records), lead=lead_of(heads, platform, sections),
+                       decide={h.study: h.decide for h in heads if h.decide})
     out = Path(out) if out else run_dir / "report.html"
     try:
         atomic_write_text(out, text)

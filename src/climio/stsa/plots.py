@@ -174,38 +174,71 @@ CAPTIONS = {
     "fig1_raw": "Raw symmetric and antisymmetric power (one 1-2-1 pass in frequency), log10, with the "
                 "dispersion curves of equatorial shallow-water waves for equivalent depths 12, 25 and 50 m.",
     "fig2_background": "Background spectrum: banded 1-2-1 passes in wavenumber, then 10 in frequency (NCL's rules).",
-    "fig3_ratio": "Symmetric and antisymmetric power divided by the background; contours at NCL's levels "
-                  "1.1 ... 3.0. Peaks along the curves are the convectively coupled waves.",
+    "fig3_ratio": "Power over the background, symmetric (left) and antisymmetric (right): the convectively coupled "
+                  "waves are the peaks that follow the shallow-water dispersion curves (contours at NCL's levels "
+                  "1.1 ... 3.0).",
     "hayashi_power": "Eastward (k > 0) and westward (k < 0) power averaged over the latitudes, and the "
                      "stationary part.",
 }
 
 
+def io_verdict(analysis) -> str:
+    """In words: how much of the tasks' time went to reading, and what would shorten the job."""
+    t = analysis.timings()
+    read, compute = t["sum_read_wall_s"], t["sum_compute_wall_s"]
+    share = read / (read + compute) if read + compute > 0 else None
+    rate = t["equivalent_rate_MBps"]
+    text = (f"The job took {t['job_wall_s']:.2f} s for {t['n_tasks']} tasks, reading {t['bytes'] / 1e6:.1f} MB"
+            + (f" ({rate:.1f} MB/s equivalent)" if rate else "") + ". ")
+    if share is None:
+        return text + "The tasks recorded no read or compute time."
+    text += (f"Reading took {100 * share:.0f}% of the tasks' time ({read:.2f} s reading, {compute:.2f} s computing "
+             "spectra, summed over the tasks): ")
+    if share >= 0.5:
+        return text + ("I/O is the bottleneck; a layout that serves (time, longitude) slabs reads faster "
+                       "(`climio advise FILE --var V --read stsa` predicts the gain).")
+    return text + "computing the spectra dominates; more workers, not another file layout, would shorten the job."
+
+
+LEAD_FIGURE = ("fig3_ratio", "hayashi_power")   # the WK diagram with its dispersion curves (or Hayashi's)
+
+
 def html_page(spectra, pngs: dict, analysis=None, title="climio stsa") -> str:
-    """A self-contained HTML page of the figures, the parameters and the per-task timings."""
+    """A self-contained HTML page: the verdict (how much of the job was I/O) beside the WK diagram
+    with its dispersion curves first, then the other figures, the per-task timings and the parameters."""
     from .. import render
     from ..sections import Figure as SFigure
-    from ..sections import ParamList, Section, Table
-    sec = Section("stsa", title)
+    from ..sections import Lead, Paragraph, ParamList, Section, Table
+    key = next((k for k in LEAD_FIGURE if k in pngs), None)
+    sec = Section("stsa", "Spectra and timings")
     for name, png in pngs.items():
-        sec.add(SFigure(lambda png=png: png, name, CAPTIONS.get(name, "")))
+        if name != key:
+            sec.add(SFigure(lambda png=png: png, name, CAPTIONS.get(name, "")))
     params = dict(getattr(spectra, "params", {}) or {})
     if isinstance(spectra, WKSpectra):
         params["segment_variance"] = spectra.segment_variance
-    meta = []
+    meta, lead_blocks = [], []
     if analysis is not None:
         for k, v in analysis.description.items():
             meta.append((k, ", ".join(map(str, v)) if isinstance(v, list) else str(v)))
         t = analysis.timings()
         meta.append(("ran", analysis.where))
-        meta.append(("job wall", f"{t['job_wall_s']:.2f} s for {t['n_tasks']} tasks, "
-                                 f"{t['bytes'] / 1e6:.1f} MB read ({t['equivalent_rate_MBps'] or 0:.1f} MB/s equivalent)"))
+        lead_blocks.append(Paragraph(io_verdict(analysis)))
+        lead_blocks.append(Table(["", "wall [s]", "CPU [s]"],
+                                 [["reading (sum over tasks)", f"{t['sum_read_wall_s']:.3f}", f"{t['sum_read_cpu_s']:.3f}"],
+                                  ["spectra (sum over tasks)", f"{t['sum_compute_wall_s']:.3f}",
+                                   f"{t['sum_compute_cpu_s']:.3f}"],
+                                  ["the job", f"{t['job_wall_s']:.3f}", "—"]], numeric=False))
         rows = [[r["task"], rows_text(r["rows"]), r["worker"], f"{r['bytes'] / 1e6:.2f}",
                  f"{r['read_wall_s']:.3f}", f"{r['read_cpu_s']:.3f}", f"{r['compute_wall_s']:.3f}",
                  f"{r['compute_cpu_s']:.3f}", f"{r['wall_s']:.3f}"] for r in analysis.tasks]
         sec.add(Table(["task", "latitude rows", "worker", "MB read", "read wall [s]", "read CPU [s]",
                        "compute wall [s]", "compute CPU [s]", "task wall [s]"], rows,
                       caption="Per-task timings: read and compute timed separately inside each task."))
+    else:
+        lead_blocks.append(Paragraph("No task timings were given: the spectra only."))
     if params:
         sec.add(ParamList("Parameters", [(k, str(v)) for k, v in params.items()]))
-    return render.page(title, meta, [sec])
+    figure = SFigure(lambda: pngs[key], key, CAPTIONS.get(key, "")) if key else None
+    lead = Lead("Verdict", lead_blocks, figure)
+    return render.page(title, meta, [sec], lead=lead)

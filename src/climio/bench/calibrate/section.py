@@ -1,7 +1,7 @@
 """The calibration's section: the profile the model predicts with."""
 
-from ...sections import Finding, Note, Paragraph, Section, Table
-from . import STUDY
+from ...sections import Figure, Finding, Note, Paragraph, Section, Table
+from . import STUDY, figures
 from .summary import summarise
 
 
@@ -9,6 +9,7 @@ def section(records) -> Section:
     s = summarise(records)
     p = s["profile"]
     sec = Section("study-calibrate", "Calibration: the platform profile of the read-time model")
+    sec.add(key_figure(records, s))
     sec.add(Paragraph(f"Profile {p['platform_id']} fitted from {s['records']} records. The model (climio.model.predict) "
                       "predicts time = requests x latency + bytes / rate(request size, pattern) + bytes decoded / "
                       "decode rate + per-call CPU, with parallel speed-ups; these are its rates."))
@@ -51,3 +52,13 @@ def findings(records) -> list:
     if p["decode_Bps"]:
         out.append(Finding(STUDY, "decode: " + ", ".join(f"{k} {v / 1e6:.0f} MB/s" for k, v in sorted(p["decode_Bps"].items()))))
     return out
+
+
+def key_figure(records, s=None):
+    """The calibrated storage rate against request size (the study's key plot)."""
+    p = (s or summarise(records))["profile"]
+    if not any(p["rate_Bps"].values()):
+        return None
+    return Figure(lambda: figures.storage_rates(p), "calibrated storage rate vs request size",
+                  "How fast this storage delivers each request size, per access pattern: the rates the read-time "
+                  "model predicts with.")

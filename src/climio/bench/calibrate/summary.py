@@ -28,3 +28,20 @@ def summarise(records) -> dict:
     return {"profile": prof.to_dict(), "lines": prof.summary_lines(), "records": len(recs),
             "effectively_warm": sum(1 for r in recs if effectively_warm(r)),
             "cache_effect": (ce["off"] / ce["fit"]) if ce.get("off") and ce.get("fit") else None}
+
+
+def headline(records):
+    """The study's row of the report's first screen (sections.Headline): the storage's peak
+    sequential rate and the cost of a strided request in the fitted profile."""
+    from ...sections import Headline, HeadlineRow, cache_state
+    recs = [r for r in records if r.get("study") == "calibrate"]
+    if not recs:
+        return None
+    p = summarise(recs)["profile"]
+    seq = p["rate_Bps"].get("sequential") or []
+    if not seq:
+        return None
+    text = f"{max(r for _, r in seq) / 1e6:.0f} MB/s sequential peak"
+    if p["latency_s"].get("strided"):
+        text += f"; {1e6 * p['latency_s']['strided']:.0f} µs per strided request"
+    return Headline("calibrate", [HeadlineRow("storage (calibrated profile)", text, cache_state(recs))])

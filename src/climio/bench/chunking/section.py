@@ -426,3 +426,20 @@ def findings(records, summary=None) -> list:
     s = summary or summarise(cells)
     checks = [c for c in s["checks"] if c["name"] in ("a", "b") or c["compression"] is None]
     return _headline(s["best_worst"], cells) + [_check_finding(c) for c in checks]
+
+
+def key_figure(records):
+    """The study's key plot for the report's first screen: the read-rate heat map (read shape x
+    chunk shape, no compression, default chunk cache) of the layer with the fastest cell."""
+    cells = cells_of(records)
+    cands = [(k, c) for k, c in cells.select(compression=NONE, cache_setting="default") if c.stats(RATE)]
+    if not cands:
+        return None
+    layer = max(cands, key=lambda kc: kc[1].stats(RATE).mean)[0][0]
+    chunks = _ordered([k[4] for k, _ in cells.select(layer=layer, compression=NONE)], cells.chunks)
+    panel = rate_panel(cells, f"{layer}, default chunk cache", layer, NONE, "default", chunks)
+    return Figure(lambda: cf.heatmaps([panel], "Mean read rate [MB/s] by read shape and chunk shape",
+                                      "mean read rate [MB/s] (log scale)", vrange=_rate_range(cells)),
+                  f"read rate by read shape and chunk shape, {layer}",
+                  f"Which chunk shape serves each read shape fastest ({layer}, no compression; brighter is faster, "
+                  "(n) repetitions, [fastest]).")

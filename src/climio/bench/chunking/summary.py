@@ -484,3 +484,27 @@ def summarise(records) -> dict:
         "compression": compression_table(cells), "unavailable": unavailable_cells(cells),
         "checks": reproduction_checks(cells),
     }
+
+
+def headline(records):
+    """The study's rows of the report's first screen (sections.Headline): per read shape, the best
+    chunk shape (no compression, default chunk cache, over every layer) and its gain over
+    contiguous; None without such cells."""
+    from ...sections import Headline, HeadlineRow, cache_state
+    cells = cells_of(records)
+    rows = []
+    for read in cells.reads:
+        cand = [r for r in best_worst(cells) if r["read_shape"] == read and r["best_rate"] is not None]
+        if not cand:
+            continue
+        top = max(cand, key=lambda r: r["best_rate"].value)
+        cfg = cells.get(top["layer"], NONE, "default", read, top["best"])
+        gain = f", {top['best_effect']} than contiguous" if top["best_vs_A"] is not None else ""
+        rows.append(HeadlineRow(f"best chunks for {read} reads",
+                                f"{top['best']} {cells.chunk_shape_text(top['best'])}: {rate_text(top['best_rate'])}"
+                                f"{gain} ({top['layer']})", cache_state(cfg.records) if cfg else ""))
+    if not rows:
+        return None
+    return Headline(STUDY, rows, decide=("a variable of a few GiB (the default grid, without --quick) read cold: the "
+                                         "thesis's ratios need reads long enough that transfer, not per-call latency, "
+                                         "sets the time"))

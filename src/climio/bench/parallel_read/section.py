@@ -139,3 +139,13 @@ def findings(records) -> list:
 
 
 __all__ = ["parallel_read_section", "findings", "configurations"]
+
+
+def key_figure(records):
+    """The study's key plot for the report's first screen: aggregate rate vs concurrent tasks."""
+    rows = summarise(records)["configurations"]
+    exp = "tasks" if any(r["experiment"] == "tasks" for r in rows) else next((r["experiment"] for r in rows), None)
+    if exp is None:
+        return None
+    return Figure(lambda: _fig_rate_vs_tasks(rows, exp), f"aggregate read rate vs tasks ({exp})",
+                  "How the aggregate read rate grows (or not) with concurrent tasks (bars: min to max of the per-task rates; x: bytes / slowest task).")

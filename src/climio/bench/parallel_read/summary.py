@@ -244,3 +244,41 @@ def verdicts(rows) -> list:
         for fid in ("F9", "F10", "F11"):
             out.append((fid, "MPI-IO on one shared file", "not measured", "needs at least two rank counts"))
     return out
+
+
+def _state(rows) -> str:
+    """The page-cache state of the repetitions behind rows, as sections.cache_state words."""
+    reps = sum(r["reps"] for r in rows)
+    warm = sum(r["effectively_warm"] for r in rows)
+    cold = sum(r["cold_reps"] for r in rows) - warm
+    parts = [(k, n) for k, n in (("cold", cold), ("effectively warm", warm), ("warm", reps - cold - warm)) if n]
+    return parts[0][0] if len(parts) == 1 else ", ".join(f"{k} ×{n}" for k, n in parts)
+
+
+def headline(records):
+    """The study's row of the report's first screen (sections.Headline): how the aggregate read
+    rate scales from the fewest to the most tasks on the curve with the highest peak."""
+    from ...cells import num
+    from ...sections import Headline, HeadlineRow
+    rows = configurations(records)
+    if not rows:
+        return None
+    out = []
+    for exp in sorted(dict.fromkeys(r["experiment"] for r in rows), key=lambda e: e != "tasks"):
+        cands = [c for c in curves(rows, exp).values() if len({r["ranks"] for r in c}) > 1]
+        if not cands:
+            continue
+        c = max(cands, key=lambda c: max(r["mean_task_MBps"] for r in c))
+        first = max((r for r in c if r["ranks"] == c[0]["ranks"]), key=lambda r: r["mean_task_MBps"])
+        last = max((r for r in c if r["ranks"] == c[-1]["ranks"]), key=lambda r: r["mean_task_MBps"])
+        out.append(HeadlineRow(f"read scaling ({exp})",
+                               f"{first['stack']}, {first['file_set']}: {num(first['mean_task_MBps'])} → "
+                               f"{num(last['mean_task_MBps'])} MB/s from {first['ranks']} to {last['ranks']} tasks "
+                               f"({last['mean_task_MBps'] / first['mean_task_MBps']:.2f}×)", _state(c)))
+    if not out:
+        best = max(rows, key=lambda r: r["mean_task_MBps"])
+        out.append(HeadlineRow("fastest parallel read", f"{best['experiment']}, {best['stack']}, {best['file_set']}: "
+                                                       f"{num(best['mean_task_MBps'])} MB/s at {best['ranks']} tasks "
+                                                       "(one task count: no scaling measured)", _state([best])))
+    return Headline(STUDY, out[:1], decide=(f"tasks reading at least {format_size(MIN_DECIDABLE_TASK_BYTES)} each "
+                                            "(a larger --size) and several nodes (a hostfile or --launcher)"))

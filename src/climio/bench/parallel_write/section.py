@@ -183,3 +183,13 @@ def findings(records) -> list:
                                   f"{v['cb_nodes']} gives {num(v['median_MBps'])} MB/s, {v['speedup']:.2f}× the serial "
                                   f"single-file write ({num(v['baseline_MBps'])} MB/s)."))
     return out
+
+
+def key_figure(records):
+    """The study's key plot for the report's first screen: write bandwidth vs ranks of the first mode."""
+    rows = configurations(records)
+    mode = next((m for m in ("benchio", "model") if any(r["mode"] == m for r in rows)), None)
+    if mode is None:
+        return None
+    return Figure(lambda: figs.bandwidth_vs_writers(rows, mode), f"{mode} write bandwidth vs ranks",
+                  f"Which backend and strategy writes fastest as ranks grow ({mode}; bars: min to max of the repetitions).")

@@ -242,3 +242,30 @@ def summarise(records) -> dict:
         "load": aggregate_instances(ok),
         "sweep": sweep_summary(ok),
     }
+
+
+def headline(records):
+    """The study's row of the report's first screen (sections.Headline): per mode, the best
+    parallel write strategy at the largest rank count and its bandwidth against the serial gather."""
+    from ...cells import num
+    from ...sections import Headline, HeadlineRow, cache_state
+    from ...units import format_size
+    mine = [r for r in records if r.get("study") == STUDY and complete(r)]
+    rows = configurations(mine)
+    out = []
+    for b in (best_per_strategy(rows) if rows else []):
+        par = {s: v for s, v in b["best"].items() if s != "serial"} or b["best"]
+        strategy, v = max(par.items(), key=lambda kv: kv[1]["median_MBps"])
+        text = f"{strategy}, {v['backend']}: {num(v['median_MBps'])} MB/s at {b['ranks']} ranks"
+        sp = b["speedup"]
+        if sp and sp["best"] == strategy and sp["backend"] == v["backend"]:
+            text += f", {sp['ratio']:.2f}× serial gather"
+        if b["latency_dominated"]:
+            text += f" (latency-bound: ≤ {format_size(b['bytes_per_rank'])}/rank)"
+        behind = [r for r in mine if r["params"].get("mode") == b["mode"] and r["params"].get("strategy") == strategy
+                  and r["params"].get("backend") == v["backend"] and r["params"].get("ranks") == b["ranks"]]
+        out.append(HeadlineRow(f"best parallel write ({b['mode']})", text, cache_state(behind)))
+    if not out:
+        return None
+    return Headline(STUDY, out, decide=(f"at least {format_size(LATENCY_BYTES)} per rank (the default grid, without "
+                                        "--quick) and several nodes (a hostfile or --launcher)"))

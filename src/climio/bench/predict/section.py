@@ -1,7 +1,8 @@
 """The validation's section: predicted against measured, next to the thesis's flowchart."""
 
-from ...sections import Finding, Note, Paragraph, Section, Table
-from . import STUDY
+from ...sections import Figure, Finding, Note, Paragraph, Section, Table
+from ...stats import group_configs
+from . import STUDY, figures
 from .summary import summarise
 
 
@@ -10,6 +11,7 @@ def section(records) -> Section:
     sec = Section("study-predict", "Validation of the read-time model (predicted against measured)")
     if not s["n"]:
         return sec.add(Paragraph("No configuration finished."))
+    sec.add(key_figure(records, s))
     t = s["thesis"]
     sec.add(Paragraph(
         f"{s['n']} configurations not used for calibration, each predicted from the platform's profile and measured "
@@ -61,3 +63,19 @@ def findings(records) -> list:
                            f"{s['target']['p90']}x): over {s['n']} configurations median error "
                            f"{s['median_factor']:.2f}x, 90th percentile {s['p90_factor']:.2f}x (thesis flowchart: 4.7x "
                            f"on the STSA read); worst {worst['config']} ({worst['ratio']:.2f}x, {worst['bound']})", verdict=met)]
+
+
+def key_figure(records, s=None):
+    """Predicted against measured read time per configuration (the study's key plot)."""
+    s = s or summarise(records)
+    if not s["n"]:
+        return None
+    ok = [r for r in records if r.get("study") == "predict" and r.get("status") == "ok"]
+    spans = {}
+    for cfg in group_configs(ok, by=["params.config"]):
+        walls = [r["metrics"]["wall_s"] for r in cfg.records]
+        spans[cfg.params["config"]] = (min(walls), max(walls))
+    return Figure(lambda: figures.predicted_vs_measured(s["rows"], spans, s["target"]["median"]),
+                  "predicted vs measured read time",
+                  "How close the read-time model comes: points on the diagonal are exact, the green band is the "
+                  "median target (bars: min to max of the repetitions).")

@@ -51,3 +51,16 @@ def summarise(records) -> dict:
     if c:
         out["stsa_factor"] = c["factor"]
     return out
+
+
+def headline(records):
+    """The study's row of the report's first screen (sections.Headline): the read-time model's
+    median and 90th-percentile error against its target."""
+    from ...sections import Headline, HeadlineRow, cache_state
+    s = summarise(records)
+    if not s["n"]:
+        return None
+    ok = [r for r in records if r.get("study") == "predict" and r.get("status") == "ok"]
+    text = (f"median error {s['median_factor']:.2f}×, 90th pct {s['p90_factor']:.2f}× over {s['n']} configurations "
+            f"(target {TARGET_MEDIAN}× / {TARGET_P90}×: {'met' if s['meets_target'] else 'not met'})")
+    return Headline("predict", [HeadlineRow("read-time model error", text, cache_state(ok))])

@@ -51,17 +51,19 @@ def _finite(v):
 
 # --- (a) read rate vs buffer size ----------------------------------------------------------------
 
-def rate_vs_buffer(records, title=None):
-    """Mean read rate with one-std error bars vs buffer size; one panel per pattern, layers
-    overlaid; each repetition as a faint dot; dnf configurations as a downward triangle at
-    their bound ("rate < this")."""
+def rate_vs_buffer(records, title=None, patterns=None, width=10.5):
+    """Mean read rate with one-std error bars vs buffer size; one panel per pattern (all, or those
+    in `patterns`: the report's headline figure draws one), layers overlaid; each repetition as a
+    faint dot; dnf configurations as a downward triangle at their bound ("rate < this")."""
     series = series_of(group_configs(records))
+    if patterns is not None:
+        series = [s for s in series if s.pattern in patterns]
     if not series:
         return None
     patterns = sorted({s.pattern for s in series}, key=pattern_sort_key)
     styles = series_styles((s.label, s.layer) for s in series)
     buffers = [b for s in series for b in s.buffers]
-    fig = Figure(figsize=(10.5, 2.9 * len(patterns) + 1.1))
+    fig = Figure(figsize=(width, 2.9 * len(patterns) + 1.1))
     axes = fig.subplots(len(patterns), 1, sharex=True, squeeze=False)[:, 0]
     any_dnf = False
     # dnf triangles of different layers often share a bound: spread them a little along x.
@@ -115,10 +117,11 @@ def rate_vs_buffer(records, title=None):
                               linestyle="none", label="did not finish:\nrate < marker"))
     handles.append(Line2D([], [], color="grey", marker="|", markersize=10, linestyle="none",
                           label="error bar: 1 std\n(dots: repetitions)"))
-    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.805, 0.97), fontsize=9, frameon=False)
+    right = 1 - 2.1 / width             # room for the legend: about 2.1 in
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(right + 0.005, 0.97), fontsize=9, frameon=False)
     fig.suptitle(title or "Read rate vs buffer size (mean of repetitions; MB/s = 10$^6$ B/s)", x=0.07,
                  ha="left", fontsize=12)
-    fig.subplots_adjust(left=0.08, right=0.8, top=1 - 0.75 / fig.get_figheight(),
+    fig.subplots_adjust(left=0.84 / width, right=right, top=1 - 0.75 / fig.get_figheight(),
                         bottom=0.75 / fig.get_figheight(), hspace=0.3)
     return to_png(fig)
 

@@ -230,3 +230,15 @@ def overlap_note(configs):
     return Note(f"Left out of the random-read curves: {len(over)} configuration(s) whose random requests cover the "
                 f"file more than once ({items}). Their later requests find pages the earlier ones brought in, so "
                 "their rate is a page-cache rate, not a cold one; they are listed with all configurations.")
+
+
+def key_figure(records):
+    """The study's key plot for the report's first screen: read rate vs buffer size of the
+    headline pattern, compact."""
+    pattern = summary.headline_pattern(summary.profile_table(records))
+    if pattern is None:
+        return None
+    return Figure(lambda: figures.rate_vs_buffer(records, title=f"{pattern.capitalize()} read rate vs buffer size "
+                                                                "(MB/s = 10$^6$ B/s)", patterns=(pattern,), width=7.4),
+                  f"{pattern} read rate vs buffer size per stack",
+                  f"Which stack reads fastest at each buffer size ({pattern} reads, mean ± 1 std of the repetitions).")

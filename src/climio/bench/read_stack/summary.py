@@ -396,3 +396,40 @@ def summarise(records) -> dict:
         "syscall_rows": sc_rows,
         "netcdf4_python_sequential": hump_of(records, configs, profiles),
     }
+
+
+def _peak_records(records, row) -> list:
+    """The records of the configuration behind a peak (series, pattern, buffer_at_peak)."""
+    for s in series_of(group_configs(records)):
+        if s.label == row["series"] and s.pattern == row.get("pattern", s.pattern):
+            for c in s.configs:
+                if c.params.get("buffer_bytes") == row["buffer_at_peak"]:
+                    return c.records
+    return []
+
+
+def headline(records):
+    """The study's rows of the report's first screen (sections.Headline): the fastest stack for
+    the headline pattern and its peak rate, and the slowest stack's peak; None without a peak."""
+    from ...cells import num
+    from ...sections import Headline, HeadlineRow, cache_state
+    from ...units import format_size
+    profiles = profile_table(records)
+    pattern = headline_pattern(profiles)
+    rows = peaks(profiles, pattern) if pattern else []
+    if not rows:
+        return None
+    top = fastest(rows)
+    text = f"{top['series']}: {num(top['peak_MBps'])} MB/s at {format_size(top['buffer_at_peak'])}"
+    if top["next"] is not None:
+        text += (f", within noise of {top['next']['series']}" if top["within_noise"]
+                 else f", {num(top['ratio_to_next'])}× {top['next']['series']}")
+    out = [HeadlineRow(f"fastest stack ({pattern})", text,
+                       cache_state(_peak_records(records, {**top, "pattern": pattern})))]
+    if len(rows) > 2:
+        low = rows[-1]
+        out.append(HeadlineRow(f"slowest stack ({pattern})",
+                               f"{low['series']}: {num(low['peak_MBps'])} MB/s at best ({format_size(low['buffer_at_peak'])})",
+                               cache_state(_peak_records(records, {**low, "pattern": pattern}))))
+    return Headline("read-stack", out, decide=(f"buffers up to 1 GiB on a file of several GiB (--full): the thesis's "
+                                               f"netCDF4-python hump shows from about {format_size(HUMP_DECIDES_FROM)}"))

@@ -73,3 +73,12 @@ def findings(records) -> list:
     for c in s["checks"]:
         out.append(Finding(STUDY, f"{c['id']} ({STSA_THESIS[c['id']]}): {c['text']}", c["verdict"]))
     return out
+
+
+def key_figure(records):
+    """The study's key plot for the report's first screen: STSA job wall time vs workers per layout."""
+    rows = summarise(records)["rows"]
+    if not rows:
+        return None
+    return Figure(lambda: figures.job_wall_by_workers(rows), "STSA job wall time vs workers per layout",
+                  "Which file layout makes the STSA job fastest, and how it scales with workers (mean ± 1 std).")

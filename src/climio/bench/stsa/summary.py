@@ -275,3 +275,21 @@ def fmt(v, digits=2) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "—"
     return f"{v:.{digits}g}" if abs(v) < 10 ** digits else f"{v:.0f}"
+
+
+def headline(records):
+    """The study's row of the report's first screen (sections.Headline): the layout (and worker
+    count) whose STSA job with spectra (cpu mode, else I/O only) ran fastest, against the slowest."""
+    from ...sections import Headline, HeadlineRow
+    rs = [r for r in rows(records) if r["job"]]
+    if not rs:
+        return None
+    mode = "cpu" if any(r["mode"] == "cpu" for r in rs) else "io"
+    mine = [r for r in rs if r["mode"] == mode]
+    best, worst = min(mine, key=lambda r: r["job"].mean), max(mine, key=lambda r: r["job"].mean)
+    text = f"{best['layout']}, {best['workers']} worker(s): {fmt(best['job'].mean)} s per job"
+    if worst is not best:
+        text += f", {fmt(worst['job'].mean / best['job'].mean)}× faster than {worst['layout']} {worst['workers']}w"
+    what = "with spectra" if mode == "cpu" else "I/O only"
+    return Headline(STUDY, [HeadlineRow(f"best STSA layout ({what})", text, best["cache"])],
+                    decide=f"STSA jobs reading at least {DECIDE_BYTES >> 20} MiB each (the default grid, without --quick)")
