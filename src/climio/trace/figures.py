@@ -5,6 +5,8 @@
     ranks(facts)           per-rank time of the main function of each layer (MOM5 Fig. 13)
     size_histogram(entry)  a file's requests in Darshan's size buckets, reads and writes
     timeline(entry, units) a file's accesses: offset vs time, one colour per rank
+    io_share(facts)        how much of the run's process time each traced layer took (own time),
+                           against the time outside traced I/O: the trace report's headline figure
 
 Each returns None when there is nothing to draw.
 """
@@ -194,4 +196,33 @@ def timeline(entry, units=None):
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7, frameon=False)
     note = " (sampled)" if tl.get("sampled") else ""
     ax.set_title(f"Accesses at the {entry['timeline_layer']} layer: offset vs time{note}", fontsize=10, loc="left")
+    return to_png(fig)
+
+
+def io_share(facts):
+    """Horizontal bars: the process time outside traced I/O and each layer's own (exclusive) time,
+    summed over the processes, labelled with their share of the run."""
+    tr = facts["trace"]
+    run = tr.get("process_time_s") or 0.0
+    layers = [l for l in facts.get("layers", []) if l.get("time_excl_s")]
+    if run <= 0:
+        return None
+    io = tr.get("io_time_s") or 0.0
+    rows = [("not traced I/O\n(computation, other)", max(run - io, 0.0), "#bbbbbb")]
+    rows += [(LAYER_TITLES.get(l["layer"], l["layer"]), l["time_excl_s"], _COLOURS[i % len(_COLOURS)])
+             for i, l in enumerate(layers)]
+    fig = Figure(figsize=(6.6, 1.3 + 0.42 * len(rows)))
+    ax = fig.add_subplot(1, 1, 1)
+    ys = list(range(len(rows)))[::-1]
+    ax.barh(ys, [r[1] for r in rows], color=[r[2] for r in rows], height=0.6)
+    top = max(r[1] for r in rows) or 1.0
+    for y, (_, t, _) in zip(ys, rows):
+        ax.text(t + top * 0.01, y, f"{_t(t)} ({100 * t / run:.1f}% of the run)", va="center", fontsize=8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r[0] for r in rows], fontsize=8.5)
+    ax.set_xlim(0, top * 1.45)
+    ax.set_xlabel("time [s], summed over the processes (own time of each layer)")
+    ax.set_title(f"Traced I/O is {100 * io / run:.1f}% of the run's {_t(run)} process time", fontsize=10, loc="left")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
     return to_png(fig)
