@@ -1,20 +1,20 @@
-"""One generic worker: one Python stack's series of one study in its own process (the Python
-twin of the C probes).
+"""One generic worker: one Python stack's series in its own process (the Python twin of the C probes).
 
-    python -m climio.measure.worker --study read-stack --stack numpy --file F --buffers 512,4096 ...
-    python -m climio.measure.worker --study chunking --stack h5py --file F --var ta --slices S ...
+    python -m climio.measure.worker --study NAME --stack numpy --file F --buffers 512,4096 ...     byte ranges
+    python -m climio.measure.worker --study NAME --stack h5py --file F --var ta --slices S ...     hyperslabs
 
-It takes the probes' options (csrc/README.md: climio-probe-posix/-netcdf for read-stack,
-climio-probe-netcdf-slab for chunking), builds one `Series` per configuration and runs it with
-`run_series` (budget policy "dnf" for read-stack, "sample" for chunking, as series.h says), and
-prints the probes' records on stdout, plus what the Python loop adds: metrics.open_s,
-metrics.storage_needed_bytes and cache.effective / cache.storage_share.
+It takes the probes' options (csrc/README.md): with --buffers those of climio-probe-posix/-netcdf
+(byte ranges of a raw file or a 1-D variable, patterns x buffer sizes), with --slices those of
+climio-probe-netcdf-slab (hyperslabs of a variable). It builds one `Series` per configuration and
+runs it with `run_series` (budget policy "dnf" for byte ranges, "sample" for hyperslabs, as series.h
+says), and prints the probes' records on stdout, under the study name --study gives, plus what the
+Python loop adds: metrics.open_s, metrics.storage_needed_bytes and cache.effective / cache.storage_share.
 
 What a cold repetition must fetch from storage (`storage_needed_bytes`):
-  read-stack  the distinct bytes of the requests done;
-  chunking    the stored bytes of the distinct chunks the hyperslabs done touch (stored size of
-              the variable / number of chunks, per chunk), or for a contiguous variable the
-              distinct bytes wanted.
+  byte ranges  the distinct bytes of the requests done;
+  hyperslabs   the stored bytes of the distinct chunks the hyperslabs done touch (stored size of
+               the variable / number of chunks, per chunk), or for a contiguous variable the
+               distinct bytes wanted.
 """
 
 import argparse
@@ -33,7 +33,6 @@ from ..stacks import ITEMSIZE, STACKS, file_kind
 from .series import Marker, Series, StreamChecksum, distinct_bytes, run_series
 
 PROG = "climio-worker"
-STUDIES = ("read-stack", "chunking")
 # Contiguous variables up to this many elements get an exact distinct-bytes count from a mask.
 MASK_LIMIT = 1 << 26
 
@@ -44,30 +43,30 @@ class InputProblem(Exception):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog=PROG)
-    ap.add_argument("--study", choices=STUDIES, default="read-stack")
+    ap.add_argument("--study", required=True, help="the records' study name")
     ap.add_argument("--stack", "--layer", dest="stack", required=True, choices=sorted(STACKS))
     ap.add_argument("--file", required=True)
-    ap.add_argument("--var", default=None, help="variable (read-stack default: data)")
+    ap.add_argument("--var", default=None, help="variable (byte ranges of a 1-D variable: default data)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cache", choices=("cold", "warm"), default="cold")
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--verify", action="store_true")
     ap.add_argument("--platform-id", default="")
-    # read-stack (climio-probe-posix / climio-probe-netcdf)
+    # byte ranges (climio-probe-posix / climio-probe-netcdf)
     ap.add_argument("--patterns", default=",".join(PATTERNS))
     ap.add_argument("--buffers")
     ap.add_argument("--random-count", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-ops", type=int, default=0)
-    # chunking (climio-probe-netcdf-slab)
+    # hyperslabs (climio-probe-netcdf-slab)
     ap.add_argument("--slices")
     ap.add_argument("--chunk-cache", default="default")
     ap.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
-    if args.study == "read-stack" and not args.buffers:
-        ap.error("--buffers is required for --study read-stack")
-    if args.study == "chunking" and (not args.slices or not args.var):
-        ap.error("--slices and --var are required for --study chunking")
+    if bool(args.buffers) == bool(args.slices):
+        ap.error("give --buffers (byte ranges) or --slices (hyperslabs), one of them")
+    if args.slices and not args.var:
+        ap.error("--slices needs --var")
     if args.reps < 0:
         ap.error("--reps must be >= 0")
     return args
@@ -93,9 +92,9 @@ def _emitter(transform=None):
     return emit
 
 
-# --- read-stack -----------------------------------------------------------------------------------
+# --- byte ranges ----------------------------------------------------------------------------------
 
-def read_stack(args) -> int:
+def byte_ranges(args) -> int:
     var = args.var or "data"
     reader = STACKS[args.stack]()
     try:
@@ -115,7 +114,7 @@ def read_stack(args) -> int:
     fbytes = os.path.getsize(args.file) if kind == "bin" else math.prod(reader.shape) * reader.dtype.itemsize
     if kind == "nc" and (len(reader.shape) != 1 or reader.dtype.itemsize != ITEMSIZE):
         reader.close()
-        raise InputProblem(f"variable {var!r} in {args.file} must be 1-D float64 for the read-stack study")
+        raise InputProblem(f"variable {var!r} in {args.file} must be 1-D float64 for byte-range reads")
     base = {"layer": args.stack, "file": os.path.abspath(args.file), "file_bytes": fbytes,
             "random_count": args.random_count, "seed": args.seed, "api": reader.api, "odirect": False,
             "library": reader.library(), "max_ops": args.max_ops}
@@ -139,7 +138,7 @@ def read_stack(args) -> int:
                 params = dict(base, pattern=pattern, buffer_bytes=buffer, planned_ops=len(reads),
                               planned_bytes=planned)
                 run_series(Series(
-                    study="read-stack", path=args.file, params=params, requests=reads, open=open_,
+                    study=args.study, path=args.file, params=params, requests=reads, open=open_,
                     needed_bytes=lambda n, reads=reads: distinct_bytes(reads[:n]), planned_bytes=planned,
                     reps=args.reps, cache=args.cache, budget_s=args.budget, budget_policy="dnf",
                     mark=(pattern, buffer), verify=args.verify, platform_id=args.platform_id,
@@ -149,7 +148,7 @@ def read_stack(args) -> int:
     return 0
 
 
-# --- chunking -------------------------------------------------------------------------------------
+# --- hyperslabs -------------------------------------------------------------------------------------
 
 def read_slices(path) -> list:
     """Hyperslabs of a slices file: one a line, n starts then n counts; `#` lines and blank lines skipped."""
@@ -238,7 +237,7 @@ def chunk_needed_bytes(shape, chunks, slices, itemsize, storage_bytes):
     return needed
 
 
-def chunking(args) -> int:
+def hyperslabs(args) -> int:
     slices = read_slices(args.slices)
     cache_spec = parse_cache_spec(args.chunk_cache)
     reader = STACKS[args.stack]()
@@ -272,7 +271,7 @@ def chunking(args) -> int:
             rec["metrics"]["slices_read"] = rec["metrics"]["ops"]
 
     run_series(Series(
-        study="chunking", path=args.file, params=base, requests=slices, open=open_, needed_bytes=needed,
+        study=args.study, path=args.file, params=base, requests=slices, open=open_, needed_bytes=needed,
         planned_bytes=planned, reps=args.reps, cache=args.cache, budget_s=args.budget, budget_policy="sample",
         mark=("slab", 0), verify=args.verify, platform_id=args.platform_id, checksum=StreamChecksum,
         extra_params=lambda opened: {"chunk_cache": opened.reader.chunk_cache_info()}), _emitter(slices_read))
@@ -282,7 +281,7 @@ def chunking(args) -> int:
 def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     try:
-        return read_stack(args) if args.study == "read-stack" else chunking(args)
+        return hyperslabs(args) if args.slices else byte_ranges(args)
     except (InputProblem, InputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ from ... import access, layout, native
 from ...data.compression import NONE
 from ...data.source import open_source as _open_source
 from ...errors import NativeError
+from ...measure import probes
 from ...measure.procs import stream_records
 from ...records import make_record
 from . import CACHE_SETTINGS, CHUNKING_LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
@@ -120,10 +121,9 @@ def fit_cache(chunks, max_touched, itemsize):
 # --- running ----------------------------------------------------------------------------------------
 
 def layer_command(layer, path, slices_file, grid: Grid, cache_spec, platform_id) -> list:
-    common = ["--file", path, "--var", "ta", "--slices", slices_file, "--reps", str(grid.reps), "--cache", "cold",
-              "--chunk-cache", cache_spec, "--budget", str(grid.budget_s), "--platform-id", platform_id]
+    common = probes.slab_options(path, "ta", slices_file, grid.reps, "cold", grid.budget_s, cache_spec, platform_id)
     if layer == "c-netcdf":
-        return [native.program("climio-probe-netcdf-slab"), *common]
+        return [native.program(probes.SLAB), *common]
     return [sys.executable, "-m", "climio.measure.worker", "--study", STUDY, "--stack", layer, *common]
 
 
