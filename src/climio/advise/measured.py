@@ -115,6 +115,8 @@ def _scaled(v, facts, profile, warn):
             if engine is None:
                 continue
             r["command"] = f"xr.open_dataset(..., {engine})"
+        elif r["rule"] == "stack" and facts.stack not in (None, "native") and r["evidence"]["stack"] == "c-netcdf":
+            continue        # a Python program is not told to become a C one
         ev = {**r["evidence"], "traced_s": traced, "model_same_reads_s": same, "model_scale_to_traced": k}
         if r.get("before_s") is not None and r.get("after_s") is not None:
             before = r["before_s"] * k
