@@ -154,9 +154,20 @@ def _h5py_cache_kw(chunk_cache) -> dict:
     return {"rdcc_nbytes": int(nbytes), "rdcc_nslots": int(nslots), "rdcc_w0": float(w0)}
 
 
-def _h5py_cache_info(fh) -> dict:
-    _, nslots, nbytes, w0 = fh.id.get_access_plist().get_cache()
-    return {"size": nbytes, "nelems": nslots, "preemption": w0}
+def _h5py_cache_info(dset) -> dict:
+    """The chunk cache HDF5 runs for this dataset (its access property list: the file's rdcc_*
+    unless the dataset was opened with its own)."""
+    nslots, nbytes, w0 = dset.id.get_access_plist().get_chunk_cache()
+    return {"size": int(nbytes), "nelems": int(nslots), "preemption": float(w0)}
+
+
+def _netcdf_var_cache(var) -> Optional[dict]:
+    """netCDF-C's chunk cache of one variable (it sizes it per variable at the open)."""
+    try:
+        size, nelems, preemption = var.get_var_chunk_cache()
+    except (RuntimeError, AttributeError):  # netCDF-3 files have no chunk cache
+        return None
+    return {"size": int(size), "nelems": int(nelems), "preemption": float(preemption)}
 
 
 class NetCDF4Python(_Variable):
@@ -175,11 +186,7 @@ class NetCDF4Python(_Variable):
         self.ds.close()
 
     def chunk_cache_info(self):
-        try:
-            size, nelems, preemption = self.var.get_var_chunk_cache()
-        except (RuntimeError, AttributeError):  # netCDF-3 files have no chunk cache
-            return None
-        return {"size": size, "nelems": nelems, "preemption": preemption}
+        return _netcdf_var_cache(self.var)
 
     def library(self):
         import netCDF4
@@ -202,7 +209,7 @@ class H5py(_Variable):
         self.fh.close()
 
     def chunk_cache_info(self):
-        return _h5py_cache_info(self.fh)
+        return _h5py_cache_info(self.var)
 
     def library(self):
         import h5py
@@ -224,7 +231,7 @@ class H5netcdf(_Variable):
         self.ds.close()
 
     def chunk_cache_info(self):
-        return _h5py_cache_info(self.ds._h5file)
+        return _h5py_cache_info(self.var._h5ds)
 
     def library(self):
         import h5py
@@ -245,6 +252,7 @@ class Xarray(_Variable):
             netCDF4.set_chunk_cache(*chunk_cache)
         self.ds = xr.open_dataset(path, engine="netcdf4", cache=False)
         self.var = self.ds[var]
+        self.path, self.name = path, var
 
     def read_bytes(self, offset, nbytes):
         return super().read_bytes(offset, nbytes).values
@@ -256,13 +264,56 @@ class Xarray(_Variable):
         self.ds.close()
 
     def chunk_cache_info(self):
+        """The variable's own cache, which netCDF-C sizes per variable from the default set before
+        the open (xarray's backend holds the same netCDF4 variable; it is read on a second handle)."""
         import netCDF4
-        size, nelems, preemption = netCDF4.get_chunk_cache()
-        return {"size": size, "nelems": nelems, "preemption": preemption}
+        with netCDF4.Dataset(self.path, "r") as ds:
+            return _netcdf_var_cache(ds.variables[self.name])
 
     def library(self):
         import netCDF4
         return f"xarray {metadata.version('xarray')} over netCDF4-python {netCDF4.__version__}"
+
+
+def chunk_cache_of(stack: str, path, var: str, chunk_cache: ChunkCache = None) -> Optional[dict]:
+    """The chunk cache `stack` reads `var` of `path` with, as the library reports it after the
+    open: {"nbytes", "nslots", "w0"} (model.chunk_cache.CacheSpec.of takes it), or None where there
+    is none (contiguous data still has one in HDF5; a netCDF-3 file has none). `chunk_cache` is a
+    (bytes, slots, w0) the stack is asked for, as Reader.open takes it. c-netcdf is the native
+    probe (the system's netCDF-C, whose defaults may differ from the wheel's): it is run on one
+    value and its record says the cache it used."""
+    if stack == "c-netcdf":
+        from .measure import probes
+        size = None if chunk_cache is None else int(chunk_cache[0])
+        n = _rank(path, var)
+        recs = probes.slab_records(str(path), var, [((0,) * n, (1,) * n)], 1, "warm", size)
+        info = (recs[0]["params"].get("chunk_cache") if recs else None)
+    elif stack == "xarray":
+        import netCDF4   # xarray's netcdf4 engine: netCDF-C's per-variable cache under the default set
+        before = netCDF4.get_chunk_cache()
+        try:
+            if chunk_cache is not None:
+                netCDF4.set_chunk_cache(*chunk_cache)
+            with netCDF4.Dataset(str(path), "r") as ds:
+                info = _netcdf_var_cache(ds.variables[var])
+        finally:
+            netCDF4.set_chunk_cache(*before)
+    else:
+        reader = STACKS[stack]()
+        reader.open(str(path), var, chunk_cache)
+        try:
+            info = reader.chunk_cache_info()
+        finally:
+            reader.close()
+    if not info:
+        return None
+    return {"nbytes": int(info["size"]), "nslots": int(info["nelems"]), "w0": float(info["preemption"])}
+
+
+def _rank(path, var) -> int:
+    import netCDF4
+    with netCDF4.Dataset(str(path), "r") as ds:
+        return len(ds.variables[var].shape)
 
 
 STACKS = {

@@ -4,9 +4,12 @@ climio.model.workflow leaves to its caller).
 
     workflow_checked(wf)              the workflow's stack is one climio measures (InputError if not)
     check_workflow(wf, prediction)    [Check] per read: predicted against the median cold run
+    stack_cache(stack, path, var, bytes)  the chunk cache the stack really opens the variable with
     predict_api(source, ...)          climio.predict: a path, a workflow file or an xarray Dataset
 """
 
+import functools
+import os
 from pathlib import Path
 
 from ..errors import InputError
@@ -19,6 +22,28 @@ def workflow_checked(wf: Workflow) -> Workflow:
     """`wf`, once its stack is one of the stacks climio reads with (one line otherwise)."""
     check_stack(wf.stack)
     return wf
+
+
+def stack_cache(stack, path, var, chunk_cache_bytes=None):
+    """{nbytes, nslots, w0}: the chunk cache `stack` reads `var` of `path` with, read from the
+    library (climio.stacks.chunk_cache_of), with `chunk_cache_bytes` asked as --check and the
+    studies ask it (measure.probes.chunk_cache_spec); None when the library cannot say (netCDF-3,
+    the native probe not built: the model then takes the profile's)."""
+    if not path or not os.path.exists(str(path)):
+        return None
+    st = os.stat(str(path))
+    return _stack_cache(stack, os.path.abspath(str(path)), var, chunk_cache_bytes, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _stack_cache(stack, path, var, chunk_cache_bytes, _mtime, _size):
+    from ..errors import ClimioError
+    from ..measure.probes import chunk_cache_spec
+    from ..stacks import chunk_cache_of
+    try:
+        return chunk_cache_of(stack, path, var, chunk_cache_spec(chunk_cache_bytes))
+    except (ClimioError, OSError, KeyError):
+        return None
 
 
 def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
@@ -63,7 +88,7 @@ def predict_api(source, var=None, read="xt", tasks=1, stack=DEFAULT_STACK, passe
     if path is None and wf.dataset is not None:
         path = wf.dataset.encoding.get("source")
     prof = profile_for(path, profile, warn)
-    wp = predict_workflow(wf, prof)
+    wp = predict_workflow(wf, prof, cache_of=stack_cache)
     if check:
         wp.checks = check_workflow(wf, wp, reps)
     return wp

@@ -24,7 +24,7 @@ from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
-from .predict import workflow_checked
+from .predict import stack_cache, workflow_checked
 
 SEVERITY_ORDER = rules.SEVERITY_ORDER
 
@@ -104,7 +104,7 @@ class Advice:
 
 
 def _items(wf, prof):
-    wp = wfmod.predict_workflow(wf, prof)
+    wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
     items = []
     for spec, lay, codec, p in wp.items:
         _, _, path, var = wfmod.resolve(wf, spec)
@@ -125,9 +125,16 @@ def what_if(wf, profile: Profile, items):
         for it in items:
             lay2 = layout(it.layout) if layout else it.layout
             c2 = codec_of(it.codec) if codec_of else it.codec
+            # the cache the stack really has for the variable (another stack: its own), `cache` bytes
+            # with the same slots when a bigger cache is what-iffed
+            real = (stack_cache(stack, it.path, it.var, wf.chunk_cache) if stack and stack != wf.stack
+                    else it.prediction.chunk_cache)
+            if real and cache is not None:
+                real = {**real, "nbytes": int(cache)}
             # the same reads on the same layout: the simulated counts are the prediction's own
             q = predict(lay2, it.reads, stack or wf.stack, profile, tasks=tasks or wf.tasks,
-                        codec=c2 if lay2.compressed else "", chunk_cache_bytes=cache if cache is not None else wf.chunk_cache,
+                        codec=c2 if lay2.compressed else "", chunk_cache={k: real[k] for k in ("nbytes", "nslots", "w0")}
+                        if real else None, chunk_cache_bytes=cache if cache is not None else wf.chunk_cache,
                         passes=it.spec.passes, nodes=nodes,
                         counts=it.prediction.counts if layout is None and stack is None and cache is None else None)
             t += q.seconds

@@ -132,12 +132,13 @@ def predict_cmd(
 ):
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
-    from ..advise.predict import check_workflow
+    from ..advise.predict import check_workflow, stack_cache
     from ..model import workflow as wfmod
     wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
     warnings = []
     prof = wfmod.profile_for(wf.file, str(profile) if profile else None, warnings.append)
-    wp = wfmod.predict_workflow(wf, prof)       # bad reads fail here, before any warning is shown
+    # bad reads fail here, before any warning is shown; the chunk cache is the one the stack really has
+    wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
     _warn(warnings)
     if check:
         wp.checks = check_workflow(wf, wp, reps)

@@ -17,9 +17,13 @@ does with it, simulated read by read in the order the program reads:
   * contiguous data: one request per contiguous run; runs shorter than the sieve buffer (64 KiB)
     are served by a sieve read of 64 KiB starting at the run, which later runs inside it reuse;
   * chunked data: every chunk a read touches is fetched whole (stored size) and decoded when
-    compressed, unless the chunk cache still holds it from an earlier read (LRU, the stack's
-    cache size; a chunk larger than the cache is never cached). An uncompressed chunk larger
-    than the cache is read directly: only the runs the read needs, through the sieve;
+    compressed, unless the chunk cache still holds it from an earlier read. The cache is
+    HDF5's as the library runs it (climio.model.chunk_cache: one H5Dread per read visiting its
+    chunks in chunk-index order, hash slots whose collisions evict, w0 pruning), with the cache
+    the stack really opens the variable with (read from the library by the caller) or, without
+    a file, the profile's for the stack; a chunk larger than the cache is never cached. An
+    uncompressed chunk larger than the cache is read directly: only the runs the read needs,
+    through the sieve;
   * the page cache: a request whose pages were all fetched before is a "warm" request (the
     warm latency and rate); otherwise its new pages are a cold request, "sequential" when they
     continue a region already fetched or the previous request (readahead follows), else
@@ -33,7 +37,7 @@ whole or partial chunks, compressed, parallel) is returned with the breakdown.
 
 import itertools
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +45,7 @@ import numpy as np
 from .. import layout as geometry
 from ..errors import InputError
 from ..layout import Layout, format_chunks
+from .chunk_cache import CacheSpec, ChunkCache
 from .profile import Profile
 
 SIM_REQUESTS = 200_000     # storage requests simulated one by one before scaling
@@ -56,6 +61,7 @@ class Counts:
     pieces: float = 0                  # contiguous runs gathered into the user's buffer
     chunks_visited: float = 0
     chunk_cache_hits: float = 0
+    chunk_cache_collisions: float = 0  # cached chunks evicted because another chunk hashed to their slot
     partial_chunks: float = 0
     decodes: float = 0
     bytes_wanted: float = 0
@@ -184,8 +190,18 @@ def _geometry_key(chunks, shape, start, count) -> tuple:
     return tuple(key)
 
 
-def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, max_requests=SIM_REQUESTS) -> Counts:
-    """Counts of the reads (a list of (start, count)) against `layout`, in the order given."""
+def cache_spec(chunk_cache, stack_rates=None) -> CacheSpec:
+    """A CacheSpec from a CacheSpec, dict or (bytes, slots, w0); a bare byte count takes the
+    slots and w0 of `stack_rates` (the profile's) or HDF5's defaults."""
+    if isinstance(chunk_cache, (int, np.integer)) and not isinstance(chunk_cache, bool):
+        nslots = getattr(stack_rates, "chunk_cache_nslots", 0) or 521
+        return CacheSpec(int(chunk_cache), int(nslots), float(getattr(stack_rates, "chunk_cache_w0", 0.75)))
+    return CacheSpec.of(chunk_cache)
+
+
+def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=SIM_REQUESTS) -> Counts:
+    """Counts of the reads (a list of (start, count)) against `layout`, in the order given, through
+    the chunk cache `chunk_cache` (a CacheSpec, or its bytes with HDF5's default slots)."""
     shape, isz = layout.shape, layout.itemsize
     reads = list(reads)
     for s, c in reads[:1] + reads[-1:]:
@@ -200,8 +216,7 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
         cbytes = layout.chunk_nbytes
         stored_chunk = max(1, round(layout.stored * cbytes / max(layout.allocated_bytes, 1))) if layout.compressed \
             else cbytes
-        cache = OrderedDict()
-        cache_slots = chunk_cache_bytes // cbytes if cbytes and cbytes <= chunk_cache_bytes else 0
+        cache = ChunkCache(shape, chunks, isz, cache_spec(chunk_cache), filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
     simulated = 0
     geometry_of = {}
@@ -229,23 +244,18 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
         # per dimension: each chunk index the read touches and the length of the intersection
         inter = [[(j, min((j + 1) * c, s + n) - max(j * c, s)) for j in range(s // c, (s + n - 1) // c + 1)]
                  for s, n, c in zip(start, count, chunks)]
+        cache.counts.reads += 1          # one H5Dread: its chunks in chunk-index order
         for combo in itertools.product(*inter):
-            cid = sum(j * g for (j, _), g in zip(combo, gstrides))
-            if cache_slots and cid in cache:
-                cache.move_to_end(cid)
+            if cache.visit(tuple(j for j, _ in combo), _prod(x for _, x in combo) * isz):
                 cnt.chunk_cache_hits += 1
                 continue
-            base = cid * stored_chunk
-            if layout.compressed or cache_slots:
+            base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
+            if layout.compressed or cache.cacheable:
                 st.fetch(base, stored_chunk)
                 st.sieve_lo = st.sieve_hi = -1
                 if layout.compressed:
                     cnt.decodes += 1
                     cnt.bytes_decoded += cbytes
-                if cache_slots:
-                    cache[cid] = True
-                    if len(cache) > cache_slots:
-                        cache.popitem(last=False)
             else:   # uncompressed, too large for the cache: direct reads of the runs needed
                 m = [x for _, x in combo]
                 rl, lst = _run_shape(m, chunks)
@@ -253,10 +263,12 @@ def simulate(layout: Layout, reads, chunk_cache_bytes: int, profile: Profile, ma
                 offs = _run_offsets(lo, m, chunks, lst) * isz + base
                 st.contig(offs, rl * isz, base, base + cbytes)
     cnt.reads_simulated = simulated
+    if chunks is not None:
+        cnt.chunk_cache_collisions = cache.counts.collisions
     scale = len(reads) / simulated if simulated else 0.0
     if scale != 1.0:
-        for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "partial_chunks", "decodes",
-                  "bytes_wanted", "bytes_decoded"):
+        for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "chunk_cache_collisions", "partial_chunks",
+                  "decodes", "bytes_wanted", "bytes_decoded"):
             setattr(cnt, k, getattr(cnt, k) * scale)
     cnt.requests = {k: v * scale for k, v in st.req.items()}
     return cnt
@@ -284,6 +296,7 @@ class Prediction:
     passes: int = 1
     notes: list = field(default_factory=list)
     nodes: int = 1                     # `tasks` run on each of `nodes` nodes
+    chunk_cache: dict = None           # the chunk cache simulated: {nbytes, nslots, w0, source}
 
     @property
     def total_s(self) -> float:
@@ -313,6 +326,9 @@ class Prediction:
                f"  decode  {self.decode_s:9.3g} s  {_mib(c.bytes_decoded)} decoded in {c.decodes:.0f} chunk decodes",
                f"  CPU     {self.cpu_s:9.3g} s  {c.calls:.0f} calls, {c.chunks_visited:.0f} chunk visits "
                f"({c.chunk_cache_hits:.0f} cache hits), {c.pieces:.0f} runs, {_mib(c.bytes_wanted)} delivered",
+               *([f"  chunk cache {_mib(self.chunk_cache['nbytes'])}, {self.chunk_cache['nslots']} slots, "
+                  f"w0 {self.chunk_cache['w0']:g} ({self.chunk_cache.get('source', '')})"]
+                 if self.chunk_cache and self.layout.get("chunks") else []),
                f"  open    {self.open_s:9.3g} s",
                f"  parallel factor {self.parallel_factor:.2f}x (I/O {self.speedup_io:.2f}x, CPU {self.speedup_cpu:.2f}x "
                f"with {self.tasks} tasks{where}; serial {self.serial_s:.3g} s)"]
@@ -380,9 +396,13 @@ def _kib(b) -> str:
 
 
 def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1, codec: str = "",
-            chunk_cache_bytes=None, passes: int = 1, counts: Counts = None, nodes: int = 1) -> Prediction:
+            chunk_cache=None, passes: int = 1, counts: Counts = None, nodes: int = 1,
+            chunk_cache_bytes=None) -> Prediction:
     """Predicted wall time of `reads` (a list of (start, count)), `passes` times over, with
-    `tasks` tasks on each of `nodes` nodes sharing the reads, through `stack`."""
+    `tasks` tasks on each of `nodes` nodes sharing the reads, through `stack`. `chunk_cache` is
+    the cache the stack really has for the variable (a CacheSpec or its dict, read from the
+    library with climio.stacks.chunk_cache_of when there is a file); None: the profile's for the
+    stack. `chunk_cache_bytes` (older spelling) gives the bytes with the profile's slots and w0."""
     if not isinstance(tasks, int) or tasks < 1:
         raise InputError(f"--tasks {tasks!r} must be a positive integer")
     if not isinstance(nodes, int) or nodes < 1:
@@ -390,9 +410,15 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     sr = profile.stack(stack)
     if layout.compressed and not codec:
         codec = "deflate4+shuffle"
-    cache = sr.chunk_cache_bytes if chunk_cache_bytes is None else int(chunk_cache_bytes)
+    if chunk_cache is not None:
+        spec, source = cache_spec(chunk_cache, sr), "the library's for this variable"
+    elif chunk_cache_bytes is not None:
+        spec, source = cache_spec(int(chunk_cache_bytes), sr), "the size asked, the profile's slots"
+    else:
+        spec, source = cache_spec(int(sr.chunk_cache_bytes), sr), f"the profile's for {stack}"
+    cache = spec.nbytes
     if counts is None:
-        counts = simulate(layout, reads, cache, profile)
+        counts = simulate(layout, reads, spec, profile)
     t = time_of(counts, stack, profile, codec)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])
@@ -417,4 +443,5 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
                       cpu_s=passes * t["cpu_s"] / s_cpu / nodes, open_s=t["open_s"], tasks=tasks, speedup_io=s_io,
                       speedup_cpu=s_cpu, serial_s=serial, stack=stack, layout=layout.to_dict(), counts=counts,
                       path=flowchart_path(layout, counts, codec, tasks, nodes), bound=bound,
-                      platform_id=profile.platform_id, passes=passes, notes=notes, nodes=nodes)
+                      platform_id=profile.platform_id, passes=passes, notes=notes, nodes=nodes,
+                      chunk_cache={**spec.to_dict(), "source": source})

@@ -47,6 +47,10 @@ class StackRates:
     copy_Bps: float = 4e9
     open_s: float = 2e-3
     chunk_cache_bytes: int = 16 << 20
+    # the cache's hash slots and preemption as the library reports them (climio.stacks.chunk_cache_of);
+    # profiles calibrated before these were kept load with 0 slots: HDF5's default (521) is then used
+    chunk_cache_nslots: int = 0
+    chunk_cache_w0: float = 0.75
 
     @classmethod
     def from_dict(cls, d) -> "StackRates":
@@ -162,7 +166,8 @@ class Profile:
         for name, s in sorted(self.stacks.items()):
             out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk, "
                        f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
-                       f"chunk cache {_size(s.chunk_cache_bytes)}")
+                       f"chunk cache {_size(s.chunk_cache_bytes)}"
+                       + (f", {s.chunk_cache_nslots} slots, w0 {s.chunk_cache_w0:g}" if s.chunk_cache_nslots else ""))
         if self.write_Bps:
             out.append(f"  write (chunks of a new HDF5 file): {self.write_Bps / 1e6:.0f} MB/s")
         if self.codec_Bps:
@@ -322,6 +327,9 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             vals["open_s"] = med[opk]
             if one[opk]["params"].get("chunk_cache_bytes"):
                 vals["chunk_cache_bytes"] = int(one[opk]["params"]["chunk_cache_bytes"])
+            cc = one[opk]["params"].get("chunk_cache") or {}
+            if cc.get("nslots"):
+                vals["chunk_cache_nslots"], vals["chunk_cache_w0"] = int(cc["nslots"]), float(cc.get("w0", 0.75))
         prof.stacks[name] = StackRates(**vals)
     # decode: decoded bytes over the time beyond the uncompressed twin (same stack, same reads)
     for k in groups:

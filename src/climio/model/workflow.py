@@ -261,17 +261,22 @@ def resolve(wf: Workflow, spec: ReadSpec) -> tuple:
     return lay, codec, path, var
 
 
-def predict_workflow(wf: Workflow, profile: Profile, layout_override=None) -> WorkflowPrediction:
+def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache_of=None) -> WorkflowPrediction:
     """Every read of the workflow through the model; `layout_override(layout) -> Layout` predicts
-    the same reads on another layout (what a rechunk would buy)."""
+    the same reads on another layout (what a rechunk would buy). `cache_of(stack, path, var,
+    chunk_cache_bytes)` is the chunk cache the stack really opens the variable with (the caller
+    reads it from the library: climio.stacks.chunk_cache_of); without it, or without a file, the
+    profile's for the stack. The libraries size it per file and stack, not per chunk shape, so a
+    rechunked layout is predicted with the same cache."""
     items = []
     for spec in wf.reads:
-        lay, codec, _, var = resolve(wf, spec)
+        lay, codec, path, var = resolve(wf, spec)
         reads = reads_for(lay, spec.read, var)
+        cache = cache_of(wf.stack, path, var, wf.chunk_cache) if cache_of is not None and path else None
         if layout_override is not None:
             lay, codec = layout_override(lay, codec)
         p = predict(lay, reads, wf.stack, profile, tasks=wf.tasks, codec=codec if lay.compressed else "",
-                    chunk_cache_bytes=wf.chunk_cache, passes=spec.passes)
+                    chunk_cache=cache, chunk_cache_bytes=wf.chunk_cache, passes=spec.passes)
         items.append((spec, lay, codec, p))
     return WorkflowPrediction(items, wf.tasks, wf.stack)
 

@@ -34,7 +34,7 @@ from ...measure.progress import info
 from ...measure.series import Timer, storage_checked
 from ...measure.tasks import TaskPool, gathered, task_record
 from ...records import make_record
-from ...stacks import STACKS
+from ...stacks import STACKS, chunk_cache_of
 from . import STUDY
 
 SHAPE = (32, 4, 64, 128)          # 8 MiB of f8: the library-cost files
@@ -149,17 +149,11 @@ def _timed(stack, path, reads, reps, chunk_cache=None, state="warm"):
     return [(t.metrics(), st) for t, st in _warm_py(stack, path, reads, reps, chunk_cache, state)]
 
 
-def _cache_bytes(stack, path):
-    """The chunk cache the stack opens a chunked variable with (the native probe links the
-    system's netCDF-C, whose default may differ from the Python wheel's)."""
-    if stack == "c-netcdf":
-        recs = _probe(path, [((0, 0, 0, 0), (1, 1, 1, 1))], 1)
-        return int(((recs[0]["params"].get("chunk_cache") or {}).get("size")) or 0) if recs else 0
-    r = STACKS[stack]()
-    r.open(path, "ta")
-    info_ = r.chunk_cache_info() or {}
-    r.close()
-    return int(info_.get("size") or 0)
+def _cache(stack, path) -> dict:
+    """The chunk cache the stack opens a chunked variable with, as the library reports it
+    ({nbytes, nslots, w0}; the native probe links the system's netCDF-C, whose default may differ
+    from the Python wheel's)."""
+    return chunk_cache_of(stack, path, "ta") or {"nbytes": 0, "nslots": 0, "w0": 0.75}
 
 
 def library(stack, files, reps, emit, pid):
@@ -167,7 +161,8 @@ def library(stack, files, reps, emit, pid):
     T, Z, Y, X = SHAPE
     lay_c = Layout(SHAPE, 8, None)
     lay_s = Layout(SHAPE, 8, SMALL_CHUNKS)
-    cache_b = _cache_bytes(stack, small)
+    cache_d = _cache(stack, small)
+    cache_b = cache_d["nbytes"]
     cases = {
         "stack-call": (contig, lay_c, [((0, 0, y, x), (1, 1, 1, 1)) for y in range(Y) for x in range(0, X, 2)][:3000]),
         "stack-runs": (contig, lay_c, [((t, z, 0, x), (1, 1, Y, 1)) for t in range(T) for z in range(Z)
@@ -178,7 +173,7 @@ def library(stack, files, reps, emit, pid):
     }
     for kind, (path, lay, reads) in cases.items():
         params = {"kind": kind, "stack": stack, "file": os.path.basename(path),
-                  **_counts_params(lay, reads, cache_b)}
+                  **_counts_params(lay, reads, cache_d), "chunk_cache": cache_d}
         for rep, (m, st) in enumerate(_timed(stack, path, reads, reps)):
             emit(make_record(STUDY, params, {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}, st, rep,
                              "ok", pid))
@@ -195,7 +190,8 @@ def library(stack, files, reps, emit, pid):
         recs = _probe(small, [((0, 0, 0, 0), (1, 1, 1, 1))], max(3, reps))
         opens = [r["metrics"].get("open_s", 0.002) for r in recs]
     for rep, w in enumerate(opens):
-        emit(make_record(STUDY, {"kind": "stack-open", "stack": stack, "chunk_cache_bytes": cache_b},
+        emit(make_record(STUDY, {"kind": "stack-open", "stack": stack, "chunk_cache_bytes": cache_b,
+                                 "chunk_cache": cache_d},
                          {"wall_s": w, "ops": 1, "bytes": 0}, {"state": "warm"}, rep, "ok", pid))
 
 
