@@ -12,6 +12,8 @@ import pytest
 
 from climio.data.writer import write_4d
 from climio.model import profile as profmod
+from climio.layout import Layout
+from climio.model.convert import conversion_plan, plan_variable
 from climio.model.profile import default_profile
 from climio.model.rates import Rates, codec_key
 from climio.model.workflow import platform_id_of
@@ -117,6 +119,23 @@ def test_rates_come_from_one_profile_and_say_which_are_defaults():
     o = Rates.from_profile(old, "deflate4+shuffle")
     assert o.decode_Bps == old.decode("deflate4+shuffle") and set(o.defaulted) == {"write_Bps", "encode_Bps"}
     assert codec_key("bitround12+deflate4") == "deflate4" and codec_key("") == "none"
+    # parallel workers decode and encode as much faster as calibration measured, not w times
+    slow = calibrated("pid-par")
+    slow.parallel = {"cores": 2, "cpu": {"2": 1.25}}
+    src, dst = Layout((64, 4, 32, 64), 4, (1, 1, 32, 64), True, 1 << 19), Layout((64, 4, 32, 64), 4, (64, 1, 1, 64), True)
+    fast_plan = conversion_plan(src, dst, calibrated("pid-par"), "deflate4+shuffle", None, 1 << 30, 2)
+    slow_plan = conversion_plan(src, dst, slow, "deflate4+shuffle", None, 1 << 30, 2)
+    (f,), (sl,) = fast_plan.passes, slow_plan.passes
+    cpu = f.bytes_decoded / 450e6 + f.bytes_encoded / 70e6
+    assert Rates.from_profile(slow, "deflate4+shuffle").speedup(2) == 1.25
+    assert sl.predicted_s - f.predicted_s == pytest.approx(cpu / 1.25 - cpu / 2, rel=1e-9)
+    # a two-pass plan reads its intermediate back from the page cache when it fits in memory
+    r = Rates.from_profile(calibrated("pid-warm"), "deflate4+shuffle")
+    assert r.warm_read_Bps > r.read_Bps
+    cold = plan_variable(src, dst, 100 << 10, 1, r, page_cache_bytes=0)
+    warm = plan_variable(src, dst, 100 << 10, 1, r, page_cache_bytes=1 << 40)
+    assert cold.strategy == warm.strategy == "two-pass" and warm.passes[0] == cold.passes[0]
+    assert warm.passes[1].predicted_s < cold.passes[1].predicted_s
     # the profile's JSON keeps the new rates
     again = profmod.Profile.from_json(prof.to_json())
     assert again.write_Bps == 7e8 and again.codec_Bps == prof.codec_Bps

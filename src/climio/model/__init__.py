@@ -6,7 +6,12 @@
                  + bytes decoded / decode rate + per-call CPU, with parallel scaling; a breakdown
                  and the path through the thesis's flowchart (Fig. 7.1)
     workflow.py  workflow descriptions (reads, passes, tasks, stack) from the CLI, YAML or JSON,
-                 and the Layout of a file's variable or an xarray Dataset's
+                 the Layout of a file's variable or an xarray Dataset's, and the one profile
+                 lookup (find_profile) of predict, advise and rechunk
+    rates.py     the conversion planner's rates (read, write, encode, decode, per request) from
+                 the profile, each saying whether it is calibrated or a built-in default
+    convert.py   the conversion planner (climio rechunk's plans) and the one-off cost of a
+                 conversion (conversion_plan), which the advisor states and rechunk --dry-run prints
 
 Everything is derived from one Profile; nothing here measures (climio.advise and the studies do).
 """

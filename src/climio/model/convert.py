@@ -31,7 +31,10 @@ Strategies
 
 Cost model per pass (climio.model.rates.Rates, from the platform's profile or the built-in
 defaults): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
-bytes_encoded/encode_Bps)/w + bytes_written/write_Bps + write_ops*op_s.
+bytes_encoded/encode_Bps)/S(w) + bytes_written/write_Bps + write_ops*op_s, where S(w) is the
+profile's measured CPU speed-up with w processes (w when not calibrated: a shared or
+oversubscribed machine gains less), and the second pass of a two-pass plan reads the intermediate
+file it has just written at the page cache's rates when it fits in the memory available.
 
 Counts over all blocks (chunks decoded, read and write requests) are computed in closed form per
 axis (floor sums), never by enumerating blocks, so a plan for a variable of millions of blocks is
@@ -291,8 +294,9 @@ def _written(dst, ratio):
     return dst.nbytes
 
 
-def _evaluate(src, dst, block, workers, rates, ratio):
-    """Every count and the cost of reading src in `block`s and writing dst: a dict."""
+def _evaluate(src, dst, block, workers, rates, ratio, warm=False):
+    """Every count and the cost of reading src in `block`s and writing dst: a dict. `warm`: src is
+    read from the page cache (the intermediate file the first pass has just written)."""
     shape = src.shape
     if 0 in shape:   # an empty array: no blocks, nothing to move
         return dict(block=tuple(block), n_blocks=0, workers=1, block_bytes=0, peak_mem=0, chunks_decoded=0,
@@ -317,8 +321,10 @@ def _evaluate(src, dst, block, workers, rates, ratio):
         write_ops = math.prod(-(-d // c) for d, c in zip(shape, dst.chunks))
     else:
         write_ops = _runs(shape, block, None)
-    seconds = (bytes_read / rates.read_Bps + read_ops * rates.op_s
-               + (bytes_decoded / rates.decode_Bps + bytes_encoded / rates.encode_Bps) / w
+    read_Bps, read_op_s = (rates.warm_read_Bps or rates.read_Bps, rates.warm_op_s if rates.warm_read_Bps
+                           else rates.op_s) if warm else (rates.read_Bps, rates.op_s)
+    seconds = (bytes_read / read_Bps + read_ops * read_op_s
+               + (bytes_decoded / rates.decode_Bps + bytes_encoded / rates.encode_Bps) / rates.speedup(w)
                + bytes_written / rates.write_Bps + write_ops * rates.op_s)
     return dict(block=tuple(block), n_blocks=n_blocks, workers=w, block_bytes=block_bytes,
                 peak_mem=peak_memory(block_bytes, scratch, w), chunks_decoded=decoded,
@@ -326,8 +332,8 @@ def _evaluate(src, dst, block, workers, rates, ratio):
                 bytes_written=bytes_written, read_ops=read_ops, write_ops=write_ops, predicted_s=seconds)
 
 
-def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem):
-    e = _evaluate(src, dst, block, workers, rates, ratio)
+def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm=False):
+    e = _evaluate(src, dst, block, workers, rates, ratio, warm)
     shape = src.shape
     max_dec = 0
     if src.compressed and e["n_blocks"]:
@@ -483,8 +489,10 @@ def _check(src, dst, max_mem, workers):
 
 
 def plan_variable(src: Layout, dst: Layout, max_mem: int, workers: int = 1, rates: Rates = Rates(),
-                  allow_two_pass: bool = True) -> Plan:
+                  allow_two_pass: bool = True, page_cache_bytes: int = 0) -> Plan:
     """The cheapest plan (predicted time) to convert src to dst with peak memory <= max_mem.
+    An intermediate file (two-pass) no larger than `page_cache_bytes` is read back from the page
+    cache (rates.warm_read_Bps); 0: from storage.
 
     InputError (one line, without the variable name: the caller prefixes it) if no plan fits."""
     max_mem, workers = _check(src, dst, max_mem, workers)
@@ -494,14 +502,14 @@ def plan_variable(src: Layout, dst: Layout, max_mem: int, workers: int = 1, rate
     lcm_block = tuple(min(math.lcm(u, c), d) for u, c, d in zip(unit, src_unit, shape))
     ratio = src.stored / src.nbytes if src.compressed and src.nbytes else None
 
-    def build(name, strategy, a, b, block):
-        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem)
+    def build(name, strategy, a, b, block, warm=False):
+        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem, warm)
 
     if 0 in shape:   # nothing to read or write
         return Plan("single-pass", (build("copy", "whole-chunks", src, dst, lcm_block),), max_mem, workers)
 
-    def ev_for(a, b):
-        return functools.lru_cache(maxsize=None)(lambda block: _evaluate(a, b, block, workers, rates, ratio))
+    def ev_for(a, b, warm=False):
+        return functools.lru_cache(maxsize=None)(lambda block: _evaluate(a, b, block, workers, rates, ratio, warm))
 
     ev = ev_for(src, dst)
     whole = [_extents(d, l) for d, l in zip(shape, lcm_block)]
@@ -522,12 +530,13 @@ def plan_variable(src: Layout, dst: Layout, max_mem: int, workers: int = 1, rate
         first, low1 = _largest(ev_for(src, inter), shape, [_extents(d, c) for d, c in zip(shape, src.chunks)],
                                workers, max_mem)
         # The intermediate is contiguous and uncompressed: the second pass is a single pass from it.
-        second, low2 = _search(ev_for(inter, dst), shape, tuple(min(u, d) for u, d in zip(unit, shape)), [_extents(d, u) for d, u in zip(shape, unit)],
+        warm = 0 < src.nbytes <= page_cache_bytes     # the intermediate, just written, is still in memory
+        second, low2 = _search(ev_for(inter, dst, warm), shape, tuple(min(u, d) for u, d in zip(unit, shape)), [_extents(d, u) for d, u in zip(shape, unit)],
                                workers, max_mem)
         need = min(need, max(low1, low2))
         if first is not None and second is not None:
             options.append(Plan("two-pass", (build("to-intermediate", "whole-chunks", src, inter, first["block"]),
-                                             build("from-intermediate", "strided", inter, dst, second["block"])),
+                                             build("from-intermediate", "strided", inter, dst, second["block"], warm)),
                                 max_mem, workers))
 
     if not options:
@@ -552,6 +561,16 @@ def default_max_mem() -> int:
     return int(min(info["MemTotal"] * DEFAULT_MEM_FRACTION, info.get("MemAvailable", info["MemTotal"]) / 2))
 
 
+def available_memory() -> int:
+    """Bytes the kernel says are available now (MemAvailable): what an intermediate file just
+    written can stay cached in."""
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def default_workers() -> int:
     """`climio rechunk`'s workers when none are given: one per core this process may run on."""
     return len(os.sched_getaffinity(0))
@@ -566,4 +585,5 @@ def conversion_plan(src: Layout, dst: Layout, profile, codec: str = "", target_c
     defaults."""
     return plan_variable(src, dst, default_max_mem() if max_mem is None else max_mem,
                          default_workers() if workers is None else workers,
-                         Rates.from_profile(profile, codec, target_codec), allow_two_pass=allow_two_pass)
+                         Rates.from_profile(profile, codec, target_codec), allow_two_pass=allow_two_pass,
+                         page_cache_bytes=available_memory())

@@ -117,15 +117,11 @@ class Profile:
         past the cores (tasks share them)."""
         if tasks <= 1:
             return 1.0
-        pts = sorted((int(k), float(v)) for k, v in (self.parallel.get(kind) or {}).items())
-        pts = [(1, 1.0)] + [p for p in pts if p[0] > 1]
-        if len(pts) == 1:
+        pts = (self.parallel.get(kind) or {}).items()
+        if not any(int(n) > 1 for n, _ in pts):
             cores = int(self.parallel.get("cores") or 1)
             return float(min(tasks, cores))
-        for (n0, s0), (n1, s1) in zip(pts, pts[1:]):
-            if n0 <= tasks <= n1:
-                return s0 + (s1 - s0) * (tasks - n0) / (n1 - n0)
-        return pts[-1][1]
+        return interp_speedup(pts, tasks)
 
     # --- JSON --------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -198,6 +194,18 @@ def codec_family(label: str) -> str:
         if name and name not in ("shuffle", "bitround", "bitgroom", "granularbr"):
             return name
     return str(label)
+
+
+def interp_speedup(points, tasks: int) -> float:
+    """Speed-up with `tasks` tasks from measured (tasks, speed-up) points: 1 at one task, linear
+    between the points, flat beyond the largest."""
+    pts = [(1, 1.0)] + sorted((int(n), float(v)) for n, v in points if int(n) > 1)
+    if tasks <= 1:
+        return 1.0
+    for (n0, s0), (n1, s1) in zip(pts, pts[1:]):
+        if n0 <= tasks <= n1:
+            return s0 + (s1 - s0) * (tasks - n0) / (n1 - n0)
+    return pts[-1][1]
 
 
 def interp_loglog(table, x: float) -> float:

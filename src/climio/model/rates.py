@@ -20,6 +20,8 @@ rate, `Rates.defaulted` names them. Pure: the caller finds the profile.
 
 from dataclasses import dataclass, field
 
+from .profile import interp_speedup
+
 # The rates by field: what a dry run calls each and how it shows the value.
 RATE_LINES = (("read_Bps", "read", "MB/s"), ("write_Bps", "write", "MB/s"), ("decode_Bps", "decode", "MB/s"),
               ("encode_Bps", "encode", "MB/s"), ("op_s", "per request", "ms"))
@@ -83,6 +85,9 @@ class Rates:
     decode_Bps: float = 600e6
     encode_Bps: float = 90e6
     op_s: float = 1e-4
+    warm_read_Bps: float = 0.0      # page-cache reads (a two-pass plan's intermediate); 0: as read_Bps
+    warm_op_s: float = 0.0          # per page-cache request
+    cpu_speedup: tuple = ()         # ((processes, measured CPU speed-up), ...); empty: linear
     origin: tuple = field(default=(), compare=False)   # (field name, where its value came from)
 
     @classmethod
@@ -126,7 +131,21 @@ class Rates:
         else:
             origin.append(("encode_Bps", f"built-in default (the profile has no {codec_key(target or 'deflate4+shuffle')} "
                                          "encode rate: run `climio calibrate`)"))
+        if profile.rate_Bps.get("warm"):
+            vals["warm_read_Bps"] = float(profile.rate("warm", profile.sieve_bytes))
+            vals["warm_op_s"] = float(profile.latency("warm"))
+        cpu = (profile.parallel or {}).get("cpu") or {}
+        if cpu:
+            vals["cpu_speedup"] = tuple(sorted((int(n), float(v)) for n, v in cpu.items()))
         return cls(**vals, origin=tuple(origin))
+
+    def speedup(self, workers: int) -> float:
+        """How much faster `workers` processes decode and encode than one: the profile's measured
+        CPU speed-up, interpolated, flat beyond the largest count measured; `workers` itself when
+        nothing was measured."""
+        if not any(n > 1 for n, _ in self.cpu_speedup):
+            return float(max(workers, 1))
+        return interp_speedup(self.cpu_speedup, workers)
 
     @property
     def defaulted(self) -> tuple:
@@ -157,6 +176,12 @@ class Rates:
             v = getattr(self, name) * (1e3 if unit == "ms" else 1e-6)
             value = f"{v:.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
             lines.append(f"rate {what}: {value}, {said.get(name, DEFAULT_ORIGIN)}")
+        if self.warm_read_Bps:
+            lines.append(f"rate read from the page cache (a two-pass plan's intermediate): "
+                         f"{self.warm_read_Bps / 1e6:.0f} MB/s, {CALIBRATED} (warm requests)")
+        if self.cpu_speedup:
+            lines.append("CPU speed-up of parallel workers: " + ", ".join(f"{n} x{s:.2f}" for n, s in self.cpu_speedup)
+                         + f", {CALIBRATED} (decoding in parallel processes)")
         return lines
 
 
