@@ -53,12 +53,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _peers import PeerError, ior_executable, run_ior  # noqa: E402
 
-from climio import cache, native  # noqa: E402
+from climio import cache  # noqa: E402
 from climio.errors import ClimioError  # noqa: E402
+from climio.measure import probes  # noqa: E402
 from climio.measure.mpi import Launcher, stream_mpi  # noqa: E402
 from climio.options import parse_size  # noqa: E402
 
-PROGRAM = native.PARIO   # climio-pario --op read
+PROGRAM = probes.PARIO_READ
 TARGET = 0.9
 TOOLS = ("climio independent", "climio collective", "IOR independent", "IOR collective", "fio")
 PEERS = ("IOR independent", "IOR collective", "fio")
@@ -81,9 +82,9 @@ def climio_round(launcher, d, size, buffer, timeout, settle):
     """climio's independent and collective reads (the second of two cold repetitions each), `settle`
     seconds after its write."""
     recs = []
-    argv = [*native.pario("read"), "--mode", "mpiio", "--dir", d, "--size", str(size), "--buffer", str(buffer),
-            "--backends", "mpiio", "--patterns", "sequential", "--access", "independent,collective", "--reps", "2",
-            "--settle", str(settle), "--keep"]
+    argv = probes.pario_read_argv("mpiio", "--dir", d, "--size", size, "--buffer", buffer, "--backends", "mpiio",
+                                  "--patterns", "sequential", "--access", "independent,collective", "--reps", 2,
+                                  "--settle", settle, "--keep")
     stream_mpi(launcher, argv, recs.append)
     out = {}
     for r in recs:
