@@ -71,7 +71,7 @@ typedef struct {
     uint64_t base;        /* events in the .events file before this image (exec) */
     uint64_t max;         /* CLIMIO_TRACE_MAX_EVENTS, 0 = no cap (then lim is 0) */
 } __attribute__((aligned(64))) ct_state;
-extern ct_state ct_g;
+extern ct_state ct_g __attribute__((visibility("hidden")));   /* config.c; not exported: no GOT load */
 #define ct_active ct_g.active
 #define ct_layers ct_g.layers
 #define ct_rank ct_g.rank
