@@ -4,7 +4,9 @@ system where the data lives, and write the platform's profile.
     run.py      storage latency and rate against request size (sequential, strided, page cache),
                 per stack the library costs (per call, per run, per chunk, copying, open, chunk
                 cache), decode rates per codec, the chunk-cache effect, parallel scaling
-    summary.py  the profile fitted from the records (pure: climio.advise.profile.fit)
+    codecs.py   what the conversion planner needs: chunk writes of a new file, and the
+                converter's (climio rechunk's) encode and decode rates per codec
+    summary.py  the profile fitted from the records (pure: climio.model.profile.fit)
     section.py  the profile in the report
 
 `climio calibrate` runs it (about 5 minutes; --quick about 1) and saves the profile under
