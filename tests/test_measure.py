@@ -337,3 +337,38 @@ def test_worker_bad_input_is_one_line(tmp_path, files_1d):
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("climio-worker: error:"), out.stderr
+
+
+# --- the N-task runner (measure.tasks.TaskPool) -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pool_nc(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pool") / "ta.nc"
+    write_4d(str(path), [8, 2, 16, 32], chunks=[8, 1, 4, 32])
+    return str(path)
+
+
+def test_task_pool_reads_each_task_s_share_from_a_cold_cache(pool_nc):
+    from climio.measure.tasks import SlabReads, TaskPool, gathered, split
+    reads = [((0, z, y, 0), (8, 1, 1, 32)) for z in range(2) for y in range(16)]
+    groups = split(reads, 2)
+    with TaskPool(2) as pool:
+        res, state, job_s = pool.run([SlabReads(pool_nc, "ta", "netcdf4-python", g) for g in groups], [pool_nc])
+    assert [r["bytes"] for r in res] == [len(g) * 8 * 32 * 8 for g in groups] and [r["ops"] for r in res] == [16, 16]
+    assert state["state"] == "cold" and state["verified_by"] == "mincore"
+    m = gathered(res, ("bytes",))
+    assert m["wall_s"] == max(m["task_wall_s"]) <= job_s and m["bytes"] == 2 * 16 * 8 * 32 * 8
+    # every task's own /proc/self/io after the eviction: the chunks came from storage, not the page cache
+    assert m["storage_read_bytes"] >= 0.9 * 2 * 16 * 8 * 32 * 8
+
+
+def test_task_pool_a_task_that_cannot_open_raises_its_own_error(pool_nc):
+    """A task failing before the barrier aborts it: its error here, not a hang or a BrokenBarrierError."""
+    from climio.measure.tasks import SlabReads, TaskPool
+    reads = [((0, 0, 0, 0), (1, 1, 1, 1))]
+    t0 = time.perf_counter()
+    with pytest.raises(Exception) as err, TaskPool(2) as pool:
+        pool.run([SlabReads(pool_nc, "ta", "netcdf4-python", reads), SlabReads(pool_nc, "nope", "h5py", reads)],
+                 [pool_nc])
+    assert "nope" in str(err.value) and "Barrier" not in type(err.value).__name__
+    assert time.perf_counter() - t0 < 60

@@ -26,6 +26,7 @@ record's wall time is the slowest task's. c-netcdf: the native slab probe, N of 
 import contextlib
 import math
 import os
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -53,7 +54,11 @@ def split(items, tasks) -> list:
 
 def _run_task(task, barrier) -> dict:
     """In a task process: open, wait for every task and for the parent's eviction, run timed, close."""
-    task.open()
+    try:
+        task.open()
+    except BaseException:
+        barrier.abort()     # the parent and the other tasks stop waiting; the parent raises this error
+        raise
     barrier.wait()          # every task has opened
     barrier.wait()          # the parent has brought the files into the cache state asked
     with Timer() as t:
@@ -91,9 +96,17 @@ class TaskPool:
         if len(tasks) != self.n:
             raise ValueError(f"{len(tasks)} tasks for a pool of {self.n}")
         futs = [self._pool.submit(_run_task, t, self._barrier) for t in tasks]
-        self._barrier.wait()
-        field = cache.prepare(list(paths), state)
-        self._barrier.wait()
+        try:
+            self._barrier.wait()
+            field = cache.prepare(list(paths), state)
+            self._barrier.wait()
+        except threading.BrokenBarrierError:    # a task could not open: its own error, not the barrier's
+            errors = [f.exception() for f in futs]
+            raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0]) from None
+        except BaseException:       # e.g. a stop: the tasks stop waiting, so that the pool can close
+            with contextlib.suppress(Exception):
+                self._barrier.abort()
+            raise
         t0 = time.perf_counter()
         results = [f.result() for f in futs]
         return results, field, time.perf_counter() - t0
