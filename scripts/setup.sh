@@ -237,8 +237,60 @@ assert h5py.get_config().mpi, "h5py built without MPI"' "$mpi_site.new.$$") \
   rm -f "$cfg"
 }
 
+# Object storage for the S3 studies and their tests: SeaweedFS (an S3-compatible server) and
+# Toxiproxy (injects latency and bandwidth limits between client and server; this kernel has no
+# netem). Both are Go programs built once into a cache outside the repository, keyed by version,
+# so a fresh clone of the same version reuses them and a second run does nothing. climio finds
+# them at the same place (src/climio/stores/binaries.py keeps the same versions; CLIMIO_WEED and
+# CLIMIO_TOXIPROXY override). SeaweedFS's go.mod has replace directives, so `go install` refuses
+# it: the module is downloaded from the Go module proxy, copied and built with `go build ./weed`.
+seaweedfs_version=v0.0.0-20261109003541-7506e5f91cd6
+toxiproxy_version=v2.5.0
+climio_cache="${CLIMIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/climio}"
+
+install_object_store_tools() {
+  if [ "${CLIMIO_NO_S3:-}" = 1 ]; then
+    say "CLIMIO_NO_S3=1: not building SeaweedFS and Toxiproxy; the object-store tests and studies need them"
+    return
+  fi
+  local weed_dir="$climio_cache/seaweedfs-$seaweedfs_version" tp_dir="$climio_cache/toxiproxy-$toxiproxy_version"
+  local goversion start src tmp
+  if [ -x "$weed_dir/weed" ] && stamp_ok "$weed_dir/.stamp" "$seaweedfs_version" \
+     && [ -x "$tp_dir/toxiproxy-server" ] && stamp_ok "$tp_dir/.stamp" "$toxiproxy_version"; then
+    return
+  fi
+  command -v go >/dev/null || die "go not found on PATH: SeaweedFS and Toxiproxy are built from the Go module proxy (install Go >= 1.26, or set CLIMIO_NO_S3=1 to skip the object-store studies)"
+  goversion=$(go env GOVERSION)
+  mkdir -p "$climio_cache"
+  if [ ! -x "$tp_dir/toxiproxy-server" ] || ! stamp_ok "$tp_dir/.stamp" "$toxiproxy_version"; then
+    say "building Toxiproxy $toxiproxy_version ($goversion) into $tp_dir"
+    tmp="$tp_dir.new.$$"; rm -rf "$tmp"; mkdir -p "$tmp"
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install -trimpath "github.com/Shopify/toxiproxy/v2/cmd/server@$toxiproxy_version" \
+      || { rm -rf "$tmp"; die "building Toxiproxy failed (see above)"; }
+    mv "$tmp/server" "$tmp/toxiproxy-server"
+    echo "$toxiproxy_version" > "$tmp/.stamp"
+    rm -rf "$tp_dir" && mv "$tmp" "$tp_dir"
+  fi
+  if [ ! -x "$weed_dir/weed" ] || ! stamp_ok "$weed_dir/.stamp" "$seaweedfs_version"; then
+    say "building SeaweedFS $seaweedfs_version ($goversion) into $weed_dir (about 10 minutes on 2 cores, once)"
+    start=$SECONDS
+    src=$(go mod download -json "github.com/seaweedfs/seaweedfs@$seaweedfs_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$src" ] && [ -d "$src" ] || die "downloading SeaweedFS $seaweedfs_version from the Go module proxy failed"
+    tmp="$weed_dir.new.$$"; rm -rf "$tmp"; mkdir -p "$tmp"
+    # The module cache is read-only; the build needs a writable copy of the module.
+    cp -r "$src" "$tmp/src" && chmod -R u+w "$tmp/src"
+    (cd "$tmp/src" && GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "$tmp/weed" ./weed) \
+      || { rm -rf "$tmp"; die "building SeaweedFS failed (see above)"; }
+    rm -rf "$tmp/src"
+    echo "$seaweedfs_version" > "$tmp/.stamp"
+    rm -rf "$weed_dir" && mv "$tmp" "$weed_dir"
+    say "SeaweedFS built in $((SECONDS - start)) s"
+  fi
+}
+
 install_system_packages
 install_browser
 install_venv
 install_climio
 install_mpi_python
+install_object_store_tools
