@@ -44,3 +44,13 @@ def run_cli(*args, cwd=None, timeout=600):
     """The installed `climio` command, as a user runs it."""
     exe = os.path.join(os.path.dirname(sys.executable), "climio")
     return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server for the object-store tests (issue 25): SeaweedFS behind Toxiproxy on free
+    loopback ports, started once per test run and stopped after it. Tests that add latency or a
+    bandwidth cap take it away again."""
+    from climio.stores.server import S3Server
+    with S3Server(data_dir=tmp_path_factory.mktemp("s3")) as s3:
+        yield s3

@@ -25,6 +25,10 @@ def make_data_cmd(
     random: bool = typer.Option(False, "--random", help="Incompressible uniform random numbers (as the thesis's files) instead of smooth waves + noise."),
     seed: int = typer.Option(0, metavar="N", help="Seed: the same seed gives the same bytes."),
     force: bool = typer.Option(False, "--force", help="Replace files of the same names already in the directory."),
+    fmt: str = typer.Option("nc", "--format", metavar="LIST", help="Format of the 4-D field: nc (netCDF-4), zarr (Zarr v3, field4d.zarr) or nc,zarr."),
+    shards: Optional[str] = typer.Option(None, metavar="SHAPE", help="Zarr shard shape T,Z,Y,X (whole chunks; --format zarr only)."),
+    upload: Optional[str] = typer.Option(None, metavar="URL", help="Also upload the files to s3://BUCKET/PREFIX (with a kerchunk reference of each netCDF-4 file); endpoint and credentials from the AWS_* variables."),
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="S3 endpoint for --upload (else AWS_ENDPOINT_URL)."),
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
     from ..data import make_data
@@ -50,13 +54,16 @@ def make_data_cmd(
     four_d_only = [f for f, v in (("--shape", shape), ("--chunks", chunks), ("--compression", compression)) if v]
     if four_d_only and "4d" not in kinds:
         raise InputError(f"{', '.join(four_d_only)} applies to the 4-D file only: add --kind 4d (or 1d,4d)")
+    from ..data.publish import check_formats
+    formats, upload_to = check_formats(kinds, fmt, chunks, shards, upload, endpoint_url)
     comp = parse_compression(compression) if compression else None
     if comp is not None and comp != NONE and chunks and chunks.strip().lower() == "contiguous":
         raise InputError(f"--compression {compression} needs chunks: a contiguous variable cannot be compressed")
     shape4d = parse_shape(shape) if shape else None
     nbytes = parse_size(size or "256MiB")
     from ..data import FILE_NAMES
-    names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds]
+    names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds and (k != "4d" or "nc" in formats)]
+    names += ["field4d.zarr"] if "zarr" in formats else []
     existing = [n for n in names if (Path(outdir) / n).exists()]
     if existing and not force:
         raise InputError(f"{outdir} already holds {', '.join(existing)}: add --force to replace, or choose another directory")
@@ -65,7 +72,15 @@ def make_data_cmd(
     # what a SIGKILLed make-data left under a temporary name: named in one line and removed
     remove_stale([p for name in names for p in stale_temporaries(out / name)], info, "make-data")
     try:
-        _write(out, kinds, nbytes, shape4d, chunks, comp, dtype, random, seed)
+        nc_kinds = tuple(k for k in kinds if k != "4d" or "nc" in formats)
+        if nc_kinds:
+            _write(out, nc_kinds, nbytes, shape4d, chunks, comp, dtype, random, seed)
+        if "zarr" in formats:   # the Zarr store and the upload: climio.data.publish
+            from ..data.publish import write_zarr
+            info(f"zarr: {write_zarr(out, nbytes, shape4d, chunks, shards, comp, dtype, random, seed)}")
+        if upload_to is not None:
+            from ..data.publish import upload_made
+            upload_made(out, names, upload_to, say=info)
     except BaseException:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()   # a failed or interrupted run leaves no empty directory behind

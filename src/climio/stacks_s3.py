@@ -1,0 +1,287 @@
+"""Stacks over object storage, behind the same Reader protocol as climio.stacks' POSIX ones.
+
+`open(url, var)` takes an s3://BUCKET/KEY address: a Zarr store (group) for the zarr stacks, a
+netCDF-4 object for the byte-range ones. The endpoint and credentials come from the standard AWS
+variables (climio.stores.Endpoint.from_env) unless a reader is made with an Endpoint.
+
+    zarr-obstore          zarr-python 3 on obstore's S3Store (Rust, async)
+    zarr-fsspec           zarr-python 3 on fsspec/s3fs (aiobotocore)
+    xarray-zarr           xarray's Zarr backend (open_zarr's) over the obstore store, uncached, no Dask
+    h5py-s3fs             h5py on an s3fs file object with fsspec's block cache (4 MiB blocks)
+    h5py-s3fs-nocache     the same with no cache: every HDF5 read is one GET of its bytes
+    h5netcdf-s3fs / h5netcdf-s3fs-nocache    h5netcdf on the same file objects
+    zarr-kerchunk         a kerchunk reference of the netCDF-4 object, read through zarr-python
+                          (the reference KEY.kerchunk.json beside the object when it exists,
+                          else made at open from the file's HDF5 metadata)
+    netcdf-c-bytes        netCDF-C's own byte-range mode (URL#mode=bytes) through netCDF4-python;
+                          anonymous reads only (netCDF-C signs no S3 requests in this mode)
+
+`chunk_cache` does not apply to any of them (`chunk_cache_info()` is None) except netcdf-c-bytes.
+"""
+
+from importlib import metadata
+from typing import Optional
+
+import numpy as np
+
+from .stacks import Reader  # noqa: F401  (the protocol these classes follow)
+from .stores.endpoint import Endpoint, parse_s3_url
+
+H5_BLOCK_BYTES = 4 << 20
+REFERENCE_SUFFIX = ".kerchunk.json"
+
+
+class _ObjectReader:
+    """Slicing of an array-like `self.var`, and the endpoint."""
+
+    slabs = True
+    var = None
+
+    def __init__(self, endpoint: Optional[Endpoint] = None, wrap=None):
+        self._endpoint = endpoint
+        self.wrap = wrap   # zarr stacks: a function wrapping the zarr Store (timing each GET)
+
+    def _zarr_array(self, store, var):
+        import zarr
+        return zarr.open_array(store=self.wrap(store) if self.wrap else store, path=var, mode="r")
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self._endpoint is None:
+            self._endpoint = Endpoint.from_env()
+        return self._endpoint
+
+    @property
+    def shape(self):
+        return () if self.var is None else tuple(self.var.shape)
+
+    @property
+    def dtype(self):
+        return None if self.var is None else np.dtype(self.var.dtype)
+
+    def read_bytes(self, offset, nbytes):
+        n = self.dtype.itemsize
+        return np.asarray(self.var[offset // n:(offset + nbytes) // n])
+
+    def read_slab(self, start, count):
+        return np.asarray(self.var[tuple(slice(s, s + c) for s, c in zip(start, count))])
+
+    def close(self):
+        self.var = None
+
+    def chunk_cache_info(self):
+        return None
+
+
+class ZarrObstore(_ObjectReader):
+    api = "zarr.Array.__getitem__ (obstore)"
+
+    def store(self, url):
+        from zarr.storage import ObjectStore
+        u = parse_s3_url(url)
+        return ObjectStore(self.endpoint.obstore(u.bucket, u.key), read_only=True)
+
+    def open(self, path, var, chunk_cache=None):
+        self.var = self._zarr_array(self.store(path), var)
+
+    def library(self):
+        import zarr
+        return f"zarr {zarr.__version__} on obstore {metadata.version('obstore')}"
+
+
+class ZarrFsspec(_ObjectReader):
+    api = "zarr.Array.__getitem__ (fsspec)"
+
+    def open(self, path, var, chunk_cache=None):
+        from zarr.storage import FsspecStore
+        u = parse_s3_url(path)
+        self.fs = self.endpoint.s3fs(asynchronous=True)
+        self.var = self._zarr_array(FsspecStore(self.fs, path=f"{u.bucket}/{u.key}".rstrip("/"), read_only=True), var)
+
+    def close(self):
+        _close_async_s3(self.fs)
+        self.var = None
+
+    def library(self):
+        import zarr
+        return f"zarr {zarr.__version__} on s3fs {metadata.version('s3fs')}"
+
+
+def _close_async_s3(fs) -> None:
+    """Close an asynchronous s3fs file system's client on zarr's event loop (where it was made),
+    so no aiohttp session is left for the garbage collector to complain about."""
+    from zarr.core.sync import sync
+    client = getattr(fs, "_s3", None)
+    if client is not None:
+        sync(client.close())
+        fs._s3 = None
+
+
+class XarrayZarr(ZarrObstore):
+    """xarray's Zarr backend (what open_zarr calls) with cache=False: open_zarr itself has no cache
+    option and, with chunks=None, would load a whole variable into memory on its first slice."""
+
+    api = "xarray.open_dataset(engine='zarr', cache=False)[var][slice].values"
+
+    def open(self, path, var, chunk_cache=None):
+        import xarray as xr
+        store = self.store(path)
+        self.ds = xr.open_dataset(self.wrap(store) if self.wrap else store, engine="zarr", consolidated=False,
+                                  chunks=None, cache=False)
+        self.var = self.ds[var].variable
+
+    def read_bytes(self, offset, nbytes):
+        n = self.dtype.itemsize
+        return self.var[offset // n:(offset + nbytes) // n].values
+
+    def read_slab(self, start, count):
+        return self.var[tuple(slice(s, s + c) for s, c in zip(start, count))].values
+
+    def close(self):
+        self.ds.close()
+        self.var = None
+
+    def library(self):
+        return f"xarray {metadata.version('xarray')} Zarr backend over " + super().library()
+
+
+class _H5OverS3(_ObjectReader):
+    """An HDF5 library on an s3fs file object: `cache_type` is fsspec's cache of that object."""
+
+    cache_type = "blockcache"
+
+    def _file(self, path):
+        u = parse_s3_url(path)
+        self.fs = self.endpoint.s3fs()
+        kw = {"cache_type": self.cache_type}
+        if self.cache_type != "none":
+            kw["block_size"] = H5_BLOCK_BYTES
+        self.fh = self.fs.open(f"{u.bucket}/{u.key}", "rb", **kw)
+        return self.fh
+
+    def close(self):
+        self.h5.close()
+        self.fh.close()
+        self.var = None
+
+    def _cache_text(self):
+        return ("no fsspec cache" if self.cache_type == "none"
+                else f"fsspec {self.cache_type} of {H5_BLOCK_BYTES >> 20} MiB blocks")
+
+
+class H5pyS3fs(_H5OverS3):
+    api = "h5py.Dataset.__getitem__ on an s3fs file"
+
+    def open(self, path, var, chunk_cache=None):
+        import h5py
+        import hdf5plugin  # noqa: F401
+        self.h5 = h5py.File(self._file(path), "r")
+        self.var = self.h5[var]
+
+    def library(self):
+        import h5py
+        return f"h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version}) on s3fs {metadata.version('s3fs')}, {self._cache_text()}"
+
+
+class H5pyS3fsNoCache(H5pyS3fs):
+    cache_type = "none"
+
+
+class H5netcdfS3fs(_H5OverS3):
+    api = "h5netcdf Variable.__getitem__ on an s3fs file"
+
+    def open(self, path, var, chunk_cache=None):
+        import h5netcdf
+        import hdf5plugin  # noqa: F401
+        self.h5 = h5netcdf.File(self._file(path), "r")
+        self.var = self.h5.variables[var]
+
+    def library(self):
+        return f"h5netcdf {metadata.version('h5netcdf')} on s3fs {metadata.version('s3fs')}, {self._cache_text()}"
+
+
+class H5netcdfS3fsNoCache(H5netcdfS3fs):
+    cache_type = "none"
+
+
+def make_reference(endpoint: Endpoint, url: str) -> dict:
+    """A kerchunk reference set (Zarr v2 metadata + byte ranges) of the netCDF-4 object at `url`."""
+    from kerchunk.hdf import SingleHdf5ToZarr
+    u = parse_s3_url(url)
+    fs = endpoint.s3fs()
+    with fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache", block_size=H5_BLOCK_BYTES) as fh:
+        return SingleHdf5ToZarr(fh, str(url), inline_threshold=0).translate()
+
+
+def load_reference(endpoint: Endpoint, url: str) -> dict:
+    """The reference stored beside the object (KEY.kerchunk.json), else one made now."""
+    import json
+    import obstore
+    u = parse_s3_url(url)
+    store = endpoint.obstore(u.bucket)
+    try:
+        return json.loads(bytes(obstore.get(store, u.key + REFERENCE_SUFFIX).bytes()))
+    except FileNotFoundError:
+        return make_reference(endpoint, url)
+
+
+class ZarrKerchunk(_ObjectReader):
+    api = "zarr.Array.__getitem__ (kerchunk reference over netCDF-4)"
+
+    def open(self, path, var, chunk_cache=None):
+        import fsspec
+        from zarr.storage import FsspecStore
+        refs = load_reference(self.endpoint, path)
+        fs = fsspec.filesystem("reference", fo=refs, remote_protocol="s3", asynchronous=True,
+                               remote_options={**self.endpoint.storage_options(), "asynchronous": True,
+                                               "skip_instance_cache": True})
+        self.var = self._zarr_array(FsspecStore(fs, path="", read_only=True), var)
+
+    def library(self):
+        import zarr
+        return (f"zarr {zarr.__version__} on a kerchunk {metadata.version('kerchunk')} reference "
+                f"(fsspec {metadata.version('fsspec')}, s3fs {metadata.version('s3fs')})")
+
+
+class NetCDFCBytes(_ObjectReader):
+    """netCDF-C's byte-range mode: HTTP range GETs on the object's URL, no S3 signing."""
+
+    api = "netCDF4.Dataset(URL#mode=bytes)"
+
+    def url(self, path) -> str:
+        u = parse_s3_url(path)
+        return f"{self.endpoint.url or f'https://{u.bucket}.s3.amazonaws.com'}/{u.bucket}/{u.key}#mode=bytes"
+
+    def open(self, path, var, chunk_cache=None):
+        import netCDF4
+        from .errors import DataError
+        try:
+            self.ds = netCDF4.Dataset(self.url(path), "r")
+        except OSError as exc:
+            raise DataError(f"netCDF-C byte-range open of {path} failed: {self.endpoint.redact(exc)}") from None
+        self.var = self.ds.variables[var]
+        self.var.set_auto_maskandscale(False)
+        if chunk_cache is not None:
+            self.var.set_var_chunk_cache(*chunk_cache)
+
+    def close(self):
+        self.ds.close()
+        self.var = None
+
+    def chunk_cache_info(self):
+        size, nelems, preemption = self.var.get_var_chunk_cache()
+        return {"size": size, "nelems": nelems, "preemption": preemption}
+
+    def library(self):
+        import netCDF4
+        return f"netCDF4-python {netCDF4.__version__} (netCDF-C {netCDF4.__netcdf4libversion__} byte-range mode)"
+
+
+OBJECT_STACKS = {
+    "zarr-obstore": ZarrObstore, "zarr-fsspec": ZarrFsspec, "xarray-zarr": XarrayZarr,
+    "h5py-s3fs": H5pyS3fs, "h5py-s3fs-nocache": H5pyS3fsNoCache,
+    "h5netcdf-s3fs": H5netcdfS3fs, "h5netcdf-s3fs-nocache": H5netcdfS3fsNoCache,
+    "zarr-kerchunk": ZarrKerchunk, "netcdf-c-bytes": NetCDFCBytes,
+}
+ZARR_STACKS = ("zarr-obstore", "zarr-fsspec", "xarray-zarr")
+NETCDF_STACKS = tuple(s for s in OBJECT_STACKS if s not in ZARR_STACKS)

@@ -1,0 +1,99 @@
+"""Moving files into and out of a bucket: uploads that become visible complete, listings, deletes.
+
+A Zarr store is uploaded chunks first and its metadata (every zarr.json, the root's last), so a
+reader opening it sees either nothing or a complete store.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..errors import DataError
+from .endpoint import Endpoint, parse_s3_url
+
+UPLOAD_THREADS = 8
+METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def _err(endpoint: Endpoint, what: str, exc: Exception) -> DataError:
+    return DataError(f"{what}: {endpoint.redact(exc)}".splitlines()[0])
+
+
+def _upload_order(paths):
+    """Data objects first, then metadata deepest first (the root's zarr.json last)."""
+    data = [p for p in paths if p.name not in METADATA_NAMES]
+    meta = sorted((p for p in paths if p.name in METADATA_NAMES), key=lambda p: -len(p.parts))
+    return data, meta
+
+
+def upload(endpoint: Endpoint, local, url) -> list:
+    """Upload a file or a directory tree under `url` (s3://BUCKET/PREFIX): either keeps its name
+    under the prefix (DIR/x.zarr -> PREFIX/x.zarr/...). Returns the keys written."""
+    import obstore
+    local, dest = Path(local), parse_s3_url(url)
+    store = endpoint.obstore(dest.bucket)
+    if local.is_dir():
+        files = [p for p in sorted(local.rglob("*")) if p.is_file()]
+        target = dest.child(local.name)
+        keys = {p: target.child(p.relative_to(local).as_posix()).key for p in files}
+    else:
+        files = [local]
+        keys = {local: dest.child(local.name).key}
+
+    def put(p):
+        obstore.put(store, keys[p], p, chunk_size=8 << 20)
+
+    data, meta = _upload_order(files)
+    try:
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            list(pool.map(put, data))
+        for p in meta:
+            put(p)
+    except Exception as exc:
+        raise _err(endpoint, f"upload of {local} to {url} failed", exc) from None
+    return [keys[p] for p in files]
+
+
+def list_keys(endpoint: Endpoint, url) -> list:
+    import obstore
+    u = parse_s3_url(url)
+    try:
+        return sorted(m["path"] for batch in obstore.list(endpoint.obstore(u.bucket), prefix=u.key or None)
+                      for m in batch)
+    except Exception as exc:
+        raise _err(endpoint, f"cannot list {url}", exc) from None
+
+
+def delete_prefix(endpoint: Endpoint, url) -> int:
+    import obstore
+    u = parse_s3_url(url)
+    keys = list_keys(endpoint, url)
+    store = endpoint.obstore(u.bucket)
+    for i in range(0, len(keys), 1000):
+        obstore.delete(store, keys[i:i + 1000])
+    return len(keys)
+
+
+def object_size(endpoint: Endpoint, url) -> int:
+    import obstore
+    u = parse_s3_url(url)
+    try:
+        return int(obstore.head(endpoint.obstore(u.bucket), u.key)["size"])
+    except FileNotFoundError:
+        raise DataError(f"no object {url}") from None
+    except Exception as exc:
+        raise _err(endpoint, f"cannot read {url}", exc) from None
+
+
+def put_bytes(endpoint: Endpoint, url, data) -> None:
+    import obstore
+    u = parse_s3_url(url)
+    try:
+        obstore.put(endpoint.obstore(u.bucket), u.key, data)
+    except Exception as exc:
+        raise _err(endpoint, f"cannot write {url}", exc) from None
+
+
+def local_size(path) -> int:
+    p = Path(path)
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else os.path.getsize(p)
