@@ -165,3 +165,33 @@ def test_netcdf_c_byte_range_mode(s3_server, uploaded):
     finally:
         reader.close()
 
+
+def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
+    from climio import api
+    from climio.records import read_records
+    started, start = [], S3Server.start
+    monkeypatch.setattr(S3Server, "start", lambda self: (started.append(self), start(self))[1])
+    run = api.run_study("object-read", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
+                        progress=False, sizes="256KiB,4MiB", latency="0,20", concurrency="1,8")
+    recs = read_records(run)
+    assert {r["params"]["stack"] for r in recs} == {"raw-obstore", "zarr-obstore"}
+    assert all(r["status"] == "ok" for r in recs)
+    for r in recs:
+        c = r["cache"]
+        assert c["state"] == "cold" and c["verified_by"] == "mincore" and c["files"] >= 1
+        assert c["effective"] == "cold" and c["storage_share"] > 0.5, c
+        m = r["metrics"]
+        assert m["gets"] == r["params"]["requests"] and m["req_p50_ms"] > 0
+    # latency shows in the request times: 20 ms added to every GET
+    med = lambda lat: np.median([r["metrics"]["req_p50_ms"] for r in recs if r["params"]["latency_ms"] == lat])
+    assert med(20) - med(0) > 15
+    from climio.bench.object_read.summary import summarise
+    s = summarise(recs)
+    stack_cells = [c for c in s["cells"] if c["stack"] == "zarr-obstore"]
+    assert stack_cells and all(c["peer_ratio"] > 0 and c["checksums_match"] for c in stack_cells)
+    assert set(s["target"]["by_latency"]) == {0.0, 20.0}
+    text = "".join(p.read_text(errors="replace") for p in run.iterdir() if p.is_file())
+    assert "object-read" in text and "ratio to peer" in text
+    # the study's server made up its credentials: none of them in records, report or output
+    seen = text + "".join(capfd.readouterr())
+    assert started and started[0]._secret not in seen and started[0]._key not in seen
