@@ -382,6 +382,7 @@ def main():
 
 
 def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
+    # long: the runs one after another in the report's order, each printed as it finishes
     T, Z, Y, X = var["shape"]
     name, dims, L = var["name"], var["dims"], a.deflate
     target = [T, 1, 1, X]
