@@ -1,5 +1,5 @@
-"""Launching the parallel-read study: experiment B (climio-pario-read --mode mpiio), experiment A
-(climio-pario-read --mode tasks for C POSIX / netCDF-C, the Python task module for netCDF4-python
+"""Launching the parallel-read study: experiment B (climio-pario --op read --mode mpiio), experiment A
+(climio-pario --op read --mode tasks for C POSIX / netCDF-C, the Python task module for netCDF4-python
 and h5py) and the Dask path (dask_read.py), one launch per configuration, repetitions inside.
 
 File sets (Fig. 5.3), written once per run into DATA_DIR/parallel-read/ under a temporary name and

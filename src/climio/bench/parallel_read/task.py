@@ -1,6 +1,6 @@
 """Experiment A's Python tasks: one rank of `mpirun -n N python -m climio.bench.parallel_read.task ...`.
 
-The Python twin of `climio-pario-read --mode tasks` (csrc/pario/read.c) for the stacks the C
+The Python twin of `climio-pario --op read --mode tasks` (csrc/pario/read.c) for the stacks the C
 program does not have (netCDF4-python, h5py), with the same command line and the same record:
 each rank reads its own file (--files with %d = rank) or its contiguous piece of one shared file
 (--split) sequentially in --buffer slices, with no communication between the two barriers that
