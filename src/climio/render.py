@@ -48,9 +48,10 @@ _UNDECIDED_WORDS = {"not decidable": "not decidable at this size", "not measured
                     "not measurable here": "not measurable on this platform"}
 
 
-def finding_groups(findings) -> list:
-    """[(title, [Finding])] of the decided and headline findings, in GROUPS order, empty groups left out."""
-    return [(title, [f for f in findings if f.verdict == v]) for v, title in GROUPS
+def finding_groups(findings, measured="Measured on this platform") -> list:
+    """[(title, [Finding])] of the decided and headline findings, in GROUPS order, empty groups left
+    out; `measured` titles the findings without a verdict (the headline numbers)."""
+    return [(measured if v is None else title, [f for f in findings if f.verdict == v]) for v, title in GROUPS
             if any(f.verdict == v for f in findings)]
 
 
@@ -70,15 +71,17 @@ def undecided_groups(findings, decide=None) -> list:
     return out
 
 
-def page(title, meta, sections, findings=(), notes=(), provenance=(), footer=FOOTER, lead=None, decide=None) -> str:
+def page(title, meta, sections, findings=(), notes=(), provenance=(), footer=FOOTER, lead=None, decide=None,
+         measured="Measured on this platform") -> str:
     """The HTML page: `meta` [(key, value)] in one line under the title, the `lead` (a
     sections.Lead: what was learned beside the headline figure), `notes` (warnings), the findings
     grouped by verdict (finding_groups; the undecided collapsed per study with `decide`), the
-    sections, then the provenance blocks (collapsed by the caller with a Details)."""
+    sections, then the provenance blocks (collapsed by the caller with a Details); `measured`
+    titles the findings without a verdict."""
     env = _env()
     css = (resources.files("climio") / "templates" / "report.css").read_text(encoding="utf-8")
     findings = list(findings)
     return env.get_template("report.html.j2").render(
-        title=title, meta=meta, sections=list(sections), findings=findings, groups=finding_groups(findings),
+        title=title, meta=meta, sections=list(sections), findings=findings, groups=finding_groups(findings, measured),
         undecided=undecided_groups(findings, decide), notes=list(notes), lead=lead,
         provenance=list(provenance), footer=footer, css=css, draw=draw)

@@ -117,8 +117,10 @@ def lead_with_figure(sec):
     return sec
 
 
-def headlines(records) -> list:
-    """[Headline] of every registered study in the records that has one, in order of appearance."""
+def headlines(records, sections=(), findings=()) -> list:
+    """[Headline] of every registered study in the records, in order of appearance. A study without
+    a headline of its own is summed up by its findings without a verdict and its section's first
+    figure (fallback_headline), so a new study still shows on the first screen."""
     out = []
     for study, recs in by_study(records).items():
         st = base.find(study)
@@ -127,11 +129,26 @@ def headlines(records) -> list:
         try:
             head = st.headline(recs)
         except Exception as exc:  # noqa: BLE001  (a broken headline must not cost the reader the report)
-            head = None
             out.append(_broken_headline(study, exc))
+            continue
+        if head is None:
+            head = fallback_headline(study, sections, findings)
         if head is not None and head.rows:
             out.append(head)
     return out
+
+
+FALLBACK_ROWS = 2
+
+
+def fallback_headline(study, sections, findings):
+    """A Headline from what every study has: its findings without a verdict (the numbers it
+    measured) and the first figure of its section; None when it has neither."""
+    from ..sections import Headline, HeadlineRow
+    rows = [HeadlineRow("measured", f.text) for f in findings if f.study == study and f.verdict is None]
+    sec = next((s for s in sections if s.id == f"study-{study}"), None)
+    fig = next((b for b in sec.blocks if isinstance(b, Figure)), None) if sec else None
+    return Headline(study, rows[:FALLBACK_ROWS], fig) if rows or fig else None
 
 
 def _broken_headline(study, exc):
@@ -178,7 +195,7 @@ def render_report(run_dir, out=None) -> Path:
     platform, note = read_platform(run_dir)
     sections, findings = sections_and_findings(records)
     sections = [lead_with_figure(s) for s in sections]
-    heads = headlines(records)
+    heads = headlines(records, sections, findings)
     times = sorted(str(r.get("time")) for r in records if r.get("time"))
     studies = list(by_study(records))
     meta = [("run directory", str(run_dir.resolve())),

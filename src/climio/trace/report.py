@@ -222,6 +222,7 @@ def html_page(facts, findings) -> str:
         [Finding("trace", f"[{f['severity']}] {f['title']}: {f['message']}") for f in findings[:KEY_FINDINGS]]
     title = f"climio trace report — {Path(tr['path']).name}"
     return page(title, meta, html_sections(facts, findings), key, notes=notes, lead=html_lead(facts, findings),
+                measured="This run: the verdict and the top advice",
                        provenance=[Details("Processes", [_processes_table(tr)])],
                        footer="climio trace — times in seconds; sizes in B/KiB/MiB/GiB = 2^10/2^20/2^30 B.")
 

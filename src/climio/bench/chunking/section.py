@@ -274,10 +274,10 @@ def _rate_heatmaps(cells, vrange) -> list:
                                               "(columns), no compression", "mean read rate [MB/s] (log scale)",
                                               vrange=vrange),
             f"read rate heat map {layer}",
-            f"{layer}: each cell shows the mean read rate in MB/s (colour, log scale shared by every heat map of "
-            "this section), the number of repetitions that finished in (), and the fastest repetition in []. "
-            "White cells (< X) did not finish in the time budget: their rate is below X MB/s. A contiguous "
-            "variable (A) has no chunk cache, so it is measured under the default setting only (thesis Fig. 4.3)."))
+            f"{layer}: which chunk shape serves each read shape fastest: mean read rate in MB/s (colour, log scale "
+            "shared by this section's heat maps), finished repetitions in (), the fastest in [], and white cells "
+            "(< X) that did not finish in the time budget (contiguous A has no chunk cache, so it is measured "
+            "under the default setting only; thesis Fig. 4.3)."))
     return blocks
 
 

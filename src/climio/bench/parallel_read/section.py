@@ -111,7 +111,8 @@ def parallel_read_section(records) -> Section:
         sec.add(Note(f"All records come from one node ({s['max_ranks']} tasks at most): the multi-node findings "
                      "(F5, F6, the multi-node halves of F9 and F11) are not measurable here.", warn=False))
     sec.add(Figure(lambda: _fig_rate_vs_tasks(rows, "tasks"), "rate vs tasks, experiment A",
-                   "Experiment A: aggregate rate vs concurrent tasks per stack, file set and buffer (Figs 5.4/5.5)."),
+                   "Experiment A: how the aggregate read rate changes with concurrent tasks per stack, file set and "
+                   "buffer (bars: min to max of the per-task rates; thesis Figs 5.4/5.5)."),
             Figure(lambda: _fig_rate_vs_tasks(rows, "tasks", by_nodes=True), "rate vs nodes",
                    "The same against nodes (Fig. 5.6)."),
             Figure(lambda: _fig_rate_vs_tasks(rows, "dask"), "rate vs Dask workers",

@@ -143,7 +143,8 @@ def parallel_write_section(records) -> Section:
     for mode in ("benchio", "model"):
         if any(r["mode"] == mode for r in rows):
             sec.add(Figure(lambda mode=mode: figs.bandwidth_vs_writers(rows, mode), f"{mode} bandwidth",
-                           f"{mode}: write bandwidth vs ranks per backend and strategy."),
+                           f"{mode}: which backend and strategy writes fastest as ranks grow (median of the repetitions, "
+                           "bars min to max)."),
                     Figure(lambda mode=mode: figs.phase_times(rows, mode), f"{mode} phases",
                            f"{mode}: time of each phase (slowest rank) at the largest rank count."))
     if rows:

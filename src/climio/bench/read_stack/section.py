@@ -18,9 +18,9 @@ PROFILE_HEADERS = ["layer", "pattern", "profile", "peak rate mean ± std [MB/s]"
 SYSCALL_HEADERS = ["layer", "pattern", "buffer", "syscalls per request", "bytes read per request",
                    "mean bytes per syscall", "dominant syscall size", "syscalls / requests traced"]
 
-RATE_CAPTION = ("Mean read rate of the repetitions (markers), one standard deviation (error bars), each "
-                "repetition (dots); a white downward triangle is a configuration that did not finish in its "
-                "time budget, its rate is below the triangle. One panel per read pattern (thesis Figs 3.4-3.10).")
+RATE_CAPTION = ("Which layer reads fastest at each buffer size, one panel per read pattern: mean rate of the "
+                "repetitions (markers) ± 1 std (bars), each repetition (dots), and a white triangle where a "
+                "configuration did not finish in its time budget (its rate is below it; thesis Figs 3.4-3.10).")
 PROFILE_TEXT = ("Profile classes as in the thesis's Tables 3.1/3.2: flat reaches 80% of its peak within the "
                 "first third of the buffer range (log2) and stays above 60% of it; humped peaks before the two "
                 "largest buffers and ends below 60% of the peak; steadily increasing otherwise; fewer than three "

@@ -47,7 +47,8 @@ def stsa_section(records) -> Section:
                   [[c["id"], c["claim"], c["verdict"], c["text"]] for c in s["checks"]], numeric=False,
                   caption="The thesis's chapter 6 findings checked on this platform."))
     sec.add(Figure(lambda: figures.job_wall_by_workers(rows), "job wall by workers",
-                   "Fig. 6.3 equivalent: job wall time against workers per layout; purple I/O only, blue with spectra."),
+                   "Which layout gives the shortest STSA job and how it scales with workers: purple I/O only, blue "
+                   "with spectra (mean ± 1 std; thesis Fig. 6.3)."),
             Figure(lambda: figures.task_wall_cpu(rows), "per-task wall and CPU",
                    "Fig. 6.4 equivalent: mean per-task wall (solid) and CPU (hatched) time; wall >> CPU is I/O-bound."),
             Figure(lambda: figures.job_vs_task(rows), "job wall against task wall",
