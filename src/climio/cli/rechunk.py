@@ -12,15 +12,19 @@ from . import app
 
 @app.command("rechunk")
 def rechunk_cmd(
-    input: Path = typer.Argument(..., metavar="IN", help="netCDF-4, netCDF-3 or CDF-5 file (opened read-only, never modified)."),
-    output: Path = typer.Argument(..., metavar="OUT", help="netCDF-4 file to write (under a temporary name, renamed when complete)."),
+    input: Path = typer.Argument(..., metavar="IN", help="netCDF-4, netCDF-3 or CDF-5 file, or a Zarr store (opened read-only, never modified)."),
+    output: Path = typer.Argument(..., metavar="OUT", help="netCDF-4 file or Zarr store (OUT.zarr) to write (under a temporary name, renamed when complete)."),
     chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunks", metavar="SPEC", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
     chunk_old: Optional[list[str]] = typer.Option(None, "--chunk", hidden=True, help="Deprecated spelling of --chunks."),
     for_axes: Optional[str] = typer.Option(None, "--for", metavar="AXES", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
     balanced: bool = typer.Option(False, "--balanced", help="Rew's balanced chunks (N-D): equal cost for a series along any leading axis and a map."),
     chunk_bytes: Optional[str] = typer.Option(None, "--chunk-bytes", metavar="SIZE", help="Target chunk size, e.g. 4MiB (for --for and --balanced; alone it means --balanced)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="Contiguous layout (no chunks, no compression)."),
-    compression: Optional[str] = typer.Option(None, metavar="SETTING", help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none (default: keep each variable's)."),
+    compression: Optional[str] = typer.Option(None, metavar="SETTING", help="New compression for the converted variables, e.g. deflate1+shuffle, zstd3, bitround12+deflate4, none; Zarr: zstd3, gzip5, blosc_lz4:5, each +shuffle (default: keep each variable's)."),
+    out_format: Optional[str] = typer.Option(None, "--format", metavar="FORMAT", help="Output format: netcdf4 or zarr (default: zarr when OUT ends in .zarr)."),
+    zarr_format: int = typer.Option(3, "--zarr-format", metavar="N", help="Zarr output: format 3 (default) or 2."),
+    shards: Optional[list[str]] = typer.Option(None, "--shards", metavar="SPEC", help="Zarr v3 sharding: shard lengths as -c specs (time/365,lat/90 or var:s1,s2,...), multiples of the chunk lengths; dimensions not named: one chunk. Default: no shards."),
+    endian: Optional[str] = typer.Option(None, "--endian", metavar="ORDER", help="Zarr v3 output: byte order of the bytes codec, little (default) or big."),
     var: Optional[list[str]] = typer.Option(None, "--var", metavar="NAME", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
     max_mem: Optional[str] = typer.Option(None, "--max-mem", metavar="SIZE", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
@@ -30,7 +34,8 @@ def rechunk_cmd(
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
 ):
-    """Change the chunk shape or compression of netCDF-4 variables fast and in bounded memory.
+    """Change the chunk shape or compression of netCDF-4 variables or Zarr arrays fast and in bounded
+    memory; convert netCDF-4 to Zarr (v3 or v2) and back.
 
     Every source chunk is decoded once and every target chunk encoded and written once when the
     memory budget allows; otherwise the planner picks strided reads, bounded re-decoding or two
@@ -40,7 +45,7 @@ def rechunk_cmd(
     from ..mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
-    from ..rechunk import convert
+    from ..rechunk.command import convert
 
     if chunk_old:
         if chunk:
@@ -52,7 +57,8 @@ def rechunk_cmd(
                       chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,
                       max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                       dry_run=dry_run, progress=True, say=err_line if json_out else info,
-                      mpi=under_mpi() and not dry_run)
+                      mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
+                      shards=shards or (), endian=endian or "")
     if json_out and summary:
         print(json.dumps(summary))
 

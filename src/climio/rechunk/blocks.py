@@ -13,15 +13,16 @@ from typing import Optional
 import numpy as np
 
 from . import codec
-from .plan import chunks_in
+from ..model.convert import chunks_in
 
 
 @dataclass(frozen=True)
 class Source:
     """How to read one variable."""
     path: str
-    kind: str                 # "direct" (raw chunks + codec), "h5py" (HDF5 pipeline), "netcdf4" (netCDF-3 etc.)
-    var: str                  # HDF5 dataset path, or netCDF variable path for "netcdf4"
+    kind: str                 # "direct" (raw chunks + codec), "h5py" (HDF5 pipeline), "netcdf4" (netCDF-3 etc.),
+                              # "zarr" (a Zarr array, through zarr-python)
+    var: str                  # HDF5 dataset path, netCDF variable path for "netcdf4", array path for "zarr"
     dtype: str
     shape: tuple
     chunks: Optional[tuple]
@@ -35,11 +36,14 @@ class Source:
 
 @dataclass(frozen=True)
 class Sink:
-    """What to hand back: encoded target chunks ("chunks") or the block itself ("array")."""
+    """What to hand back: encoded target chunks ("chunks") or the block itself ("array"); or, for
+    "zarr", nothing: the worker writes the block into the Zarr array `var` of the store `path`."""
     kind: str
     chunks: Optional[tuple] = None
     shuffle: bool = False
     level: int = 0
+    path: str = ""
+    var: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ def _open(kind: str, path: str):
         elif kind == "h5py":
             import h5py
             _handles[key] = h5py.File(path, "r")
+        elif kind in ("zarr", "zarr+"):
+            _handles[key] = _zarr_array(*path, mode="r" if kind == "zarr" else "r+")
         else:
             import netCDF4
             ds = netCDF4.Dataset(path, "r")
@@ -82,11 +88,23 @@ def _open(kind: str, path: str):
     return _handles[key]
 
 
+def _zarr_array(store: str, var: str, mode: str):
+    import warnings
+
+    import zarr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # numcodecs codecs "not in the v3 specification"
+        return zarr.open_array(store, path=var, mode=mode)
+
+
 def close_handles() -> None:
     """Close every file a process opened (the intermediate file must be reopened after it is written)."""
     for (kind, _), h in list(_handles.items()):
         try:
-            os.close(h) if kind == "fd" else h.close()
+            if kind == "fd":
+                os.close(h)
+            elif hasattr(h, "close"):
+                h.close()
         except Exception:
             pass
     _handles.clear()
@@ -153,6 +171,9 @@ def read_block(task: Task) -> tuple:
             _h5_dataset(src).read_direct(out, source_sel=tuple(slice(s + p.start, s + p.stop)
                                                                for s, p in zip(task.start, part)), dest_sel=inside)
         return out, out.nbytes, 0
+    if src.kind == "zarr":
+        out = np.asarray(_open("zarr", (src.path, src.var))[sel or ...], dtype=src.dtype)
+        return out, out.nbytes, sum(1 for _ in chunks_in(task.start, task.count, src.chunks))
     var = _open("netcdf4", src.path)[src.var]
     out = np.asarray(var[sel] if sel else var[...], dtype=src.dtype)
     return out, out.nbytes, 0
@@ -179,6 +200,11 @@ def run_task(task: Task) -> Result:
     block, nread, ndec = read_block(task)
     if task.sink.kind == "chunks":
         payload = encode_block(block, task.start, task.sink)
+        del block
+    elif task.sink.kind == "zarr":
+        sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
+        _open("zarr+", (task.sink.path, task.sink.var))[sel or ...] = block
+        payload = None
         del block
     else:
         payload = block

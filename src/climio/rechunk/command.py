@@ -14,11 +14,11 @@ from typing import Optional
 
 from .. import integrity
 from ..data.writer import check_space
-from ..staging import remove_stale, stale_temporaries, staged
-from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated
+from ..staging import remove_stale, stale_temporaries
+from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from ..units import format_size, rate_MBps
-from . import execute, meta, spec
+from . import execute, formats, spec
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
 MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
@@ -41,14 +41,23 @@ class Options:
     tmp_dir: Optional[str] = None
     verify: bool = False
     force: bool = False
+    out_format: Optional[str] = None   # "netcdf4" | "zarr"; None: from OUT's suffix
+    zarr_format: int = 3
+    shards: tuple = ()                 # --shards specs (Zarr v3)
+    endian: str = ""                   # --endian of the Zarr v3 bytes codec
 
 
-def _check_paths(in_path: Path, out_path: Path, force: bool) -> None:
-    if in_path.is_dir():
-        raise DataError(f"input {in_path} is a directory, not a netCDF file")
-    if out_path.is_dir():
+def zarr_settings(opts: Options):
+    from .formats.zarr import Settings
+    return Settings(opts.zarr_format, tuple(opts.shards or ()), opts.endian or "")
+
+
+def _check_paths(in_path: Path, out_path: Path, force: bool, in_fmt="netcdf4", out_fmt="netcdf4") -> None:
+    if in_path.is_dir() and in_fmt != "zarr":
+        raise DataError(f"input {in_path} is a directory, not a netCDF file or a Zarr store")
+    if out_path.is_dir() and out_fmt != "zarr":
         raise InputError(f"output {out_path} is a directory: give the name of the file to write")
-    if not in_path.is_file():
+    if not in_path.is_file() and in_fmt != "zarr":
         raise DataError(f"input {in_path} does not exist or is not a file")
     if not os.access(in_path, os.R_OK):
         raise DataError(f"input {in_path} is not readable")
@@ -62,15 +71,6 @@ def _check_paths(in_path: Path, out_path: Path, force: bool) -> None:
         raise DataError(f"output directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise DataError(f"output directory {parent} is not writable")
-
-
-def _stored_bytes(in_path: Path, infos) -> dict:
-    """Bytes each variable occupies in the file (compressed size), for the cost model and disk check."""
-    import h5py
-    if not h5py.is_hdf5(in_path):
-        return {v.path: v.nbytes for v in infos}
-    with h5py.File(in_path, "r") as f:
-        return {v.path: (f[v.hdf5_path].id.get_storage_size() if v.hdf5_path else v.nbytes) for v in infos}
 
 
 def check_tmp_dir(tmp_dir: Path) -> Path:
@@ -141,10 +141,10 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
     return plans
 
 
-def _estimate_output(in_path: Path, infos, targets, stored) -> int:
+def _estimate_output(in_bytes: int, infos, targets, stored) -> int:
     """Bytes the output will take: the input's size, with each target variable at its uncompressed size
     when the target is uncompressed or the source was (an upper bound for compressed output)."""
-    total = in_path.stat().st_size
+    total = in_bytes
     for v in infos:
         if v.path in targets:
             t = targets[v.path]
@@ -181,6 +181,9 @@ class Prepared:
     warnings: list = None      # "warning: ..." lines, said once every check has passed
     rates_note: str = ""       # which rates the predicted times use (said by --dry-run)
     rates: dict = None         # (source, target codec label) -> the Rates its variables are planned with
+    in_fmt: str = "netcdf4"    # formats of the input and the output (rechunk.formats)
+    out_fmt: str = "netcdf4"
+    in_bytes: int = 0          # the input's size on disk
 
     def rate_lines(self) -> list:
         """One line per rate the plans use (a decode rate per source codec, an encode rate per target
@@ -189,31 +192,59 @@ class Prepared:
                                   for line in r.describe(codec, target)))
 
     def output_bytes(self, in_path: Path) -> int:
-        return _estimate_output(in_path, self.infos, self.targets, self.stored)
+        return _estimate_output(self.in_bytes, self.infos, self.targets, self.stored)
+
+
+def io_formats(in_path: Path, out_path: Path, opts: Options) -> tuple:
+    """(input format, output format); Zarr-only options without Zarr output are errors."""
+    out_fmt = formats.output_format(out_path, opts.out_format)
+    if out_fmt != "zarr":
+        given = [f for f, on in (("--shards", opts.shards), ("--endian", opts.endian),
+                                 ("--zarr-format", opts.zarr_format != 3)) if on]
+        if given:
+            raise InputError(f"{given[0]} is for Zarr output: name OUT *.zarr or pass --format zarr")
+    else:
+        formats.module("zarr").check_settings(zarr_settings(opts))
+    return formats.input_format(in_path), out_fmt
+
+
+def _targets(infos, opts: Options, in_path: Path, out_fmt: str) -> dict:
+    comp, check = opts.compression, None
+    if out_fmt == "zarr":
+        zmod = formats.module("zarr")
+        comp = zmod.parse_compression(comp).label if comp is not None else None
+        check = zmod.check_compression
+    return spec.resolve_targets(infos, list(opts.chunk_specs), opts.for_axes, opts.balanced, opts.chunk_bytes,
+                                opts.contiguous, comp, list(opts.variables) or None, source=str(in_path),
+                                check=check)
 
 
 def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass: bool, say, force=False,
             dry_run=False) -> Prepared:
     """Check paths and options, clean up after killed runs, scan the input, resolve targets, plan
     every variable and warn about what the user may not want (no change, tiny chunks)."""
-    _check_paths(in_path, out_path, opts.force or force)
+    in_fmt, out_fmt = io_formats(in_path, out_path, opts)
+    _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
     integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
     if workers < 1:
         raise InputError("--workers must be at least 1")
     tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
     max_mem = opts.max_mem or default_max_mem()
-    infos = meta.scan(in_path)
-    targets = spec.resolve_targets(infos, list(opts.chunk_specs), opts.for_axes, opts.balanced, opts.chunk_bytes,
-                                   opts.contiguous, opts.compression, list(opts.variables) or None,
-                                   source=str(in_path))
-    stored = _stored_bytes(in_path, infos)
+    reader = formats.module(in_fmt)
+    infos = reader.scan(in_path)
+    targets = _targets(infos, opts, in_path, out_fmt)
+    stored = reader.stored_bytes(in_path, infos)
     notes = []
     profile = platform_profile(in_path, notes.append)
     labels = {(v.compression.label, targets[v.path].compression.label) for v in infos if v.path in targets}
     rates = {(c, t): Rates.from_profile(profile, c, t) for c, t in sorted(labels)}
+    units = targets   # what blocks align to: the target chunks (Zarr: the shards when sharded)
+    if out_fmt == "zarr":
+        units = formats.module("zarr").layout_targets(infos, targets, zarr_settings(opts))
     prep = Prepared(max_mem, infos, targets, stored,
-                    make_plans(infos, targets, stored, max_mem, workers, two_pass, profile),
-                    layout_warnings(in_path, infos, targets), "".join(notes), rates)
+                    make_plans(infos, units, stored, max_mem, workers, two_pass, profile),
+                    layout_warnings(in_path, infos, targets), "".join(notes), rates, in_fmt, out_fmt,
+                    reader.total_bytes(in_path))
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
     return prep
 
@@ -316,19 +347,21 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     t0 = time.perf_counter()
     with _sigterm_raises():
         try:
-            with staged(out_path) as (tmp,):
+            writer = formats.module(prep.out_fmt)
+            with writer.staged(out_path) as tmp:
                 bar = progress_factory(total) if progress_factory else None
                 with (bar if bar else _null()):
-                    out_paths = meta.define_output(in_path, tmp, targets, max_mem)
+                    out_paths = writer.define_output(in_path, prep.in_fmt, tmp, targets, infos, max_mem,
+                                                     zarr_settings(opts))
                     jobs = [execute.Job(v, targets[v.path], out_paths[v.path], plans[v.path])
                             for v in infos if v.path in plans]
                     stats = execute.convert(str(in_path), str(tmp), jobs, opts.workers, str(tmp_dir),
-                                            bar.callback if bar else None)
-                _check_written(tmp, jobs, opts.verify, max_mem, in_path)
+                                            bar.callback if bar else None, prep.in_fmt, prep.out_fmt)
+                _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: nothing written to {out_path} (temporary output removed)") from None
-        except OSError as exc:  # HDF5 and the workers report I/O failures as OSError
-            if exc.errno == errno.ENOSPC or "No space left" in str(exc):
+        except (OSError, RuntimeError) as exc:  # HDF5, h5py (a failed flush) and the workers' I/O failures
+            if disk_full_in(exc):
                 raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "
                                      "(temporary output removed)") from None
             raise DataError(f"I/O error while converting: {exc}; nothing written to {out_path}") from None
@@ -342,7 +375,8 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
         f"{', verified' if opts.verify else ''} -> {out_path}")
-    note = plugin_note(out_path, infos, targets)
+    written_by_us = [v for v in infos if v.path in targets or prep.in_fmt == "netcdf4"]  # xarray's: no filters
+    note = plugin_note(out_path, written_by_us, targets) if prep.out_fmt == "netcdf4" else ""
     if note:
         say(note)
     return summary
@@ -358,21 +392,51 @@ def _null():
     yield
 
 
-def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path) -> None:
+def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path, in_fmt="netcdf4",
+                   out_fmt="netcdf4") -> None:
     """Before the rename: the output must open and hold every variable at its full shape; --verify
     compares every value and all metadata."""
-    import netCDF4
-    try:
-        with netCDF4.Dataset(tmp, "r") as ds:
-            for j in jobs:
-                shape = tuple(ds[j.info.path].shape)
-                if shape != tuple(j.info.shape):
-                    raise DataError(f"{j.info.path}: output shape {shape} != input {tuple(j.info.shape)}")
-    except OSError as exc:
-        raise DataError(f"the output does not open as netCDF: {exc}") from None
+    formats.module(out_fmt).check_written(tmp, jobs)
     if verify:
-        from .verify import compare
-        diffs = compare(in_path, tmp, max_mem=max_mem)
+        from .verify import compare, compare_formats
+        if in_fmt == out_fmt == "netcdf4":
+            diffs = compare(in_path, tmp, max_mem=max_mem)
+        else:
+            diffs = compare_formats(in_path, in_fmt, tmp, out_fmt, [j.info for j in jobs], max_mem=max_mem)
         if diffs:
             more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
             raise DataError(f"verification failed: {diffs[0]}{more}; output removed")
+
+
+def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
+            contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
+            dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
+            endian="") -> dict:
+    """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
+    from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
+    bytes codec's byte order). The other arguments are climio.rechunk.convert's."""
+    from ..options import parse_size
+    if isinstance(chunks, dict):
+        per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
+        per_var = [f"{k}:{','.join(map(str, v))}" for k, v in chunks.items() if isinstance(v, (list, tuple))]
+        specs = ((",".join(per_dim),) if per_dim else ()) + tuple(per_var)
+    else:
+        specs = (chunks,) if isinstance(chunks, str) else tuple(chunks or ())
+    opts = Options(chunk_specs=specs, for_axes=for_axes, balanced=balanced,
+                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes is not None else None, contiguous=contiguous,
+                   compression=compression,
+                   variables=tuple([variables] if isinstance(variables, str) else variables or ()),
+                   max_mem=parse_size(max_mem) if max_mem is not None else None,
+                   workers=workers if workers is not None else len(os.sched_getaffinity(0)),
+                   tmp_dir=str(tmp_dir) if tmp_dir else None, verify=verify, force=force, out_format=out_format,
+                   zarr_format=int(zarr_format), shards=tuple([shards] if isinstance(shards, str) else shards or ()),
+                   endian=endian or "")
+    say = say or (lambda *_: None)
+    if mpi:
+        from .mpi_exec import rechunk_mpi
+        return rechunk_mpi(src, dst, opts, say=say)
+    factory = None
+    if progress:
+        from ..measure.progress import BytesProgress
+        factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
+    return rechunk(src, dst, opts, dry_run=dry_run, say=say, progress_factory=factory)

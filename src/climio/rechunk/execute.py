@@ -1,5 +1,7 @@
-"""Run the plans: blocks go to worker processes (read, decode, encode), the parent writes the
-results in file order (the output is one HDF5 file, and HDF5 has one writer without MPI).
+"""Run the plans: blocks go to worker processes (read, decode, encode); for netCDF-4 output the
+parent writes the results in file order (one HDF5 file, and HDF5 has one writer without MPI), for
+Zarr output each worker writes its block's chunks into the store itself (disjoint chunk objects).
+Reading and writing go through the format modules (rechunk.formats).
 
 Memory follows plan.peak_memory: at most `workers` blocks are in the workers and at most `workers`
 finished results wait in the parent, because a new block is handed out only when the oldest
@@ -7,7 +9,6 @@ result has been written.
 """
 
 import collections
-import multiprocessing
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import blocks, codec
+from .. import spawning
+from . import blocks, formats
+from .formats import netcdf4 as nc4
 from .model import Target, VarInfo
-from .plan import Plan, chunks_in
+from ..model.convert import Plan, chunks_in
 from ..layout import iter_blocks
 
 
@@ -26,7 +29,7 @@ class Job:
     """One variable to convert."""
     info: VarInfo
     target: Target
-    out_path: str             # HDF5 dataset path of the variable in the output
+    out_path: str             # the variable in the output: HDF5 dataset path, or Zarr array path
     plan: Plan
 
 
@@ -42,57 +45,6 @@ class RechunkStats:
         self.worker_rss[r.pid] = max(self.worker_rss.get(r.pid, 0), r.maxrss)
 
 
-def _filters_of(dset) -> list:
-    """[(filter id, client values)] of a dataset's pipeline."""
-    plist = dset.id.get_create_plist()
-    return [(code, values) for code, _, values, _ in (plist.get_filter(i) for i in range(plist.get_nfilters()))]
-
-
-def _chunk_index(dset) -> dict:
-    """Chunk origin (elements) -> (file address, stored size, filter mask) for every allocated chunk."""
-    index = {}
-
-    def add(info):
-        index[tuple(info.chunk_offset)] = (info.byte_offset, info.size, info.filter_mask)
-
-    if hasattr(dset.id, "chunk_iter"):
-        dset.id.chunk_iter(add)
-    else:  # HDF5 < 1.12.3: by index (slower, but only once per variable)
-        for i in range(dset.id.get_num_chunks()):
-            add(dset.id.get_chunk_info(i))
-    return index
-
-
-def input_source(info: VarInfo, path: str, h5file, cache_bytes: int):
-    """(Source, chunk index or None) for reading a variable of the input file."""
-    if not info.hdf5_path:
-        return blocks.Source(path, "netcdf4", info.path, info.dtype, info.shape, None), None
-    dset = h5file[info.hdf5_path]
-    fill = dset.fillvalue
-    kind = "h5py"
-    if dset.chunks and codec.can_decode(info.filters) and h5file.userblock_size == 0:
-        kind = "direct"
-    elif info.filters:
-        import hdf5plugin  # noqa: F401  registers zstd, blosc, bzip2... with h5py's HDF5
-    extent = tuple(dset.shape) if tuple(dset.shape) != tuple(info.shape) else None
-    src = blocks.Source(path, kind, info.hdf5_path, dset.dtype.str, tuple(info.shape), dset.chunks,
-                        tuple(info.filters), fill.item() if hasattr(fill, "item") else fill, cache_bytes, extent)
-    return src, (_chunk_index(dset) if kind == "direct" else None)
-
-
-def output_sink(dset) -> blocks.Sink:
-    """Encode chunks ourselves ("chunks", written with HDF5 direct chunk writes) when the output
-    dataset's pipeline is only shuffle/deflate; otherwise hand the block to HDF5 ("array")."""
-    filters = _filters_of(dset)
-    if dset.chunks and codec.can_decode([f for f, _ in filters]):
-        level = next((v[0] if v else 6 for f, v in filters if f == codec.FILTER_DEFLATE), 0)
-        shuffled = any(f == codec.FILTER_SHUFFLE for f, _ in filters)
-        return blocks.Sink("chunks", tuple(dset.chunks), shuffled, int(level))
-    if filters:
-        import hdf5plugin  # noqa: F401
-    return blocks.Sink("array")
-
-
 class Runner:
     """Hands tasks to a process pool (or runs them in-process) and writes results in order."""
 
@@ -102,7 +54,7 @@ class Runner:
         self.pool = None
         if workers > 1:
             # spawn: a forked child would inherit the parent's open HDF5 state
-            ctx = multiprocessing.get_context("spawn")
+            ctx = spawning.context()   # spawn, without re-running a user's script (climio.spawning)
             self.pool = ctx.Pool(workers, initializer=blocks.init_worker)
 
     def run(self, tasks, write, workers: int, progress=None) -> None:
@@ -142,7 +94,7 @@ def _close_in_worker():
     blocks.close_handles()
 
 
-def _tasks(src: blocks.Source, sink: blocks.Sink, block, index):
+def tasks(src: blocks.Source, sink: blocks.Sink, block, index):
     for start, count in iter_blocks(src.shape, block):
         entries = ()
         if index is not None:
@@ -150,19 +102,6 @@ def _tasks(src: blocks.Source, sink: blocks.Sink, block, index):
                             (tuple(i * c for i, c in zip(idx, src.chunks)) for idx in chunks_in(start, count, src.chunks))
                             if o in index)
         yield blocks.Task(src, sink, start, count, entries)
-
-
-def _writer(sink: blocks.Sink, dset):
-    def write(result):
-        if sink.kind == "chunks":
-            for origin, data in result.payload:
-                dset.id.write_direct_chunk(origin, data, 0)
-        else:
-            sel = tuple(slice(s, s + n) for s, n in zip(result.start, result.count))
-            if result.payload.size:
-                dset[sel] = result.payload
-        result.payload = None
-    return write
 
 
 def _requantize(job: Job) -> bool:
@@ -179,23 +118,25 @@ def _intermediate(tmp_dir: str, info: VarInfo):
     return path, f
 
 
-def _run_job(job: Job, runner: Runner, in_path: str, src_h5, write_to, tmp_dir: str, progress) -> None:
-    """All passes of one variable. `write_to()` -> (Sink, write function) for the output."""
+def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: str, progress) -> None:
+    """All passes of one variable. `reader` = (input format module, its open handle);
+    `write_to()` -> (Sink, write function) for the output."""
     passes = job.plan.passes
-    src, index = input_source(job.info, in_path, src_h5, passes[0].cache_bytes if passes else 0)
+    fmt, handle = reader
+    src, index = fmt.input_source(job.info, in_path, handle, passes[0].cache_bytes if passes else 0)
     inter, inter_path = None, None
     try:
         for p in passes:
             if p.name == "to-intermediate":
                 inter_path, inter = _intermediate(tmp_dir, job.info)
-                sink, write = blocks.Sink("array"), _writer(blocks.Sink("array"), inter["data"])
+                sink, write = blocks.Sink("array"), nc4.writer(blocks.Sink("array"), inter["data"])
             else:
                 sink, write = write_to()
             if p.name == "from-intermediate":
                 src = blocks.Source(str(inter_path), "h5py", "data", src.dtype, src.shape, None,
                                     cache_bytes=p.cache_bytes)
                 index = None
-            runner.run(_tasks(src, sink, p.block, index), write, p.workers, progress)
+            runner.run(tasks(src, sink, p.block, index), write, p.workers, progress)
             if inter is not None:
                 inter.close()  # written: the next pass's workers read it
                 inter = None
@@ -206,43 +147,44 @@ def _run_job(job: Job, runner: Runner, in_path: str, src_h5, write_to, tmp_dir: 
             inter_path.unlink(missing_ok=True)
 
 
-def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None) -> RechunkStats:
-    """Fill the target variables of `out_path` (already defined by meta.define_output)."""
-    import h5py
+def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None,
+            in_format: str = "netcdf4", out_format: str = "netcdf4") -> RechunkStats:
+    """Fill the target variables of `out_path` (already defined by the output format's define_output)."""
     stats = RechunkStats()
     runner = Runner(max((p.workers for j in jobs for p in j.plan.passes), default=1), stats)
+    src_fmt, dst_fmt = formats.module(in_format), formats.module(out_format)
     ok = False
     try:
         with ExitStack() as stack:
-            src_h5 = stack.enter_context(h5py.File(in_path, "r")) if h5py.is_hdf5(in_path) else None
-            nc_jobs = [j for j in jobs if _requantize(j)]
+            reader = (src_fmt, stack.enter_context(src_fmt.open_input(in_path)))
+            nc_jobs = [j for j in jobs if out_format == "netcdf4" and _requantize(j)]
             if nc_jobs:
-                import netCDF4
-                with netCDF4.Dataset(out_path, "a") as ds:
-                    ds.set_auto_maskandscale(False)
-                    for job in nc_jobs:
-                        var = ds[job.info.path]
+                _run_requantized(nc_jobs, runner, in_path, out_path, reader, tmp_dir, progress)
+            other = [j for j in jobs if j not in nc_jobs]
+            if other:
+                out = stack.enter_context(dst_fmt.open_output(out_path))
+                for job in other:
+                    def write_to(job=job):
+                        return dst_fmt.output(out, job.out_path, job.target)
 
-                        def write_nc(result, var=var):
-                            var[tuple(slice(s, s + n) for s, n in zip(result.start, result.count))] = result.payload
-                            result.payload = None
-
-                        _run_job(job, runner, in_path, src_h5, lambda: (blocks.Sink("array"), write_nc),
-                                 tmp_dir, progress)
-            h5_jobs = [j for j in jobs if not _requantize(j)]
-            if h5_jobs:
-                out = stack.enter_context(h5py.File(out_path, "r+"))
-                for job in h5_jobs:
-                    dset = out[job.out_path]
-
-                    def write_to(dset=dset):
-                        sink = output_sink(dset)
-                        return sink, _writer(sink, dset)
-
-                    _run_job(job, runner, in_path, src_h5, write_to, tmp_dir, progress)
+                    _run_job(job, runner, in_path, reader, write_to, tmp_dir, progress)
         ok = True
     finally:
         runner.close(abort=not ok)
         blocks.close_handles()
     return stats
 
+
+def _run_requantized(jobs, runner, in_path, out_path, reader, tmp_dir, progress) -> None:
+    """New quantization is netCDF-C's: these variables are written through netCDF4-python."""
+    import netCDF4
+    with netCDF4.Dataset(out_path, "a") as ds:
+        ds.set_auto_maskandscale(False)
+        for job in jobs:
+            var = ds[job.info.path]
+
+            def write_nc(result, var=var):
+                var[tuple(slice(s, s + n) for s, n in zip(result.start, result.count))] = result.payload
+                result.payload = None
+
+            _run_job(job, runner, in_path, reader, lambda: (blocks.Sink("array"), write_nc), tmp_dir, progress)

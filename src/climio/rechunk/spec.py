@@ -443,7 +443,8 @@ def _modes(chunk_specs, for_axes, balanced, chunk_bytes, contiguous) -> list:
 def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes: str | None = None,
                     balanced: bool = False, chunk_bytes: int | str | None = None, contiguous: bool = False,
                     compression: str | None = None, variables: list[str] | None = None,
-                    all_infos: list[VarInfo] | None = None, source: str = "the input file") -> dict[str, Target]:
+                    all_infos: list[VarInfo] | None = None, source: str = "the input file",
+                    check=None) -> dict[str, Target]:
     """{variable path: Target} for the variables to re-lay out, in file order.
 
     `infos`: the source variables that may be re-laid out; `all_infos`: every variable of the file
@@ -454,7 +455,10 @@ def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes:
     Compression: None keeps each variable's own; a text (`deflate4+shuffle`) applies to all.
     Quantization needs floats: it is dropped for integer variables picked by default and an
     error for integer variables named in `variables` (the user asked for something impossible).
+    `check(compression, where)` raises InputError for a compression the output cannot write
+    (default: what this netCDF build writes).
     """
+    check = check or _check_writable
     all_infos = list(all_infos) if all_infos is not None else list(infos)
     infos = list(infos)
     modes = _modes(chunk_specs, for_axes, balanced, chunk_bytes, contiguous)
@@ -467,7 +471,7 @@ def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes:
     override = None
     if compression is not None:
         override = parse_compression(str(compression))
-        _check_writable(override, "")
+        check(override, "")
     selected, explicit = _select(infos, all_infos, variables, source)
     known_dims = {d for i in all_infos for d in i.dims}
 
@@ -535,7 +539,7 @@ def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes:
     for info in selected:
         comp = override if override is not None else info.compression
         if override is None:
-            _check_writable(comp, f" ({info.path} uses it in {source}; choose another --compression)")
+            check(comp, f" ({info.path} uses it in {source}; choose another --compression)")
         if comp.quantize and not _is_float(info):
             if info.path in explicit:
                 raise InputError(f"{comp.label} quantizes floating-point data; {info.path} is {info.dtype}")

@@ -316,3 +316,109 @@ def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
     for n in _names("group", list(ga.groups), list(gb.groups), where, out.append):
         _group(ga.groups[n], gb.groups[n], ha, hb, out, max_mem, wanted, seen, progress)
 
+
+
+# ---------------------------------------------------------------- across formats (Zarr in or out)
+
+# The encoding keys whose values say how a variable's values are stored, compared when the first
+# dataset has them (xarray gives a Zarr variable a NaN _FillValue that a netCDF one may not have).
+ENCODING_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value", "dtype")
+
+
+def _same(x, y) -> bool:
+    """Attribute or encoding values equal, NaN equal to NaN, lists equal to tuples and arrays."""
+    if isinstance(x, (str, bytes)) or isinstance(y, (str, bytes)):
+        return x == y
+    try:
+        xa, ya = np.atleast_1d(np.asarray(x)), np.atleast_1d(np.asarray(y))
+    except (TypeError, ValueError):
+        return x == y
+    if xa.shape != ya.shape:
+        return False
+    if xa.dtype.kind in "fc" and ya.dtype.kind in "fc":
+        return bool(np.all((xa == ya) | (np.isnan(xa) & np.isnan(ya))))
+    return bool(np.all(xa == ya))
+
+
+def _raw_arrays(path, fmt: str, stack):
+    """variable path -> an array-like giving the values as stored (no masking, no scaling)."""
+    if fmt == "zarr":
+        from .formats.zarr import _open_group
+        g = _open_group(path)
+        return lambda p: g[p.lstrip("/")]
+    ds = stack.enter_context(open_dataset(path))
+    raw(ds)
+
+    def var(p):
+        group, name = p.rsplit("/", 1)
+        return (ds[group] if group else ds).variables[name]
+    return var
+
+
+def _blockwise(shape, chunks, itemsize, max_mem):
+    return iter_block_slices(shape, bounded_block(shape, chunks, itemsize, max(1, max_mem // BLOCK_FRACTION)))
+
+
+def _compare_var(name, va, vb, raw_a, raw_b, listing, max_mem):
+    """Dims, dtype, attributes, CF encodings and values of one variable (raw for targets)."""
+    # the dtype as stored: a packed variable's decoded dtype follows its scale_factor's type, which
+    # netCDF keeps and Zarr's JSON attributes do not (float32 decodes as float64 from Zarr)
+    da, db = va.encoding.get("dtype", va.dtype), vb.encoding.get("dtype", vb.dtype)
+    if va.dims != vb.dims or va.shape != vb.shape or np.dtype(da) != np.dtype(db):
+        listing.add(f"dims/shape/dtype {va.dims} {va.shape} {da} != {vb.dims} {vb.shape} {db}")
+        return
+    for n in _names("attribute", sorted(va.attrs), sorted(vb.attrs), "", listing.add):
+        if not _same(va.attrs[n], vb.attrs[n]):
+            listing.add(f"attribute {n}: {va.attrs[n]!r} != {vb.attrs[n]!r}")
+    for k in ENCODING_KEYS:
+        if k in va.encoding and not _same(va.encoding[k], vb.encoding.get(k)):
+            listing.add(f"encoding {k}: {va.encoding[k]!r} != {vb.encoding.get(k)!r}")
+    if raw_a is not None:
+        a, b = raw_a, raw_b
+        for index in _blockwise(va.shape, getattr(a, "chunks", None), a.dtype.itemsize, max_mem):
+            n = int(np.count_nonzero(diff_mask(np.asarray(a[index]), np.asarray(b[index]))))
+            if n:
+                listing.add(f"{n} raw values differ in {index}")
+        return
+    for index in _blockwise(va.shape, None, max(va.dtype.itemsize, 8), max_mem):
+        sel = dict(zip(va.dims, index)) if index is not Ellipsis else {}
+        if not va[sel].load().equals(vb[sel].load()):
+            listing.add(f"values differ in {index}")
+
+
+def compare_formats(a_path, a_fmt: str, b_path, b_fmt: str, targets, max_mem: int = 256 << 20) -> list:
+    """Differences between two datasets of which one at least is a Zarr store, as xarray reads them:
+    groups, variables, dimensions, global and variable attributes, CF encodings (units, calendar,
+    scale_factor, add_offset, _FillValue, stored dtype) and every value: bit-exact as stored for
+    the re-laid-out variables `targets` (VarInfos), decoded (NaN == NaN, NaT == NaT) for those xarray
+    wrote. Variable order, chunks and codecs are layout and not compared."""
+    import contextlib
+    import warnings
+
+    from .formats import module, xarray_io
+    out = []
+    wanted = {t.path for t in targets}
+    with contextlib.ExitStack() as stack, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw_a, raw_b = _raw_arrays(a_path, a_fmt, stack), _raw_arrays(b_path, b_fmt, stack)
+        for g in xarray_io.group_paths(module(a_fmt).scan(a_path)):
+            A = stack.enter_context(xarray_io.open_lazy(a_path, a_fmt, g))
+            try:
+                B = stack.enter_context(xarray_io.open_lazy(b_path, b_fmt, g))
+            except (OSError, KeyError, ValueError) as exc:
+                out.append(f"group {g}: missing in the second dataset ({exc})")
+                continue
+            listing = _Listing(out, f"{g} (attributes)" if g != "/" else "global attributes")
+            for n in _names("attribute", sorted(A.attrs), sorted(B.attrs), "", listing.add):
+                if not _same(A.attrs[n], B.attrs[n]):
+                    listing.add(f"attribute {n}: {A.attrs[n]!r} != {B.attrs[n]!r}")
+            listing.close()
+            names = _names("variable", sorted(A.variables), sorted(B.variables), g, out.append)
+            for name in names:
+                path = xarray_io.var_path(g, name)
+                listing = _Listing(out, path)
+                target = path in wanted
+                _compare_var(name, A.variables[name], B.variables[name], raw_a(path) if target else None,
+                             raw_b(path) if target else None, listing, max_mem)
+                listing.close()
+    return out

@@ -1,0 +1,195 @@
+"""netCDF-4/HDF5 (and netCDF-3/CDF-5 input) for `climio rechunk`: reading variables as raw chunks
+or through HDF5/netCDF-C, defining the output file, writing encoded chunks with HDF5 direct chunk
+writes (or blocks through HDF5's pipeline), and checking the result.
+
+The metadata side (scan, define the output with everything but the bulk data) is rechunk.meta;
+a Zarr input's metadata is written through xarray, as xarray's own to_netcdf would write it.
+"""
+
+import os
+import warnings
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from ...errors import DataError
+from ...staging import staged as _staged
+from .. import blocks, codec, meta
+from ..model import VarInfo
+
+NAME = "netcdf4"
+
+
+# ---------------------------------------------------------------- input
+
+def scan(path) -> list:
+    return meta.scan(path)
+
+
+def stored_bytes(path, infos) -> dict:
+    """Bytes each variable occupies in the file (compressed size), for the cost model and disk check."""
+    import h5py
+    if not h5py.is_hdf5(path):
+        return {v.path: v.nbytes for v in infos}
+    with h5py.File(path, "r") as f:
+        return {v.path: (f[v.hdf5_path].id.get_storage_size() if v.hdf5_path else v.nbytes) for v in infos}
+
+
+def total_bytes(path) -> int:
+    return Path(path).stat().st_size
+
+
+def open_input(path):
+    """The handle input_source reads the chunk index and dataset properties from (h5py, or None)."""
+    import h5py
+    return h5py.File(path, "r") if h5py.is_hdf5(path) else nullcontext(None)
+
+
+def filters_of(dset) -> list:
+    """[(filter id, client values)] of a dataset's pipeline."""
+    plist = dset.id.get_create_plist()
+    return [(code, values) for code, _, values, _ in (plist.get_filter(i) for i in range(plist.get_nfilters()))]
+
+
+def chunk_index(dset) -> dict:
+    """Chunk origin (elements) -> (file address, stored size, filter mask) for every allocated chunk."""
+    index = {}
+
+    def add(info):
+        index[tuple(info.chunk_offset)] = (info.byte_offset, info.size, info.filter_mask)
+
+    if hasattr(dset.id, "chunk_iter"):
+        dset.id.chunk_iter(add)
+    else:  # HDF5 < 1.12.3: by index (slower, but only once per variable)
+        for i in range(dset.id.get_num_chunks()):
+            add(dset.id.get_chunk_info(i))
+    return index
+
+
+def input_source(info: VarInfo, path: str, h5file, cache_bytes: int):
+    """(Source, chunk index or None) for reading a variable of the input file."""
+    if not info.hdf5_path:
+        return blocks.Source(path, "netcdf4", info.path, info.dtype, info.shape, None), None
+    dset = h5file[info.hdf5_path]
+    fill = dset.fillvalue
+    kind = "h5py"
+    if dset.chunks and codec.can_decode(info.filters) and h5file.userblock_size == 0:
+        kind = "direct"
+    elif info.filters:
+        import hdf5plugin  # noqa: F401  registers zstd, blosc, bzip2... with h5py's HDF5
+    extent = tuple(dset.shape) if tuple(dset.shape) != tuple(info.shape) else None
+    src = blocks.Source(path, kind, info.hdf5_path, dset.dtype.str, tuple(info.shape), dset.chunks,
+                        tuple(info.filters), fill.item() if hasattr(fill, "item") else fill, cache_bytes, extent)
+    return src, (chunk_index(dset) if kind == "direct" else None)
+
+
+# ---------------------------------------------------------------- output
+
+def commit(tmp, final) -> None:
+    os.replace(tmp, final)
+
+
+def discard(path) -> None:
+    Path(path).unlink(missing_ok=True)
+
+
+@contextmanager
+def staged(out_path):
+    """The output file under a temporary name, renamed when complete (removed on any failure)."""
+    with _staged(out_path) as (tmp,):
+        yield tmp
+
+
+def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: int, settings=None) -> dict:
+    """Write `tmp` with everything but the target variables' values; {variable path: HDF5 path}."""
+    if in_format == NAME:
+        return meta.define_output(in_path, tmp, targets, max_mem)
+    return _define_from_xarray(in_path, tmp, targets, infos)
+
+
+def _define_from_xarray(in_path, tmp, targets: dict, infos) -> dict:
+    """A Zarr input: xarray writes the file (coordinates and every variable that is not re-laid out,
+    with their CF encodings); the targets get their layout and no values (filled by the executor)."""
+    import xarray as xr
+
+    from . import xarray_io
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for group, ds in xarray_io.groups(in_path, "zarr", infos, targets):
+            enc = {}
+            for name in ds.variables:
+                path = xarray_io.var_path(group, name)
+                if path in targets:
+                    t = targets[path]
+                    e = xarray_io.cf_encoding(ds[name].encoding)
+                    e.update(t.compression.netcdf4_kwargs())
+                    e.update({"chunksizes": tuple(t.chunks)} if t.chunks else {"contiguous": True})
+                    enc[name] = e
+                else:
+                    enc[name] = xarray_io.cf_encoding(ds[name].encoding)
+            try:
+                ds.to_netcdf(tmp, mode="w" if group == "/" else "a", group=None if group == "/" else group,
+                             format="NETCDF4", engine="netcdf4", encoding=enc, compute=False)
+            except (ValueError, TypeError, RuntimeError, OSError) as exc:
+                raise DataError(f"cannot write {tmp}: {exc}") from None
+    found = {i.path: i for i in meta.scan(tmp)}
+    out = {}
+    with meta.h5open(tmp) as h5:
+        for path in targets:
+            if path not in found:
+                raise DataError(f"{tmp}: {path} was not defined")
+            out[path] = meta.hdf5_path(h5, path)
+    return out
+
+
+def output_sink(dset) -> blocks.Sink:
+    """Encode chunks ourselves ("chunks", written with HDF5 direct chunk writes) when the output
+    dataset's pipeline is only shuffle/deflate; otherwise hand the block to HDF5 ("array")."""
+    filters = filters_of(dset)
+    if dset.chunks and codec.can_decode([f for f, _ in filters]):
+        level = next((v[0] if v else 6 for f, v in filters if f == codec.FILTER_DEFLATE), 0)
+        shuffled = any(f == codec.FILTER_SHUFFLE for f, _ in filters)
+        return blocks.Sink("chunks", tuple(dset.chunks), shuffled, int(level))
+    if filters:
+        import hdf5plugin  # noqa: F401
+    return blocks.Sink("array")
+
+
+def writer(sink: blocks.Sink, dset):
+    """The parent's write of one result: whole encoded chunks, or the block through HDF5."""
+    def write(result):
+        if sink.kind == "chunks":
+            for origin, data in result.payload:
+                dset.id.write_direct_chunk(origin, data, 0)
+        else:
+            sel = tuple(slice(s, s + n) for s, n in zip(result.start, result.count))
+            if result.payload.size:
+                dset[sel] = result.payload
+        result.payload = None
+    return write
+
+
+@contextmanager
+def open_output(tmp):
+    import h5py
+    with h5py.File(tmp, "r+") as out:
+        yield out
+
+
+def output(out, key: str, target=None):
+    """(Sink, write function) for one target variable of the open output."""
+    dset = out[key]
+    sink = output_sink(dset)
+    return sink, writer(sink, dset)
+
+
+def check_written(tmp: Path, jobs) -> None:
+    """Before the rename: the output must open and hold every variable at its full shape."""
+    import netCDF4
+    try:
+        with netCDF4.Dataset(tmp, "r") as ds:
+            for j in jobs:
+                shape = tuple(ds[j.info.path].shape)
+                if shape != tuple(j.info.shape):
+                    raise DataError(f"{j.info.path}: output shape {shape} != input {tuple(j.info.shape)}")
+    except OSError as exc:
+        raise DataError(f"the output does not open as netCDF: {exc}") from None

@@ -1,0 +1,361 @@
+"""Zarr stores (format 3, or 2) for `climio rechunk`: codecs users pick, optional v3 sharding, the
+metadata as xarray writes it (dimension names, CF encodings, consolidated metadata), and the store
+layout through zarr-python.
+
+Output: xarray writes the store's metadata and every variable that is not re-laid out
+(`to_zarr(compute=False)`: the re-laid-out ones are lazy and never computed); the workers then
+write the re-laid-out variables' raw values (as stored in the input: packed integers stay packed,
+fill values stay) block by block through zarr-python. A block is a union of whole target chunks
+(whole shards when sharded), so no two workers or MPI ranks write the same chunk or shard object
+and no lock is needed. So `xarray.open_zarr(out)` equals `xarray.open_dataset(in)`.
+Input: every array of the store (groups too) becomes a variable; its dimension names come from
+Zarr v3's dimension_names or v2's _ARRAY_DIMENSIONS attribute, as xarray reads them.
+"""
+
+import os
+import shutil
+import warnings
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...data.compression import Compression
+from ...errors import DataError, InputError
+from ...staging import tmp_name
+from .. import blocks
+from ..model import Target, VarInfo
+
+NAME = "zarr"
+ZARR_FORMATS = (2, 3)
+ENDIANS = ("little", "big")
+# Zarr's codec names for Blosc's compressors (climio's blosc_lz is BloscLZ)
+BLOSC_NAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_zlib": "zlib",
+               "blosc_zstd": "zstd"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The Zarr-only options: format, --shards specs, byte order of the v3 bytes codec."""
+    zarr_format: int = 3
+    shards: tuple = ()
+    endian: str = ""
+
+
+def check_settings(s: Settings) -> None:
+    if s.zarr_format not in ZARR_FORMATS:
+        raise InputError(f"--zarr-format {s.zarr_format}: use 2 or 3")
+    if s.shards and s.zarr_format != 3:
+        raise InputError("--shards needs Zarr format 3 (sharding is a v3 codec)")
+    if s.endian and s.endian not in ENDIANS:
+        raise InputError(f"--endian {s.endian}: use little or big")
+    if s.endian and s.zarr_format != 3:
+        raise InputError("--endian is the Zarr v3 bytes codec's; Zarr v2 stores the byte order in its dtype")
+
+
+def is_store(path) -> bool:
+    p = Path(path)
+    return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
+
+
+# ---------------------------------------------------------------- codecs
+
+def parse_compression(text: str) -> Compression:
+    """A --compression setting for Zarr output: zstdN, gzipN (deflateN is the same), blosc_lz4:N
+    and the other Blosc compressors, each with +shuffle (byte shuffle), or none."""
+    from ...options import parse_compression as parse
+    comp = parse(str(text).lower().replace("gzip", "deflate"))
+    check_compression(comp, "")
+    return comp
+
+
+def check_compression(comp: Compression, where: str) -> None:
+    if comp.quantize:
+        raise InputError(f"{comp.label}: quantization is netCDF-C's and is not written to Zarr{where}")
+    if comp.codec not in ("none", "zlib", "zstd") and comp.codec not in BLOSC_NAMES:
+        raise InputError(f"{comp.label}: Zarr output takes zstd, gzip (deflate), blosc_* or none{where}")
+
+
+def _shuffle_codec(itemsize: int, v3: bool):
+    if v3:
+        try:
+            from zarr.codecs import Shuffle
+        except ImportError:  # zarr < 3.1.3
+            from numcodecs.zarr3 import Shuffle
+        return Shuffle(elementsize=itemsize)
+    import numcodecs
+    return numcodecs.Shuffle(elementsize=itemsize)
+
+
+def codec_encoding(comp: Compression, itemsize: int, s: Settings) -> dict:
+    """xarray's to_zarr encoding keys (compressors, filters, serializer) for a Compression."""
+    v3 = s.zarr_format == 3
+    out, pre = {}, []
+    if comp.shuffle and not comp.codec.startswith("blosc_") and itemsize > 1:
+        pre.append(_shuffle_codec(itemsize, v3))
+    if v3:
+        import zarr.codecs as zc
+        main = {"none": None, "zlib": lambda: zc.GzipCodec(level=comp.level),
+                "zstd": lambda: zc.ZstdCodec(level=comp.level)}.get(comp.codec)
+        if comp.codec in BLOSC_NAMES:
+            main = lambda: zc.BloscCodec(cname=BLOSC_NAMES[comp.codec], clevel=comp.level,  # noqa: E731
+                                         shuffle="shuffle" if comp.shuffle else "noshuffle", typesize=itemsize)
+        out["compressors"] = pre + ([main()] if main else [])
+        out["serializer"] = zc.BytesCodec(endian=s.endian or "little")
+        return out
+    import numcodecs
+    main = {"none": None, "zlib": lambda: numcodecs.GZip(level=comp.level),
+            "zstd": lambda: numcodecs.Zstd(level=comp.level)}.get(comp.codec)
+    if comp.codec in BLOSC_NAMES:
+        main = lambda: numcodecs.Blosc(cname=BLOSC_NAMES[comp.codec], clevel=comp.level,  # noqa: E731
+                                       shuffle=numcodecs.Blosc.SHUFFLE if comp.shuffle else numcodecs.Blosc.NOSHUFFLE)
+    out["compressors"] = [main()] if main else None
+    out["filters"] = pre or None
+    return out
+
+
+def compression_of(arr) -> Compression:
+    """The Compression of a Zarr array's codecs (Compression() when it has none we name)."""
+    shuffle, codec, level = False, "none", 0
+    for c in _codecs(arr):
+        name = str(c.get("name") or c.get("id") or "").lower()
+        conf = c.get("configuration", c)
+        if name in ("shuffle", "numcodecs.shuffle"):
+            shuffle = True
+        elif name in ("zstd", "gzip", "zlib") and codec == "none":
+            codec, level = ("zstd" if name == "zstd" else "zlib"), int(conf.get("level", 1) or 0)
+        elif name == "blosc" and codec == "none":
+            cname = {v: k for k, v in BLOSC_NAMES.items()}.get(conf.get("cname"), "blosc_lz4")
+            codec, level = cname, int(conf.get("clevel", 5))
+            shuffle = shuffle or conf.get("shuffle") not in (0, "noshuffle")
+    return Compression(codec, level, shuffle and codec != "none")
+
+
+def _codecs(arr) -> list:
+    meta = arr.metadata.to_dict()
+    if meta.get("zarr_format") == 2:
+        return [c for c in (meta.get("filters") or []) + [meta.get("compressor")] if c]
+    out = []
+    for c in meta.get("codecs") or []:
+        if c.get("name") == "sharding_indexed":
+            out += c.get("configuration", {}).get("codecs", [])
+        else:
+            out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------- input
+
+def _open_group(path, mode="r"):
+    import zarr
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return zarr.open_group(str(path), mode=mode)
+    except Exception as exc:  # zarr raises many types for a broken store
+        raise DataError(f"{path}: not a readable Zarr store ({exc})") from None
+
+
+def _arrays(group, prefix=""):
+    for name, arr in group.arrays():
+        yield f"{prefix}/{name}", arr
+    for name, sub in group.groups():
+        yield from _arrays(sub, f"{prefix}/{name}")
+
+
+def dims_of(arr) -> tuple:
+    names = getattr(arr.metadata, "dimension_names", None)
+    if names is None:
+        names = arr.attrs.get("_ARRAY_DIMENSIONS")
+    if names is None or len(names) != arr.ndim:
+        raise DataError(f"Zarr array {arr.path} has no dimension names (_ARRAY_DIMENSIONS or dimension_names): "
+                        "xarray cannot read it either")
+    return tuple(str(n) for n in names)
+
+
+def scan(path) -> list:
+    """Every array of the store as a VarInfo (groups depth-first, names sorted as zarr lists them)."""
+    out = []
+    for vpath, arr in _arrays(_open_group(path)):
+        dt = np.dtype(arr.dtype) if isinstance(arr.dtype, np.dtype) else None
+        numeric = dt is not None and dt.kind in "biuf"
+        attrs = dict(arr.attrs)
+        out.append(VarInfo(path=vpath, dims=dims_of(arr), shape=tuple(arr.shape), unlimited=(False,) * arr.ndim,
+                           dtype=dt.str if numeric else (dt.str if dt is not None else "str"),
+                           itemsize=dt.itemsize if numeric else 0, chunks=tuple(arr.chunks) if arr.ndim else None,
+                           compression=compression_of(arr), fill_value=attrs.get("_FillValue"), attrs=attrs))
+    return out
+
+
+def stored_bytes(path, infos) -> dict:
+    g = _open_group(path)
+    return {i.path: int(g[i.path.lstrip("/")].nbytes_stored()) for i in infos}
+
+
+def total_bytes(path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def open_input(path):
+    return nullcontext(None)
+
+
+def input_source(info: VarInfo, path: str, handle, cache_bytes: int):
+    return blocks.Source(str(path), "zarr", info.path.lstrip("/"), info.dtype, tuple(info.shape),
+                         tuple(info.chunks) if info.chunks else None), None
+
+
+# ---------------------------------------------------------------- the output's layout
+
+def chunk_shape(info: VarInfo, target: Target) -> tuple:
+    """Zarr chunks of a target: its chunks clipped to the shape (a contiguous target is one chunk)."""
+    chunks = target.chunks or info.shape
+    return tuple(max(1, min(int(c), int(d))) for c, d in zip(chunks, info.shape))
+
+
+def shard_shapes(infos, targets: dict, specs) -> dict:
+    """{variable path: shard shape or None} from --shards specs (dim/len,... or var:s1,s2,...; a
+    dimension not named keeps one chunk per shard). A shard length must be a multiple of the chunk
+    length; `dim/` is the whole dimension, rounded up to whole chunks."""
+    if not specs:
+        return {p: None for p in targets}
+    from ..spec import _match, _parse_specs
+    dims, var_specs, omit = _parse_specs(specs)
+    if omit:
+        raise InputError("--shards '/' means nothing: give dim/len or var:s1,s2,...")
+    by_path = {i.path: i for i in infos}
+    per_var = {}
+    for name, lens, text in var_specs:
+        for info in _match(name, infos):
+            per_var.setdefault(info.path, (lens, text))
+    out = {}
+    for path, t in targets.items():
+        info = by_path[path]
+        chunks = chunk_shape(info, t)
+        if path in per_var:
+            lens, text = per_var[path]
+            if lens is None or len(lens) != len(chunks):
+                raise InputError(f"--shards '{text}' needs {len(chunks)} lengths for {path}")
+        else:
+            lens = [dims.get(d, c) if d in dims else c for d, c in zip(info.dims, chunks)]
+        shards = []
+        for d, n, c, length in zip(info.dims, lens, chunks, info.shape):
+            n = -(-max(int(length), 1) // c) * c if n is None else int(n)
+            if n % c:
+                raise InputError(f"--shards: {d}/{n} for {path} is not a multiple of its chunk length {c} "
+                                 f"(try {d}/{max(c, n // c * c)})")
+            shards.append(n)
+        out[path] = tuple(shards) if tuple(shards) != chunks else None
+    return out
+
+
+def layout_targets(infos, targets: dict, settings: Settings) -> dict:
+    """The Targets the planner aligns blocks to: the shard shape when sharded (a shard is written
+    whole), else the chunk shape."""
+    by_path = {i.path: i for i in infos}
+    shards = shard_shapes(infos, targets, settings.shards)
+    return {p: Target(shards[p] or chunk_shape(by_path[p], t), t.compression) for p, t in targets.items()}
+
+
+# ---------------------------------------------------------------- output
+
+def commit(tmp: Path, final: Path) -> None:
+    """Rename the complete store to its name; an existing one (--force) is moved aside first and
+    removed after the rename."""
+    final = Path(final)
+    old = None
+    if final.exists() or final.is_symlink():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old is not None:
+        discard(old)
+
+
+def discard(path) -> None:
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def staged(out_path):
+    """A store written under a temporary name beside OUT, renamed when complete (removed on any failure)."""
+    tmp = tmp_name(out_path)
+    try:
+        yield tmp
+        commit(tmp, out_path)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
+def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: int, settings: Settings) -> dict:
+    """Write the store's metadata and the variables not re-laid out (xarray), consolidate it;
+    return {variable path: array path in the store} for the targets."""
+    import zarr
+
+    from . import xarray_io
+    check_settings(settings)
+    by_path = {i.path: i for i in infos}
+    shards = shard_shapes(infos, targets, settings.shards)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for group, ds in xarray_io.groups(in_path, in_format, infos, targets):
+            enc = {}
+            for name in ds.variables:
+                path = xarray_io.var_path(group, name)
+                if path not in targets:
+                    enc[name] = xarray_io.cf_encoding(ds[name].encoding)
+                    continue
+                info = by_path[path]
+                e = xarray_io.cf_encoding(ds[name].encoding, np.dtype(info.dtype))
+                e.update(codec_encoding(targets[path].compression, info.itemsize, settings))
+                e["chunks"] = chunk_shape(info, targets[path])
+                if shards[path]:
+                    e["shards"] = shards[path]
+                enc[name] = e
+            try:
+                ds.to_zarr(tmp, group=None if group == "/" else group.lstrip("/"), mode="w-" if group == "/" else "a",
+                           encoding=enc, compute=False, zarr_format=settings.zarr_format, safe_chunks=False,
+                           consolidated=False)
+            except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+                raise DataError(f"cannot write {tmp}: {exc}") from None
+        zarr.consolidate_metadata(str(tmp), zarr_format=settings.zarr_format)
+    g = _open_group(tmp)
+    for path in targets:
+        arr = g[path.lstrip("/")]
+        want = np.dtype(by_path[path].dtype).newbyteorder("=")
+        if np.dtype(arr.dtype).newbyteorder("=") != want:
+            raise DataError(f"{tmp}: {path} was defined as {arr.dtype}, the input stores {want}")
+    return {p: p.lstrip("/") for p in targets}
+
+
+def open_output(tmp):
+    return nullcontext(str(tmp))
+
+
+def output(store: str, key: str, target=None):
+    """(Sink, write): the worker writes its chunks into the store itself; the parent has nothing to do."""
+    def write(result):
+        result.payload = None
+    return blocks.Sink("zarr", path=str(store), var=key), write
+
+
+def check_written(tmp: Path, jobs) -> None:
+    """Before the rename: the store opens (consolidated) with every variable at its full shape."""
+    import xarray as xr
+    g = _open_group(tmp)
+    for j in jobs:
+        shape = tuple(g[j.info.path.lstrip("/")].shape)
+        if shape != tuple(j.info.shape):
+            raise DataError(f"{j.info.path}: output shape {shape} != input {tuple(j.info.shape)}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            xr.open_zarr(str(tmp), consolidated=True).close()
+    except Exception as exc:  # xarray raises many types
+        raise DataError(f"the output does not open with xarray.open_zarr: {exc}") from None
