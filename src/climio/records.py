@@ -44,6 +44,13 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def iso_utc(epoch_s, timespec: str = "seconds"):
+    """ISO-8601 UTC text of a Unix time in seconds (None for none or 0: a time not recorded)."""
+    if not epoch_s:
+        return None
+    return _dt.datetime.fromtimestamp(epoch_s, _dt.timezone.utc).isoformat(timespec=timespec)
+
+
 def complete_metrics(metrics: dict) -> dict:
     """Fill derived metrics (cpu_s, rate_MBps) from the measured ones."""
     m = dict(metrics)
@@ -94,12 +101,19 @@ class RecordWriter:
 
     def __init__(self, path):
         self.path = Path(path)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(self.path, "ab", buffering=0)
 
     def write(self, rec: dict) -> None:
         stopping.check()     # a stop swallowed by library code while this record was measured
-        self._fh.write(json.dumps(validate(rec), sort_keys=True) + "\n")
-        self._fh.flush()
+        data = (json.dumps(validate(rec), sort_keys=True) + "\n").encode("utf-8")
+        start = self._fh.seek(0, 2)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self._fh.write(view):]
+        except OSError:
+            self._fh.truncate(start)   # a full disk: no half record line is left behind
+            raise
 
     def close(self) -> None:
         self._fh.close()

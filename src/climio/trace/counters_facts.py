@@ -8,8 +8,8 @@ say left out and the reason in Facts.missing (the rules that need it are listed 
 """
 
 from collections import Counter
-from datetime import datetime, timezone
 
+from ..records import iso_utc
 from ..rules import Facts, not_checked
 from ..rules.facts import OFFSET_LAYERS, TRACE_LAYER_ORDER, program_stack
 from ..rules.measured import LIBRARY_MIN_READ_BYTES, SMALL_REQUEST_BYTES
@@ -19,10 +19,6 @@ from .event_facts import shared_writes
 KiB = 1024
 SMALL_CERTAIN_BUCKETS = 3      # 0-100, 100-1K, 1K-10K: wholly below SMALL_REQUEST_BYTES
 SMALL_SPLIT_BUCKET = 3         # 10K-100K: straddles it; split by the common access sizes
-
-
-def _iso(epoch):
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds") if epoch else None
 
 
 def pseudo_file(name) -> bool:
@@ -43,7 +39,7 @@ def facts(ca) -> Facts:
               "end": None, "dropped": 0, "partial": False, "notes": []} for i in range(ca.nprocs)]
     run = {"path": str(log.path), "partial": any(n.startswith("partial:") for n in log.notes),
            "notes": list(log.notes) + list(log.limits), "command": job["exe"].split() if job["exe"] else None,
-           "exit_status": None, "start": _iso(job["start_epoch_s"]), "end": _iso(job["end_epoch_s"]), "host": None,
+           "exit_status": None, "start": iso_utc(job["start_epoch_s"]), "end": iso_utc(job["end_epoch_s"]), "host": None,
            "events": events, "processes": procs, "units": ca.nprocs, "wall_s": job["run_time_s"],
            "process_time_s": ca.process_time, "io_time_s": ca.io_time, "io_share": ca.share(ca.io_time),
            "layers_present": [l for l in TRACE_LAYER_ORDER if any(r.layer == l for r in ca.recs)]}

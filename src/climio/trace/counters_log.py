@@ -18,11 +18,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from ..records import iso_utc
 from .analysis import SIZE_EDGES, op_kind, is_collective, without_wrappers
 from .darshan_log import CounterRecord
 from .reader import (_EVENTS_RE, EVENTS_DTYPE, LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings,
@@ -171,10 +171,6 @@ class CountersTrace:
     meta: dict = None
 
 
-def _iso(ns):
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).isoformat(timespec="milliseconds") if ns else None
-
-
 def read_counters_trace(path) -> CountersTrace:
     path = Path(path).expanduser()
     files = sorted(path.iterdir())
@@ -239,7 +235,7 @@ def read_counters_trace(path) -> CountersTrace:
                 capped.append({"proc": stem, "capped_at_ns": head["capped_at_ns"], "counted": head["counted"],
                                "kept": n_ev})
             if not proc.done:
-                proc.notes.append(f"counts up to {_iso(head['written_ns'])} (the last write of {cf.name})")
+                proc.notes.append(f"counts up to {iso_utc((head['written_ns'] or 0) / 1e9, 'milliseconds')} (the last write of {cf.name})")
             proc_tables.append(tab)
         if pi is not None and mode != "counters":
             ev_tab = aggregate_events(trace, pi)   # global ids of the trace: map to ours
@@ -309,7 +305,7 @@ def read_counters_trace(path) -> CountersTrace:
     for c in capped:
         start_ns = next((p.t0_ns for p in procs if f"{p.host}-{p.pid}" == c["proc"]), None)
         after = f" ({(c['capped_at_ns'] - start_ns) / 1e9:.3f} s after the process started)" if start_ns else ""
-        notes.append(f"event cap reached in {c['proc']} at {_iso(c['capped_at_ns'])}{after}: its first "
+        notes.append(f"event cap reached in {c['proc']} at {iso_utc((c['capped_at_ns'] or 0) / 1e9, 'milliseconds')}{after}: its first "
                      f"{c['kept']} calls are events, the {c['counted']} calls from then on were counted in counters "
                      "only. The tables cover the whole run; call paths, netCDF request details and shared-write "
                      "checks cover the events before the cap.")

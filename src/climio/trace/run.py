@@ -23,7 +23,6 @@ MPI, both ways round:
     process without a rank) writes meta.json.
 """
 
-import datetime as _dt
 import json
 import os
 import re
@@ -39,7 +38,7 @@ from .. import __version__
 from ..errors import ClimioError, InputError
 from ..options import parse_choice, parse_mode
 from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
-from ..records import atomic_write_text
+from ..records import atomic_write_text, iso_utc
 from ..rundir import default_run_dir, writable_dir
 
 TRACEABLE_LAYERS = ("posix", "mpiio", "netcdf", "hdf5")  # what --layers may name (stdio counts as posix)
@@ -157,10 +156,6 @@ def _resolve(command) -> str:
     return found
 
 
-def _iso(ns) -> str:
-    return _dt.datetime.fromtimestamp(ns / 1e9, _dt.timezone.utc).isoformat(timespec="microseconds")
-
-
 def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None, force=False,
               mode="full") -> int:
     """Trace `command`; return its exit status. `say(msg)` reports where the trace went.
@@ -198,13 +193,13 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
             "layers": layer_list, "exclude": excl, "max_events": max_events, "mode": mode_name, "sample": sample, "library": lib, "launcher": kind,
             "climio_version": __version__, "env": tvars, "start_ns": time.time_ns(), "end_ns": None,
             "exit_status": None}
-    meta["start"] = _iso(meta["start_ns"])
+    meta["start"] = iso_utc(meta["start_ns"] / 1e9, "microseconds")
     if write_meta:  # written first too, so a run that dies with climio still says what it was
         atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
     stops = []
     status = _run(argv, env, stops)
     meta["end_ns"] = time.time_ns()
-    meta["end"] = _iso(meta["end_ns"])
+    meta["end"] = iso_utc(meta["end_ns"] / 1e9, "microseconds")
     meta["exit_status"] = status
     if write_meta:
         atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2))
