@@ -18,13 +18,21 @@ def rechunk(src, dst, **options) -> dict:
     return importlib.import_module("climio.rechunk").convert(src, dst, **options)
 
 
+def advise(target, **options):
+    """climio.advise(path | workflow | trace dir | Darshan log, var=..., read=..., passes=...) -> Advice
+    (the numbers, ranked(), best, to_dict()): `climio advise` from Python (climio.api.advise)."""
+    import importlib
+    return importlib.import_module("climio.api").advise(target, **options)
+
+
 class _Face(_types.ModuleType):
-    """The package's face keeps `climio.rechunk` the function above. The subpackage of the same
-    name stays in sys.modules["climio.rechunk"], where `from climio.rechunk import convert` finds
-    it; the import system's setattr of the subpackage onto this package is what is declined."""
+    """The package's face keeps `climio.rechunk` and `climio.advise` the functions above. The
+    subpackages of the same names stay in sys.modules ("climio.rechunk", "climio.advise"), where
+    `from climio.rechunk import convert` finds them; the import system's setattr of a subpackage
+    onto this package is what is declined."""
 
     def __setattr__(self, name, value):
-        if name == "rechunk" and isinstance(value, _types.ModuleType):
+        if name in ("rechunk", "advise") and isinstance(value, _types.ModuleType):
             return
         super().__setattr__(name, value)
 
@@ -35,7 +43,7 @@ _sys.modules[__name__].__class__ = _Face
 def __getattr__(name):
     """The Python API, imported on first use so that `import climio` stays cheap."""
     import importlib
-    if name == "predict":   # climio.predict(path | Dataset, var=..., read="xt", tasks=...)
+    if name == "predict":   # climio.predict(path | Dataset, var=..., read="xt", tasks=...) -> WorkflowPrediction
         return importlib.import_module("climio.advise.predict").predict_api
     if name in ("run_study", "load_records"):
         return getattr(importlib.import_module("climio.api"), name)

@@ -119,6 +119,42 @@ def load_records(run_dir):
 
 
 
+def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None):
+    """Ranked advice, as `climio advise` gives it: for a netCDF file with its reads (`read`,
+    `passes` as climio.predict), a workflow YAML/JSON, a climio trace directory or a Darshan log.
+
+        a = climio.advise("ta.nc", var="ta", read=["xy", "xt"], passes=[30, 5])
+        a.predicted_s              # the workflow's predicted time now
+        a.best                     # the first recommendation: rule, before_s, after_s, gain_s, command
+        a.ranked()                 # every recommendation, by predicted gain
+        a.to_dict()                # the same as `climio advise --json`
+    Warnings (another platform's profile, the built-in defaults) go to warnings.warn.
+    """
+    import warnings
+    from .trace.report import is_measured_input, measured_facts
+    from .errors import no_such_file
+    warn = lambda line: warnings.warn(line, stacklevel=3)   # noqa: E731
+    if not Path(target).exists():
+        raise no_such_file(target)
+    if is_measured_input(Path(target)):
+        from .advise.measured import advise_measured
+        from .model.workflow import profile_for
+        prof = profile_for(None, profile, warn) if profile else None
+        return advise_measured(measured_facts(Path(target)), prof, warn, str(target))
+    from .advise.recommend import advise as advise_file
+    reads = [read] if isinstance(read, str) else read
+    return advise_file(target, var=var, reads=reads, passes=passes, tasks=tasks, stack=stack,
+                       chunk_cache=_size(chunk_cache), profile=profile, warn=warn)
+
+
+def _size(value):
+    """A chunk-cache size as bytes: an int, or a text such as "64MiB"; None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    from .options import parse_size
+    return parse_size(str(value))
+
+
 def rechunk(*args, **kwargs) -> dict:
     """climio.rechunk.convert: change chunking and compression (see its docstring)."""
     from .rechunk import convert

@@ -54,6 +54,21 @@ class Advice:
     notes: list = field(default_factory=list)
     verdict: str = ""                 # measured inputs: is I/O the bottleneck of the run (rules.verdict)
 
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    @property
+    def predicted_s(self):
+        """The workflow's predicted time now (all passes, with the opens), or None for a trace."""
+        return self.prediction.total_s if self.prediction is not None else None
+
+    @property
+    def best(self):
+        """The first-ranked recommendation (a dict: rule, title, before_s, after_s, gain_s, command,
+        evidence, ...), or None when no rule fired."""
+        r = self.ranked()
+        return r[0] if r else None
+
     def ranked(self) -> list:
         def key(r):
             if r.get("gain_s") is not None:
@@ -176,7 +191,7 @@ def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk
     else:
         if not reads:
             raise InputError("say how the workflow reads the file: --read xt|xy|xyt|TEMPLATE (repeatable)")
-        wf = wfmod.Workflow(str(p), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
+        wf = wfmod.Workflow(str(p), var, wfmod.read_specs(reads, passes), tasks or 1,
                             stack or wfmod.DEFAULT_STACK, chunk_cache)
     workflow_checked(wf)
     prof = wfmod.profile_for(wf.file, profile, warn)

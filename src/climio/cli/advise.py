@@ -93,7 +93,7 @@ def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
         raise InputError("give a FILE and --read (xt, xy, xyt or a template), or --workflow FILE.yaml")
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt|TEMPLATE (repeatable)")
-    return workflow_checked(wfmod.Workflow(str(file), var, [wfmod.ReadSpec(r, passes) for r in reads], tasks or 1,
+    return workflow_checked(wfmod.Workflow(str(file), var, wfmod.read_specs(reads, passes or [1]), tasks or 1,
                                            stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None))
 
 
@@ -107,7 +107,7 @@ def _warn(lines) -> None:
 # The options `climio predict` and `climio advise` share, declared once.
 VarOpt = Annotated[Optional[str], typer.Option("--var", metavar="NAME", help="Variable (default: the only multi-dimensional one).")]
 ReadOpt = Annotated[Optional[List[str]], typer.Option("--read", metavar="SHAPE", help="Read shape: xt, xy, xyt or a count template such as 24,1,Y,X; repeatable (one entry per read).")]
-PassesOpt = Annotated[int, typer.Option("--passes", metavar="N", help="Times the workflow reads the data this way.")]
+PassesOpt = Annotated[Optional[List[int]], typer.Option("--passes", metavar="N", help="Times the workflow reads the data this way: once for every --read, or once per --read in the same order.")]
 TasksOpt = Annotated[Optional[int], typer.Option("--tasks", metavar="N", help="Tasks (processes) sharing the reads (default 1).")]
 StackOpt = Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="netcdf4-python (default), c-netcdf, h5py, h5netcdf or xarray.")]
 CacheOpt = Annotated[Optional[str], typer.Option("--chunk-cache", metavar="SIZE", help="Chunk cache per variable (default: the stack's).")]
@@ -120,7 +120,7 @@ def predict_cmd(
     file: Optional[Path] = typer.Argument(None, help="netCDF-4/HDF5 file."),
     var: VarOpt = None,
     read: ReadOpt = None,
-    passes: PassesOpt = 1,
+    passes: PassesOpt = None,
     tasks: TasksOpt = None,
     stack: StackOpt = None,
     chunk_cache: CacheOpt = None,
@@ -155,7 +155,7 @@ def advise_cmd(
                                             "directory or a Darshan log."),
     var: VarOpt = None,
     read: ReadOpt = None,
-    passes: PassesOpt = 1,
+    passes: PassesOpt = None,
     tasks: TasksOpt = None,
     stack: StackOpt = None,
     chunk_cache: CacheOpt = None,
@@ -177,7 +177,7 @@ def advise_cmd(
         prof = profile_for(None, str(profile), warnings.append) if profile else None
         adv = advise_measured(measured_facts(target), prof, warnings.append, str(target))
     else:
-        adv = advise(target, var=var, reads=read, passes=passes, tasks=tasks, stack=stack,
+        adv = advise(target, var=var, reads=read, passes=passes or [1], tasks=tasks, stack=stack,
                      chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
                      profile=str(profile) if profile else None, warn=warnings.append)
     _warn(warnings)

@@ -63,6 +63,21 @@ class Workflow:
                 raise InputError(f"passes {r.passes!r} of read {r.read} must be a positive integer")
 
 
+def read_specs(reads, passes=1) -> list:
+    """[ReadSpec] of read shapes and their passes: one count for every read, or one per read in
+    the same order (`--read xy --passes 30 --read xt --passes 5`)."""
+    reads = [reads] if isinstance(reads, str) else list(reads or [])
+    if isinstance(passes, (list, tuple)):
+        if len(passes) == 1:
+            passes = list(passes) * len(reads)
+        if len(passes) != len(reads):
+            raise InputError(f"{len(passes)} --passes for {len(reads)} --read: give one --passes, or one per --read "
+                             "in the same order")
+    else:
+        passes = [passes] * len(reads)
+    return [ReadSpec(str(r), _int(n, "passes")) for r, n in zip(reads, passes)]
+
+
 def _int(v, what):
     try:
         if isinstance(v, bool):
