@@ -172,7 +172,7 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     started, start = [], S3Server.start
     monkeypatch.setattr(S3Server, "start", lambda self: (started.append(self), start(self))[1])
     run = api.run_study("object-read", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
-                        progress=False, sizes="256KiB,4MiB", latency="0,20", concurrency="1,8")
+                        progress=False, sizes="256KiB,4MiB", latency="0,20", concurrency="4")
     recs = read_records(run)
     assert {r["params"]["stack"] for r in recs} == {"raw-obstore", "zarr-obstore"}
     assert all(r["status"] == "ok" for r in recs)
@@ -195,3 +195,23 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     # the study's server made up its credentials: none of them in records, report or output
     seen = text + "".join(capfd.readouterr())
     assert started and started[0]._secret not in seen and started[0]._key not in seen
+
+
+def test_object_chunking_small_run(tmp_path):
+    """Study b at a tiny size: Zarr with and without shards over time, netCDF-4 through references;
+    every record cold and its first hyperslab equal to the generator's values (status ok)."""
+    from climio import api
+    from climio.bench.object_chunking.summary import summarise
+    from climio.records import read_records
+    run = api.run_study("object-chunking", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
+                        progress=False, shape="8,1,20,40", chunks="E,F", reads="xt,xy", latency="0",
+                        stacks="zarr-obstore,zarr-kerchunk", sample=2)
+    recs = read_records(run)
+    assert recs and all(r["status"] == "ok" for r in recs)
+    assert all(r["cache"]["state"] == "cold" and r["cache"]["effective"] == "cold" for r in recs)
+    assert {r["params"]["format"] for r in recs} == {"zarr", "netcdf4+kerchunk"}
+    s = summarise(recs)
+    (row,) = s["sharding"]
+    # xt of xy chunks: one GET per time step unsharded, far fewer from one shard
+    assert row["xt_gets"][0] == 2 * 8 and row["xt_gets"][1] < row["xt_gets"][0]
+    assert s["references"] and all(r["zarr-obstore"] > 0 for r in s["references"])

@@ -107,6 +107,14 @@ class ZarrFsspec(_ObjectReader):
         return f"zarr {zarr.__version__} on s3fs {metadata.version('s3fs')}"
 
 
+def _close_s3fs(fs) -> None:
+    """Close a synchronous s3fs file system's client (on fsspec's loop, where it was made)."""
+    import s3fs
+    if getattr(fs, "_s3", None) is not None:
+        s3fs.S3FileSystem.close_session(fs.loop, fs._s3)
+        fs._s3 = None
+
+
 def _close_async_s3(fs) -> None:
     """Close an asynchronous s3fs file system's client on zarr's event loop (where it was made),
     so no aiohttp session is left for the garbage collector to complain about."""
@@ -162,6 +170,7 @@ class _H5OverS3(_ObjectReader):
     def close(self):
         self.h5.close()
         self.fh.close()
+        _close_s3fs(self.fs)
         self.var = None
 
     def _cache_text(self):
@@ -209,8 +218,11 @@ def make_reference(endpoint: Endpoint, url: str) -> dict:
     from kerchunk.hdf import SingleHdf5ToZarr
     u = parse_s3_url(url)
     fs = endpoint.s3fs()
-    with fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache", block_size=H5_BLOCK_BYTES) as fh:
-        return SingleHdf5ToZarr(fh, str(url), inline_threshold=0).translate()
+    try:
+        with fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache", block_size=H5_BLOCK_BYTES) as fh:
+            return SingleHdf5ToZarr(fh, str(url), inline_threshold=0).translate()
+    finally:
+        _close_s3fs(fs)
 
 
 def load_reference(endpoint: Endpoint, url: str) -> dict:
@@ -232,10 +244,15 @@ class ZarrKerchunk(_ObjectReader):
         import fsspec
         from zarr.storage import FsspecStore
         refs = load_reference(self.endpoint, path)
-        fs = fsspec.filesystem("reference", fo=refs, remote_protocol="s3", asynchronous=True,
-                               remote_options={**self.endpoint.storage_options(), "asynchronous": True,
-                                               "skip_instance_cache": True})
-        self.var = self._zarr_array(FsspecStore(fs, path="", read_only=True), var)
+        self.fs = fsspec.filesystem("reference", fo=refs, remote_protocol="s3", asynchronous=True,
+                                    remote_options={**self.endpoint.storage_options(), "asynchronous": True,
+                                                    "skip_instance_cache": True})
+        self.var = self._zarr_array(FsspecStore(self.fs, path="", read_only=True), var)
+
+    def close(self):
+        for remote in getattr(self.fs, "fss", {}).values():
+            _close_async_s3(remote)
+        self.var = None
 
     def library(self):
         import zarr

@@ -35,6 +35,7 @@ STUDY_MODULES = (
     "climio.bench.calibrate",
     "climio.bench.predict",
     "climio.bench.object_read",
+    "climio.bench.object_chunking",
 )
 
 _REGISTRY = {}

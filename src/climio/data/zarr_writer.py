@@ -31,7 +31,7 @@ DIMS = ("time", "lev", "lat", "lon")
 def zarr_codecs(compression: Compression, itemsize: int) -> dict:
     """create_array keyword arguments (filters, compressors) for a climio compression setting."""
     from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
-    from numcodecs.zarr3 import BitRound, Shuffle
+    from zarr.codecs.numcodecs import BitRound, Shuffle
     c = compression or NONE
     filters, compressors = [], []
     if c.quantize:

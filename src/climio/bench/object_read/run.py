@@ -19,6 +19,7 @@ from ...records import make_record
 from ...stacks_s3 import OBJECT_STACKS
 from ...stores.objects import list_keys
 from ...stores.server import S3Server
+from ...stores.timing import request_stats, timed_store
 from . import PEER, STUDY, requests_for
 
 BUCKET = "climio"
@@ -57,22 +58,6 @@ def write_arrays(s3: S3Server, grid) -> dict:
     return keys
 
 
-class _TimedGets:
-    """A zarr Store wrapper keeping the time of every chunk GET (metadata reads excluded)."""
-
-    def __new__(cls, store, times):
-        from zarr.storage import WrapperStore
-
-        class Timed(WrapperStore):
-            async def get(self, key, prototype, byte_range=None):
-                t0 = time.perf_counter()
-                out = await self._store.get(key, prototype, byte_range)
-                if not key.endswith("zarr.json"):
-                    times.append(time.perf_counter() - t0)
-                return out
-        return Timed(store)
-
-
 class _Peer:
     """obstore ranged GETs (0..size) of the chunk objects, `concurrency` in flight."""
 
@@ -101,7 +86,7 @@ class _Peer:
 
 class _Stack:
     def __init__(self, s3, name, size, times):
-        self.reader = OBJECT_STACKS[name](s3.endpoint, wrap=lambda st: _TimedGets(st, times))
+        self.reader = OBJECT_STACKS[name](s3.endpoint, wrap=lambda st: timed_store(st, times))
         self.reader.open(f"{_url(size)}", _var(size))
         self.size = size
         times.clear()   # the open's metadata GETs are not requests of the measurement
@@ -113,16 +98,6 @@ class _Stack:
 
     def close(self):
         self.reader.close()
-
-
-def _request_stats(times) -> dict:
-    t = np.sort(np.asarray(times)) * 1e3
-    if not len(t):
-        return {}
-    q = np.percentile(t, [50, 90, 99])
-    return {"req_p50_ms": round(float(q[0]), 3), "req_p90_ms": round(float(q[1]), 3),
-            "req_p99_ms": round(float(q[2]), 3), "req_min_ms": round(float(t[0]), 3),
-            "req_max_ms": round(float(t[-1]), 3), "req_mean_ms": round(float(t.mean()), 3), "gets": int(len(t))}
 
 
 def measure(s3, grid, keys, stack, size, conc, rep, platform_id) -> dict:
@@ -145,7 +120,7 @@ def measure(s3, grid, keys, stack, size, conc, rep, platform_id) -> dict:
     for part in data:   # checked outside the timed region: the stack and the peer deliver the same bytes
         view = memoryview(part).cast("B")
         nbytes, crc = nbytes + view.nbytes, zlib.crc32(view, crc)
-    metrics = {"bytes": nbytes, "ops": n, **tm.metrics(), **_request_stats(times), "crc32": crc}
+    metrics = {"bytes": nbytes, "ops": n, **tm.metrics(), **request_stats(times), "crc32": crc}
     # the server's storage reads, not this process's: the bytes came over the network
     metrics.pop("storage_read_bytes", None)
     if io0 is not None and io1 is not None:

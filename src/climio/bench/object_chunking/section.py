@@ -1,0 +1,50 @@
+"""The object-chunking study in the report: the cells and the findings with verdicts."""
+
+from statistics import median
+
+from ...sections import Finding, Note, Paragraph, Section, Table
+from ...units import format_size
+from . import STUDY
+from .summary import PEAK_SHARE, RECOVERS, summarise
+
+
+def section(records) -> Section:
+    s = summarise(records)
+    sec = Section("study-object-chunking", "Object storage: chunk shapes, shards and references")
+    sec.add(Paragraph("Zarr v3 stores (zarr-python + obstore) with the thesis's chunk shapes, with and without shards "
+                      "holding the whole time axis, and the same field as netCDF-4 read through a kerchunk reference "
+                      "(zarr-kerchunk); a random sample of hyperslabs per read shape, cold, at each injected latency."))
+    if s["not_cold"]:
+        sec.add(Note(f"{s['not_cold']} record(s) were not cold; their rates include the page cache."))
+    rows = [[f"{c['latency_ms']:g}", c["stack"], f"{c['label']} {c['chunks']}", c["shards"], c["compression"], c["read"],
+             f"{c['rate_MBps']:.1f}", f"{c['gets']:.0f}", f"{c['cold']}/{c['n']}"] for c in s["cells"]]
+    sec.add(Table(["latency [ms]", "stack", "chunks", "shards", "codec", "read", "rate [MB/s]", "GETs", "cold"], rows,
+                  "Median over repetitions."))
+    return sec
+
+
+def findings(records) -> list:
+    s = summarise(records)
+    out = []
+    for lat in sorted({r["latency_ms"] for r in s["smallest"]}):
+        rows = [r for r in s["smallest"] if r["latency_ms"] == lat]
+        text = "; ".join(f"{r['read']}: {r['smallest_label']} ({format_size(r['smallest_chunk_bytes'])}, "
+                         f"{r['smallest_MBps']:.3g} of peak {r['peak_MBps']:.3g} MB/s with {r['peak_label']})" for r in rows)
+        out.append(Finding(STUDY, f"{lat:g} ms: smallest chunk reaching {PEAK_SHARE:.0%} of the peak, {text}",
+                           "not decidable" if all(r["shapes"] < 3 for r in rows) else None))
+    for row in s["sharding"]:
+        xt, xy = row.get("xt"), row.get("xy")
+        verdict = "reproduced" if xt >= RECOVERS else ("inconclusive" if xt >= 1 / RECOVERS else "refuted")
+        gets = row.get("xt_gets")
+        out.append(Finding(STUDY, f"{row['latency_ms']:g} ms, {row['compression']}: shards over time make the xt read of "
+                                  f"xy chunks {xt:.2f}x as fast (GETs {gets[0]:.0f} -> {gets[1]:.0f})"
+                                  + (f", the xy read {xy:.2f}x" if xy is not None else "")
+                                  + " (claim: sharding recovers xt)", verdict))
+    refs = s["references"]
+    for lat in sorted({r["latency_ms"] for r in refs}):
+        rs = [r for r in refs if r["latency_ms"] == lat]
+        parts = [f"{median(r[k] for r in rs if k in r):.2f}x native Zarr through {k}"
+                 for k in ("zarr-fsspec", "zarr-obstore") if any(k in r for r in rs)]
+        out.append(Finding(STUDY, f"{lat:g} ms: netCDF-4 through kerchunk references reads at " + ", ".join(parts)
+                                  + f" (median over {len(rs)} cells, same chunks and codec; the references' client is s3fs)"))
+    return out
