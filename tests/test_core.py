@@ -36,9 +36,9 @@ def test_one_command_value_parsers_live_in_options():
     from climio import options as O
     from climio.bench import stsa as stsa_bench
     from climio.measure import worker
-    from climio.stsa import workflow
+    from climio.stsa import inputs
     from climio.trace import run as trace_run
-    assert workflow.parse_lat_band is O.parse_lat_band and trace_run.parse_mode is O.parse_mode
+    assert inputs.parse_lat_band is O.parse_lat_band and trace_run.parse_mode is O.parse_mode
     assert worker.parse_cache_spec is O.parse_cache_spec and not hasattr(stsa_bench, "parse_layouts")
     assert O.parse_lat_band("-15,15") == (-15.0, 15.0) and O.parse_lat_band("all") is None
     assert O.parse_layouts("contiguous, xt+deflate4+shuffle", stsa_bench.LAYOUT_LABELS) == [

@@ -5,7 +5,9 @@
   NCL's ``wkSpaceTime`` computes them (raw, background, ratio).
 * :mod:`climio.stsa.dispersion` -- shallow-water equatorial wave dispersion curves (WK99 Figs 1-3).
 * :mod:`climio.stsa.workflow` -- files or an xarray.DataArray in, latitude tasks on Dask distributed:
-  :func:`wk` and :func:`hayashi` (the Python API of ``climio stsa``); output and plots in
+  :func:`wk` and :func:`hayashi` (the Python API of ``climio stsa``); the input's axes and checks in
+  :mod:`climio.stsa.inputs`, what one task reads and computes on a worker in :mod:`climio.stsa.tasks`
+  (its read plans in :mod:`climio.stsa.readplan` and :mod:`climio.stsa.direct`); output and plots in
   :mod:`climio.stsa.output` and :mod:`climio.stsa.plots`.
 
 Conventions shared by both: zonal wavenumber in cycles per latitude circle, positive = eastward

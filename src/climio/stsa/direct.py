@@ -18,7 +18,7 @@ HDF5 walks the file once, in order, and the buffer is sized by where the bytes a
 Measured on a 2920 x 64 x 144 float64 variable, 16 tasks in one process (this VM): netCDF-C 1.56 s
 wall / 1.27 s CPU cold and 0.80 s warm; this reader 0.56-0.59 s / 0.38-0.43 s cold and 0.27 s warm
 (of which 16 mincore scans ~0.09 s). Chunked variables stay with netCDF-C, whose chunk cache the
-``runs`` plan sizes (:func:`climio.stsa.workflow.tune_chunk_cache`).
+``runs`` plan sizes (:func:`climio.stsa.tasks.tune_chunk_cache`).
 
 :func:`plan` only accepts what it can prove equal: a variable xarray opened with the netCDF4
 engine, undecoded (no mask or scale between the file and the array), indexed by integers, unit-step

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ..plotting import to_png
 from .dispersion import ANTISYMMETRIC, SYMMETRIC, WK_DEPTHS, dispersion_curves
 from .spectra import HayashiSpectrum, WKSpectra
-from .workflow import rows_text
+from .tasks import rows_text
 
 KMAX = 15
 FMAX = 0.8
