@@ -26,12 +26,12 @@ def expected_checksum(pattern, buffer, seed):
 def layer_records(layer, files, *extra):
     path = files[rs.file_kind(layer)]
     args = ["--file", path, "--buffers", ",".join(map(str, BUFFERS)), "--reps", "1", "--verify", *extra]
-    if layer in rs.NATIVE_LAYERS:
-        return run_probe(rs.NATIVE_LAYERS[layer], *args)[0]
+    if layer in rs.NATIVE_STACKS:
+        return run_probe(rs.NATIVE_STACKS[layer], *args)[0]
     return run_worker(layer, *args)
 
 
-@pytest.mark.parametrize("layer", rs.LAYERS)
+@pytest.mark.parametrize("layer", rs.STACK_NAMES)
 def test_layer_returns_exactly_the_requested_bytes(files_1d, layer):
     recs = layer_records(layer, files_1d)
     assert len(recs) == 3 * len(BUFFERS)
@@ -118,3 +118,18 @@ def test_netcdf_probe_reports_its_library(files_1d):
                   "--patterns", "sequential", "--reps", "1")[0][0]
     assert r["params"]["library"].startswith("netCDF-C") or "4." in r["params"]["library"]
     assert r["params"]["variable"] == "data"
+
+
+def test_every_stack_is_named_once():
+    """climio.stack_names names every stack (and orders them) without loading a library; each Python
+    name has its reader in climio.stacks, each native one its probe, and the read-stack study offers
+    exactly these."""
+    from climio import native, stack_names, stacks
+    assert tuple(stacks.STACKS) == stack_names.PYTHON_STACKS
+    assert stack_names.STACK_NAMES == tuple(stack_names.NATIVE_STACKS) + stack_names.PYTHON_STACKS
+    for prog in stack_names.NATIVE_STACKS.values():
+        native.program(prog)          # NativeError if a probe is not built
+    assert sorted(stack_names.STACK_NAMES, key=stack_names.stack_sort_key)[:2] == ["c-posix", "c-netcdf"]
+    assert stack_names.stack_sort_key("zz-unknown") > stack_names.stack_sort_key("xarray")
+    from climio.bench import base
+    assert list(base.get("read-stack").grid("quick").layers) == list(stack_names.STACK_NAMES)

@@ -6,7 +6,8 @@ with the library's chunk cache as asked. The generic worker (climio.measure.work
 study's series over any of them, in a process of its own, so that every stack is measured the
 same way: imports and the open outside the timed region.
 
-Native stacks are separate C programs (csrc/probes); NATIVE_LAYERS names them.
+Native stacks are separate C programs (csrc/probes); NATIVE_STACKS names them (climio.stack_names,
+where every stack's name and their order are).
 
     reader = STACKS["h5py"]()
     reader.open(path, "ta", chunk_cache=(64 << 20, 1009, 0.75))
@@ -19,9 +20,10 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-NATIVE_LAYERS = {"c-posix": "climio-probe-posix", "c-netcdf": "climio-probe-netcdf"}
+from .stack_names import NATIVE_STACKS, PYTHON_STACKS, STACK_NAMES  # noqa: F401  (the stacks' names)
+
 # Which of the two read-stack test files (plain binary or netCDF-4) a stack reads.
-BINARY_LAYERS = ("c-posix", "py-file", "numpy")
+BINARY_STACKS = ("c-posix", "py-file", "numpy")
 ITEMSIZE = 8  # the read-stack file's values are float64 (raw binary: 8-byte words)
 
 # A chunk cache as the command line gives it: (bytes, slots/nelems, preemption), or None for
@@ -63,7 +65,7 @@ class Reader(Protocol):
 
 def file_kind(name: str) -> str:
     """"bin" for the stacks that read the raw binary file, "nc" for the netCDF/HDF5 ones."""
-    return "bin" if name in BINARY_LAYERS else "nc"
+    return "bin" if name in BINARY_STACKS else "nc"
 
 
 # --- raw files ------------------------------------------------------------------------------------
@@ -320,7 +322,3 @@ STACKS = {
     "py-file": PyFile, "numpy": NumpyFromfile, "netcdf4-python": NetCDF4Python,
     "h5py": H5py, "h5netcdf": H5netcdf, "xarray": Xarray,
 }
-PYTHON_LAYERS = tuple(STACKS)
-LAYERS = tuple(NATIVE_LAYERS) + PYTHON_LAYERS
-# The old name of the registry (read-stack study).
-READERS = STACKS

@@ -17,6 +17,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from .records import to_frame
+from .stack_names import stack_sort_key
 
 RATE, WALL, CPU = "rate_MBps", "wall_s", "cpu_s"
 METRICS = (RATE, WALL, CPU)
@@ -24,9 +25,6 @@ METRICS = (RATE, WALL, CPU)
 # Parameters that may differ between repetitions of one configuration (never part of its key).
 PER_REP_PARAMS = frozenset({"rep", "time", "pid"})
 
-# The read-stack layers in the order of the thesis's software stack (binary, then netCDF-4);
-# layers not listed here follow in alphabetical order.
-LAYER_ORDER = ("c-posix", "c-netcdf", "py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray")
 PATTERN_ORDER = ("sequential", "strided", "random")
 
 
@@ -183,17 +181,13 @@ def _order(value, preferred) -> tuple:
     return (preferred.index(value), "") if value in preferred else (len(preferred), str(value))
 
 
-def layer_sort_key(layer) -> tuple:
-    return _order(layer, LAYER_ORDER)
-
-
 def pattern_sort_key(pattern) -> tuple:
     return _order(pattern, PATTERN_ORDER)
 
 
 def config_sort_key(cfg: Config) -> tuple:
     p = cfg.params
-    return (layer_sort_key(p.get("layer")), pattern_sort_key(p.get("pattern")), p.get("buffer_bytes") or 0,
+    return (stack_sort_key(p.get("layer")), pattern_sort_key(p.get("pattern")), p.get("buffer_bytes") or 0,
             json.dumps(p, sort_keys=True, default=str))
 
 

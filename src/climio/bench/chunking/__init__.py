@@ -18,7 +18,7 @@ from ...errors import InputError
 from .catalogue import LayoutCase
 from .summary import STUDY  # defined once, beside the summary
 
-CHUNKING_LAYERS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
+CHUNKING_STACKS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
 CACHE_SETTINGS = ("default", "fit")
 
 DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
@@ -136,7 +136,7 @@ def build_grid(preset="full", **values) -> Grid:
     check_nothing_dropped(values, shapes, comps, compressed_for, layouts)
     reads = [(name, parse_read(name, shape)) for name in split_reads(text["reads"])]
     return Grid(shape=shape, chunks=text["chunks"], reads=reads, compression=text["compression"],
-                compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], CHUNKING_LAYERS, "layer"),
+                compress_chunks=text["compress_chunks"], layers=parse_choice(text["layers"], CHUNKING_STACKS, "layer"),
                 chunk_cache=parse_choice(text["chunk_cache"], CACHE_SETTINGS, "chunk-cache setting"), reps=reps, budget_s=budget,
                 sample=sample, dtype=dtype, source=source, layouts=layouts, preset=preset)
 

@@ -26,7 +26,7 @@ from ...errors import NativeError
 from ...measure import probes
 from ...measure.procs import stream_records
 from ...records import make_record
-from . import CACHE_SETTINGS, CHUNKING_LAYERS, STUDY  # noqa: F401  (the package's; re-exported for callers)
+from . import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # noqa: F401  (the package's; re-exported for callers)
 from .catalogue import LayoutCase  # noqa: F401
 
 if TYPE_CHECKING:

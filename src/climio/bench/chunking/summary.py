@@ -19,7 +19,8 @@ import numpy as np
 
 from ...cells import dnf_text, num, plural
 from ...sections import VERDICTS as _ALL_VERDICTS
-from ...stats import RATE, group_configs, layer_sort_key
+from ...stack_names import stack_sort_key
+from ...stats import RATE, group_configs
 from ...units import format_size
 
 STUDY = "chunking"
@@ -143,7 +144,7 @@ class Cells:
         self.cells = OrderedDict((k, c) for k, c in self.all.items() if not is_unavailable(c))
         self.unavailable = OrderedDict((k, c) for k, c in self.all.items() if is_unavailable(c))
         keys = list(self.all)
-        self.layers = sorted(dict.fromkeys(k[0] for k in keys), key=layer_sort_key)
+        self.layers = sorted(dict.fromkeys(k[0] for k in keys), key=stack_sort_key)
         self.compressions = _ordered([k[1] for k in keys], (NONE,))
         self.caches = _ordered([k[2] for k in keys], CACHE_ORDER)
         self.reads = _ordered([k[3] for k in keys], READ_ORDER)

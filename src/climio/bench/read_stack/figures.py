@@ -17,7 +17,7 @@ from matplotlib.ticker import NullFormatter
 
 from ...plotting import COLOURS, DNF_MARKER, MARKERS, log2_size_axis, to_png, wall_cpu_legend
 from ...units import format_size
-from .summary import (CPU, LAYER_ORDER, RATE, WALL, group_configs, pattern_sort_key, series_of,
+from .summary import (CPU, STACK_NAMES, RATE, WALL, group_configs, pattern_sort_key, series_of,
                       syscall_table)
 
 NATIVE = ("c-posix", "c-netcdf")
@@ -30,10 +30,10 @@ def series_styles(labels_layers) -> dict:
     for label, layer in labels_layers:
         if label in styles:
             continue
-        if layer in LAYER_ORDER and label == layer:
-            i = LAYER_ORDER.index(layer)
+        if layer in STACK_NAMES and label == layer:
+            i = STACK_NAMES.index(layer)
         else:
-            i = len(LAYER_ORDER) + extra
+            i = len(STACK_NAMES) + extra
             extra += 1
         styles[label] = (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)],
                          "-" if layer in NATIVE else "--")

@@ -18,7 +18,7 @@ from ... import native, syscalls
 from ...access import plan
 from ...errors import DataError
 from ...measure.procs import stream_records
-from ...stacks import LAYERS, NATIVE_LAYERS, file_kind  # noqa: F401
+from ...stacks import NATIVE_STACKS, STACK_NAMES, file_kind  # noqa: F401
 from . import STUDY
 from .grid import FULL_BUFFERS, PRESETS, QUICK_BUFFERS, Grid, buffers_for, data_bytes  # noqa: F401
 
@@ -37,9 +37,9 @@ def layer_command(layer, path, grid: Grid, platform_id="", reps=None, cache=None
         common += ["--var", grid.variable]
     if grid.verify:
         common.append("--verify")
-    if layer in NATIVE_LAYERS:
+    if layer in NATIVE_STACKS:
         extra = ["--api", grid.c_api or "read", *(["--odirect"] if grid.odirect else [])] if layer == "c-posix" else []
-        return [native.program(NATIVE_LAYERS[layer]), *common, *extra]
+        return [native.program(NATIVE_STACKS[layer]), *common, *extra]
     return [sys.executable, "-m", "climio.measure.worker", "--study", STUDY, "--stack", layer, *common]
 
 

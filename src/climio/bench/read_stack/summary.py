@@ -12,8 +12,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ...records import shared_value
-from ...stats import (CPU, LAYER_ORDER, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
-                      group_configs, layer_sort_key, pattern_sort_key)
+from ...stats import (CPU, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
+                      group_configs, pattern_sort_key)
+from ...stack_names import STACK_NAMES, stack_sort_key  # noqa: F401  (figures order by STACK_NAMES)
 
 # Parameters that follow from the position on the rate-vs-buffer curve (pattern, buffer) rather
 # than define a series: a series is a layer plus everything else.
@@ -104,7 +105,7 @@ def series_of(configs, patterns=None) -> list:
     for (ident_key, pattern), cfgs in groups.items():
         cfgs.sort(key=lambda c: c.params["buffer_bytes"])
         out.append(Curve(stack_of(cfgs[0].params), labels[ident_key], pattern, cfgs))
-    out.sort(key=lambda s: (layer_sort_key(s.layer), s.label, pattern_sort_key(s.pattern)))
+    out.sort(key=lambda s: (stack_sort_key(s.layer), s.label, pattern_sort_key(s.pattern)))
     return out
 
 

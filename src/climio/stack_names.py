@@ -1,0 +1,17 @@
+"""The names of climio's software stacks and their order, apart from the readers themselves
+(climio.stacks, which loads libraries), so that records, summaries and tables can name and sort
+stacks without importing what measures them.
+
+Native stacks are separate C programs (csrc/probes), named here with their program; the Python
+stacks follow from the plainest (a file object) to the highest level (xarray): the thesis's
+software stack, binary first, then netCDF-4.
+"""
+
+NATIVE_STACKS = {"c-posix": "climio-probe-posix", "c-netcdf": "climio-probe-netcdf"}
+PYTHON_STACKS = ("py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray")
+STACK_NAMES = tuple(NATIVE_STACKS) + PYTHON_STACKS
+
+
+def stack_sort_key(name) -> tuple:
+    """Sort key of a stack name: STACK_NAMES' order, names not in it after, alphabetically."""
+    return (STACK_NAMES.index(name), "") if name in STACK_NAMES else (len(STACK_NAMES), str(name))
