@@ -8,6 +8,14 @@ parallel-read`, `calibrate` and `stsa`, and runner.measure): per group, the para
 cache keys with their JSON types (number: int or float; list[T]: every element of type T; {}: an
 empty object; a dotted key is a nested one). Every record also has study, rep, status, time,
 platform_id and schema. A key added, dropped or retyped fails here with its name.
+
+The serial studies (read-stack, chunking) and parallel-write are checked the same way against
+records their quick runs made before issue 23 (commit eddab52, with the native programs of that
+tree), one group per shape of record: read-stack per native stack and per kind of Python stack
+(binary file, netCDF-4), chunking per stack and contiguous or chunked layout, parallel-write per
+mode, backend family (PnetCDF's records name their own counters) and serial or parallel strategy.
+The one change: the native programs' records (C probes, climio-pario) carry "schema" now, as the
+Python ones did (issue 23 part 5). metrics.syscalls.sizes is a map (request size -> count).
 """
 
 from types import SimpleNamespace
@@ -18,6 +26,7 @@ from climio.bench import base
 from climio.data import write_4d
 from climio.measure.tasks import measure
 
+MAPS = {"metrics.syscalls.sizes"}   # objects whose keys are values (a request size), not names
 TOP = {"study": "str", "rep": "number", "status": "str", "time": "str", "platform_id": "str", "schema": "number"}
 
 EXPECTED = {
@@ -97,6 +106,274 @@ EXPECTED = {
                   "mode:str n_tasks:number piece_bytes:number preset:str read_plan:str shape:list[number] "
                   "source:str stack:str where:str workers:number",
     },
+    "chunking/c-netcdf/chunked": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number chunks_touched_per_slice:number "
+                  "compression_ratio:number cpu_s:number file_bytes:number max_chunks_touched:number open_s:number "
+                  "ops:number rate_MBps:number sampled:bool slices_read:number storage_needed_bytes:number "
+                  "storage_read_bytes:number stored_bytes:number sys_s:number user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "chunking/c-netcdf/contiguous": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number compression_ratio:number cpu_s:number file_bytes:number "
+                  "open_s:number ops:number rate_MBps:number sampled:bool slices_read:number "
+                  "storage_needed_bytes:number storage_read_bytes:number stored_bytes:number sys_s:number "
+                  "user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "chunking/h5py/chunked": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number chunks_touched_per_slice:number "
+                  "compression_ratio:number cpu_s:number file_bytes:number max_chunks_touched:number open_s:number "
+                  "ops:number rate_MBps:number sampled:bool slices_read:number storage_needed_bytes:number "
+                  "storage_read_bytes:number stored_bytes:number sys_s:number user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "chunking/h5py/contiguous": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number compression_ratio:number cpu_s:number file_bytes:number "
+                  "open_s:number ops:number rate_MBps:number sampled:bool slices_read:number "
+                  "storage_needed_bytes:number storage_read_bytes:number stored_bytes:number sys_s:number "
+                  "user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "chunking/netcdf4-python/chunked": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number chunks_touched_per_slice:number "
+                  "compression_ratio:number cpu_s:number file_bytes:number max_chunks_touched:number open_s:number "
+                  "ops:number rate_MBps:number sampled:bool slices_read:number storage_needed_bytes:number "
+                  "storage_read_bytes:number stored_bytes:number sys_s:number user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "chunking/netcdf4-python/contiguous": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number bytes_decoded_per_byte:number compression_ratio:number cpu_s:number file_bytes:number "
+                  "open_s:number ops:number rate_MBps:number sampled:bool slices_read:number "
+                  "storage_needed_bytes:number storage_read_bytes:number stored_bytes:number sys_s:number "
+                  "user_s:number wall_s:number",
+        "params": "cache_setting:str chunk_cache.nelems:number chunk_cache.preemption:number chunk_cache.size:number "
+                  "chunk_label:str chunking:str compression:str deflate:number dtype:str file:str layer:str "
+                  "library:str preset:str read_count:list[number] read_shape:str sample:str shuffle:number "
+                  "slices_total:number source:str var_shape:list[number] variable:str",
+    },
+    "parallel-write/benchio/mpi/parallel": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.open:list[number] per_rank.total:list[number] per_rank.write:list[number] "
+                  "phases.close.max:number phases.close.mean:number phases.close.min:number phases.define.max:number "
+                  "phases.define.mean:number phases.define.min:number phases.open.max:number phases.open.mean:number "
+                  "phases.open.min:number phases.write.max:number phases.write.mean:number phases.write.min:number "
+                  "rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number rate_MBps:number "
+                  "rate_mean_task_MBps:number verified:bool wall_s:number",
+        "params": "backend:str collective:bool decomposition:list[number] dtype:str files:number fsync:bool "
+                  "global:list[number] halo:number hints:{} hints_requested:{} launcher:str library:str "
+                  "local:list[number] mode:str mpi_io:str mpi_library:str nodes:number ranks:number scaling:str "
+                  "strategy:str stripe.applied:bool stripe.reason:str stripe.requested.count:null "
+                  "stripe.requested.size:null writers:number",
+    },
+    "parallel-write/benchio/mpi/serial": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.gather:list[number] per_rank.open:list[number] per_rank.total:list[number] "
+                  "per_rank.write:list[number] phases.close.max:number phases.close.mean:number "
+                  "phases.close.min:number phases.define.max:number phases.define.mean:number phases.define.min:number "
+                  "phases.gather.max:number phases.gather.mean:number phases.gather.min:number phases.open.max:number "
+                  "phases.open.mean:number phases.open.min:number phases.write.max:number phases.write.mean:number "
+                  "phases.write.min:number rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number "
+                  "rate_MBps:number rate_mean_task_MBps:number verified:bool wall_s:number",
+        "params": "backend:str collective:bool decomposition:list[number] dtype:str files:number fsync:bool "
+                  "global:list[number] halo:number hints:{} hints_requested:{} launcher:str library:str "
+                  "local:list[number] mode:str mpi_io:str mpi_library:str nodes:number ranks:number scaling:str "
+                  "strategy:str stripe.applied:bool stripe.reason:str stripe.requested.count:null "
+                  "stripe.requested.size:null writers:number",
+    },
+    "parallel-write/benchio/pnetcdf/parallel": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.open:list[number] per_rank.total:list[number] per_rank.write:list[number] "
+                  "phases.close.max:number phases.close.mean:number phases.close.min:number phases.define.max:number "
+                  "phases.define.mean:number phases.define.min:number phases.open.max:number phases.open.mean:number "
+                  "phases.open.min:number phases.write.max:number phases.write.mean:number phases.write.min:number "
+                  "rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number rate_MBps:number "
+                  "rate_mean_task_MBps:number verified:bool wall_s:number",
+        "params": "backend:str collective:bool decomposition:list[number] dtype:str files:number fsync:bool "
+                  "global:list[number] halo:number hints.nc_header_align_size:str hints.nc_header_read_chunk_size:str "
+                  "hints.nc_ibuf_size:str hints.nc_in_place_swap:str hints.nc_num_subfiles:str "
+                  "hints.nc_record_align_size:str hints.nc_var_align_size:str hints.pnetcdf_subfiling:str "
+                  "hints_requested:{} launcher:str library:str local:list[number] mode:str mpi_io:str mpi_library:str "
+                  "nodes:number ranks:number scaling:str strategy:str stripe.applied:bool stripe.reason:str "
+                  "stripe.requested.count:null stripe.requested.size:null writers:number",
+    },
+    "parallel-write/benchio/pnetcdf/serial": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.gather:list[number] per_rank.open:list[number] per_rank.total:list[number] "
+                  "per_rank.write:list[number] phases.close.max:number phases.close.mean:number "
+                  "phases.close.min:number phases.define.max:number phases.define.mean:number phases.define.min:number "
+                  "phases.gather.max:number phases.gather.mean:number phases.gather.min:number phases.open.max:number "
+                  "phases.open.mean:number phases.open.min:number phases.write.max:number phases.write.mean:number "
+                  "phases.write.min:number rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number "
+                  "rate_MBps:number rate_mean_task_MBps:number verified:bool wall_s:number",
+        "params": "backend:str collective:bool decomposition:list[number] dtype:str files:number fsync:bool "
+                  "global:list[number] halo:number hints.nc_header_align_size:str hints.nc_header_read_chunk_size:str "
+                  "hints.nc_ibuf_size:str hints.nc_in_place_swap:str hints.nc_num_subfiles:str "
+                  "hints.nc_record_align_size:str hints.nc_var_align_size:str hints.pnetcdf_subfiling:str "
+                  "hints_requested:{} launcher:str library:str local:list[number] mode:str mpi_io:str mpi_library:str "
+                  "nodes:number ranks:number scaling:str strategy:str stripe.applied:bool stripe.reason:str "
+                  "stripe.requested.count:null stripe.requested.size:null writers:number",
+    },
+    "parallel-write/model/mpi/parallel": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number fields:str file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.open:list[number] per_rank.total:list[number] per_rank.write:list[number] "
+                  "phases.close.max:number phases.close.mean:number phases.close.min:number phases.define.max:number "
+                  "phases.define.mean:number phases.define.min:number phases.open.max:number phases.open.mean:number "
+                  "phases.open.min:number phases.write.max:number phases.write.mean:number phases.write.min:number "
+                  "rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number rate_MBps:number "
+                  "rate_mean_task_MBps:number records_written:number select:null small_bytes:number verified:bool "
+                  "wall_s:number",
+        "params": "backend:str chunking:str collective:bool decomposition:list[number] files:number fill:str "
+                  "fsync:bool grid:list[number] hints:{} hints_requested:{} io_layout:list[number] launcher:str "
+                  "library:str mode:str mpi_io:str mpi_library:str nodes:number nt:number ranks:number "
+                  "select_threshold:number small_access:str strategy:str stripe.applied:bool stripe.reason:str "
+                  "stripe.requested.count:null stripe.requested.size:null variables.2d:number variables.3d:number "
+                  "variables.restart:number variables.small:number writers:number",
+    },
+    "parallel-write/model/mpi/serial": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number fields:str file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.gather:list[number] per_rank.open:list[number] per_rank.total:list[number] "
+                  "per_rank.write:list[number] phases.close.max:number phases.close.mean:number "
+                  "phases.close.min:number phases.define.max:number phases.define.mean:number phases.define.min:number "
+                  "phases.gather.max:number phases.gather.mean:number phases.gather.min:number phases.open.max:number "
+                  "phases.open.mean:number phases.open.min:number phases.write.max:number phases.write.mean:number "
+                  "phases.write.min:number rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number "
+                  "rate_MBps:number rate_mean_task_MBps:number records_written:number select:null small_bytes:number "
+                  "verified:bool wall_s:number",
+        "params": "backend:str chunking:str collective:bool decomposition:list[number] files:number fill:str "
+                  "fsync:bool grid:list[number] hints:{} hints_requested:{} io_layout:list[number] launcher:str "
+                  "library:str mode:str mpi_io:str mpi_library:str nodes:number nt:number ranks:number "
+                  "select_threshold:number small_access:str strategy:str stripe.applied:bool stripe.reason:str "
+                  "stripe.requested.count:null stripe.requested.size:null variables.2d:number variables.3d:number "
+                  "variables.restart:number variables.small:number writers:number",
+    },
+    "parallel-write/model/pnetcdf/parallel": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number fields:str file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.open:list[number] per_rank.total:list[number] per_rank.write:list[number] "
+                  "phases.close.max:number phases.close.mean:number phases.close.min:number phases.define.max:number "
+                  "phases.define.mean:number phases.define.min:number phases.open.max:number phases.open.mean:number "
+                  "phases.open.min:number phases.write.max:number phases.write.mean:number phases.write.min:number "
+                  "rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number rate_MBps:number "
+                  "rate_mean_task_MBps:number records_written:number select:null small_bytes:number verified:bool "
+                  "wall_s:number",
+        "params": "backend:str chunking:str collective:bool decomposition:list[number] files:number fill:str "
+                  "fsync:bool grid:list[number] hints.nc_header_align_size:str hints.nc_header_read_chunk_size:str "
+                  "hints.nc_ibuf_size:str hints.nc_in_place_swap:str hints.nc_num_subfiles:str "
+                  "hints.nc_record_align_size:str hints.nc_var_align_size:str hints.pnetcdf_subfiling:str "
+                  "hints_requested:{} io_layout:list[number] launcher:str library:str mode:str mpi_io:str "
+                  "mpi_library:str nodes:number nt:number ranks:number select_threshold:number small_access:str "
+                  "strategy:str stripe.applied:bool stripe.reason:str stripe.requested.count:null "
+                  "stripe.requested.size:null variables.2d:number variables.3d:number variables.restart:number "
+                  "variables.small:number writers:number",
+    },
+    "parallel-write/model/pnetcdf/serial": {
+        "cache": "evicted_between_reps:bool method:str requested:str state:str",
+        "metrics": "bytes:number epoch_end:number epoch_start:number fields:str file_bytes:number imbalance:number "
+                  "mismatches:number per_rank.close:list[number] per_rank.define:list[number] "
+                  "per_rank.gather:list[number] per_rank.open:list[number] per_rank.total:list[number] "
+                  "per_rank.write:list[number] phases.close.max:number phases.close.mean:number "
+                  "phases.close.min:number phases.define.max:number phases.define.mean:number phases.define.min:number "
+                  "phases.gather.max:number phases.gather.mean:number phases.gather.min:number phases.open.max:number "
+                  "phases.open.mean:number phases.open.min:number phases.write.max:number phases.write.mean:number "
+                  "phases.write.min:number rank_total_s.max:number rank_total_s.mean:number rank_total_s.min:number "
+                  "rate_MBps:number rate_mean_task_MBps:number records_written:number select:null small_bytes:number "
+                  "verified:bool wall_s:number",
+        "params": "backend:str chunking:str collective:bool decomposition:list[number] files:number fill:str "
+                  "fsync:bool grid:list[number] hints.nc_header_align_size:str hints.nc_header_read_chunk_size:str "
+                  "hints.nc_ibuf_size:str hints.nc_in_place_swap:str hints.nc_num_subfiles:str "
+                  "hints.nc_record_align_size:str hints.nc_var_align_size:str hints.pnetcdf_subfiling:str "
+                  "hints_requested:{} io_layout:list[number] launcher:str library:str mode:str mpi_io:str "
+                  "mpi_library:str nodes:number nt:number ranks:number select_threshold:number small_access:str "
+                  "strategy:str stripe.applied:bool stripe.reason:str stripe.requested.count:null "
+                  "stripe.requested.size:null variables.2d:number variables.3d:number variables.restart:number "
+                  "variables.small:number writers:number",
+    },
+    "read-stack/c-netcdf": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number cpu_s:number open_s:number ops:number rate_MBps:number storage_needed_bytes:number "
+                  "storage_read_bytes:number sys_s:number syscalls.bytes_per_request:number "
+                  "syscalls.calls_per_request:number syscalls.max_call_bytes:number syscalls.read_bytes:number "
+                  "syscalls.read_calls:number syscalls.requests:number syscalls.sizes:map[number] syscalls.tool:str "
+                  "user_s:number wall_s:number",
+        "params": "api:str buffer_bytes:number file:str file_bytes:number layer:str library:str max_ops:number "
+                  "odirect:bool pattern:str planned_bytes:number planned_ops:number random_count:number seed:number "
+                  "variable:str",
+    },
+    "read-stack/c-posix": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number cpu_s:number open_s:number ops:number rate_MBps:number storage_needed_bytes:number "
+                  "storage_read_bytes:number sys_s:number syscalls.bytes_per_request:number "
+                  "syscalls.calls_per_request:number syscalls.max_call_bytes:number syscalls.read_bytes:number "
+                  "syscalls.read_calls:number syscalls.requests:number syscalls.sizes:map[number] syscalls.tool:str "
+                  "user_s:number wall_s:number",
+        "params": "api:str buffer_bytes:number file:str file_bytes:number layer:str max_ops:number odirect:bool "
+                  "pattern:str planned_bytes:number planned_ops:number random_count:number seed:number",
+    },
+    "read-stack/python-bin": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number cpu_s:number open_s:number ops:number rate_MBps:number storage_needed_bytes:number "
+                  "storage_read_bytes:number sys_s:number syscalls.bytes_per_request:number "
+                  "syscalls.calls_per_request:number syscalls.max_call_bytes:number syscalls.read_bytes:number "
+                  "syscalls.read_calls:number syscalls.requests:number syscalls.sizes:map[number] syscalls.tool:str "
+                  "user_s:number wall_s:number",
+        "params": "api:str buffer_bytes:number file:str file_bytes:number layer:str library:str max_ops:number "
+                  "odirect:bool pattern:str planned_bytes:number planned_ops:number random_count:number seed:number",
+    },
+    "read-stack/python-nc": {
+        "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
+                  "verified_by:str",
+        "metrics": "bytes:number cpu_s:number open_s:number ops:number rate_MBps:number storage_needed_bytes:number "
+                  "storage_read_bytes:number sys_s:number syscalls.bytes_per_request:number "
+                  "syscalls.calls_per_request:number syscalls.max_call_bytes:number syscalls.read_bytes:number "
+                  "syscalls.read_calls:number syscalls.requests:number syscalls.sizes:map[number] syscalls.tool:str "
+                  "user_s:number wall_s:number",
+        "params": "api:str buffer_bytes:number file:str file_bytes:number layer:str library:str max_ops:number "
+                  "odirect:bool pattern:str planned_bytes:number planned_ops:number random_count:number seed:number "
+                  "variable:str",
+    },
 }
 
 
@@ -120,7 +397,9 @@ def keys_and_types(rec) -> dict:
 
     def walk(d, pre):
         for k, v in d.items():
-            if isinstance(v, dict) and v:
+            if pre + k in MAPS:
+                out[pre + k] = "map[" + "|".join(sorted({_type(x) for x in v.values()})) + "]"
+            elif isinstance(v, dict) and v:
                 walk(v, f"{pre}{k}.")
             else:
                 out[pre + k] = _type(v)
@@ -198,3 +477,34 @@ def test_predict_runner(small_nc, stack, tasks):
                    params={"read": "xt"})
     assert r["metrics"]["bytes"] == 8 * 2 * 16 * 32 * 8 and r["params"]["tasks"] == tasks
     assert_shape(f"predict/{stack}/{tasks}", r)
+
+
+def shape_group(r) -> str:
+    """The EXPECTED group of a read-stack, chunking or parallel-write record."""
+    p = r["params"]
+    if r["study"] == "read-stack":
+        s = p["layer"]
+        return "read-stack/" + (s if s.startswith("c-") else "python-bin" if s in ("py-file", "numpy") else "python-nc")
+    if r["study"] == "chunking":
+        return f"chunking/{p['layer']}/{'contiguous' if p['chunking'] == 'contiguous' else 'chunked'}"
+    return (f"parallel-write/{p['mode']}/{'pnetcdf' if p['backend'] == 'pnetcdf' else 'mpi'}/"
+            f"{'serial' if p['strategy'] == 'serial' else 'parallel'}")
+
+
+@pytest.mark.parametrize("study, values", [
+    ("read-stack", dict(size="64KiB", buffers="16KiB", reps=1, stacks="c-posix,c-netcdf,py-file,netcdf4-python")),
+    ("chunking", dict(shape="4,2,8,16", chunks="A,E", reads="xy", compression="none", chunk_cache="default",
+                      stacks="netcdf4-python,h5py,c-netcdf", reps=1)),
+    ("parallel-write", dict(mode="benchio,model", ranks="2", local="8,8,8", model_grid="16,8,2", nt=1, reps=1,
+                            backends="mpiio,pnetcdf", strategies="shared,serial")),
+])
+def test_serial_studies_and_parallel_write(tmp_path, study, values):
+    """A quick run at the smallest sizes: every record has its group's keys and value types, and every
+    group of the study is there."""
+    s = base.get(study)
+    ctx, recs = ctx_collecting(tmp_path)
+    s.run(ctx, s.grid("quick", **values))
+    assert recs and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs if r["status"] != "ok"]
+    for r in recs:
+        assert_shape(shape_group(r), r)
+    assert {shape_group(r) for r in recs} == {g for g in EXPECTED if g.startswith(study + "/")}
