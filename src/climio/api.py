@@ -48,13 +48,15 @@ def remove_stale_data_dirs() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_dir=None) -> None:
+def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_dir=None, append=False,
+                force=False) -> None:
     """Run `steps` (functions of a RunContext) into one run directory, then render the report.
     platform.json describes the file system of `measured_dir` (the user's files), else of
     `data_dir` (where the generated files go).
     On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
     is rendered from them before the interruption goes on to the exit code."""
     from .rundir import RunDir
+    claim_run_dir(run_dir, append, force)
     with RunDir(run_dir, measured_dir or data_dir) as run:
         ctx = RunContext(run, data_dir, progress)
         try:
@@ -70,6 +72,27 @@ def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_
         info(f"report: {render_report(run_dir)}")
 
 
+def claim_run_dir(run_dir, append=False, force=False) -> None:
+    """A run directory that already holds a run is refused before anything runs (a script run twice
+    appended its records to the first run's, and the findings compared the two): `append` adds to it,
+    `force` replaces it whole (only a run directory: records.jsonl or platform.json in it)."""
+    from .errors import InputError
+    p = Path(run_dir)
+    if append and force:
+        raise InputError("--append and --force contradict each other: give one")
+    if not p.is_dir() or not any(p.iterdir()):
+        return
+    is_run = (p / "records.jsonl").is_file() or (p / "platform.json").is_file()
+    if append and is_run:
+        return
+    if force and is_run:
+        shutil.rmtree(p)
+        return
+    what = "a run" if is_run else "files that are not a climio run"
+    raise InputError(f"{p} already holds {what}: choose another output directory"
+                     + (", --append (append=True) to add to it, or --force (force=True) to replace it" if is_run else ""))
+
+
 def _render_partial(run_dir, report: bool) -> None:
     from .errors import ClimioError
     from .measure.progress import err_line
@@ -83,17 +106,20 @@ def _render_partial(run_dir, report: bool) -> None:
         pass
 
 
-def run_study(study, preset=None, out=None, data_dir=None, report=True, progress=True, **values):
+def run_study(study, preset=None, out=None, data_dir=None, report=True, progress=True, append=False, force=False,
+              **values):
     """Run a registered study (by name or object) with Grid values as keyword arguments; return the
-    run directory. The CLI and notebooks both come here."""
+    run directory. The CLI and notebooks both come here. An `out` that already holds a run is
+    refused unless `append` (add to it) or `force` (replace it)."""
     from .rundir import default_run_dir
     study = base.get(study) if isinstance(study, str) else study
     grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
     run_dir = Path(out) if out else default_run_dir(study.name)
+    claim_run_dir(run_dir, append, force)   # before any data are generated
     with DataDir(data_dir) as ddir:
         study.check(grid, ddir)
         run_studies(run_dir, ddir, [lambda ctx: study.run(ctx, grid)], report, progress,
-                    measured_dir=study.data_location(grid, ddir))
+                    measured_dir=study.data_location(grid, ddir), append=True)   # claimed above
     return run_dir
 
 

@@ -23,6 +23,8 @@ def calibrate_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Run directory (default climio-runs/calibrate-TIMESTAMP)."),
     stacks: Optional[str] = typer.Option(None, "--stacks", metavar="LIST", help="Stacks: netcdf4-python,h5py,h5netcdf,xarray,c-netcdf."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render report.html (the profile is shown there)."),
+    append: bool = typer.Option(False, "--append", help="Add to the run directory -o names when it already holds a run."),
+    force: bool = typer.Option(False, "--force", help="Replace the run directory -o names, whole, when it already holds a run."),
 ):
     """Measure the rates the read-time model needs on the data's file system and save the profile
     (~/.cache/climio/profiles/PLATFORM_ID.json and RUN_DIR/profile.json)."""
@@ -57,7 +59,8 @@ def calibrate_cmd(
         _warn(["no --data-dir: this measures a temporary directory on local disk, not the file system of your "
                "data, and the profile is keyed by that file system; run `climio calibrate --data-dir DIR` with DIR "
                "on the data's file system (e.g. beside the data)"])
-    run_dir = run_study("calibrate", preset=preset, out=out, data_dir=data_dir, report=report, stacks=stacks)
+    run_dir = run_study("calibrate", preset=preset, out=out, data_dir=data_dir, report=report, stacks=stacks,
+                        append=append, force=force)
     path = Path(run_dir) / profmod.PROFILE_NAME
     info(f"profile: {path}")
     if path.is_file():

@@ -37,15 +37,18 @@ def survey_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Run directory (default climio-runs/survey-TIMESTAMP)."),
     data_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Where to generate the data (default: a temporary directory on local disk). Put it on the file system you want to measure."),
     shot: bool = typer.Option(False, "--screenshot", help=SCREENSHOT_HELP),
+    append: bool = typer.Option(False, "--append", help="Add to the run directory -o names when it already holds a run."),
+    force: bool = typer.Option(False, "--force", help="Replace the run directory -o names, whole, when it already holds a run."),
 ):
     """Run every study at a laptop-sized default and write one report."""
-    from ..api import results_table
+    from ..api import claim_run_dir, results_table
     from ..bench.survey import survey_steps
     from ..rundir import default_run_dir
 
     run_dir = out or default_run_dir("survey")
+    claim_run_dir(run_dir, append, force)   # before any data are generated
     with DataDir(data_dir) as ddir:
-        run_studies(run_dir, ddir, survey_steps(quick), True, measured_dir=data_dir)
+        run_studies(run_dir, ddir, survey_steps(quick), True, measured_dir=data_dir, append=True)
     table = results_table(run_dir)
     if table:
         print(table)

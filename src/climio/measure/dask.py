@@ -19,6 +19,7 @@ import os
 import signal
 import time
 
+from .. import spawning
 from ..errors import InputError, NativeError
 
 SCHEDULER_TIMEOUT_S = 10
@@ -68,6 +69,7 @@ class Cluster:
             n = default_workers() if self.workers is None else int(self.workers)
             if n < 1:
                 raise InputError(f"--workers {n} must be at least 1")
+            spawning.dask_workers()   # its workers start without re-running a user's script
             try:
                 self._cluster = LocalCluster(n_workers=n, threads_per_worker=self.threads, processes=True,
                                              resources=self.resources, dashboard_address="127.0.0.1:0",

@@ -76,8 +76,8 @@ class TaskPool:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self):
-        import multiprocessing as mp
-        ctx = mp.get_context("spawn")
+        from .. import spawning
+        ctx = spawning.context()   # spawn, without re-running a user's script (climio.spawning)
         try:
             mgr = self._stack.enter_context(ctx.Manager())
             self._pool = self._stack.enter_context(ProcessPoolExecutor(max_workers=self.n, mp_context=ctx))
