@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from .. import spawning
-from .. import spawning
 from . import blocks, formats
 from .formats import netcdf4 as nc4
 from .model import Target, VarInfo
