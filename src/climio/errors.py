@@ -7,6 +7,7 @@ against it). One kind of failure has one code everywhere: a missing file is DATA
 """
 
 import errno
+import os
 
 OK = 0
 FAILURE = 1
@@ -103,4 +104,30 @@ def disk_full_in(exc: BaseException):
         if "No space left on device" in str(exc):
             return exc
         exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _no_space_at(path) -> bool:
+    """The file system holding `path` (or its nearest existing parent) has under 1 MiB left."""
+    p = os.path.abspath(str(path))
+    while p and not os.path.exists(p):
+        p = os.path.dirname(p)
+    try:
+        st = os.statvfs(p or "/")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < (1 << 20)
+
+
+def disk_full_error(exc: BaseException, path, doing: str = ""):
+    """A DiskSpaceError for `exc` when a full disk caused it, else None. netCDF-C does not pass
+    ENOSPC on: a write to a full disk comes back as "NetCDF: HDF error" or even "Permission
+    denied", so besides ENOSPC in the exception's chain, a failure while the file system at `path`
+    has no space left is taken for a full disk."""
+    if isinstance(exc, DiskSpaceError):
+        return exc
+    if not isinstance(exc, Exception) or isinstance(exc, (InputError, NativeError)):
+        return None
+    if disk_full_in(exc) is not None or _no_space_at(path):
+        return DiskSpaceError(f"disk full while {doing or f'writing {path}'}")
     return None

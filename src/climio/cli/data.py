@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import InputError, disk_full_error
 from ..measure.progress import info
 from ..options import parse_shape
 from ..staging import remove_stale, stale_temporaries
@@ -81,9 +81,12 @@ def make_data_cmd(
         if upload_to is not None:
             from ..data.publish import upload_made
             upload_made(out, names, upload_to, say=info)
-    except BaseException:
+    except BaseException as exc:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()   # a failed or interrupted run leaves no empty directory behind
+        full = disk_full_error(exc, out, f"writing {out}")   # netCDF-C says "HDF error", not ENOSPC
+        if full is not None:
+            raise full from None
         raise
 
 
