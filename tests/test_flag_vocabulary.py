@@ -2,7 +2,9 @@
 spelling one release as a hidden alias with a note, conflicting or ignored options are one-line
 errors with exit 2, and every --help shows readable metavars, never Python types."""
 
+import json
 import re
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -148,3 +150,42 @@ def test_report_on_a_trace_points_to_trace_report(tmp_path):
     log = tmp_path / "run.darshan"
     log.write_bytes(b"\0")
     assert f"is a Darshan log: use `climio trace report {log}`" in one_line_error(run_cli("report", log), 3)
+
+
+NOTE = "climio: note: {old} is deprecated and will be removed; use {new}"
+
+
+def _notes(err) -> list:
+    return [line for line in err.splitlines() if line.startswith("climio: note:")]
+
+
+def test_every_old_spelling_outside_the_studies_works_with_its_one_note(tmp_path):
+    """One mechanism for renamed flags (options.renamed): rechunk --chunk, trace report --format and
+    stsa --tasks still work, each with the same one-line note the studies' old flags print, and the
+    old and the new spelling together is one error line."""
+    from climio.data import write_4d
+    src = tmp_path / "in.nc"
+    write_4d(str(src), [4, 2, 8, 16], chunks=[4, 1, 8, 16])
+    old = run_cli("rechunk", src, tmp_path / "o.nc", "--chunk", "time/1", "--dry-run", "--json")
+    new = run_cli("rechunk", src, tmp_path / "o.nc", "-c", "time/1", "--dry-run", "--json")
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert _notes(old.stderr) == [NOTE.format(old="--chunk", new="-c/--chunks")] and not _notes(new.stderr)
+    assert json.loads(old.stdout) == json.loads(new.stdout)     # the same plan
+
+    trace = tmp_path / "trace"
+    ran = run_cli("trace", "run", "-o", trace, "--", sys.executable, "-c", f"open({str(src)!r}, 'rb').read(64)")
+    assert ran.returncode == 0, ran.stderr
+    old = run_cli("trace", "report", trace, "--format", "json")
+    new = run_cli("trace", "report", trace, "--json")
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert _notes(old.stderr) == [NOTE.format(old="--format", new="--json / --html")] and not _notes(new.stderr)
+    assert json.loads(old.stdout).keys() == json.loads(new.stdout).keys()
+    assert "--format is the old name of --json / --html" in one_line_error(
+        run_cli("trace", "report", trace, "--format", "json", "--html"))
+
+    missing = tmp_path / "nosuch.nc"     # the note comes before the input is opened: exit 3 after it
+    old = run_cli("stsa", missing, "--tasks", "3", "-o", tmp_path / "s")
+    assert _notes(old.stderr) == [NOTE.format(old="--tasks", new="--lat-tasks")]
+    assert one_line_error(old, 3) == one_line_error(run_cli("stsa", missing, "--lat-tasks", "3", "-o", tmp_path / "s"), 3)
+    assert "--tasks is the old name of --lat-tasks" in one_line_error(
+        run_cli("stsa", missing, "--tasks", "3", "--lat-tasks", "4"))

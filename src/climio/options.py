@@ -11,9 +11,13 @@ from .errors import InputError
 from .layout import DIMS, _shape
 
 
-def parse_choice(text, allowed, what) -> list:
-    """`a,b` -> ['a', 'b'] when every item is allowed; else a one-line InputError naming the choices."""
-    items = [s.strip() for s in str(text).split(",") if s.strip()]
+def parse_choice(text, allowed, what, renamed=None) -> list:
+    """`a,b` -> ['a', 'b'] when every item is allowed; else a one-line InputError naming the choices.
+    `renamed` (old -> new) accepts old spellings of a value, with a note (renamed_values)."""
+    items = [str(s).strip() for s in (text if isinstance(text, (list, tuple)) else str(text).split(","))
+             if str(s).strip()]
+    if renamed:
+        items = renamed_values(items, renamed, what)
     bad = [s for s in items if s not in allowed]
     if bad or not items:
         raise InputError(f"unknown {what} '{','.join(bad) or text}': choose from {', '.join(allowed)}")
@@ -294,3 +298,45 @@ def check_mpi_io(value: str) -> str:
     if value not in MPI_IO:
         raise InputError(f"unknown --mpi-io '{value}': use default, romio or ompio")
     return value
+
+
+# --- renamed flags and values -----------------------------------------------------------------
+# The one mechanism for an old spelling kept one release: a hidden flag (or an old value) still
+# works, says so in one line on stderr, and giving the old and the new one together is an error.
+# Every command uses it: the studies' flags through bench.base.option(deprecated=...), the other
+# commands' hidden typer options through renamed(), old values of a choice through parse_choice's
+# `renamed` mapping.
+
+def renamed_note(old: str, new: str) -> None:
+    """The one-line note for an old spelling `old` of `new` (a flag or a value)."""
+    import sys
+    sys.stderr.write(f"climio: note: {old} is deprecated and will be removed; use {new}\n")
+    sys.stderr.flush()
+
+
+def _given(value) -> bool:
+    return value is not None and value != [] and value != () and value is not False
+
+
+def renamed(old: str, new: str, old_value, new_value, new_given=None):
+    """The value of an option renamed from flag `old` to `new`: `new_value` when the old spelling was
+    not given, else `old_value` with the note. Both given (`new_given`, default: `new_value` set) is
+    one InputError line."""
+    if not _given(old_value):
+        return new_value
+    if _given(new_value) if new_given is None else new_given:
+        raise InputError(f"{old} is the old name of {new}: give one")
+    renamed_note(old, new)
+    return old_value
+
+
+def renamed_values(items, renames: dict, what: str) -> list:
+    """`items` with old spellings of a value (`renames`: old -> new) replaced by the new, one note per
+    old spelling used ("netcdf-c" -> "c-netcdf": the note names the {what})."""
+    out = []
+    for s in items:
+        if s in renames:
+            renamed_note(f"{what} {s}", f"{renames[s]}")
+            s = renames[s]
+        out.append(s)
+    return out

@@ -11,6 +11,7 @@ import typer
 from ..api import results_table, run_study
 from ..bench import base
 from ..errors import InputError
+from ..options import renamed
 from . import CONTEXT, app
 from .report import SCREENSHOT_HELP, keep_screenshot
 
@@ -67,10 +68,6 @@ def study_parameters(study) -> list:
             None, "--out", "-o", metavar="DIR", help=f"Run directory (default climio-runs/{study.name}-TIMESTAMP).")),
         inspect.Parameter("report", _POS, annotation=bool, default=typer.Option(
             True, "--report/--no-report", help="Render report.html at the end.")),
-        inspect.Parameter("append", _POS, annotation=bool, default=typer.Option(
-            False, "--append", help="Add to the run directory -o names when it already holds a run.")),
-        inspect.Parameter("force", _POS, annotation=bool, default=typer.Option(
-            False, "--force", help="Replace the run directory -o names, whole, when it already holds a run.")),
         inspect.Parameter("screenshot", _POS, annotation=bool, default=typer.Option(
             False, "--screenshot", help=SCREENSHOT_HELP)),
     ]
@@ -85,25 +82,18 @@ def chosen_preset(study, kw) -> str:
 
 
 def resolve_aliases(study, kw) -> None:
-    """Move the values given under a deprecated spelling to their field, with a one-line note;
-    the old and the new spelling together is an error."""
-    from ..measure.progress import err_line
+    """Move the values given under a deprecated spelling to their field (options.renamed: a one-line
+    note; the old and the new spelling together is an error)."""
     for f, opt in base.options_of(study.Grid):
         for i, old in enumerate(opt.deprecated):
-            value = kw.pop(f"{_ALIAS}{i}_{f.name}", None)
-            if value is None or value == []:
-                continue
-            if kw.get(f.name) not in (None, []):
-                raise InputError(f"{old} is the old name of {opt.flag}: give one")
-            err_line(f"climio: note: {old} is deprecated and will be removed; use {opt.flag}")
-            kw[f.name] = value
+            kw[f.name] = renamed(old, opt.flag, kw.pop(f"{_ALIAS}{i}_{f.name}", None), kw.get(f.name))
 
 
 def make_command(study):
     def command(**kw):
         resolve_aliases(study, kw)
         preset = chosen_preset(study, kw)
-        shared = {k: kw.pop(k) for k in ("data_dir", "out", "report", "append", "force")}
+        shared = {k: kw.pop(k) for k in ("data_dir", "out", "report")}
         shot = kw.pop("screenshot")
         if shot and not shared["report"]:
             raise InputError("--screenshot is of the report: not with --no-report")

@@ -5,7 +5,6 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError
 from ..measure.progress import err_line, info
 from . import app
 
@@ -45,13 +44,10 @@ def rechunk_cmd(
     from ..mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
+    from ..options import renamed
     from ..rechunk.command import convert
 
-    if chunk_old:
-        if chunk:
-            raise InputError("--chunk is the old name of -c/--chunks: give one")
-        err_line("climio: note: --chunk is deprecated and will be removed; use -c/--chunks")
-        chunk = chunk_old
+    chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given
     summary = convert(input, output, chunks=chunk, compression=compression, for_axes=for_axes, balanced=balanced,
                       chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,

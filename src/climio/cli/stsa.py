@@ -5,8 +5,8 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError, disk_full_error
-from ..measure.progress import err_line, info
+from ..errors import InputError
+from ..measure.progress import info
 from . import app
 
 HPC_HELP = """
@@ -59,12 +59,12 @@ def stsa_cmd(
 ):
     """Wavenumber-frequency spectra of a (time, [level,] lat, lon) variable, split into latitude tasks
     that each read and compute (timed separately) on Dask workers."""
+    from ..options import renamed
     from ..rundir import writable_dir
     from ..stsa import output, workflow
 
-    if tasks_old is not None:   # renamed: --tasks means processes in predict, advise and calibrate
-        err_line("climio: note: stsa's --tasks is now --lat-tasks (latitude tasks); --tasks will be removed")
-        tasks = tasks_old
+    # renamed: --tasks means processes in predict, advise and calibrate
+    tasks = renamed("--tasks", "--lat-tasks", tasks_old, tasks, new_given=tasks != 16)
 
     if method not in workflow.METHODS:
         raise InputError(f"unknown --method '{method}': choose from {', '.join(workflow.METHODS)}")
@@ -87,24 +87,6 @@ def stsa_cmd(
                                   read_plan=read_plan)
         result.where = cl.where
     t = result.timings()
-    try:
-        written = _write_outputs(result, outdir, plots, f"climio stsa — {method} of {inp.description['variable']}")
-    except Exception as exc:   # a full disk: netCDF-C says "HDF error" or "Permission denied", not ENOSPC
-        full = disk_full_error(exc, outdir, f"writing the spectra to {outdir}")
-        if full is None:
-            raise
-        raise full from None
-    info(f"stsa: {t['n_tasks']} tasks, job {t['job_wall_s']:.2f} s wall; per task summed: read "
-         f"{t['sum_read_wall_s']:.2f} s wall / {t['sum_read_cpu_s']:.2f} s CPU, compute {t['sum_compute_wall_s']:.2f} s "
-         f"wall / {t['sum_compute_cpu_s']:.2f} s CPU; {t['bytes'] / 1e6:.1f} MB, equivalent read rate "
-         f"{t['equivalent_rate_MBps']:.1f} MB/s")
-    for p in written:
-        info(f"wrote {p}")
-
-
-def _write_outputs(result, outdir, plots, title) -> list:
-    """spectra.nc, tasks.json and (with plots) the PNG figures and stsa.html; the paths written."""
-    from ..stsa import output
     written = [output.write_netcdf(result.spectra, outdir / "spectra.nc", result.description),
                output.write_tasks(result, outdir / "tasks.json")]
     if plots:
@@ -113,5 +95,10 @@ def _write_outputs(result, outdir, plots, title) -> list:
         for name, png in pngs.items():
             written.append(output.write_bytes(outdir / f"{name}.png", png))
         written.append(output.write_text(outdir / "stsa.html", stsa_plots.html_page(
-            result.spectra, pngs, result, title=title)))
-    return written
+            result.spectra, pngs, result, title=f"climio stsa — {method} of {inp.description['variable']}")))
+    info(f"stsa: {t['n_tasks']} tasks, job {t['job_wall_s']:.2f} s wall; per task summed: read "
+         f"{t['sum_read_wall_s']:.2f} s wall / {t['sum_read_cpu_s']:.2f} s CPU, compute {t['sum_compute_wall_s']:.2f} s "
+         f"wall / {t['sum_compute_cpu_s']:.2f} s CPU; {t['bytes'] / 1e6:.1f} MB, equivalent read rate "
+         f"{t['equivalent_rate_MBps']:.1f} MB/s")
+    for p in written:
+        info(f"wrote {p}")

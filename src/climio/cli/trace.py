@@ -48,16 +48,12 @@ def trace_report_cmd(
 def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:
     """--json / --html (the vocabulary of every command); the old --format spelling with a note."""
     from ..errors import InputError
-    from ..measure.progress import err_line
+    from ..options import renamed
     if json_out and html:
         raise InputError("--json and --html contradict each other: give one")
-    if old is not None:
-        if json_out or html:
-            raise InputError("--format is the old spelling of --json / --html: give one")
-        if old not in ("text", "json", "html"):
-            raise InputError(f"unknown --format '{old}': use --json or --html (text is the default)")
-        err_line("climio: note: --format is deprecated and will be removed; use --json or --html (text is the default)")
-        return old
-    return "json" if json_out else "html" if html else "text"
+    if old is not None and old not in ("text", "json", "html"):
+        raise InputError(f"unknown --format '{old}': use --json or --html (text is the default)")
+    return renamed("--format", "--json / --html", old, "json" if json_out else "html" if html else "text",
+                   new_given=json_out or html)
 
 
