@@ -68,6 +68,10 @@ def study_parameters(study) -> list:
             None, "--out", "-o", metavar="DIR", help=f"Run directory (default climio-runs/{study.name}-TIMESTAMP).")),
         inspect.Parameter("report", _POS, annotation=bool, default=typer.Option(
             True, "--report/--no-report", help="Render report.html at the end.")),
+        inspect.Parameter("append", _POS, annotation=bool, default=typer.Option(
+            False, "--append", help="Add to the run directory -o names when it already holds a run.")),
+        inspect.Parameter("force", _POS, annotation=bool, default=typer.Option(
+            False, "--force", help="Replace the run directory -o names, whole, when it already holds a run.")),
         inspect.Parameter("screenshot", _POS, annotation=bool, default=typer.Option(
             False, "--screenshot", help=SCREENSHOT_HELP)),
     ]
@@ -93,7 +97,7 @@ def make_command(study):
     def command(**kw):
         resolve_aliases(study, kw)
         preset = chosen_preset(study, kw)
-        shared = {k: kw.pop(k) for k in ("data_dir", "out", "report")}
+        shared = {k: kw.pop(k) for k in ("data_dir", "out", "report", "append", "force")}
         shot = kw.pop("screenshot")
         if shot and not shared["report"]:
             raise InputError("--screenshot is of the report: not with --no-report")

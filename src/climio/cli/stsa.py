@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import InputError, disk_full_error
 from ..measure.progress import info
 from . import app
 
@@ -87,6 +87,24 @@ def stsa_cmd(
                                   read_plan=read_plan)
         result.where = cl.where
     t = result.timings()
+    try:
+        written = _write_outputs(result, outdir, plots, f"climio stsa — {method} of {inp.description['variable']}")
+    except Exception as exc:   # a full disk: netCDF-C says "HDF error" or "Permission denied", not ENOSPC
+        full = disk_full_error(exc, outdir, f"writing the spectra to {outdir}")
+        if full is None:
+            raise
+        raise full from None
+    info(f"stsa: {t['n_tasks']} tasks, job {t['job_wall_s']:.2f} s wall; per task summed: read "
+         f"{t['sum_read_wall_s']:.2f} s wall / {t['sum_read_cpu_s']:.2f} s CPU, compute {t['sum_compute_wall_s']:.2f} s "
+         f"wall / {t['sum_compute_cpu_s']:.2f} s CPU; {t['bytes'] / 1e6:.1f} MB, equivalent read rate "
+         f"{t['equivalent_rate_MBps']:.1f} MB/s")
+    for p in written:
+        info(f"wrote {p}")
+
+
+def _write_outputs(result, outdir, plots, title) -> list:
+    """spectra.nc, tasks.json and (with plots) the PNG figures and stsa.html; the paths written."""
+    from ..stsa import output
     written = [output.write_netcdf(result.spectra, outdir / "spectra.nc", result.description),
                output.write_tasks(result, outdir / "tasks.json")]
     if plots:
@@ -95,10 +113,5 @@ def stsa_cmd(
         for name, png in pngs.items():
             written.append(output.write_bytes(outdir / f"{name}.png", png))
         written.append(output.write_text(outdir / "stsa.html", stsa_plots.html_page(
-            result.spectra, pngs, result, title=f"climio stsa — {method} of {inp.description['variable']}")))
-    info(f"stsa: {t['n_tasks']} tasks, job {t['job_wall_s']:.2f} s wall; per task summed: read "
-         f"{t['sum_read_wall_s']:.2f} s wall / {t['sum_read_cpu_s']:.2f} s CPU, compute {t['sum_compute_wall_s']:.2f} s "
-         f"wall / {t['sum_compute_cpu_s']:.2f} s CPU; {t['bytes'] / 1e6:.1f} MB, equivalent read rate "
-         f"{t['equivalent_rate_MBps']:.1f} MB/s")
-    for p in written:
-        info(f"wrote {p}")
+            result.spectra, pngs, result, title=title)))
+    return written
