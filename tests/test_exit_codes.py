@@ -68,13 +68,13 @@ def _argv(template, file, var, out):
 
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_missing_file_is_data(command, tmp_path):
-    msg = one_line(run_cli(*_argv(READERS[command], tmp_path / "nope.nc", "ta", tmp_path)), errors.DATA)
+    msg = one_line(run_cli(*_argv(READERS[command], tmp_path / "nope.nc", "ta", tmp_path)), errors.Exit.DATA)
     assert "nope.nc" in msg
 
 
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_unknown_variable_is_data(command, f4, tmp_path):
-    msg = one_line(run_cli(*_argv(READERS[command], f4, "nosuch", tmp_path)), errors.DATA)
+    msg = one_line(run_cli(*_argv(READERS[command], f4, "nosuch", tmp_path)), errors.Exit.DATA)
     assert "nosuch" in msg
 
 
@@ -82,7 +82,7 @@ def test_unknown_variable_is_data(command, f4, tmp_path):
     ["trace", "report", "NOPE"], ["report", "NOPE"], ["export", "NOPE"], ["calibrate", "--from", "NOPE"],
 ])
 def test_missing_run_or_trace_directory_is_data(argv, tmp_path):
-    one_line(run_cli(*[str(tmp_path / "nope") if a == "NOPE" else a for a in argv]), errors.DATA)
+    one_line(run_cli(*[str(tmp_path / "nope") if a == "NOPE" else a for a in argv]), errors.Exit.DATA)
 
 
 @pytest.mark.parametrize("argv", [
@@ -92,7 +92,7 @@ def test_missing_run_or_trace_directory_is_data(argv, tmp_path):
     ["bench", "chunking", "--read", "diagonal", "--quick", "-o", "OUT/r"],
 ])
 def test_bad_read_shape_is_input(argv, f4, tmp_path):
-    msg = one_line(run_cli(*_argv(argv, f4, "ta", tmp_path)), errors.INPUT)
+    msg = one_line(run_cli(*_argv(argv, f4, "ta", tmp_path)), errors.Exit.INPUT)
     assert "diagonal" in msg
 
 
@@ -119,7 +119,7 @@ def test_tasks_means_processes_everywhere():
     assert "--tasks" in run_cli("predict", "--help").stdout
     # the old spelling still works for one release, with a note
     out = run_cli("stsa", "nope.nc", "--tasks", "4", "--var", "ta")
-    assert "--lat-tasks" in out.stderr and out.returncode == errors.DATA
+    assert "--lat-tasks" in out.stderr and out.returncode == errors.Exit.DATA
 
 
 def test_json_is_one_flag_everywhere(tmp_path):
@@ -129,15 +129,15 @@ def test_json_is_one_flag_everywhere(tmp_path):
         assert "--json" in run_cli(*argv, "--help").stdout, argv
     assert "--format" not in run_cli("trace", "report", "--help").stdout
     out = run_cli("trace", "report", tmp_path / "nope", "--json", "--html")
-    one_line(out, errors.INPUT)
+    one_line(out, errors.Exit.INPUT)
 
 
 def test_the_table_is_in_help_and_readme():
     help_text = " ".join(run_cli("--help").stdout.split())
     readme = (ROOT / "README.md").read_text()
     for code, what in errors.EXIT_CODES.items():
-        assert f"{code} {what}" in help_text, (code, what)
-        assert re.search(rf"^\| {code} \| {re.escape(what)} \|$", readme, re.M), (code, what)
+        assert f"{int(code)} {what}" in help_text, (code, what)
+        assert re.search(rf"^\| {int(code)} \| {re.escape(what)} \|$", readme, re.M), (code, what)
 
 
 def test_sigterm_to_rechunk_is_143(tmp_path):
@@ -159,6 +159,6 @@ def test_sigterm_to_rechunk_is_143(tmp_path):
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == errors.TERMINATED, err
+    assert proc.returncode == errors.Exit.TERMINATED, err
     assert "Traceback" not in err and "terminated" in err.strip().splitlines()[-1], err
     assert os.listdir(out.parent) == []

@@ -1,4 +1,4 @@
-"""A disk that fills up is one line and exit 4 (errors.DISK), with nothing half-written left behind.
+"""A disk that fills up is one line and exit 4 (errors.Exit.DISK), with nothing half-written left behind.
 
 Each test mounts a small tmpfs and fills it while the command runs (another job filling a shared
 file system) or before it writes its output: rechunk, make-data, stsa's output and a study's records.
@@ -74,7 +74,7 @@ def run(argv, timeout=300, **kw):
 
 def one_disk_line(out):
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("climio: error")]
-    assert out.returncode == errors.DISK, (out.returncode, out.stderr[-3000:])
+    assert out.returncode == errors.Exit.DISK, (out.returncode, out.stderr[-3000:])
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
     assert "disk full" in lines[0] or "free" in lines[0], lines[0]
     return lines[0]

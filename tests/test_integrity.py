@@ -113,7 +113,7 @@ def test_every_reader_refuses_a_damaged_file(command, fmt, kind, corrupted, tmp_
     argv = [a.replace("OUT", str(tmp_path)) for a in COMMANDS[command]]
     out = run_cli(*[a.replace("F", str(bad), 1) if a.startswith("F") else a for a in argv])
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    assert out.returncode == errors.DATA and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.returncode == errors.Exit.DATA and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     if kind == "cut":
         assert lines[0] == f"climio: error: {bad}: truncated: {bad.stat().st_size} of {whole.stat().st_size} bytes"
     else:

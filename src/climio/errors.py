@@ -6,75 +6,80 @@ against it). One kind of failure has one code everywhere: a missing file is DATA
 `predict` or `rechunk` meets it; an unknown --var is DATA; a malformed option value is INPUT.
 """
 
+import enum
 import errno
 import os
 
-OK = 0
-FAILURE = 1
-INPUT = 2
-DATA = 3
-DISK = 4
-NATIVE = 5
-INTERRUPTED = 130   # 128 + SIGINT
-TERMINATED = 143    # 128 + SIGTERM
+class Exit(enum.IntEnum):
+    """The exit codes, by kind of outcome (EXIT_CODES says each in words)."""
+
+    OK = 0
+    FAILURE = 1
+    INPUT = 2
+    DATA = 3
+    DISK = 4
+    NATIVE = 5
+    INTERRUPTED = 130   # 128 + SIGINT
+    TERMINATED = 143    # 128 + SIGTERM
+
 
 EXIT_CODES = {
-    OK: "ok",
-    FAILURE: "other failure",
-    INPUT: "bad input: an unknown or malformed option or value (a read shape, a size, a chunk shape)",
-    DATA: "data: a missing, unreadable, truncated or corrupt file, or an unknown variable",
-    DISK: "disk space: too little free space, or the disk filled up while writing",
-    NATIVE: "a native program or an MPI/Dask launch failed",
-    INTERRUPTED: "interrupted (Ctrl-C, SIGINT)",
-    TERMINATED: "terminated (SIGTERM, as scancel or a batch walltime sends)",
+    Exit.OK: "ok",
+    Exit.FAILURE: "other failure",
+    Exit.INPUT: "bad input: an unknown or malformed option or value (a read shape, a size, a chunk shape)",
+    Exit.DATA: "data: a missing, unreadable, truncated or corrupt file, or an unknown variable",
+    Exit.DISK: "disk space: too little free space, or the disk filled up while writing",
+    Exit.NATIVE: "a native program or an MPI/Dask launch failed",
+    Exit.INTERRUPTED: "interrupted (Ctrl-C, SIGINT)",
+    Exit.TERMINATED: "terminated (SIGTERM, as scancel or a batch walltime sends)",
 }
 
 
 def exit_codes_text() -> str:
     """The table as one paragraph (for --help)."""
-    return "exit codes: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()) + "."
+    return "exit codes: " + "; ".join(f"{int(code)} {what}" for code, what in EXIT_CODES.items()) + "."
 
 
 class ClimioError(Exception):
     """A failure the user can act on; never shown as a traceback."""
 
-    exit_code = FAILURE
+    exit_code = Exit.FAILURE
 
 
 class InputError(ClimioError):
     """Malformed or unknown option values (sizes, layer names, patterns, read shapes)."""
 
-    exit_code = INPUT
+    exit_code = Exit.INPUT
 
 
 class DataError(ClimioError):
     """A missing, unreadable, truncated or corrupt file, a missing variable, an unwritable directory."""
 
-    exit_code = DATA
+    exit_code = Exit.DATA
 
 
 class DiskSpaceError(ClimioError):
     """Too little free space for the files a command plans to write, or the disk filled up."""
 
-    exit_code = DISK
+    exit_code = Exit.DISK
 
 
 class NativeError(ClimioError):
     """A native probe or launcher failed (missing binary, non-zero exit)."""
 
-    exit_code = NATIVE
+    exit_code = Exit.NATIVE
 
 
 class Interrupted(ClimioError):
     """SIGINT arrived; whatever was being written has been removed."""
 
-    exit_code = INTERRUPTED
+    exit_code = Exit.INTERRUPTED
 
 
-class Terminated(Interrupted):
+class TerminatedError(Interrupted):
     """SIGTERM arrived (scancel, a walltime); whatever was being written has been removed."""
 
-    exit_code = TERMINATED
+    exit_code = Exit.TERMINATED
 
 
 def no_such_file(path) -> DataError:

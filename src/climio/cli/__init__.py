@@ -15,7 +15,7 @@ from .. import errors
 from ..errors import ClimioError
 from ..measure.progress import err_line
 
-EXIT_CODES = errors.exit_codes_text()   # the one table, errors.EXIT_CODES
+EXIT_HELP = errors.exit_codes_text()   # the one table, errors.EXIT_CODES
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
@@ -65,7 +65,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
                   rich_markup_mode=None, context_settings=CONTEXT,
                   help="Measure, explain and fix the I/O performance of climate data work "
                        "(netCDF-4/HDF5, MPI-IO, parallel file systems). Results are JSON lines "
-                       "(records.jsonl) plus an HTML report in a run directory.\n\n" + EXIT_CODES)
+                       "(records.jsonl) plus an HTML report in a run directory.\n\n" + EXIT_HELP)
 
 
 @app.callback(invoke_without_command=True)
@@ -80,9 +80,9 @@ def _root(ctx: typer.Context,
 def _interrupt_exit(exc) -> None:
     if isinstance(exc, stopping.Terminated) or stopping.requested() == signal.SIGTERM:
         err_line("climio: terminated (SIGTERM); records and outputs finished so far are kept")
-        sys.exit(errors.TERMINATED)
+        sys.exit(errors.Exit.TERMINATED)
     err_line("climio: interrupted; records and outputs finished so far are kept")
-    sys.exit(errors.INTERRUPTED)
+    sys.exit(errors.Exit.INTERRUPTED)
 
 
 def main(argv=None) -> None:
@@ -101,7 +101,7 @@ def _main(argv) -> None:
     except ClimioError as exc:
         code = exc.exit_code
         if isinstance(exc, errors.Interrupted) and stopping.requested() == signal.SIGTERM:
-            code = errors.TERMINATED   # a SIGTERM that a command reported as an interruption
+            code = errors.Exit.TERMINATED   # a SIGTERM that a command reported as an interruption
         if not getattr(exc, "quiet", False):  # under MPI, only rank 0 reports a shared failure
             err_line(f"climio: error: {exc}")
         sys.exit(code)
@@ -115,7 +115,7 @@ def _main(argv) -> None:
         if full is not None:   # the disk filled up where no command expected it: one line, the disk code
             where = f" ({full.filename})" if getattr(full, "filename", None) else ""
             err_line(f"climio: error: disk full{where}: No space left on device")
-            sys.exit(errors.DISK)
+            sys.exit(errors.Exit.DISK)
         if type(exc).__name__ == "NoArgsIsHelpError":   # a bare group (`climio bench`): usage is not an error
             print(exc.ctx.get_help())
             return

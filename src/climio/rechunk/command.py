@@ -15,7 +15,7 @@ from typing import Optional
 from .. import integrity
 from ..data.writer import check_space
 from ..staging import remove_stale, stale_temporaries
-from ..errors import DataError, DiskSpaceError, InputError, Interrupted, Terminated, disk_full_in
+from ..errors import DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from ..units import format_size, rate_MBps
 from . import execute, formats, spec
@@ -157,7 +157,7 @@ def _estimate_output(in_bytes: int, infos, targets, stored) -> int:
 def _sigterm_raises():
     """SIGTERM unwinds like Ctrl-C, so temporary files are removed on the way out."""
     def handler(signum, frame):
-        raise Terminated("terminated")
+        raise TerminatedError("terminated")
     old = signal.signal(signal.SIGTERM, handler)
     try:
         yield
@@ -366,7 +366,7 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
                                      "(temporary output removed)") from None
             raise DataError(f"I/O error while converting: {exc}; nothing written to {out_path}") from None
         except Interrupted:
-            raise Terminated(f"terminated: nothing written to {out_path} (temporary output removed)") from None
+            raise TerminatedError(f"terminated: nothing written to {out_path} (temporary output removed)") from None
     seconds = time.perf_counter() - t0
     nbytes = sum(j.info.nbytes for j in jobs)
     summary.update(seconds=seconds, bytes=nbytes, rate_MBps=rate_MBps(nbytes, seconds),
