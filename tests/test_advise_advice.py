@@ -380,7 +380,7 @@ def test_calibrate_says_what_it_measured_and_which_stacks_are_defaults(tmp_path,
     from climio.cli import advise as _registers_calibrate, app   # noqa: F401
     seen = {}
 
-    def fake_run_study(study, preset, out, data_dir, report, stacks):
+    def fake_run_study(study, preset, out, data_dir, report, stacks, **_):
         """The calibration's fit on records of netcdf4-python alone, as --quick leaves h5netcdf."""
         seen.update(preset=preset, data_dir=data_dir)
         rec = {"study": "calibrate", "status": "ok", "params": {"kind": "stack-call", "stack": "netcdf4-python",
