@@ -78,9 +78,9 @@ def test_tasks_mode_c_and_python_stacks_read_pieces_and_own_files(tmp_path):
         write_file(tmp_path / name, elems * 8)
     want_split = expected_checksums(elems, 1 << 20, 2, "sequential")
     whole = expected_checksums(elems, 1 << 20, 1, "sequential")[0]
-    cases = [([*native.pario("read"), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
+    cases = [([*native.pario("read"), "--mode", "tasks", "--stack", "c-posix", "--files", str(tmp_path / "shared.bin"),
                "--split"], want_split),
-             ([*native.pario("read"), "--mode", "tasks", "--stack", "netcdf-c", "--files",
+             ([*native.pario("read"), "--mode", "tasks", "--stack", "c-netcdf", "--files",
                str(tmp_path / "own-%d.nc")], [whole, whole]),
              ([os.sys.executable, "-m", "climio.bench.parallel_read.task", "--stack", "h5py", "--files",
                str(tmp_path / "shared.nc"), "--split"], want_split)]
@@ -184,7 +184,7 @@ def test_quick_study_end_to_end(tmp_path):
     from climio.records import read_records
     run_dir = api.run_study("parallel-read", "quick", out=tmp_path / "run", data_dir=tmp_path / "data",
                             progress=False, report=True, ranks="2", experiments="mpiio,tasks",
-                            stacks="posix,netcdf4-python", backends="mpiio", reps=1)
+                            stacks="c-posix,netcdf4-python", backends="mpiio", reps=1)
     recs = read_records(run_dir)
     assert {r["params"]["experiment"] for r in recs} == {"mpiio", "tasks"}
     assert all(r["metrics"]["verified"] for r in recs)
@@ -260,13 +260,13 @@ def _synthetic(experiment, stack, file_set, pattern, access, ranks, rate_MBps, t
                         "per_rank": {"rate_MBps": r["per_task_MBps"], "bytes": [task_bytes] * ranks}}}
 
 
-def _grid_records(task_bytes, effective="cold"):
+def _grid_records(task_bytes, effective="cold", c_stack="c-netcdf"):
     recs = []
     for ranks, rate in ((1, 100.0), (2, 300.0), (4, 200.0)):         # F1: rises, then falls
-        recs.append(_synthetic("tasks", "netcdf-c", "per-task", "sequential", "independent", ranks, rate, task_bytes,
+        recs.append(_synthetic("tasks", c_stack, "per-task", "sequential", "independent", ranks, rate, task_bytes,
                                effective))
     for ranks in (1, 4):                                              # F4: flat; F2: Python peaks lower
-        recs.append(_synthetic("tasks", "netcdf-c", "shared", "sequential", "independent", ranks, 100.0, task_bytes))
+        recs.append(_synthetic("tasks", c_stack, "shared", "sequential", "independent", ranks, 100.0, task_bytes))
         recs.append(_synthetic("tasks", "netcdf4-python", "per-task", "sequential", "independent", ranks, 50.0,
                                task_bytes))
     for ranks, base_rate in ((1, 500.0), (4, 200.0)):                 # F9: drops; F10: collective wins at 4 only
@@ -292,6 +292,24 @@ def test_findings_on_small_files_or_page_cache_reads_are_not_decidable():
     assert warm["F4"][0] == warm["F9"][0] == "reproduced"     # their cells read from storage
 
 
+def test_old_stack_names_are_read_and_taken_with_a_note(capfd):
+    """Experiment A's C stacks are c-posix and c-netcdf, as in every study: records written when they
+    were posix and netcdf-c give the same rows and findings, and --stacks still takes the old names,
+    each with the one note of a renamed value."""
+    old, new = configurations(_grid_records(256 << 20, c_stack="netcdf-c")), configurations(_grid_records(256 << 20))
+    assert old == new and {r["stack"] for r in old} == {"c-netcdf", "netcdf4-python", "mpiio"}
+    assert verdicts(old) == verdicts(new)
+    from climio.bench import base
+    capfd.readouterr()
+    g = base.get("parallel-read").grid("quick", experiments="tasks", stacks="posix,netcdf-c,h5py")
+    assert g.stacks == ["c-posix", "c-netcdf", "h5py"]
+    assert capfd.readouterr().err.splitlines() == [
+        "climio: note: stack posix is deprecated and will be removed; use c-posix",
+        "climio: note: stack netcdf-c is deprecated and will be removed; use c-netcdf"]
+    assert base.get("parallel-read").grid("quick", experiments="tasks", stacks="c-posix").stacks == ["c-posix"]
+    assert not capfd.readouterr().err
+
+
 def test_cold_records_read_their_bytes_from_storage(tmp_path):
     """Issue 17.1 on small generated files: every cold record of every path (C tasks, Python tasks,
     MPI-IO backends, Dask) compares the bytes its ranks or workers fetched from storage with the bytes
@@ -304,9 +322,9 @@ def test_cold_records_read_their_bytes_from_storage(tmp_path):
     for name in ("shared.bin", "shared.nc", "per-task-0.nc", "per-task-1.nc"):
         write_file(tmp_path / name, size)
     task = [os.sys.executable, "-m", "climio.bench.parallel_read.task"]
-    cases = [[*native.pario("read"), "--mode", "tasks", "--stack", "posix", "--files", str(tmp_path / "shared.bin"),
+    cases = [[*native.pario("read"), "--mode", "tasks", "--stack", "c-posix", "--files", str(tmp_path / "shared.bin"),
               "--split"],
-             [*native.pario("read"), "--mode", "tasks", "--stack", "netcdf-c", "--files",
+             [*native.pario("read"), "--mode", "tasks", "--stack", "c-netcdf", "--files",
               str(tmp_path / "per-task-%d.nc")],
              task + ["--stack", "h5py", "--files", str(tmp_path / "shared.nc"), "--split"],
              task + ["--stack", "netcdf4-python", "--files", str(tmp_path / "per-task-%d.nc")],

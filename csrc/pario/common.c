@@ -15,7 +15,7 @@
 const char *const mode_names[MODE_COUNT] = {"benchio", "model", "mpiio", "tasks"};
 const char *const pattern_names[PAT_COUNT] = {"sequential", "striding"};
 const char *const access_names[ACC_COUNT] = {"independent", "collective"};
-const char *const stack_names[2] = {"posix", "netcdf-c"};
+const char *const stack_names[2] = {"c-posix", "c-netcdf"};
 const char *const strategy_names[STRATEGY_COUNT] = {"shared", "file-per-process", "file-per-node", "serial"};
 const char *const phase_names[PHASE_COUNT] = {"open", "define", "gather", "write", "fsync", "close"};
 

@@ -199,8 +199,8 @@ static const struct opt_spec rows[] = {
     {.name = "settle", .metavar = "SECONDS", .help = "wait after writing a file before reading it (storage below a VM "
      "may still be writing it back)", .kind = OPT_NUMBER, .offset = AT(rd.settle_s), .def = "0", .groups = MPIIO},
     {.help = "  mode tasks (experiment A, independent tasks):"},
-    {.name = "stack", .metavar = "posix|netcdf-c", .help = "pread(2) of a raw file, or nc_get_vara_double",
-     .kind = OPT_CHOICE, .offset = AT(rd.stack), .choices = "posix|netcdf-c", .def = "posix", .groups = TASKS},
+    {.name = "stack", .metavar = "c-posix|c-netcdf", .help = "pread(2) of a raw file, or nc_get_vara_double",
+     .kind = OPT_CHOICE, .offset = AT(rd.stack), .choices = "c-posix|c-netcdf", .def = "c-posix", .groups = TASKS},
     {.name = "files", .metavar = "PATH", .help = "the file of each rank, %d = rank (or one file with --split)",
      .kind = OPT_STRING, .offset = AT(rd.files), .groups = TASKS},
     {.name = "split", .help = "one shared file, rank r reads its contiguous r-th of N pieces", .kind = OPT_SET,

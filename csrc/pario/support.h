@@ -23,7 +23,7 @@ enum { ACC_INDEPENDENT = 0, ACC_COLLECTIVE = 1, ACC_COUNT = 2 };
 enum { STACK_POSIX = 0, STACK_NETCDF = 1 };
 extern const char *const pattern_names[PAT_COUNT];   /* "sequential", "striding" */
 extern const char *const access_names[ACC_COUNT];    /* "independent", "collective" */
-extern const char *const stack_names[2];             /* "posix", "netcdf-c" */
+extern const char *const stack_names[2];             /* "c-posix", "c-netcdf" (climio.stack_names) */
 struct pario_read_options {
     uint64_t size, buffer;           /* --size (mpiio), --buffer: bytes */
     int patterns[PAT_COUNT], npatterns;

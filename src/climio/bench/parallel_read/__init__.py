@@ -24,10 +24,10 @@ from ...errors import InputError
 from ...options import parse_choice, parse_hints
 from ...options import parse_size, parse_size_list
 from .. import base
-from .summary import STUDY
+from .summary import OLD_STACK_NAMES, STUDY
 
 EXPERIMENTS = ("mpiio", "tasks", "dask")
-TASK_STACKS = ("posix", "netcdf-c", "netcdf4-python", "h5py")
+TASK_STACKS = ("c-posix", "c-netcdf", "netcdf4-python", "h5py")
 FILE_SETS = ("per-task", "shared", "small")
 MPI_PATTERNS = ("sequential", "striding")
 ACCESS = ("independent", "collective")
@@ -38,7 +38,7 @@ PRESETS = {
     "full": {"ranks": "1,2,4", "size": "256MiB", "buffers": "1MiB,1GiB", "mpi_buffer": "1MiB", "reps": 3},
     "survey": {"ranks": "1,2", "size": "32MiB", "buffers": "1MiB,1GiB", "mpi_buffer": "1MiB", "reps": 3},
     "quick": {"ranks": "1,2", "size": "4MiB", "buffers": "1MiB", "mpi_buffer": "256KiB", "reps": 2,
-              "stacks": "posix,netcdf-c,netcdf4-python", "file_sets": "per-task,shared", "backends": "mpiio,hdf5"},
+              "stacks": "c-posix,c-netcdf,netcdf4-python", "file_sets": "per-task,shared", "backends": "mpiio,hdf5"},
 }
 
 
@@ -60,7 +60,7 @@ class Grid:
     buffers: Optional[list] = field(default=None, metadata=_opt(
         "--buffers", "Experiment A read sizes (default 1MiB,1GiB; capped by each task's piece).", "LIST"))
     stacks: Optional[list] = field(default=None, metadata=_opt(
-        "--stacks", "Experiment A stacks: posix, netcdf-c, netcdf4-python, h5py (default all).", "LIST"))
+        "--stacks", "Experiment A stacks: c-posix, c-netcdf, netcdf4-python, h5py (default all).", "LIST"))
     file_sets: Optional[list] = field(default=None, metadata=_opt(
         "--file-sets", "per-task (one file per task), shared (one file split in N pieces), small (one file of "
         "size/16 per task) (default all).", "LIST"))
@@ -162,7 +162,8 @@ def build_grid(preset="full", **values) -> Grid:
         raise InputError(f"--settle '{get('settle')}' must be a number of seconds") from None
     if not 0 <= settle < float("inf"):
         raise InputError(f"--settle must be zero or more seconds, not {settle:g}")
-    ch = lambda k, allowed, what: parse_choice(_text(get(k, ",".join(allowed))), allowed, what)  # noqa: E731
+    ch = lambda k, allowed, what, old=None: parse_choice(_text(get(k, ",".join(allowed))), allowed, what,  # noqa: E731
+                                                         renamed=old)
     experiments = ch("experiments", EXPERIMENTS, "experiment")
     for exp, names in EXPERIMENT_ONLY.items():   # an option of an experiment this run leaves out: an error
         given = [f"--{n.replace('_', '-')}" for n in names if v.get(n) not in (None, [], "")]
@@ -172,7 +173,8 @@ def build_grid(preset="full", **values) -> Grid:
     # experiment B's backends as the native programs list them (csrc/pario/backends.h, one X-macro list)
     backends = ch("backends", native.pario_backends(), "backend")
     g = Grid(experiments=experiments, ranks=ranks, size=size, buffers=buffers,
-             stacks=ch("stacks", TASK_STACKS, "stack"), file_sets=ch("file_sets", FILE_SETS, "file set"),
+             stacks=ch("stacks", TASK_STACKS, "stack", OLD_STACK_NAMES),
+             file_sets=ch("file_sets", FILE_SETS, "file set"),
              backends=backends, patterns=ch("patterns", MPI_PATTERNS, "pattern"),
              access=ch("access", ACCESS, "access"), mpi_buffer=mpi_buffer, hint=list(v.get("hint") or []),
              hints_file=v.get("hints_file"), mpi_io=mpi_io, reps=reps, scheduler=v.get("scheduler"),

@@ -29,7 +29,7 @@ from ...units import format_size
 from .summary import STUDY
 
 READ_PROGRAM = probes.PARIO_READ
-C_STACKS = {"posix": "posix", "netcdf-c": "netcdf-c"}
+C_STACKS = ("c-posix", "c-netcdf")   # read by climio-pario --op read --mode tasks
 SMALL_DIVISOR = 16
 WRITE_BLOCK = 1 << 22     # elements per write while generating
 PER_TASK = object()       # task_record: the storage bytes are the sum of the tasks' own counts
@@ -40,7 +40,7 @@ def file_bytes(grid, file_set) -> int:
 
 
 def fmt_of(stack) -> str:
-    return "bin" if stack == "posix" else "nc"
+    return "bin" if stack == "c-posix" else "nc"
 
 
 def planned_files(grid) -> dict:
@@ -121,7 +121,7 @@ def tasks_argv(grid, stack, file_set, buffer, top, ranks, platform_id) -> list:
               "--platform-id", platform_id] + (["--split"] if split else [])
     common += ["--stall", grid.stall] if grid.stall else []
     if stack in C_STACKS:
-        return probes.pario_read_argv("tasks", "--stack", C_STACKS[stack], *common)
+        return probes.pario_read_argv("tasks", "--stack", stack, *common)
     return [sys.executable, "-m", "climio.bench.parallel_read.task", "--stack", stack, *common]
 
 

@@ -6,7 +6,7 @@ from ...sections import Details, Figure, Finding, Note, Paragraph, Section, Tabl
 from .summary import STUDY, configurations, curves, summarise
 
 TITLE = f"Study: {STUDY} — parallel read scaling (thesis ch. 5) over independent tasks, MPI-IO and Dask"
-_COL = {"posix": "#1f77b4", "netcdf-c": "#d62728", "netcdf4-python": "#2ca02c", "h5py": "#9467bd",
+_COL = {"c-posix": "#1f77b4", "c-netcdf": "#d62728", "netcdf4-python": "#2ca02c", "h5py": "#9467bd",
         "xarray+dask": "#ff7f0e"}
 _LS = {"per-task": "-", "shared": "--", "small": ":"}
 

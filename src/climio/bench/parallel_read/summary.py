@@ -14,6 +14,10 @@ from ...stats import group_configs
 from ...units import format_size
 
 STUDY = "parallel-read"
+# Experiment A's C stacks were called posix and netcdf-c before they took every study's names
+# (climio.stack_names): records written then are read under the new names, and the options
+# still take the old ones (with a note).
+OLD_STACK_NAMES = {"posix": "c-posix", "netcdf-c": "c-netcdf"}
 CONFIG_KEYS = ("experiment", "stack", "file_set", "pattern", "access", "buffer_bytes", "ranks", "nodes",
                "tasks_per_node", "mpi_io")
 # The findings compare aggregate rates across task counts, stacks and access modes: they need each
@@ -62,6 +66,7 @@ def configurations(records) -> list:
     for cfg in group_configs(ok, by=[f"params.{k}" for k in CONFIG_KEYS]):
         recs = cfg.records
         p = {k: cfg.params.get(k) for k in CONFIG_KEYS}
+        p["stack"] = OLD_STACK_NAMES.get(p["stack"], p["stack"])
         mean_task = [r["metrics"]["rate_mean_task_MBps"] for r in recs]
         slowest = [r["metrics"].get("rate_slowest_task_MBps", r["metrics"]["rate_MBps"]) for r in recs]
         per_task = [x for r in recs for x in r["metrics"].get("per_rank", {}).get("rate_MBps", [])]
@@ -153,7 +158,7 @@ def verdicts(rows) -> list:
         return max(cands, key=lambda kv: kv[0][2])[1] if cands else None
 
     # F1: one node, a file per task, C: rises then falls past the peak
-    c = curve("netcdf-c", "per-task") or curve("posix", "per-task")
+    c = curve("c-netcdf", "per-task") or curve("c-posix", "per-task")
     if c:
         at, peak, last, n = _peak(c)
         r1 = c[0]["mean_task_MBps"]
@@ -168,7 +173,7 @@ def verdicts(rows) -> list:
     else:
         out.append(("F1", "one node, file per task (C): rate rises to a node peak, then falls", "not measured", ""))
     # F2: netCDF4-python peaks lower than C (CPU-bound)
-    py, cc = curve("netcdf4-python", "per-task"), curve("netcdf-c", "per-task") or curve("posix", "per-task")
+    py, cc = curve("netcdf4-python", "per-task"), curve("c-netcdf", "per-task") or curve("c-posix", "per-task")
     if py and cc:
         pp, pc = max(r["mean_task_MBps"] for r in py), max(r["mean_task_MBps"] for r in cc)
         v = "reproduced" if pp < 0.9 * pc else ("refuted" if pp > 1.1 * pc else "inconclusive")
@@ -178,7 +183,7 @@ def verdicts(rows) -> list:
         out.append(("F2", "netCDF4-python peaks lower than C on one node (CPU-bound)", "not measured", ""))
     # F3: buffer size matters little for C, much for Python (1 GiB ~60% lower)
     ev, v = [], "not measured"
-    for stack in ("netcdf-c", "netcdf4-python"):
+    for stack in ("c-netcdf", "netcdf4-python"):
         bufs = sorted({r["buffer_bytes"] for r in rows if r["experiment"] == "tasks" and r["stack"] == stack
                        and r["file_set"] == "per-task"})
         if len(bufs) > 1:
@@ -192,7 +197,7 @@ def verdicts(rows) -> list:
         ev.append("1 GiB buffers capped by the file size here" if capped else "")
     out.append(("F3", "read size: no effect for C, 1 GiB slower than 1 MiB for Python", v, "; ".join(e for e in ev if e)))
     # F4: one shared file on one node: flat
-    c = curve("netcdf-c", "shared") or curve("posix", "shared")
+    c = curve("c-netcdf", "shared") or curve("c-posix", "shared")
     if c:
         r1, rn = c[0]["mean_task_MBps"], c[-1]["mean_task_MBps"]
         v = "reproduced" if rn < 1.2 * r1 else "refuted"
