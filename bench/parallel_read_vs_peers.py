@@ -140,6 +140,7 @@ def fio_run(fio, path, size, buffer, ranks, timeout):
 
 
 def main():
+    # long: the options, then the rounds (climio, then the peers in a rotating order) and the table, printed as they go
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=2, help="MPI ranks = IOR tasks = fio jobs (default 2)")
     ap.add_argument("--size", default="1GiB", help="bytes of the shared file (default 1GiB)")

@@ -401,6 +401,7 @@ def _cold(client, path):
 
 
 def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs", layouts=None):
+    # long: one linear procedure: write each layout, then per worker count time every layout's repetitions, print the rows
     from climio.data import write_4d
     from climio.stsa import workflow
     print(f"\n(b) end-to-end: u{list(shape)} float64 ({np.prod(shape) * 8 / 1e6:.0f} MB), WK over all "

@@ -407,6 +407,7 @@ def expected(case, variant, check):
 
 
 def main():
+    # long: the options, then each workload traced by both tools in alternating rounds and printed as it goes
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes: 200,000 x 4 KiB, 1,000 x 1 MiB, 5 rounds")
     ap.add_argument("--reps", type=int, help="rounds (default 9; 5 with --quick)")

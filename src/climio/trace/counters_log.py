@@ -184,78 +184,13 @@ def read_counters_trace(path) -> CountersTrace:
     trace = None
     if any(f.stat().st_size > 0 for fs in stems.values() for f in fs if f.name.endswith(".events")):
         trace = read_trace(path)
-    meta = None
-    if (path / "meta.json").is_file():
-        try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = None
+    meta = _read_meta(path)
     notes, procs, tables, capped = [], [], [], []
     sample = 0
     strings, index = [""], {"": 0}
     for (host, pid), fs in sorted(stems.items()):
-        stem = f"{host}-{pid}"
-        proc = Proc(host=host, pid=pid, rank=-1, n_events=0)
-        local = _read_strings(path / f"{stem}.strings", proc)
-        remap = merge_strings(local, strings, index)
-        n_ev = 0
-        pi = None
-        if trace is not None:
-            pi = next((i for i, p in enumerate(trace.procs) if p.host == host and p.pid == pid), None)
-            if pi is not None:
-                n_ev = int((trace.events["proc"] == pi).sum())
-        _read_done(path / f"{stem}.done.json", proc, n_ev)
-        done = proc.done or {}
-        if done.get("dropped") and done.get("counted", 0) >= done["dropped"]:
-            # past the event cap every call was counted: the counters are whole, only the events are not
-            proc.notes = [n for n in proc.notes if not n.startswith(("the tracer marked it partial", "dropped "))]
-            proc.partial = bool(proc.notes)
-        cfiles = sorted((f for f in fs if f.name.endswith(".counters")),
-                        key=lambda f: int((_COUNTERS_RE.match(f.name).group("k") or 0)))
-        mode = done.get("mode")
-        proc_tables = []
-        for cf in cfiles:
-            try:
-                head, tab = read_counters_file(cf)
-            except (OSError, TraceError) as exc:
-                proc.partial = True
-                proc.notes.append(f"counters file {cf.name} unreadable ({exc})")
-                continue
-            mode = mode or ("counters" if head["mode"] == 1 else "full")
-            sample = max(sample, head["sample"])
-            for col in ("file_id", "func_id"):
-                ids = tab[col].astype(np.int64)
-                bad = ids >= len(remap)
-                if bad.any() or ((ids > 0) & (remap[np.minimum(ids, len(remap) - 1)] == 0)).any():
-                    proc.partial = True
-                    proc.notes.append(f"string ids missing from {stem}.strings")
-                    ids = np.where(bad, 0, ids)
-                tab[col] = remap[ids]
-            if head["mode"] == 0 and head["capped_at_ns"]:
-                capped.append({"proc": stem, "capped_at_ns": head["capped_at_ns"], "counted": head["counted"],
-                               "kept": n_ev})
-            if not proc.done:
-                proc.notes.append(f"counts up to {iso_utc((head['written_ns'] or 0) / 1e9, 'milliseconds')} (the last write of {cf.name})")
-            proc_tables.append(tab)
-        if pi is not None and mode != "counters":
-            ev_tab = aggregate_events(trace, pi)   # global ids of the trace: map to ours
-            gmap = np.zeros(len(trace.strings), dtype=np.uint32)
-            for gid in np.unique(np.r_[ev_tab["file_id"], ev_tab["func_id"]]).tolist():
-                if gid:
-                    text = trace.strings[gid]
-                    if text not in index:
-                        index[text] = len(strings)
-                        strings.append(text)
-                    gmap[gid] = index[text]
-            for col in ("file_id", "func_id"):
-                ev_tab[col] = gmap[ev_tab[col].astype(np.int64)]
-            proc_tables.append(ev_tab)
-        if isinstance(done.get("rank"), int) and done["rank"] >= 0:
-            proc.rank = done["rank"]
-        else:
-            rk = [int(t["rank"].max()) for t in proc_tables if len(t)]
-            proc.rank = max(rk) if rk else -1
-        proc.n_events = n_ev
+        proc, proc_tables, s = _read_proc(path, host, pid, fs, trace, strings, index, capped)
+        sample = max(sample, s)
         procs.append(proc)
         tables.append(proc_tables)
     procs, tables = _without_wrappers(path, procs, tables, notes)
@@ -312,6 +247,84 @@ def read_counters_trace(path) -> CountersTrace:
     return CountersTrace(path=path, job=job, modules=sorted({r.module for r in records}), records=records,
                          dxt=trace, limits=limits, notes=notes, units=units, procs=procs, sample=sample,
                          capped=capped, meta=meta)
+
+
+def _read_meta(path):
+    """The trace directory's meta.json (the command, its start, end and exit status), or None."""
+    try:
+        return json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_proc(path, host, pid, fs, trace, strings, index, capped) -> tuple:
+    """(Proc, its counters tables, the event sampling it ran with) of one traced process: its counters
+    files (string ids mapped to the run's `strings`/`index`, which grow), its events aggregated the
+    same way when the trace has them (full mode), its rank; an event cap reached goes to `capped`."""
+    sample = 0
+    stem = f"{host}-{pid}"
+    proc = Proc(host=host, pid=pid, rank=-1, n_events=0)
+    local = _read_strings(path / f"{stem}.strings", proc)
+    remap = merge_strings(local, strings, index)
+    n_ev = 0
+    pi = None
+    if trace is not None:
+        pi = next((i for i, p in enumerate(trace.procs) if p.host == host and p.pid == pid), None)
+        if pi is not None:
+            n_ev = int((trace.events["proc"] == pi).sum())
+    _read_done(path / f"{stem}.done.json", proc, n_ev)
+    done = proc.done or {}
+    if done.get("dropped") and done.get("counted", 0) >= done["dropped"]:
+        # past the event cap every call was counted: the counters are whole, only the events are not
+        proc.notes = [n for n in proc.notes if not n.startswith(("the tracer marked it partial", "dropped "))]
+        proc.partial = bool(proc.notes)
+    cfiles = sorted((f for f in fs if f.name.endswith(".counters")),
+                    key=lambda f: int((_COUNTERS_RE.match(f.name).group("k") or 0)))
+    mode = done.get("mode")
+    proc_tables = []
+    for cf in cfiles:
+        try:
+            head, tab = read_counters_file(cf)
+        except (OSError, TraceError) as exc:
+            proc.partial = True
+            proc.notes.append(f"counters file {cf.name} unreadable ({exc})")
+            continue
+        mode = mode or ("counters" if head["mode"] == 1 else "full")
+        sample = max(sample, head["sample"])
+        for col in ("file_id", "func_id"):
+            ids = tab[col].astype(np.int64)
+            bad = ids >= len(remap)
+            if bad.any() or ((ids > 0) & (remap[np.minimum(ids, len(remap) - 1)] == 0)).any():
+                proc.partial = True
+                proc.notes.append(f"string ids missing from {stem}.strings")
+                ids = np.where(bad, 0, ids)
+            tab[col] = remap[ids]
+        if head["mode"] == 0 and head["capped_at_ns"]:
+            capped.append({"proc": stem, "capped_at_ns": head["capped_at_ns"], "counted": head["counted"],
+                           "kept": n_ev})
+        if not proc.done:
+            proc.notes.append(f"counts up to {iso_utc((head['written_ns'] or 0) / 1e9, 'milliseconds')} (the last write of {cf.name})")
+        proc_tables.append(tab)
+    if pi is not None and mode != "counters":
+        ev_tab = aggregate_events(trace, pi)   # global ids of the trace: map to ours
+        gmap = np.zeros(len(trace.strings), dtype=np.uint32)
+        for gid in np.unique(np.r_[ev_tab["file_id"], ev_tab["func_id"]]).tolist():
+            if gid:
+                text = trace.strings[gid]
+                if text not in index:
+                    index[text] = len(strings)
+                    strings.append(text)
+                gmap[gid] = index[text]
+        for col in ("file_id", "func_id"):
+            ev_tab[col] = gmap[ev_tab[col].astype(np.int64)]
+        proc_tables.append(ev_tab)
+    if isinstance(done.get("rank"), int) and done["rank"] >= 0:
+        proc.rank = done["rank"]
+    else:
+        rk = [int(t["rank"].max()) for t in proc_tables if len(t)]
+        proc.rank = max(rk) if rk else -1
+    proc.n_events = n_ev
+    return proc, proc_tables, sample
 
 
 def _without_wrappers(path, procs, tables, notes) -> tuple:

@@ -146,6 +146,7 @@ def _peak(series):
 
 
 def verdicts(rows) -> list:
+    # long: one short block per finding (F1-F6, F9-F11), each read alone; a function each would only pass cv
     """[(id, claim, verdict, evidence)] for F1-F6 and F9-F11 (thesis-ch5-7.md numbering)."""
     out = []
     nodes = max((r["nodes"] or 1 for r in rows), default=1)

@@ -144,6 +144,7 @@ def _ratio_verdict(r, want, noise, ok_text, dec):
 
 
 def checks(records) -> list:
+    # long: one short block per check of the thesis's claims, in the report's order, sharing add()
     rs = rows(records)
     dec, why = decidable(records)
     out = []
