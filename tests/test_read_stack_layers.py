@@ -133,3 +133,64 @@ def test_every_stack_is_named_once():
     assert stack_names.stack_sort_key("zz-unknown") > stack_names.stack_sort_key("xarray")
     from climio.bench import base
     assert list(base.get("read-stack").grid("quick").layers) == list(stack_names.STACK_NAMES)
+
+
+# --- issue 27 item 8: the passes in order, on real runs --------------------------------------------
+
+class Collect:
+    def __init__(self):
+        self.records = []
+
+    def write(self, rec):
+        self.records.append(rec)
+
+
+def test_timed_rounds_rotate_the_stacks_after_every_strace_pass(files_1d):
+    grid = rs.Grid(layers=["c-posix", "py-file"], patterns=["sequential"], buffers=[65536], reps=3, budget_s=0)
+    out = Collect()
+    assert rs.run_grid({"bin": files_1d["bin"], "nc": files_1d["nc"]}, grid, out) == 6
+    order = [(r["params"].get("layer") or r["params"].get("stack"), r["rep"]) for r in out.records]
+    # both strace passes first (py-file's last), then the stacks swap slots each round: A B, B A, A B
+    assert order == [("c-posix", 0), ("py-file", 0), ("py-file", 1), ("c-posix", 1), ("c-posix", 2), ("py-file", 2)]
+    for r in out.records:
+        assert r["status"] == "ok" and r["cache"]["state"] == "cold" and r["metrics"]["bytes"] == ONE_D_BYTES
+        assert r["metrics"]["syscalls"]["requests"] == -(-ONE_D_BYTES // 65536)
+
+
+def test_a_configuration_that_did_not_finish_is_not_run_again(files_1d):
+    # 2049 requests of 512 B cannot finish in 2 ms; one request of the whole file has nothing left to cut
+    grid = rs.Grid(layers=["py-file"], patterns=["sequential"], buffers=[512, ONE_D_BYTES], reps=3, budget_s=0.002,
+                   trace_syscalls=False)
+    out = Collect()
+    rs.run_grid({"bin": files_1d["bin"]}, grid, out)
+    small = [r for r in out.records if r["params"]["buffer_bytes"] == 512]
+    big = [r for r in out.records if r["params"]["buffer_bytes"] == ONE_D_BYTES]
+    assert [r["status"] for r in small] == ["dnf"] and small[0]["rep"] == 0
+    assert [r["rep"] for r in big] == [0, 1, 2]
+
+
+def test_prime_leaves_the_whole_file_resident(files_1d):
+    cache.evict(files_1d["bin"])
+    assert cache.resident_fraction(files_1d["bin"]) <= cache.COLD_THRESHOLD
+    rs.prime_file(files_1d["bin"])
+    assert cache.resident_fraction(files_1d["bin"]) > 0.99
+
+
+def test_two_modes_on_real_records(files_1d):
+    """Real cold records of the probe: the mode signal is their system time per byte, and one
+    repetition with the slow mode's system time (x15, as measured on the VM) is flagged."""
+    from climio.bench.read_stack import summary
+    recs = run_probe("climio-probe-posix", "--file", files_1d["bin"], "--buffers", "65536",
+                     "--patterns", "sequential", "--reps", "4")[0]
+    assert len(recs) == 4
+    for r in recs:
+        assert summary.sys_s_per_GB(r) == pytest.approx(r["metrics"]["sys_s"] / r["metrics"]["bytes"] * 1e9)
+    rows = summary.mode_rows(recs, min_bytes=0)
+    assert len(rows) == 1 and [t[0] for t in rows[0]["reps"]] == [0, 1, 2, 3]
+    # with one repetition's system time raised 15x, the two modes show; a steady copy of one value does not
+    base = max(r["metrics"]["sys_s"] for r in recs) or 1e-3
+    steady = [dict(r, metrics=dict(r["metrics"], sys_s=base)) for r in recs]
+    assert summary.mode_rows(steady, min_bytes=0)[0]["split"] is None
+    slow = [dict(r, metrics=dict(r["metrics"], sys_s=base * (15 if r["rep"] == 2 else 1))) for r in recs]
+    split = summary.mode_rows(slow, min_bytes=0)[0]["split"]
+    assert split is not None and len(split["high"]) == 1 and split["gap"] == pytest.approx(15)

@@ -290,3 +290,96 @@ def test_overlapping_random_reads_are_shown_apart():
     assert s.buffers == [1 << 20, 4 << 20]
     html = page("t", [], [study.section(recs)])
     assert "Left out of the random-read curves: 1 configuration" in html and "3.1x the file" in html
+
+
+# --- issue 27 item 8: the order of the passes and the two modes of a cold read -----------------------
+
+def test_plan_runs_every_strace_pass_first_and_rotates_the_stacks():
+    from climio.bench.read_stack.run import plan_passes
+    stacks = ["c-posix", "numpy", "h5py", "xarray"]
+    steps = plan_passes(stacks, 4)
+    assert [s for s in steps[:4]] == [("trace", s) for s in stacks]
+    timed = steps[4:]
+    assert all(kind == "timed" for kind, *_ in timed) and len(timed) == 16
+    for rep in range(4):
+        assert sorted(s for _, s, r in timed if r == rep) == sorted(stacks), "every stack once per round"
+    slots = {s: {i % 4 for i, (_, t, _) in enumerate(timed) if t == s} for s in stacks}
+    assert all(len(v) > 1 for v in slots.values()), f"a stack always in the same slot: {slots}"
+    assert all(v == set(range(4)) for v in slots.values()), "over as many rounds as stacks, every slot"
+    assert [t for _, t, r in timed if r == 0][0] != steps[3][1], "the last strace pass's stack is not first"
+
+
+@pytest.mark.parametrize("stacks,reps", [(["c-posix", "numpy"], 3), (["a", "b", "c"], 5), (["a", "b"], 1)])
+def test_plan_never_puts_a_timed_run_right_after_its_strace_pass(stacks, reps):
+    from climio.bench.read_stack.run import plan_passes
+    for trace in (True, False):
+        steps = plan_passes(stacks, reps, trace)
+        assert len(steps) == len(stacks) * (reps + trace)
+        assert [s[0] for s in steps] == ["trace"] * len(stacks) * trace + ["timed"] * len(stacks) * reps
+        assert not any(a[0] == "trace" and b[0] == "timed" and a[1] == b[1] for a, b in zip(steps, steps[1:])), steps
+        timed = [s for s in steps if s[0] == "timed"]
+        firsts = {timed[i][1] for i in range(0, len(timed), len(stacks))}
+        assert len(firsts) == min(reps, len(stacks)), "the first slot goes round the stacks"
+
+
+def test_plan_of_one_stack():
+    from climio.bench.read_stack.run import plan_passes
+    assert plan_passes(["numpy"], 2) == [("trace", "numpy"), ("timed", "numpy", 0), ("timed", "numpy", 1)]
+    assert plan_passes(["numpy"], 2, trace=False) == [("timed", "numpy", 0), ("timed", "numpy", 1)]
+
+
+def test_pending_runs_cover_what_is_left_exactly():
+    from climio.bench.read_stack.run import pending_runs
+    pats = ["sequential", "strided", "random"]
+    assert pending_runs({p: [512, 4096] for p in pats}, pats) == [(pats, [512, 4096])]
+    left = {"sequential": [4096], "strided": [512, 4096], "random": [4096]}
+    runs = pending_runs(left, pats)
+    assert runs == [(["sequential", "random"], [4096]), (["strided"], [512, 4096])]
+    covered = {(p, b) for ps, bs in runs for p in ps for b in bs}
+    assert covered == {(p, b) for p, bs in left.items() for b in bs}
+    assert pending_runs({"sequential": [], "strided": []}, pats) == []
+
+
+@pytest.mark.parametrize("values,split", [
+    ([0.07, 0.08, 0.9], ([0.07, 0.08], [0.9])),              # the VM's two modes (s of system time per GB)
+    ([0.9, 0.072, 1.3, 0.075, 0.08, 1.1], ([0.072, 0.075, 0.08], [0.9, 1.1, 1.3])),
+    ([0.1, 0.3], ([0.1], [0.3])),
+    ([0.07, 0.08, 0.09, 0.1], None),                         # one mode
+    ([1, 2, 4, 8], None),                                    # a drift, no gap larger than the spread
+    ([0.1, 0.15, 0.45, 0.6], ([0.1, 0.15], [0.45, 0.6])),    # gap 3x, wider than either side's spread
+    ([0.1, 0.18, 0.3, 0.7], None),                           # gap 2.3x, but the lower side spreads 3x
+    ([0.5], None), ([], None), ([0.0, 0.0, 0.0], None), ([float("nan"), 0.1], None),
+])
+def test_two_modes_on_synthetic_values(values, split):
+    from climio.bench.read_stack.summary import two_modes
+    got = two_modes(values)
+    if split is None:
+        assert got is None, got
+    else:
+        assert (got["low"], got["high"]) == split and got["gap"] >= 2
+
+
+def test_two_modes_flags_a_configuration_in_the_summary():
+    """Two configurations of a 1 GiB file: one whose repetitions split (0.07 vs 0.9 s/GB), one steady."""
+    from climio.bench.read_stack import summary
+    from climio.records import make_record
+    recs = []
+    for buf, sys_per_gb, rates in ((1 << 20, (0.07, 0.9, 0.08), (1800, 900, 1750)),
+                                   (4 << 20, (0.07, 0.075, 0.08), (1800, 1790, 1700))):
+        for rep, (s, rate) in enumerate(zip(sys_per_gb, rates)):
+            r = make_record("read-stack", {"layer": "c-posix", "pattern": "sequential", "buffer_bytes": buf},
+                            {"bytes": GiB, "wall_s": GiB / rate / 1e6, "sys_s": s * GiB / 1e9}, {"state": "cold"})
+            r["rep"] = rep
+            recs.append(r)
+    facts = summary.summarise(recs)
+    modes = facts["cold_modes"]
+    assert modes["checked"] == 2 and len(modes["split"]) == 1
+    row = modes["split"][0]
+    assert row["buffer_bytes"] == 1 << 20 and row["split"]["high"] == [pytest.approx(0.9)]
+    assert row["rate_fast"] == pytest.approx(1775, rel=0.01) and row["rate_slow"] == pytest.approx(900, rel=0.01)
+    assert "two modes in 1 of 2 configurations" in modes["text"] and "11.2x" in modes["text"]
+    json.dumps(facts)
+    steady = summary.cold_modes([r for r in recs if r["params"]["buffer_bytes"] == 4 << 20])
+    assert steady["split"] == [] and "one mode" in steady["text"]
+    small = [dict(r, metrics=dict(r["metrics"], bytes=1 << 20)) for r in recs]
+    assert summary.cold_modes(small) == {"checked": 0, "split": [], "text": None}, "too few bytes to judge"

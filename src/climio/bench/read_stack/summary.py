@@ -375,9 +375,96 @@ def hump_of(records, configs, profiles, layer="netcdf4-python", pattern="sequent
     return hump_fact(profile_table([r for r in records if id(r) not in drop]), layer, pattern, left_out)
 
 
+# --- two modes of a cold read: system time per byte (issue 27 item 8) -----------------------------
+
+# On a VM whose balloon reports free memory to the host, a cold buffered read lands in one of two
+# modes: its page cache reuses memory just freed (~0.07 s of system time per GB) or memory reported
+# to the host (0.5-1.7 s/GB, 2-8x slower). System time per byte tells them apart where the rate,
+# under a loaded machine's noise, cannot.
+MODE_GAP = 2.0                # two clusters: the gap between them at least this ratio ...
+MODE_MIN_BYTES = 32 << 20     # ... judged on repetitions that read at least this much (sys-time resolution)
+
+
+def sys_s_per_GB(rec):
+    """Seconds of system time per 10^9 bytes read by one repetition, or None."""
+    m = rec.get("metrics") or {}
+    sys_s, nbytes = m.get("sys_s"), m.get("bytes")
+    if not isinstance(sys_s, (int, float)) or not isinstance(nbytes, (int, float)) or nbytes <= 0:
+        return None
+    return sys_s / nbytes * 1e9
+
+
+def two_modes(values, gap=MODE_GAP):
+    """Whether `values` (e.g. sys_s_per_GB of a configuration's repetitions) split into two clusters:
+    {"low": [...], "high": [...], "gap": ratio} or None.
+
+    Sorted, the values split at the largest ratio between neighbours; they are two modes when that
+    ratio is at least `gap` and larger than the spread (max/min) inside either side, so a steady
+    drift (1, 2, 4, 8) is not two modes but (0.07, 0.08, 0.9) is. Non-positive or non-finite values
+    are ignored; fewer than two values are never split."""
+    vals = sorted(float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+                  and math.isfinite(v) and v > 0)
+    if len(vals) < 2:
+        return None
+    ratio, i = max((vals[k + 1] / vals[k], k + 1) for k in range(len(vals) - 1))
+    low, high = vals[:i], vals[i:]
+    if ratio < gap or ratio <= low[-1] / low[0] or ratio <= high[-1] / high[0]:
+        return None
+    return {"low": low, "high": high, "gap": ratio}
+
+
+def mode_rows(records, min_bytes=MODE_MIN_BYTES) -> list:
+    """One row per configuration with cold repetitions that read at least `min_bytes`: layer,
+    series, pattern, buffer_bytes, reps [(rep, rate_MBps, sys_s_per_GB)], split (two_modes of
+    sys_s_per_GB, or None) and, when split, the mean rate of each mode (rate_fast, rate_slow)."""
+    rows = []
+    for s in series_of(group_configs(records)):
+        for c in s.configs:
+            reps = [(r.get("rep"), (r.get("metrics") or {}).get("rate_MBps"), sys_s_per_GB(r)) for r in c.records
+                    if r.get("status") == "ok" and (r.get("cache") or {}).get("state") == "cold"
+                    and ((r.get("metrics") or {}).get("bytes") or 0) >= min_bytes and sys_s_per_GB(r) is not None]
+            if not reps:
+                continue
+            split = two_modes([t[2] for t in reps])
+            row = {"layer": s.layer, "series": s.label, "pattern": s.pattern, "buffer_bytes": c.params["buffer_bytes"],
+                   "reps": reps, "split": split}
+            if split:
+                cut = split["high"][0]
+                fast = [t[1] for t in reps if t[2] < cut and isinstance(t[1], (int, float))]
+                slow = [t[1] for t in reps if t[2] >= cut and isinstance(t[1], (int, float))]
+                row["rate_fast"] = sum(fast) / len(fast) if fast else None
+                row["rate_slow"] = sum(slow) / len(slow) if slow else None
+            rows.append(row)
+    return rows
+
+
+def cold_modes(records) -> dict:
+    """The two-mode check of the cold repetitions: {checked (configurations), split (rows of
+    mode_rows that split), text (one sentence for the findings, None when nothing was checked)}."""
+    from ...units import format_size
+    rows = mode_rows(records)
+    split = [r for r in rows if r["split"]]
+    if not rows:
+        text = None
+    elif not split:
+        text = (f"Cold repetitions are in one mode: system time per GB read does not split into two clusters "
+                f"in any of the {len(rows)} configurations that read at least {format_size(MODE_MIN_BYTES)}.")
+    else:
+        worst = max(split, key=lambda r: r["split"]["gap"])
+        rates = ""
+        if worst.get("rate_fast") and worst.get("rate_slow"):
+            rates = f", {worst['rate_fast']:.0f} vs {worst['rate_slow']:.0f} MB/s"
+        text = (f"Cold repetitions split into two modes in {len(split)} of {len(rows)} configurations "
+                f"(system time per GB read {worst['split']['gap']:.1f}x apart in {worst['series']} {worst['pattern']} "
+                f"{format_size(worst['buffer_bytes'])}{rates}): their mean mixes two states of the platform's memory, "
+                f"not the stack's cost; compare the fast mode's repetitions.")
+    return {"checked": len(rows), "split": split, "text": text}
+
+
 def summarise(records) -> dict:
     """The study's numbers as plain data (JSON-friendly): counts, the profile of every series,
-    peak rates per pattern fastest first, the fastest stack, and syscall facts."""
+    peak rates per pattern fastest first, the fastest stack, syscall facts, and whether cold
+    repetitions split into two modes (cold_modes)."""
     configs = group_configs(records)
     profiles = profile_table(records)
     sc_rows = syscall_table(records)
@@ -396,6 +483,7 @@ def summarise(records) -> dict:
         "syscalls": syscall_facts(sc_rows),
         "syscall_rows": sc_rows,
         "netcdf4_python_sequential": hump_of(records, configs, profiles),
+        "cold_modes": cold_modes(records),
     }
 
 
