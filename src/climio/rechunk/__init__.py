@@ -15,7 +15,8 @@ verify   compare every value and the metadata of two files in bounded memory
 
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
-            dry_run=False, progress=False, say=None, mpi=False) -> dict:
+            dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
+            endian="") -> dict:
     """Change the chunk shape and/or compression of netCDF-4 variables (the `climio rechunk` command).
 
     chunks: {"time": 60, "lat": 1} (per dimension), {"tas": [60, 1, 360]} (per variable), or nccopy
@@ -24,33 +25,12 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
     Returns the summary dict the command prints with --json. Worker processes are spawned: a
     script (not a notebook) calling this with workers > 1 needs `if __name__ == "__main__":`.
     mpi: this process is one rank of an MPI job and converts with the others (rechunk.mpi_exec;
-    no dry run, no progress bar)."""
-    import os as _os
-
-    from ..options import parse_size
-    from .command import Options, rechunk as _rechunk
-
-    if isinstance(chunks, dict):
-        per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
-        per_var = [f"{k}:{','.join(map(str, v))}" for k, v in chunks.items() if isinstance(v, (list, tuple))]
-        specs = ((",".join(per_dim),) if per_dim else ()) + tuple(per_var)
-    elif isinstance(chunks, str):
-        specs = (chunks,)
-    else:
-        specs = tuple(chunks or ())
-    opts = Options(chunk_specs=specs, for_axes=for_axes, balanced=balanced,
-                   chunk_bytes=parse_size(chunk_bytes) if chunk_bytes is not None else None, contiguous=contiguous,
-                   compression=compression,
-                   variables=tuple([variables] if isinstance(variables, str) else variables or ()),
-                   max_mem=parse_size(max_mem) if max_mem is not None else None,
-                   workers=workers if workers is not None else len(_os.sched_getaffinity(0)),
-                   tmp_dir=str(tmp_dir) if tmp_dir else None, verify=verify, force=force)
-    say = say or (lambda *_: None)
-    if mpi:
-        from .mpi_exec import rechunk_mpi
-        return rechunk_mpi(src, dst, opts, say=say)
-    factory = None
-    if progress:
-        from ..measure.progress import BytesProgress
-        factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
-    return _rechunk(src, dst, opts, dry_run=dry_run, say=say, progress_factory=factory)
+    no dry run, no progress bar). out_format ("netcdf4" | "zarr", default from dst's suffix),
+    zarr_format (3 or 2), shards (--shards specs, Zarr v3) and endian (the Zarr v3 bytes codec's
+    byte order) as the command's options. One implementation: climio.rechunk.command.convert."""
+    from .command import convert as _convert
+    return _convert(src, dst, chunks=chunks, compression=compression, for_axes=for_axes, balanced=balanced,
+                    chunk_bytes=chunk_bytes, contiguous=contiguous, variables=variables, max_mem=max_mem,
+                    workers=workers, tmp_dir=tmp_dir, verify=verify, force=force, dry_run=dry_run,
+                    progress=progress, say=say, mpi=mpi, out_format=out_format, zarr_format=zarr_format,
+                    shards=shards, endian=endian)
