@@ -54,3 +54,13 @@ def s3_server(tmp_path_factory):
     from climio.stores.server import S3Server
     with S3Server(data_dir=tmp_path_factory.mktemp("s3")) as s3:
         yield s3
+
+
+@pytest.fixture(scope="session")
+def quick_survey(tmp_path_factory):
+    """One `climio survey --quick --screenshot` run for the whole test session (the slow part of
+    every test that needs a survey's run directory): (run directory, the finished process)."""
+    run = tmp_path_factory.mktemp("quick-survey") / "survey"
+    out = run_cli("survey", "--quick", "-o", run, "--screenshot", timeout=1800)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return run, out

@@ -80,11 +80,9 @@ def check_page(path, lead_table=True):
 # --- the survey and one report per study ------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def survey(tmp_path_factory):
-    run = tmp_path_factory.mktemp("browser") / "survey"
-    out = run_cli("survey", "--quick", "-o", run, "--screenshot", timeout=1800)
-    assert out.returncode == 0, out.stderr[-4000:]
-    return run
+def survey(quick_survey):
+    """The session's one quick survey (conftest.quick_survey, run with --screenshot)."""
+    return quick_survey[0]
 
 
 def test_survey_report_in_a_browser(survey):
