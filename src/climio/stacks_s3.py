@@ -24,18 +24,16 @@ from typing import Optional
 
 import numpy as np
 
-from .stacks import Reader  # noqa: F401  (the protocol these classes follow)
+from .stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
 from .stores.endpoint import Endpoint, parse_s3_url
 
 H5_BLOCK_BYTES = 4 << 20
 REFERENCE_SUFFIX = ".kerchunk.json"
 
 
-class _ObjectReader:
-    """Slicing of an array-like `self.var`, and the endpoint."""
-
-    slabs = True
-    var = None
+class _ObjectReader(_Variable):
+    """Slicing of an array-like `self.var` as climio.stacks' library stacks slice theirs (always to a
+    numpy array), and the endpoint."""
 
     def __init__(self, endpoint: Optional[Endpoint] = None, wrap=None):
         self._endpoint = endpoint
@@ -51,20 +49,11 @@ class _ObjectReader:
             self._endpoint = Endpoint.from_env()
         return self._endpoint
 
-    @property
-    def shape(self):
-        return () if self.var is None else tuple(self.var.shape)
-
-    @property
-    def dtype(self):
-        return None if self.var is None else np.dtype(self.var.dtype)
-
     def read_bytes(self, offset, nbytes):
-        n = self.dtype.itemsize
-        return np.asarray(self.var[offset // n:(offset + nbytes) // n])
+        return np.asarray(super().read_bytes(offset, nbytes))
 
     def read_slab(self, start, count):
-        return np.asarray(self.var[tuple(slice(s, s + c) for s, c in zip(start, count))])
+        return np.asarray(super().read_slab(start, count))
 
     def close(self):
         self.var = None
