@@ -11,7 +11,8 @@ untimed read before the first), so both evict a whole cached copy.
 On a VM whose balloon reports free memory to the host a cold read lands in one of two modes
 (issue 27 item 8): each run prints its system time per GB read, which tells them apart, and a
 tool whose runs split into two modes is flagged. Prints the best-of-N and the median ratio
-probe/fio. Target: median ratio >= 0.9.
+probe/fio, and when the runs split, the median ratio over the fast mode's runs of each tool.
+Target: median ratio >= 0.9.
 """
 
 import argparse
@@ -66,6 +67,18 @@ def ratios(probe, fio) -> dict:
     return {"best": max(probe) / max(fio), "median": statistics.median(probe) / statistics.median(fio)}
 
 
+def fast_mode_ratio(runs):
+    """(median probe / median fio over the runs of the fast mode, n probe, n fio) when the runs of both
+    tools pooled split into two modes by system time per GB, else None: the like-for-like ratio."""
+    split = two_modes([r["sys_s_per_GB"] for rs in runs.values() for r in rs])
+    if not split:
+        return None
+    fast = {t: [r["MBps"] for r in rs if r["sys_s_per_GB"] <= split["low"][-1]] for t, rs in runs.items()}
+    if not fast["probe"] or not fast["fio"]:
+        return None
+    return statistics.median(fast["probe"]) / statistics.median(fast["fio"]), len(fast["probe"]), len(fast["fio"])
+
+
 def mode_note(runs) -> str:
     split = two_modes([r["sys_s_per_GB"] for r in runs])
     if not split:
@@ -100,6 +113,10 @@ def main():
                   f"(min {min(rates):.1f}); {mode_note(runs[tool])}")
         print(f"ratio probe/fio   : best-of-{a.reps} {got['best']:.3f}  median {got['median']:.3f}  "
               f"(target: median >= {TARGET})")
+        like = fast_mode_ratio(runs)
+        if like:
+            print(f"fast mode only    : median ratio {like[0]:.3f} ({like[1]} probe, {like[2]} fio runs); the runs "
+                  f"split into two modes, so the medians above mix them")
         return 0 if got["median"] >= TARGET else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -346,8 +346,9 @@ def test_pending_runs_cover_what_is_left_exactly():
     ([0.1, 0.3], ([0.1], [0.3])),
     ([0.07, 0.08, 0.09, 0.1], None),                         # one mode
     ([1, 2, 4, 8], None),                                    # a drift, no gap larger than the spread
-    ([0.1, 0.15, 0.45, 0.6], ([0.1, 0.15], [0.45, 0.6])),    # gap 3x, wider than either side's spread
-    ([0.1, 0.18, 0.3, 0.7], None),                           # gap 2.3x, but the lower side spreads 3x
+    ([0.1, 0.15, 0.45, 0.6], ([0.1, 0.15], [0.45, 0.6])),    # gap 3x, twice any gap inside a side
+    ([0.1, 0.18, 0.3, 0.7], None),                           # gap 2.3x, but 1.8x inside the lower side
+    ([0.181, 0.060, 0.461, 0.114, 0.085, 0.121], ([0.060, 0.085, 0.114, 0.121, 0.181], [0.461])),  # probe, loaded VM
     ([0.5], None), ([], None), ([0.0, 0.0, 0.0], None), ([float("nan"), 0.1], None),
 ])
 def test_two_modes_on_synthetic_values(values, split):

@@ -382,6 +382,7 @@ def hump_of(records, configs, profiles, layer="netcdf4-python", pattern="sequent
 # to the host (0.5-1.7 s/GB, 2-8x slower). System time per byte tells them apart where the rate,
 # under a loaded machine's noise, cannot.
 MODE_GAP = 2.0                # two clusters: the gap between them at least this ratio ...
+MODE_DOMINANCE = 1.5          # ... and this many times any gap inside either cluster ...
 MODE_MIN_BYTES = 32 << 20     # ... judged on repetitions that read at least this much (sys-time resolution)
 
 
@@ -394,23 +395,25 @@ def sys_s_per_GB(rec):
     return sys_s / nbytes * 1e9
 
 
-def two_modes(values, gap=MODE_GAP):
+def two_modes(values, gap=MODE_GAP, dominance=MODE_DOMINANCE):
     """Whether `values` (e.g. sys_s_per_GB of a configuration's repetitions) split into two clusters:
     {"low": [...], "high": [...], "gap": ratio} or None.
 
     Sorted, the values split at the largest ratio between neighbours; they are two modes when that
-    ratio is at least `gap` and larger than the spread (max/min) inside either side, so a steady
-    drift (1, 2, 4, 8) is not two modes but (0.07, 0.08, 0.9) is. Non-positive or non-finite values
-    are ignored; fewer than two values are never split."""
+    ratio is at least `gap` and at least `dominance` times every other ratio between neighbours, so
+    a steady drift (1, 2, 4, 8) is not two modes but (0.07, 0.08, 0.9) is, and so is a loaded
+    machine's fast mode spread over 0.06-0.18 s/GB beside a slow one at 0.46. Non-positive or
+    non-finite values are ignored; fewer than two values are never split."""
     vals = sorted(float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
                   and math.isfinite(v) and v > 0)
     if len(vals) < 2:
         return None
-    ratio, i = max((vals[k + 1] / vals[k], k + 1) for k in range(len(vals) - 1))
-    low, high = vals[:i], vals[i:]
-    if ratio < gap or ratio <= low[-1] / low[0] or ratio <= high[-1] / high[0]:
+    steps = [vals[k + 1] / vals[k] for k in range(len(vals) - 1)]
+    i = max(range(len(steps)), key=lambda k: steps[k])
+    ratio, others = steps[i], steps[:i] + steps[i + 1:]
+    if ratio < gap or any(ratio < dominance * other for other in others):
         return None
-    return {"low": low, "high": high, "gap": ratio}
+    return {"low": vals[:i + 1], "high": vals[i + 1:], "gap": ratio}
 
 
 def mode_rows(records, min_bytes=MODE_MIN_BYTES) -> list:
