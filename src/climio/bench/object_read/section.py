@@ -34,6 +34,12 @@ def findings(records) -> list:
                          for lat, v in t["by_latency"].items())
         out.append(Finding(STUDY, f"{t['stack']} over raw GETs at {format_size(t['get_bytes'])} (ratio by latency, "
                                   f"concurrency; target >= {t['goal']}): {text}", "met" if t["met"] else "not met"))
+    for lat, p in s["profile"].items():
+        need = ", ".join(f"{format_size(size)} x{v['measured']} (Little {v['littles_law']:.1f})"
+                         for size, v in p["sizes"].items())
+        out.append(Finding(STUDY, f"{lat:g} ms: a GET costs {1e3 * p['latency_s']:.1f} ms + size / "
+                                  f"{p['per_connection_Bps'] / 1e6:.0f} MB/s per connection, {p['aggregate_Bps'] / 1e6:.0f} MB/s "
+                                  f"at best; in flight for 80% of each size's best rate: {need}"))
     peers = [c for c in s["cells"] if c["stack"] == PEER]
     for lat in sorted({c["latency_ms"] for c in peers}):
         best = max((c for c in peers if c["latency_ms"] == lat), key=lambda c: c["rate_MBps"])

@@ -37,7 +37,8 @@ def summarise(records) -> dict:
         crc[(*_key(r), r["rep"])].add(r["metrics"].get("crc32"))
     for c in cells:
         c["checksums_match"] = all(len(v) == 1 for k, v in crc.items() if k[:3] == (c["latency_ms"], c["get_bytes"], c["concurrency"]))
-    return {"cells": cells, "target": target(cells), "records": len(records), "errors": len(records) - len(ok),
+    return {"cells": cells, "target": target(cells), "profile": store_profile(cells), "records": len(records),
+            "errors": len(records) - len(ok),
             "not_cold": sum(1 for r in ok if r["cache"].get("effective", r["cache"].get("state")) != "cold")}
 
 
@@ -51,3 +52,32 @@ def target(cells) -> dict:
     return {"stack": TARGET_STACK, "get_bytes": TARGET_SIZE, "goal": TARGET_RATIO,
             "by_latency": {lat: dict(sorted(v)) for lat, v in sorted(out.items())},
             "met": bool(out) and all(min(r for _, r in v) >= TARGET_RATIO for v in out.values())}
+
+
+def store_profile(cells) -> dict:
+    """Per latency, from the raw-GET peer: the per-request latency and per-connection bandwidth
+    (t = latency + size / bandwidth fitted to the median GET time at concurrency 1), the aggregate
+    bandwidth (the best rate measured), and per GET size the concurrency Little's law asks for
+    (aggregate bandwidth x time per GET / size) next to the smallest measured one that reaches 80%
+    of that size's best rate."""
+    import numpy as np
+    out = {}
+    peers = [c for c in cells if c["stack"] == PEER]
+    for lat in sorted({c["latency_ms"] for c in peers}):
+        at = [c for c in peers if c["latency_ms"] == lat]
+        serial = sorted((c["get_bytes"], c["req_p50_ms"] / 1e3) for c in at if c["concurrency"] == 1)
+        if len(serial) < 2:
+            continue
+        s, t = np.array(serial, dtype=float).T
+        slope, icpt = np.polyfit(s, t, 1)
+        latency_s, per_conn = max(float(icpt), 0.0), (1 / slope if slope > 0 else float("inf"))
+        agg = max(c["rate_MBps"] for c in at) * 1e6
+        sizes = {}
+        for size in sorted({c["get_bytes"] for c in at}):
+            row = [c for c in at if c["get_bytes"] == size]
+            best = max(c["rate_MBps"] for c in row)
+            reach = [c["concurrency"] for c in row if c["rate_MBps"] >= 0.8 * best]
+            per_get = latency_s + size / per_conn
+            sizes[size] = {"littles_law": agg * per_get / size, "measured": min(reach), "best_MBps": best}
+        out[lat] = {"latency_s": latency_s, "per_connection_Bps": per_conn, "aggregate_Bps": agg, "sizes": sizes}
+    return out
