@@ -106,3 +106,62 @@ def test_export_errors_are_one_line(tmp_path):
 def test_flat_frame_keeps_one_row_per_record(tmp_path):
     recs = _records(tmp_path)
     assert len(flat_frame(recs)) == len(recs)
+
+
+# --- every run `make demo` and each study produce exports (issue 27: the survey's Parquet crashed) ---
+
+@pytest.fixture(scope="module")
+def produced_runs(tmp_path_factory):
+    """Real run directories: `climio survey --quick` (what `make demo` runs, at its quick preset: every
+    study of the survey in one run directory), and the studies the survey leaves out (calibrate, the
+    model's validation). About 13 minutes on 2 shared cores."""
+    base = tmp_path_factory.mktemp("produced")
+    runs = {}
+    for name, argv in (("survey", ["survey", "--quick"]),
+                       ("calibrate", ["calibrate", "--quick", "--no-report", "--data-dir", base / "data"]),
+                       ("predict", ["bench", "predict", "--quick", "--no-report"])):
+        out = run_cli(*argv, "-o", base / name, timeout=1800)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs[name] = base / name
+    return runs
+
+
+def _check_export(run_dir, tmp_path, name):
+    from climio.records import read_records
+    records = read_records(run_dir)
+    for fmt in ("csv", "parquet"):
+        target = tmp_path / f"{name}.{fmt}"
+        res = run_cli("export", run_dir, f"--{fmt}", "-o", target)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
+        df = pd.read_parquet(target) if fmt == "parquet" else pd.read_csv(target, low_memory=False)
+        assert len(df) == len(records)
+        assert list(df["study"]) == [r["study"] for r in records]
+        rates = [(r.get("metrics") or {}).get("rate_MBps") for r in records]
+        if "metrics.rate_MBps" in df:
+            got = df["metrics.rate_MBps"].tolist()
+            assert all((a is None and (b is None or math.isnan(b))) or (b is not None and math.isclose(a, b))
+                       for a, b in zip(rates, got))
+    return df
+
+
+def test_every_produced_run_exports(produced_runs, tmp_path):
+    from climio.records import RecordWriter, read_records
+    studies = set()
+    for name, run_dir in produced_runs.items():
+        df = _check_export(run_dir, tmp_path, name)
+        studies |= set(df["study"])
+        # each study's records alone, as `climio bench STUDY` writes them
+        records = read_records(run_dir)
+        for study in sorted({r["study"] for r in records}):
+            one = tmp_path / f"{name}-{study}"
+            one.mkdir()
+            with RecordWriter(one / "records.jsonl") as w:
+                for r in records:
+                    if r["study"] == study:
+                        w.write(r)
+            _check_export(one, tmp_path, f"{name}-{study}")
+    assert {"read-stack", "chunking", "parallel-write", "parallel-read", "stsa", "calibrate", "predict"} <= studies, studies
+    # the survey's chunks column mixes "contiguous" with shapes: text in Parquet, each cell readable
+    pq = pd.read_parquet(tmp_path / "survey.parquet")
+    cells = pq["chunks"].dropna().tolist()
+    assert "contiguous" in cells and any(str(c).startswith("[") for c in cells), cells[:10]

@@ -8,7 +8,8 @@ The flat schema (one row per record; `climio export --help` and the README list 
     metrics.rate_bound_MBps                    a did-not-finish record's bound ("< X MB/s")
 One timestamp format: `time` and the epoch columns of the native programs (metrics.epoch_start,
 metrics.epoch_end_us, ...: seconds, or the unit their suffix names) are ISO-8601 UTC text.
-Lists stay lists in Parquet and become JSON text in CSV; a histogram (a dict of size -> count,
+Lists stay lists in Parquet and become JSON text in CSV (in Parquet too for a column that mixes them
+with other values, as `chunks` does across studies: for_parquet); a histogram (a dict of size -> count,
 e.g. metrics.syscalls.sizes) becomes a list of [size, count] pairs.
 
 The IOR summary (ior_summary) uses IOR's own column names (src/ior-output.c's summary header),
@@ -68,6 +69,29 @@ def _iso(t):
     if t is None or t is pd.NaT:
         return None
     return t.isoformat() if hasattr(t, "isoformat") else t
+
+
+def for_parquet(df):
+    """Columns Parquet can hold: a column whose cells do not make one Arrow type (chunks: a list in
+    one study's records, "contiguous" in another's; a number here and a word there) becomes JSON
+    text in every row, as in CSV; every other column keeps its type (lists stay lists)."""
+    import pyarrow as pa
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype != object:
+            continue
+        try:
+            pa.array(out[col].tolist(), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            out[col] = out[col].map(_json_text)
+    return out
+
+
+def _json_text(v):
+    """A cell as text: strings as they are, missing values missing, anything else as JSON."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return v if isinstance(v, str) else json.dumps(v, default=str)
 
 
 def for_csv(df):

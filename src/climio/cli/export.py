@@ -26,7 +26,7 @@ def export_cmd(
     """Write the records of RUN_DIR as one flat table: one row per record, one column per parameter and
     metric (params.*, metrics.*, cache.*), the shared nouns stack/chunks/compression/ranks, time and
     metrics.epoch_* as ISO-8601 UTC, did-not-finish bounds in metrics.rate_bound_MBps, histograms as [size, count] pairs."""
-    from ..export import flat_frame, for_csv, ior_summary
+    from ..export import flat_frame, for_csv, for_parquet, ior_summary
     from ..records import read_records
 
     if csv and parquet:
@@ -44,7 +44,7 @@ def export_cmd(
         df = flat_frame(records)
         target = Path(out) if out else Path(run_dir) / f"records.{fmt}"
     if fmt == "parquet":
-        write_via_temp(target, lambda tmp: df.to_parquet(tmp, index=False))
+        write_via_temp(target, lambda tmp: for_parquet(df).to_parquet(tmp, index=False))
     else:
         out_df = df if ior else for_csv(df)
         write_via_temp(target, lambda tmp: out_df.to_csv(tmp, index=False))
