@@ -50,7 +50,7 @@ directory. WK spectra over every latitude (lat_band None), 96-day windows, the w
 16 latitude tasks. For every repetition the workers' open files are closed, the file is opened
 and evicted from the page cache (climio.cache.prepare(..., "cold"), verified by mincore):
   read     climio.stsa.workflow.analyse(..., compute=False): the tasks read only
-  compute  the same tasks (workflow._compute) on the field already in the workers' memory
+  compute  the same tasks (stsa.tasks._compute) on the field already in the workers' memory
            (the whole array scattered to every worker beforehand, untimed), on the workers'
            compute slots, spread evenly over the workers by hand
   e2e      analyse(..., compute=True): read + spectra, as `climio stsa` runs
@@ -381,10 +381,10 @@ def part_a(names, reps, work, core):
 # ------------------------------------------------------------------------------------------------
 
 def _compute_task(arr, spec):
-    from climio.stsa import workflow
+    from climio.stsa import tasks
     t0 = time.perf_counter()
     block = np.ascontiguousarray(arr[:, list(spec.rows), :], dtype=np.float64)
-    out = workflow._compute(block, spec)
+    out = tasks._compute(block, spec)
     out.update(task=spec.index, compute_wall_s=time.perf_counter() - t0)
     return out
 

@@ -8,7 +8,7 @@ import xarray as xr
 
 from climio.data import write_4d
 from climio.errors import InputError
-from climio.stsa import direct, readplan, workflow
+from climio.stsa import direct, readplan, tasks, workflow
 
 DIMS = ("time", "lev", "lat", "lon")
 
@@ -54,7 +54,7 @@ def test_runs_plan_reads_what_the_latitude_plan_reads(tmp_path, chunks, method, 
             for s in specs:
                 parts = workflow.task_parts(inp.da, s)
                 assert len(parts) == (1 if plan == "latitude" else len(readplan.row_runs(s.rows)))
-                var, lock = workflow._netcdf4_variable(parts[0])
+                var, lock = tasks._netcdf4_variable(parts[0])
                 assert var is not None and var.name == "u" and lock is not None
                 got = workflow.run_task(parts, s)
                 block = workflow.read_block(workflow.task_parts(inp.da, s), s)

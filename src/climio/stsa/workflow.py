@@ -64,7 +64,7 @@ from . import spectra as sp
 # the input and the task are modules of their own; their names stay reachable here (the face callers use)
 from .inputs import (METHODS, WK_LAT_BAND, Axes, Input, check_equator, check_longitude,  # noqa: F401
                      expand_files, find_axes, open_input, prepare_input, samples_per_day)
-from .tasks import (DEFAULT_TASKS, TaskSpec, _compute, _netcdf4_variable, close_cached_files,  # noqa: F401
+from .tasks import (DEFAULT_TASKS, TaskSpec, close_cached_files,  # noqa: F401
                     compute_task, read_block, read_task, release_files, rows_text, run_task, task_parts,
                     task_rows, tune_chunk_cache)
 
