@@ -8,7 +8,12 @@ Input: a deflate+shuffle float32 field [t,z,y,x] chunked [1,1,Y,X] (one map per 
 (one time series per chunk), same deflate level + shuffle.
 
 Runs (each cold: input evicted with posix_fadvise and checked with mincore, output deleted before):
-  floors     cp IN OUT; single-core decode + re-encode of every chunk (zlib and libdeflate)
+  floors     cp IN OUT; single-core decode + re-encode of every chunk (zlib and libdeflate);
+             the codec floor: every source chunk inflated + unshuffled and every target chunk
+             shuffled + deflated with libdeflate (the converter's own codec calls) on --workers
+             forked processes from memory (no file I/O, no copies between processes), wall and
+             CPU; the report prints climio/floor and climio's non-codec CPU share,
+             1 - floor CPU / climio's CPU (--climio-only --floor: climio and this floor alone)
   case (a)   same memory budget B (--max-mem, default 64MiB):
                climio rechunk --max-mem B --workers W   vs   nccopy -h B
              and nccopy held to the budget for real: -h B -e N (N = B / output chunk bytes)
@@ -260,6 +265,61 @@ def codec_floor(path, var, level) -> dict:
     return {"read_s": read_s, **{f"{name}_s": t for name, t in secs.items()}}
 
 
+def _floor_worker(i, workers, go, results):
+    """One floor worker: wait for `go`, then decode its share of source chunks and encode its share
+    of target chunks (the data were put in _FLOOR before the fork); report CPU and the end time."""
+    from climio.rechunk import codec
+    raws, targets, nbytes, item, level = _FLOOR
+    go.wait()
+    cpu0 = time.process_time()
+    for raw in raws[i::workers]:
+        codec.decode(raw, (codec.FILTER_SHUFFLE, codec.FILTER_DEFLATE), 0, nbytes, item)
+    for chunk in targets[i::workers]:
+        codec.encode(chunk, True, level)
+    results.put((time.process_time() - cpu0, time.time()))
+
+
+_FLOOR = None
+
+
+def parallel_codec_floor(path, var, level, workers) -> dict:
+    """The codec floor of this conversion on `workers` processes: every source chunk inflated and
+    unshuffled, every target chunk [T,1,1,X] shuffled and deflated at `level` with libdeflate
+    (climio.rechunk.codec, the converter's own codec calls), from memory: the raw chunks are read and
+    the target chunks assembled before the clock starts, and handed to forked workers by
+    copy-on-write, so no file I/O, copy between processes, serialisation or transpose is timed.
+    Returns the wall time (start signal to the last worker's end) and the workers' summed CPU."""
+    import multiprocessing
+
+    import h5py
+    global _FLOOR
+    with h5py.File(path, "r") as f:
+        ds = f[var["name"]]
+        chunks, item = ds.chunks, ds.dtype.itemsize
+        nbytes = int(np.prod(chunks)) * item
+        grid = [math.ceil(n / c) for n, c in zip(ds.shape, chunks)]
+        raws = [ds.id.read_direct_chunk(tuple(i * c for i, c in zip(idx, chunks)))[1] for idx in np.ndindex(*grid)]
+        data = ds[...]
+    T, Z, Y, X = data.shape
+    targets = [np.ascontiguousarray(data[:, z, y, :]) for z in range(Z) for y in range(Y)]
+    del data
+    _FLOOR = (raws, targets, nbytes, item, level)
+    ctx = multiprocessing.get_context("fork")
+    go, results = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_floor_worker, args=(i, workers, go, results)) for i in range(workers)]
+    for p in procs:
+        p.start()
+    time.sleep(0.5)                  # every worker waiting on `go`
+    t0 = time.time()
+    go.set()
+    done = [results.get() for _ in procs]
+    for p in procs:
+        p.join()
+    _FLOOR = None
+    return {"wall_s": max(end for _, end in done) - t0, "cpu_s": sum(cpu for cpu, _ in done),
+            "workers": workers, "source_chunks": len(raws), "target_chunks": len(targets)}
+
+
 # ---------------------------------------------------------------- checks
 
 def ncdump_hs(path):
@@ -338,6 +398,7 @@ def main():
     ap.add_argument("--check-all", action="store_true", help="compare every value of climio's outputs")
     ap.add_argument("--peers-only", action="store_true",
                     help="measure peers and floors only (for testing while climio rechunk is unavailable)")
+    ap.add_argument("--floor", action="store_true", help="with --climio-only: measure the codec floor too")
     ap.add_argument("--climio-only", action="store_true",
                     help="climio's two runs alone (its prediction against its time), no floors and no peers")
     a = ap.parse_args()
@@ -483,6 +544,16 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
                          "note": f"inflate+unshuffle+shuffle+deflate({L}) per input chunk, raw chunk reads "
                                  f"({fl['read_s']:.1f} s) not included", "cmd": "in-process"})
             print(f"  -> {codec}: {s:.1f} s ({nbytes / s / 1e6:.0f} MB/s); chunk reads {fl['read_s']:.1f} s")
+    if not a.climio_only or a.floor:
+        print(f"\n[codec floor, {a.workers} workers] from memory: inflate+unshuffle every source chunk, "
+              f"shuffle+deflate({L}) every target chunk [T,1,1,X] with libdeflate", flush=True)
+        pf = parallel_codec_floor(inp, var, L, a.workers)
+        rows.append({"tool": "codec floor", "case": "floor", "wall_s": pf["wall_s"], "cpu_s": pf["cpu_s"],
+                     "rate_MBps": nbytes / pf["wall_s"] / 1e6, "finished": True, "status": "ok", "cache": "memory",
+                     "note": f"{pf['workers']} workers, {pf['source_chunks']} chunks decoded, "
+                             f"{pf['target_chunks']} encoded, no file I/O", "cmd": "in-process (forked workers)"})
+        print(f"  -> {pf['wall_s']:.2f} s wall, {pf['cpu_s']:.2f} s CPU over {pf['workers']} workers "
+              f"({nbytes / pf['wall_s'] / 1e6:.0f} MB/s)")
 
     # case (a): same budget --------------------------------------------------
     climio_cmd = [CLIMIO, "rechunk", str(inp), str(out), "-c", spec]
@@ -591,6 +662,13 @@ def report(a, rows, var, nbytes, in_size, mem_b, budget_s):
                   f"predicted/measured {r['predicted_over_measured']:.2f}{conv} (target within 1.5x)")
     if not best:
         print("climio rechunk did not run (or failed): no ratios")
+    floor = next((x for x in rows if x["tool"] == "codec floor"), None)
+    for r in rows:
+        if floor and r["tool"] == "climio" and r["finished"]:
+            share = 1 - floor["cpu_s"] / r["cpu_s"] if r.get("cpu_s") else float("nan")
+            print(f"climio case ({r['case']}): climio/floor {r['wall_s'] / floor['wall_s']:.2f} (wall {r['wall_s']:.2f} s / "
+                  f"{floor['wall_s']:.2f} s; target <= 1.3), non-codec CPU {100 * share:.0f} % of climio's "
+                  f"{r['cpu_s']:.1f} s (target <= 20 %), peak tree {r['peak_tree_MiB']:.0f} MiB")
     nc_a = next((x for x in rows if x["tool"] == "nccopy" and x["case"] == "a"), {})
     # The headline holds nccopy to the budget for real (-e): with -h alone it does not keep to it
     # (see the module docstring), so that row is printed with the memory it actually took.

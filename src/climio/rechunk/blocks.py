@@ -2,11 +2,18 @@
 from the source, and cut it into encoded target chunks (or hand it back whole).
 
 A task carries everything it needs (picklable dataclasses, chunk addresses looked up by the
-parent), so workers hold no state but open file handles.
+parent), so workers hold no state but open file handles, one reusable block buffer and where to
+spill encoded chunks. Copies are kept few: a decoded chunk is unshuffled straight into the block,
+a target chunk is gathered and shuffled in one pass, encoded chunks go to the parent through a
+shared-memory file (Spilled), and a two-pass intermediate is read and written with preadv/pwritev
+straight between the file and the block.
 """
 
+import math
+import mmap
 import os
 import resource
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,6 +36,7 @@ class Source:
     filters: tuple = ()
     fill: object = 0          # value of chunks never written (HDF5 fill value)
     cache_bytes: int = 1 << 20
+    offset: int = 0           # "raw": where the contiguous C-order array starts in the file
     extent: Optional[tuple] = None   # the HDF5 dataset's shape when shorter than the netCDF shape: a
                                      # variable may have fewer records than its unlimited dimension,
                                      # and netCDF reads the missing ones as the fill value
@@ -36,14 +44,17 @@ class Source:
 
 @dataclass(frozen=True)
 class Sink:
-    """What to hand back: encoded target chunks ("chunks") or the block itself ("array"); or, for
-    "zarr", nothing: the worker writes the block into the Zarr array `var` of the store `path`."""
+    """What to hand back: encoded target chunks ("chunks") or the block itself ("array"); or
+    nothing, the worker writing the block itself: "zarr" into the Zarr array `var` of the store
+    `path`, "raw" into a contiguous C-order array of shape `chunks` at byte `offset` of file `path`
+    (a two-pass plan's intermediate)."""
     kind: str
     chunks: Optional[tuple] = None
     shuffle: bool = False
     level: int = 0
     path: str = ""
     var: str = ""
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class Result:
 
 
 _handles = {}
+_scratch = {}                 # this process's reusable block buffer
+_spill_to = {}                # set in pool workers: where encoded chunks go (Spilled)
 
 
 def _open(kind: str, path: str):
@@ -75,6 +88,8 @@ def _open(kind: str, path: str):
     if key not in _handles:
         if kind == "fd":
             _handles[key] = os.open(path, os.O_RDONLY)
+        elif kind == "fdw":
+            _handles[key] = os.open(path, os.O_RDWR)
         elif kind == "h5py":
             import h5py
             _handles[key] = h5py.File(path, "r")
@@ -101,7 +116,7 @@ def close_handles() -> None:
     """Close every file a process opened (the intermediate file must be reopened after it is written)."""
     for (kind, _), h in list(_handles.items()):
         try:
-            if kind == "fd":
+            if kind in ("fd", "fdw"):
                 os.close(h)
             elif hasattr(h, "close"):
                 h.close()
@@ -134,14 +149,19 @@ def _read_direct(task: Task, out: np.ndarray):
     dt = np.dtype(src.dtype)
     chunk_bytes = int(np.prod(src.chunks)) * dt.itemsize
     nread = 0
+    out_bytes = out.view(np.uint8).reshape(out.shape + (dt.itemsize,))   # out is a fresh C-order block
     for offset, addr, size, mask in task.entries:
         raw = os.pread(fd, size, addr)
         if len(raw) != size:
             raise OSError(f"short read of a chunk in {src.path}")
         nread += size
-        chunk = np.frombuffer(codec.decode(raw, src.filters, mask, chunk_bytes, dt.itemsize), dt).reshape(src.chunks)
+        data, planes = codec.decode_to_planes(raw, src.filters, mask, chunk_bytes, dt.itemsize)
         dst, sel = _overlap(task.start, task.count, offset, src.chunks, src.extent)
-        out[dst] = chunk[sel]
+        if planes:   # unshuffled straight into the block: no decoded chunk in between
+            p = np.frombuffer(data, np.uint8).reshape((dt.itemsize,) + tuple(src.chunks))
+            codec.unshuffle_into(p[(slice(None),) + sel], out_bytes[dst])
+        else:
+            out[dst] = np.frombuffer(data, dt).reshape(src.chunks)[sel]
     return nread, len(task.entries)
 
 
@@ -156,12 +176,29 @@ def _overlap(start, count, origin, chunks, extent=None):
     return tuple(dst), tuple(sel)
 
 
-def read_block(task: Task) -> tuple:
-    """(block array, bytes read from the file, chunks decoded)."""
+def _block_array(count, dtype, reuse: bool) -> np.ndarray:
+    """An uninitialised C-order array for a block. With `reuse` (the block is consumed within its
+    task) one buffer per process serves every block: no fresh pages to fault in and zero per block."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(count)) * dt.itemsize
+    if not reuse:
+        return np.empty(count, dt)
+    if _scratch.get("buf") is None or _scratch["buf"].size < n:
+        _scratch["buf"] = None
+        _scratch["buf"] = np.empty(n, np.uint8)
+    return _scratch["buf"][:n].view(dt).reshape(count)
+
+
+def read_block(task: Task, reuse: bool = False) -> tuple:
+    """(block array, bytes read from the file, chunks decoded). `reuse`: the block may live in this
+    process's scratch buffer (it is consumed before the next block is read)."""
     src = task.source
     sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
     if src.kind == "direct":
-        out = np.full(task.count, src.fill, dtype=src.dtype)  # chunks never written hold the fill value
+        out = _block_array(task.count, src.dtype, reuse)
+        touched = math.prod((s + n - 1) // c - s // c + 1 for s, n, c in zip(task.start, task.count, src.chunks))
+        if src.extent is not None or len(task.entries) < touched:
+            out[...] = src.fill           # chunks never written (and records beyond them) hold the fill value
         nread, ndec = _read_direct(task, out)
         return out, nread, ndec
     if src.kind == "h5py":
@@ -171,6 +208,10 @@ def read_block(task: Task) -> tuple:
             _h5_dataset(src).read_direct(out, source_sel=tuple(slice(s + p.start, s + p.stop)
                                                                for s, p in zip(task.start, part)), dest_sel=inside)
         return out, out.nbytes, 0
+    if src.kind == "raw":
+        out = _block_array(task.count, src.dtype, reuse)
+        _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
+        return out, out.nbytes, 0
     if src.kind == "zarr":
         out = np.asarray(_open("zarr", (src.path, src.var))[sel or ...], dtype=src.dtype)
         return out, out.nbytes, sum(1 for _ in chunks_in(task.start, task.count, src.chunks))
@@ -179,14 +220,53 @@ def read_block(task: Task) -> tuple:
     return out, out.nbytes, 0
 
 
+def runs(shape, start, count, itemsize: int):
+    """(byte offset in a C-order array of `shape`, byte offset in the C-order box, length) of the
+    contiguous runs of the box (start, count): one per index of the axes before the last partial one."""
+    k = len(shape)
+    while k > 0 and count[k - 1] == shape[k - 1]:
+        k -= 1
+    strides = [math.prod(shape[i + 1:]) * itemsize for i in range(len(shape))]
+    if k == 0:
+        yield 0, 0, math.prod(shape) * itemsize
+        return
+    run = count[k - 1] * strides[k - 1]
+    pos = 0
+    for idx in np.ndindex(*count[:k - 1]):
+        at = sum((s + i) * st for s, i, st in zip(start, idx, strides)) + start[k - 1] * strides[k - 1]
+        yield at, pos, run
+        pos += run
+
+
+def _raw_io(call, fd: int, offset: int, shape, start, block: np.ndarray) -> None:
+    """Read (os.preadv) or write (os.pwritev) a block straight between the file and its array."""
+    view = memoryview(block.reshape(-1).view(np.uint8))
+    for at, pos, n in runs(shape, start, block.shape, block.dtype.itemsize):
+        done = 0
+        while done < n:
+            got = call(fd, [view[pos + done:pos + n]], offset + at + done)
+            if got <= 0:
+                raise OSError(f"short {'read' if call is os.preadv else 'write'} at byte {offset + at + done}")
+            done += got
+
+
 def encode_block(block: np.ndarray, start, sink: Sink) -> list:
     """Cut a block (aligned to whole target chunks) into encoded chunks, in C order; edge chunks are
     padded to the full chunk shape, as HDF5 stores them."""
     out = []
     count = block.shape
+    item = block.dtype.itemsize
+    as_bytes = None
+    if sink.shuffle and item > 1:
+        block = np.ascontiguousarray(block)
+        as_bytes = block.view(np.uint8).reshape(block.shape + (item,))
     for idx in chunks_in(start, count, sink.chunks):
         origin = tuple(i * c for i, c in zip(idx, sink.chunks))
         dst, sel = _overlap(start, count, origin, sink.chunks)
+        if as_bytes is not None:   # gather and shuffle in one strided copy per byte plane
+            planes = codec.shuffle_from(as_bytes[dst], sink.chunks)
+            out.append((origin, codec.encode(planes, False, sink.level)))
+            continue
         piece = block[dst]
         if piece.shape != tuple(sink.chunks):
             full = np.zeros(sink.chunks, dtype=block.dtype)
@@ -196,10 +276,79 @@ def encode_block(block: np.ndarray, start, sink: Sink) -> list:
     return out
 
 
+@dataclass(frozen=True)
+class Spilled:
+    """Encoded chunks a worker left in a file in shared memory (/dev/shm) instead of sending them
+    through the pool's pipe: the parent maps the file and hands HDF5 slices of it (chunks_of), so
+    the bytes are copied once, not pickled, piped and unpickled."""
+    path: str
+    pieces: tuple             # (chunk offset in elements, byte offset in the file, size)
+
+
+def _spill(chunks: list) -> Spilled:
+    path = f"{_spill_to['prefix']}-{os.getpid()}-{_spill_to['seq']}"
+    _spill_to["seq"] += 1
+    pieces, pos = [], 0
+    for origin, data in chunks:
+        pieces.append((origin, pos, len(data)))
+        pos += len(data)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        for i in range(0, len(chunks), 512):        # IOV_MAX is 1024
+            want = sum(len(d) for _, d in chunks[i:i + 512])
+            if os.writev(fd, [d for _, d in chunks[i:i + 512]]) != want:
+                raise OSError(f"short write to {path}")
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return Spilled(path, tuple(pieces))
+
+
+@contextmanager
+def chunks_of(payload):
+    """(chunk offset, bytes-like) of a "chunks" result, whether sent whole or Spilled; a spilled
+    file is removed when the caller is done with it."""
+    if not isinstance(payload, Spilled):
+        yield payload
+        return
+    try:
+        size = os.path.getsize(payload.path)
+        with open(payload.path, "rb") as fh, (mmap.mmap(fh.fileno(), size, prot=mmap.PROT_READ) if size
+                                              else nullcontext(b"")) as mapped:
+            view = memoryview(mapped)
+            pieces = [(origin, view[off:off + n]) for origin, off, n in payload.pieces]
+            try:
+                yield pieces
+            finally:
+                for _, piece in pieces:   # the map closes only once no view of it is left
+                    piece.release()
+                view.release()
+    finally:
+        os.unlink(payload.path)
+
+
+def remove_spilled(prefix: str) -> None:
+    """Remove what workers spilled under `prefix` and nobody wrote (a stopped or failed run)."""
+    import glob
+    for path in glob.glob(glob.escape(prefix) + "-*"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def run_task(task: Task) -> Result:
-    block, nread, ndec = read_block(task)
+    block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
     if task.sink.kind == "chunks":
         payload = encode_block(block, task.start, task.sink)
+        if _spill_to.get("prefix"):
+            payload = _spill(payload)
+        del block
+    elif task.sink.kind == "raw":
+        _raw_io(os.pwritev, _open("fdw", task.sink.path), task.sink.offset, task.sink.chunks, task.start, block)
+        payload = None
         del block
     elif task.sink.kind == "zarr":
         sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
@@ -213,7 +362,9 @@ def run_task(task: Task) -> Result:
                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, os.getpid())
 
 
-def init_worker() -> None:
-    """Workers leave SIGINT to the parent, which stops the pool and cleans up."""
+def init_worker(spill_prefix: str = "") -> None:
+    """Workers leave SIGINT to the parent, which stops the pool and cleans up; with `spill_prefix`
+    they hand encoded chunks over in shared-memory files of that prefix (Spilled)."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _spill_to.update(prefix=spill_prefix, seq=0)

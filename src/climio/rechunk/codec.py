@@ -62,6 +62,38 @@ def decode(raw: bytes, filters, filter_mask: int, nbytes: int, itemsize: int) ->
     return data
 
 
+def decode_to_planes(raw: bytes, filters, filter_mask: int, nbytes: int, itemsize: int) -> tuple:
+    """(data, planes): like decode, but when the pipeline's first filter is a shuffle that applies,
+    stop before undoing it and say so (planes True): the caller unshuffles while copying the byte
+    planes to where the values go (unshuffle_into), which saves a copy of every chunk."""
+    if filters and filters[0] == FILTER_SHUFFLE and not filter_mask & 1 and itemsize > 1 and nbytes % itemsize == 0:
+        data = decode(raw, (FILTER_SHUFFLE,) + tuple(filters[1:]), filter_mask | 1, nbytes, itemsize)
+        return data, True
+    return decode(raw, filters, filter_mask, nbytes, itemsize), False
+
+
+def unshuffle_into(planes: np.ndarray, dest_bytes: np.ndarray) -> None:
+    """Undo HDF5's shuffle from `planes` [itemsize, *shape] into `dest_bytes` [*shape, itemsize],
+    a uint8 view of the values' place (any strides): one strided copy per byte plane."""
+    for k in range(planes.shape[0]):
+        dest_bytes[..., k] = planes[k]
+
+
+def shuffle_from(values_bytes: np.ndarray, chunk_shape) -> np.ndarray:
+    """HDF5's shuffle of the values whose bytes `values_bytes` [*shape, itemsize] (a uint8 view of a
+    block's region, any strides) holds, as a full chunk: [itemsize, *chunk_shape] byte planes, the
+    region at the chunk's origin and zeros beyond it (edge chunks are stored whole). Gathering the
+    region and shuffling it are one strided copy per byte plane."""
+    item = values_bytes.shape[-1]
+    shape = values_bytes.shape[:-1]
+    full = tuple(shape) == tuple(chunk_shape)
+    planes = (np.empty if full else np.zeros)((item,) + tuple(chunk_shape), np.uint8)
+    region = tuple(slice(0, n) for n in shape)
+    for k in range(item):
+        planes[k][region] = values_bytes[..., k]
+    return planes
+
+
 def encode(chunk: np.ndarray, shuffled: bool, level: int) -> bytes:
     """Apply netCDF-4's pipeline (shuffle, then deflate at `level`; level 0 = no deflate)."""
     data = np.ascontiguousarray(chunk)

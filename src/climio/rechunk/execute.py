@@ -1,7 +1,9 @@
 """Run the plans: blocks go to worker processes (read, decode, encode); for netCDF-4 output the
 parent writes the results in file order (one HDF5 file, and HDF5 has one writer without MPI), for
 Zarr output each worker writes its block's chunks into the store itself (disjoint chunk objects).
-Reading and writing go through the format modules (rechunk.formats).
+Reading and writing go through the format modules (rechunk.formats). Hand-offs copy as little as
+they can: workers leave encoded chunks in shared-memory files the parent maps (blocks.Spilled), and
+read and write a two-pass plan's contiguous intermediate themselves.
 
 Memory follows plan.peak_memory: at most `workers` blocks are in the workers and at most `workers`
 finished results wait in the parent, because a new block is handed out only when the oldest
@@ -18,7 +20,6 @@ import numpy as np
 
 from .. import spawning
 from . import blocks, formats
-from .formats import netcdf4 as nc4
 from .model import Target, VarInfo
 from ..model.convert import Plan, chunks_in
 from ..layout import iter_blocks
@@ -52,10 +53,12 @@ class Runner:
         self.workers = workers
         self.stats = stats
         self.pool = None
+        self.spill = ""
         if workers > 1:
             # spawn: a forked child would inherit the parent's open HDF5 state
             ctx = spawning.context()   # spawn, without re-running a user's script (climio.spawning)
-            self.pool = ctx.Pool(workers, initializer=blocks.init_worker)
+            self.spill = spill_prefix()
+            self.pool = ctx.Pool(workers, initializer=blocks.init_worker, initargs=(self.spill,))
 
     def run(self, tasks, write, workers: int, progress=None) -> None:
         """`workers` = the pass's planned parallelism: its memory bound assumes that many blocks in flight."""
@@ -88,6 +91,17 @@ class Runner:
                 self.pool.close()
             self.pool.join()
             self.pool = None
+            if self.spill:
+                blocks.remove_spilled(self.spill)
+
+
+def spill_prefix() -> str:
+    """Where pool workers leave encoded chunks for the parent: shared memory (/dev/shm) if this
+    system has it, else "" (they go through the pool's pipe)."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return str(shm / f".climio-rechunk-{os.getpid()}")
+    return ""
 
 
 def _close_in_worker():
@@ -110,12 +124,21 @@ def _requantize(job: Job) -> bool:
     return bool(t.quantize) and (t.quantize, t.nsd) != (s.quantize, s.nsd)
 
 
-def _intermediate(tmp_dir: str, info: VarInfo):
+def _intermediate(tmp_dir: str, info: VarInfo) -> tuple:
+    """(path, byte offset) of a two-pass plan's intermediate: an HDF5 file holding one contiguous
+    uncompressed dataset, allocated now so that its bytes have an address; the workers then write
+    and read their blocks there themselves (pwritev/preadv), no block passes through the parent."""
     import h5py
     path = Path(tmp_dir) / f".climio-rechunk-{os.getpid()}-{info.name}.h5"
-    f = h5py.File(path, "w")
-    f.create_dataset("data", shape=info.shape, dtype=np.dtype(info.dtype))  # contiguous, never filled
-    return path, f
+    with h5py.File(path, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.CONTIGUOUS)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        space = h5py.h5s.create_simple(tuple(info.shape))
+        dset = h5py.h5d.create(f.id, b"data", h5py.h5t.py_create(np.dtype(info.dtype)), space, dcpl=dcpl)
+        offset = dset.get_offset()
+    return path, int(offset)
 
 
 def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: str, progress) -> None:
@@ -124,27 +147,26 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
     passes = job.plan.passes
     fmt, handle = reader
     src, index = fmt.input_source(job.info, in_path, handle, passes[0].cache_bytes if passes else 0)
-    inter, inter_path = None, None
+    inter_path = None
     try:
         for p in passes:
             if p.name == "to-intermediate":
-                inter_path, inter = _intermediate(tmp_dir, job.info)
-                sink, write = blocks.Sink("array"), nc4.writer(blocks.Sink("array"), inter["data"])
+                inter_path, offset = _intermediate(tmp_dir, job.info)
+                sink = blocks.Sink("raw", tuple(job.info.shape), path=str(inter_path), offset=offset)
+                write = _nothing_to_write
             else:
                 sink, write = write_to()
             if p.name == "from-intermediate":
-                src = blocks.Source(str(inter_path), "h5py", "data", src.dtype, src.shape, None,
-                                    cache_bytes=p.cache_bytes)
+                src = blocks.Source(str(inter_path), "raw", "data", src.dtype, src.shape, None, offset=offset)
                 index = None
             runner.run(tasks(src, sink, p.block, index), write, p.workers, progress)
-            if inter is not None:
-                inter.close()  # written: the next pass's workers read it
-                inter = None
     finally:
-        if inter is not None:
-            inter.close()
         if inter_path is not None:
             inter_path.unlink(missing_ok=True)
+
+
+def _nothing_to_write(result) -> None:
+    result.payload = None
 
 
 def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None,

@@ -158,8 +158,9 @@ def writer(sink: blocks.Sink, dset):
     """The parent's write of one result: whole encoded chunks, or the block through HDF5."""
     def write(result):
         if sink.kind == "chunks":
-            for origin, data in result.payload:
-                dset.id.write_direct_chunk(origin, data, 0)
+            with blocks.chunks_of(result.payload) as chunks:
+                for origin, data in chunks:
+                    dset.id.write_direct_chunk(origin, data, 0)
         else:
             sel = tuple(slice(s, s + n) for s, n in zip(result.start, result.count))
             if result.payload.size:
