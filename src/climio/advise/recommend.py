@@ -19,11 +19,14 @@ from pathlib import Path
 from ..errors import InputError
 from ..layout import Layout
 from ..model import workflow as wfmod
+from ..model import layout_search
 from ..model.convert import conversion_plan
+from ..model.layout_search import Pattern
 from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
+from ..rules.fixes import rechunk_command
 from .predict import stack_cache, workflow_checked
 
 SEVERITY_ORDER = rules.SEVERITY_ORDER
@@ -53,6 +56,7 @@ class Advice:
     platform_id: str = ""
     notes: list = field(default_factory=list)
     verdict: str = ""                 # measured inputs: is I/O the bottleneck of the run (rules.verdict)
+    layout: dict = None               # several read patterns of one variable: the layout search's answer
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -80,7 +84,7 @@ class Advice:
         return {"source": self.source, "kind": self.kind, "platform_id": self.platform_id, "notes": self.notes,
                 "recommendations": self.ranked(),
                 "prediction": self.prediction.to_dict() if self.prediction is not None else None,
-                "verdict": self.verdict, "rules": rules.table(self.kind)}
+                "verdict": self.verdict, "rules": rules.table(self.kind), "layout_search": self.layout}
 
     def lines(self) -> list:
         out = [f"advice for {self.source} ({self.kind}; profile {self.platform_id})"]
@@ -90,6 +94,7 @@ class Advice:
         if self.prediction is not None:
             out.append(f"predicted now: {self.prediction.total_s:.3g} s ({self.prediction.tasks} task(s), "
                        f"{self.prediction.stack})")
+        out += layout_lines(self.layout)
         recs = self.ranked()
         if not recs:
             n = len(rules.table(self.kind))
@@ -170,7 +175,43 @@ def workflow_facts(wf, profile: Profile) -> tuple:
 
 def advise_workflow(wf, profile: Profile, source="") -> Advice:
     wp, facts = workflow_facts(wf, profile)
-    return Advice(source or str(wf.file), "workflow", rules.judge(facts), wp, profile.platform_id)
+    adv = Advice(source or str(wf.file), "workflow", rules.judge(facts), wp, profile.platform_id)
+    items = facts.workflow.items
+    if len(items) > 1 and len({(it.path, it.var) for it in items}) == 1 and len(items[0].layout.shape) >= 2:
+        adv.layout = search_layout(wf, profile, items)
+    return adv
+
+
+def search_layout(wf, profile: Profile, items) -> dict:
+    """One chunk shape for the workflow's read patterns of one variable (model.layout_search):
+    the searched shape with the least predicted reads plus conversion, each pattern's time under
+    it and now, and the `climio rechunk` command."""
+    it = items[0]
+    mix = [Pattern(f"{x.spec.read} x{x.spec.passes}" if [y.spec.read for y in items].count(x.spec.read) > 1
+                   else x.spec.read, x.reads, x.spec.passes) for x in items]
+    cache = it.prediction.chunk_cache
+    res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
+                               chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None)
+    d = res.to_dict()
+    if res.best is not res.current and res.best.chunks is not None:
+        d["command"] = rechunk_command(it.path, it.var, res.best.chunks)
+    return d
+
+
+def layout_lines(d) -> list:
+    if not d:
+        return []
+    b, now = d["best"], d["current"]
+    out = [f"one layout for the {len(b['per_pattern_s'])} read patterns ({d['searched']} chunk shapes searched, "
+           f"{d['chunk_bytes'][0] >> 10} KiB to {d['chunk_bytes'][1] >> 20} MiB a chunk): chunks {b['chunks']}: "
+           f"{b['reads_s']:.3g} s of reads + {b['convert_s']:.3g} s to convert = {b['total_s']:.3g} s "
+           f"(now {now['reads_s']:.3g} s in {now['chunks']})"]
+    out += [f"   {name}: {b['per_pattern_s'][name]:.3g} s (now {now['per_pattern_s'][name]:.3g} s)"
+            for name in b["per_pattern_s"]]
+    out += [f"   note: {n}" for n in d["notes"]]
+    if d.get("command"):
+        out.append(f"   command: {d['command']}")
+    return out
 
 
 def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,

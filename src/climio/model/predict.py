@@ -199,9 +199,17 @@ def cache_spec(chunk_cache, stack_rates=None) -> CacheSpec:
     return CacheSpec.of(chunk_cache)
 
 
-def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=SIM_REQUESTS) -> Counts:
+def task_bounds(n: int, tasks: int) -> list:
+    """Where each task's reads start: `tasks` consecutive groups as equal as possible, as the
+    measuring runner splits them (climio.measure.tasks.split)."""
+    return [round(i * n / tasks) for i in range(tasks + 1)]
+
+
+def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=SIM_REQUESTS, tasks: int = 1) -> Counts:
     """Counts of the reads (a list of (start, count)) against `layout`, in the order given, through
-    the chunk cache `chunk_cache` (a CacheSpec, or its bytes with HDF5's default slots)."""
+    the chunk cache `chunk_cache` (a CacheSpec, or its bytes with HDF5's default slots). With
+    `tasks` tasks each opens the file: its consecutive share of the reads runs through a cache of
+    its own (the page cache is shared)."""
     shape, isz = layout.shape, layout.itemsize
     reads = list(reads)
     for s, c in reads[:1] + reads[-1:]:
@@ -216,13 +224,19 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         cbytes = layout.chunk_nbytes
         stored_chunk = max(1, round(layout.stored * cbytes / max(layout.allocated_bytes, 1))) if layout.compressed \
             else cbytes
-        cache = ChunkCache(shape, chunks, isz, cache_spec(chunk_cache), filtered=layout.compressed)
+        spec = cache_spec(chunk_cache)
+        cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
+        collisions = 0
+        task_starts = set(task_bounds(len(reads), tasks)[1:-1]) if tasks > 1 else set()
     simulated = 0
     geometry_of = {}
-    for start, count in reads:
+    for i, (start, count) in enumerate(reads):
         if sum(st.req.values()) >= max_requests and simulated:
             break
+        if chunks is not None and i in task_starts:      # the next task's own open and cache
+            collisions += cache.counts.collisions
+            cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         simulated += 1
         cnt.calls += 1
         cnt.bytes_wanted += _prod(count) * isz
@@ -264,7 +278,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
                 st.contig(offs, rl * isz, base, base + cbytes)
     cnt.reads_simulated = simulated
     if chunks is not None:
-        cnt.chunk_cache_collisions = cache.counts.collisions
+        cnt.chunk_cache_collisions = collisions + cache.counts.collisions
     scale = len(reads) / simulated if simulated else 0.0
     if scale != 1.0:
         for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "chunk_cache_collisions", "partial_chunks",
@@ -418,7 +432,7 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
         spec, source = cache_spec(int(sr.chunk_cache_bytes), sr), f"the profile's for {stack}"
     cache = spec.nbytes
     if counts is None:
-        counts = simulate(layout, reads, spec, profile)
+        counts = simulate(layout, reads, spec, profile, tasks=min(tasks, max(len(reads), 1)))
     t = time_of(counts, stack, profile, codec)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])

@@ -14,25 +14,33 @@ def section(records) -> Section:
     sec.add(key_figure(records, s))
     t = s["thesis"]
     sec.add(Paragraph(
-        f"{s['n']} configurations not used for calibration, each predicted from the platform's profile and measured "
-        f"cold. |log(predicted/measured)|: median {s['median_abs_log']:.3f} (a factor {s['median_factor']:.2f}), "
-        f"90th percentile {s['p90_abs_log']:.3f} (a factor {s['p90_factor']:.2f}); target median within "
-        f"{s['target']['median']}x and 90% within {s['target']['p90']}x: {'met' if s['meets_target'] else 'NOT met'}. "
-        f"The thesis's flowchart (Fig. 7.1, never fitted) was {t['stsa_flowchart_factor']}x optimistic for the STSA read "
-        f"and predicted a {t['xt_speedup_predicted']}x gain from x-t chunks where {t['xt_speedup_observed']}x was observed."))
-    rows = [["model (this platform)", f"{s['median_factor']:.2f}x", f"{s['p90_factor']:.2f}x",
-             f"{s.get('stsa_factor', float('nan')):.2f}x",
-             (f"{s['relayout']['predicted']:.1f}x / {s['relayout']['measured']:.1f}x" if s.get("relayout") else "-")],
-            ["thesis flowchart (JASMIN)", "-", "-", f"{t['stsa_flowchart_factor']}x",
-             f"{t['xt_speedup_predicted']}x / {t['xt_speedup_observed']}x"]]
-    sec.add(Table(["predictor", "median error", "90th pct error", "STSA read error", "x-t re-layout gain pred./meas."],
+        f"{s['n']} configurations drawn with a seed from a declared space (bench/predict/space.py), each on a file the "
+        f"calibration never read, predicted from the platform's profile with the chunk cache the stack really has for "
+        f"the variable, and measured cold. |log(predicted/measured)| as a factor: median {s['median_factor']:.2f}, "
+        f"90th percentile {s['p90_factor']:.2f}, max {s['max_factor']:.2f}; targets {s['target']['median']}x / "
+        f"{s['target']['p90']}x / {s['target']['max']}x: {'met' if s['meets_target'] else 'NOT met'}. Chunk reads "
+        f"counted from HDF5 for {s['counts']['compared']} chunked configurations: {s['counts']['exact']} equal to the "
+        f"simulation's. The thesis's flowchart (Fig. 7.1, never fitted) was {t['stsa_flowchart_factor']}x optimistic "
+        f"for the STSA read."))
+    rows = [["model (this platform)", f"{s['median_factor']:.2f}x", f"{s['p90_factor']:.2f}x", f"{s['max_factor']:.2f}x",
+             f"{s.get('stsa_factor', float('nan')):.2f}x"],
+            ["thesis flowchart (JASMIN)", "-", "-", "-", f"{t['stsa_flowchart_factor']}x"]]
+    sec.add(Table(["predictor", "median error", "90th pct error", "max error", "STSA read error"],
                   rows, "Errors as factors exp(|log(predicted/measured)|)."))
-    rows = [[r["config"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}",
-             f"{r['factor']:.2f}", r["bound"], " -> ".join(r["path"]), _cold(r)] for r in s["worst"]]
-    sec.add(Table(["configuration (layout/read/stack/tasks)", "predicted [s]", "measured [s]", "pred/meas", "factor",
-                   "bound", "flowchart path", "not cold"], rows,
-                  f"The {len(rows)} configurations the model gets worst: what bounds the prediction and the path "
-                  "through the thesis's flowchart it took."))
+    rows = [[r["config"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}", r["bound"],
+             _count(r["simulated_chunk_reads"]), _count(r["counted_chunk_reads"]), _count(r["simulated_collisions"]),
+             _cache(r["chunk_cache"]), _cold(r)] for r in s["worst"]]
+    sec.add(Table(["configuration (shape/chunks/codec/read/stack/tasks/cache)", "predicted [s]", "measured [s]",
+                   "pred/meas", "bound", "chunk reads simulated", "chunk reads counted", "collisions", "chunk cache",
+                   "not cold"], rows,
+                  f"The {len(rows)} configurations the model gets worst, with the chunk reads it simulated against "
+                  "those HDF5 made (counted on a file object with the stack's cache)."))
+    if s["not_run"]:
+        sec.add(Note(f"{len(s['not_run'])} drawn configuration(s) were predicted past the run's --max-s budget and "
+                     "not run: " + ", ".join(s["not_run"])))
+    if s["failed"]:
+        sec.add(Note(f"{len(s['failed'])} drawn configuration(s) could not be measured: "
+                     + "; ".join(f"{k}: {v}" for k, v in s["failed"].items())))
     not_cold = [r for r in s["rows"] if r["not_cold"]]
     if not_cold:
         sec.add(Note(f"{len(not_cold)} configuration(s) had repetitions that were not cold (the page cache served "
@@ -48,6 +56,14 @@ def section(records) -> Section:
     return sec
 
 
+def _count(x) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def _cache(cc) -> str:
+    return "-" if not cc else f"{cc['nbytes'] / 2**20:.2f} MiB/{cc['nslots']}/{cc['w0']:g}"
+
+
 def _cold(row) -> str:
     return f"{row['not_cold']} of {row['reps']}" if row["not_cold"] else ""
 
@@ -60,8 +76,9 @@ def findings(records) -> list:
     # a target of this project, not a thesis finding: met / not met, no reproduction verdict
     met = "met" if s["meets_target"] else "not met"
     return [Finding(STUDY, f"read-time model target (median within {s['target']['median']}x, 90% within "
-                           f"{s['target']['p90']}x): over {s['n']} configurations median error "
-                           f"{s['median_factor']:.2f}x, 90th percentile {s['p90_factor']:.2f}x (thesis flowchart: 4.7x "
+                           f"{s['target']['p90']}x, all within {s['target']['max']}x): over {s['n']} configurations "
+                           f"median error {s['median_factor']:.2f}x, 90th percentile {s['p90_factor']:.2f}x, max "
+                           f"{s['max_factor']:.2f}x (thesis flowchart: 4.7x "
                            f"on the STSA read); worst {worst['config']} ({worst['ratio']:.2f}x, {worst['bound']})", verdict=met)]
 
 

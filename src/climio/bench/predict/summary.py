@@ -7,7 +7,8 @@ import numpy as np
 from ...stats import group_configs
 
 THESIS = {"stsa_flowchart_factor": 4.7, "xt_speedup_predicted": 33, "xt_speedup_observed": 24}
-TARGET_MEDIAN, TARGET_P90 = 1.5, 2.5
+TARGET_MEDIAN, TARGET_P90, TARGET_MAX = 1.3, 2.0, 3.0
+WORST = 10
 
 
 def _median(xs):
@@ -18,49 +19,68 @@ def _quantile(xs, q):
     return float(np.quantile(xs, q)) if len(xs) else None     # linear between order statistics
 
 
+def _row(cfg) -> dict:
+    recs, p = cfg.records, cfg.params
+    meas = _median([r["metrics"]["wall_s"] for r in recs])
+    pred = p["predicted_s"]
+    warm = sum(1 for r in recs if (r.get("cache") or {}).get("effective", "cold") != "cold")
+    err = abs(math.log(pred / meas)) if pred > 0 and meas > 0 else math.inf
+    sim = p.get("simulated") or {}
+    return {"config": p["config"], "layout": p["layout"], "read": p["read"], "stack": p["stack"], "tasks": p["tasks"],
+            "compression": p["compression"], "chunks": p["chunks"], "predicted_s": pred, "measured_s": meas,
+            "ratio": pred / meas if meas else math.inf, "abs_log": err, "factor": math.exp(err),
+            "bound": p["predicted"]["bound"], "path": p["predicted"]["path"],
+            "breakdown": {k: p["predicted"][k] for k in ("io_s", "decode_s", "cpu_s")},
+            "chunk_cache": p.get("chunk_cache"), "simulated_chunk_reads": sim.get("chunk_reads"),
+            "simulated_hits": sim.get("cache_hits"), "simulated_collisions": sim.get("collisions"),
+            "counted_chunk_reads": (p.get("measured_counts") or {}).get("chunk_reads"),
+            "load_1min": p.get("load_1min"), "cores": p.get("cores"), "reps": len(recs), "not_cold": warm}
+
+
 def summarise(records) -> dict:
-    ok = [r for r in records if r.get("study") == "predict" and r.get("status") == "ok"]
-    rows = []
-    for cfg in group_configs(ok, by=["params.config"]):
-        recs, p = cfg.records, cfg.params
-        cid = p["config"]
-        meas = _median([r["metrics"]["wall_s"] for r in recs])
-        pred = p["predicted_s"]
-        warm = sum(1 for r in recs if (r.get("cache") or {}).get("effective", "cold") != "cold")
-        err = abs(math.log(pred / meas)) if pred > 0 and meas > 0 else math.inf
-        rows.append({"config": cid, "layout": p["layout"], "read": p["read"], "stack": p["stack"], "tasks": p["tasks"],
-                     "compression": p["compression"], "chunks": p["chunks"], "predicted_s": pred, "measured_s": meas,
-                     "ratio": pred / meas if meas else math.inf, "abs_log": err, "factor": math.exp(err),
-                     "bound": p["predicted"]["bound"], "path": p["predicted"]["path"],
-                     "breakdown": {k: p["predicted"][k] for k in ("io_s", "decode_s", "cpu_s")},
-                     "reps": len(recs), "not_cold": warm})
+    pr = [r for r in records if r.get("study") == "predict"]
+    ok = [r for r in pr if r.get("status") == "ok"]
+    not_run = sorted({(r.get("params") or {}).get("config") for r in pr if r.get("status") == "dnf"} - {None})
+    failed = {(r.get("params") or {}).get("config"): (r.get("params") or {}).get("reason", "")
+              for r in pr if r.get("status") == "error"}
+    rows = [_row(cfg) for cfg in group_configs(ok, by=["params.config"])]
     errs = [r["abs_log"] for r in rows if math.isfinite(r["abs_log"])]
     med, p90 = _median(errs), _quantile(errs, 0.9)
-    out = {"rows": rows, "n": len(rows),
-           "median_abs_log": med, "p90_abs_log": p90,
-           "median_factor": math.exp(med) if med is not None else None,
-           "p90_factor": math.exp(p90) if p90 is not None else None,
-           "worst": sorted(rows, key=lambda r: -r["abs_log"])[:5], "thesis": THESIS,
-           "target": {"median": TARGET_MEDIAN, "p90": TARGET_P90}}
-    out["meets_target"] = (med is not None and math.exp(med) <= TARGET_MEDIAN and math.exp(p90) <= TARGET_P90)
-    # the thesis's two checks on this platform: the STSA read and the re-layout speed-up
-    get = {(r["layout"], r["read"], r["stack"], r["tasks"]): r for r in rows}
-    c, x = get.get(("contiguous", "stsa", "netcdf4-python", 1)), get.get(("xt", "stsa", "netcdf4-python", 1))
-    if c and x:
-        out["relayout"] = {"predicted": c["predicted_s"] / x["predicted_s"], "measured": c["measured_s"] / x["measured_s"]}
-    if c:
-        out["stsa_factor"] = c["factor"]
+    mx = max(errs) if errs else None
+    f = lambda x: math.exp(x) if x is not None else None   # noqa: E731
+    counted = [r for r in rows if r["counted_chunk_reads"] is not None and r["simulated_chunk_reads"] is not None]
+    exact = sum(1 for r in counted if round(r["simulated_chunk_reads"]) == r["counted_chunk_reads"])
+    out = {"rows": rows, "n": len(rows), "not_run": not_run, "failed": failed,
+           "median_abs_log": med, "p90_abs_log": p90, "max_abs_log": mx,
+           "median_factor": f(med), "p90_factor": f(p90), "max_factor": f(mx),
+           "worst": sorted(rows, key=lambda r: -r["abs_log"])[:WORST], "thesis": THESIS,
+           "counts": {"compared": len(counted), "exact": exact},
+           "target": {"median": TARGET_MEDIAN, "p90": TARGET_P90, "max": TARGET_MAX}}
+    out["meets_target"] = (med is not None and f(med) <= TARGET_MEDIAN and f(p90) <= TARGET_P90
+                           and f(mx) <= TARGET_MAX)
+    # the same errors over the configurations measured while the machine was not oversubscribed
+    # (1-minute load at most twice its cores): a shared machine's other work slows what is measured
+    quiet = [r["abs_log"] for r in rows if math.isfinite(r["abs_log"]) and r["load_1min"] is not None
+             and r["load_1min"] <= 2 * (r["cores"] or 1)]
+    loads = [r["load_1min"] for r in rows if r["load_1min"] is not None]
+    out["load"] = {"median_1min": _median(loads), "quiet_n": len(quiet), "quiet_median_factor": f(_median(quiet)),
+                   "quiet_p90_factor": f(_quantile(quiet, 0.9)), "quiet_max_factor": f(max(quiet) if quiet else None)}
+    out["ratio_median"] = _median([r["ratio"] for r in rows if math.isfinite(r["ratio"])])
+    stsa = [r for r in rows if r["read"] == "stsa"]
+    if stsa:
+        out["stsa_factor"] = float(np.median([r["factor"] for r in stsa]))
     return out
 
 
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): the read-time model's
-    median and 90th-percentile error against its target."""
+    median, 90th-percentile and max error against its targets."""
     from ...sections import Headline, HeadlineRow, cache_state
     s = summarise(records)
     if not s["n"]:
         return None
     ok = [r for r in records if r.get("study") == "predict" and r.get("status") == "ok"]
-    text = (f"median error {s['median_factor']:.2f}×, 90th pct {s['p90_factor']:.2f}× over {s['n']} configurations "
-            f"(target {TARGET_MEDIAN}× / {TARGET_P90}×: {'met' if s['meets_target'] else 'not met'})")
+    text = (f"median error {s['median_factor']:.2f}×, 90th pct {s['p90_factor']:.2f}×, max {s['max_factor']:.2f}× "
+            f"over {s['n']} configurations (target {TARGET_MEDIAN}× / {TARGET_P90}× / {TARGET_MAX}×: "
+            f"{'met' if s['meets_target'] else 'not met'})")
     return Headline("predict", [HeadlineRow("read-time model error", text, cache_state(ok))])

@@ -1,0 +1,148 @@
+"""One chunk shape for several read patterns (issue 26, part 3; the thesis's open problem): search
+the chunk shapes whose length per axis is a divisor of the dimension or a power of two (and the
+whole dimension), within a chunk-byte range, and return the one that minimises the predicted
+time of the whole mix (each pattern's reads x its passes, through the model with the stack's
+chunk cache) plus the one-off conversion (the rechunk planner's prediction, the number
+`climio rechunk --dry-run` gives). Pure: the caller gives the conversion cost as a function.
+
+    candidates(shape, itemsize, low, high) -> [chunk shape]
+    search(layout, codec, mix, stack, profile, convert_s, ...) -> SearchResult
+
+The search is two-stage to stay fast on large variables: every candidate is first priced on a
+sample of each pattern's reads (SAMPLE_REQUESTS storage requests simulated, counts scaled, as the
+model does beyond its window), the best `refine` are then priced on all reads and ranked.
+"""
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..layout import Layout, format_chunks
+from ..rules.chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES
+from . import predict as model
+
+SAMPLE_REQUESTS = 4_000
+MAX_CANDIDATES = 4_000
+
+
+@dataclass
+class Pattern:
+    name: str               # xy | xt | a template: how the caller names it
+    reads: list             # [(start, count)] in program order
+    passes: int = 1
+
+
+@dataclass
+class Candidate:
+    chunks: object          # tuple, or None for contiguous
+    per_pattern: dict       # name -> predicted seconds over its passes
+    reads_s: float
+    convert_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.reads_s + self.convert_s
+
+    def to_dict(self) -> dict:
+        return {"chunks": list(self.chunks) if self.chunks else "contiguous", "per_pattern_s": self.per_pattern,
+                "reads_s": self.reads_s, "convert_s": self.convert_s, "total_s": self.total_s}
+
+
+@dataclass
+class SearchResult:
+    best: Candidate
+    current: Candidate
+    ranked: list                        # the refined candidates, best first
+    searched: int                       # candidates priced on the sample
+    bounds: tuple                       # (low, high) chunk bytes
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"best": self.best.to_dict(), "current": self.current.to_dict(),
+                "ranked": [c.to_dict() for c in self.ranked], "searched": self.searched,
+                "chunk_bytes": list(self.bounds), "notes": self.notes}
+
+
+def axis_lengths(n: int) -> list:
+    """Chunk lengths for an axis of length n: its divisors and the powers of two below it."""
+    out = {d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0}
+    out |= {n // d for d in out}
+    p = 1
+    while p < n:
+        out.add(p)
+        p *= 2
+    return sorted(out)
+
+
+def candidates(shape, itemsize, low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, limit=MAX_CANDIDATES) -> list:
+    """Every chunk shape of per-axis lengths from axis_lengths with low <= bytes <= high; a
+    variable smaller than `low` has its whole shape as the one candidate. Past `limit` shapes the
+    per-axis lengths are thinned (every other length, the ends kept) until it fits."""
+    per = [axis_lengths(int(n)) for n in shape]
+    while True:
+        out = [c for c in itertools.product(*per) if low <= math.prod(c) * itemsize <= high]
+        if len(out) <= limit or all(len(p) <= 2 for p in per):
+            break
+        per = [p if len(p) <= 2 else sorted(set(p[::2]) | {p[-1]}) for p in per]
+    if not out:
+        out = [tuple(int(n) for n in shape)] if math.prod(shape) * itemsize < low else []
+    return out
+
+
+def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests) -> dict:
+    sr = profile.stack(stack)
+    spec = model.cache_spec(chunk_cache if chunk_cache is not None else int(sr.chunk_cache_bytes), sr)
+    per = {}
+    for pat in mix:
+        counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
+                                tasks=min(tasks, max(len(pat.reads), 1)))
+        p = model.predict(layout, pat.reads, stack, profile, tasks=tasks, codec=codec if layout.compressed else "",
+                          chunk_cache=spec, passes=pat.passes, counts=counts)
+        per[pat.name] = p.seconds
+    return per
+
+
+def _stored(src: Layout, chunks) -> int:
+    """Stored bytes of the variable in `chunks`, at the source's compression ratio."""
+    dst = Layout(src.shape, src.itemsize, chunks, src.compressed)
+    if not src.compressed or not src.stored:
+        return None
+    return max(1, round(dst.allocated_bytes * src.stored / max(src.allocated_bytes, 1)))
+
+
+def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
+           low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12) -> SearchResult:
+    """The chunk shape minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the
+    one-off conversion (0 for the current layout)."""
+    if not mix:
+        raise InputError("a layout search needs at least one read pattern")
+    names = [p.name for p in mix]
+    if len(set(names)) != len(names):
+        raise InputError(f"read patterns named twice: {', '.join(names)}")
+    shape, isz = layout.shape, layout.itemsize
+    cands = candidates(shape, isz, low, high)
+    if not cands:
+        raise InputError(f"no chunk shape of {format_chunks(shape)} x {isz} B lies between {low} and {high} bytes")
+
+    def lay_of(ch):
+        return Layout(shape, isz, ch, layout.compressed and ch is not None, _stored(layout, ch))
+    sampled = []
+    for ch in cands:
+        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS)
+        sampled.append((sum(per.values()), ch))
+    sampled.sort(key=lambda x: x[0])
+    ranked = []
+    for _, ch in sampled[:refine]:
+        lay = lay_of(ch)
+        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
+        same = layout.chunks is not None and tuple(layout.chunks) == tuple(ch)
+        ranked.append(Candidate(ch, per, sum(per.values()), 0.0 if same else float(convert_s(layout, lay, codec))))
+    ranked.sort(key=lambda c: c.total_s if math.isfinite(c.total_s) else math.inf)
+    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
+    current = Candidate(layout.chunks, now, sum(now.values()), 0.0)
+    best = ranked[0] if ranked and ranked[0].total_s < current.total_s else current
+    notes = []
+    if best is current:
+        notes.append("no searched shape beats the current layout once its conversion is paid")
+    return SearchResult(best, current, ranked, len(cands), (low, high), notes)
