@@ -275,7 +275,7 @@ def test_predict_section_shows_worst_and_not_cold_and_target():
     sec = predict_section.section(recs)
     (worst,) = [b for b in sec.blocks if isinstance(b, Table) and "gets worst" in (b.caption or "")]
     col = {h: i for i, h in enumerate(worst.headers)}
-    assert [r[0] for r in worst.rows] == ["lay4/xt/netcdf4-python/1t", "lay5/xt/netcdf4-python/1t",
+    assert [r[0] for r in worst.rows][:5] == ["lay4/xt/netcdf4-python/1t", "lay5/xt/netcdf4-python/1t",
                                           "lay3/xt/netcdf4-python/1t", "lay2/xt/netcdf4-python/1t",
                                           "lay1/xt/netcdf4-python/1t"]
     first = worst.rows[0]
@@ -288,7 +288,7 @@ def test_predict_section_shows_worst_and_not_cold_and_target():
     html = page("t", [], [sec])
     assert "configurations the model gets worst" in html and "io-lay4" in html
     (f,) = predict_section.findings(recs)
-    assert f.verdict == "not met" and "target (median within 1.5x, 90% within 2.5x):" in f.text
+    assert f.verdict == "not met" and "target (median within 1.3x, 90% within 2.0x, all within 3.0x):" in f.text
     assert "worst lay4/xt/netcdf4-python/1t (8.00x, io-lay4)" in f.text
     (f,) = predict_section.findings(predict_records([1.0, 1.1, 0.9, 1.2]))
-    assert f.verdict == "met" and "target (median within 1.5x, 90% within 2.5x):" in f.text
+    assert f.verdict == "met" and "target (median within 1.3x, 90% within 2.0x, all within 3.0x):" in f.text

@@ -29,10 +29,10 @@ def section(records) -> Section:
                   rows, "Errors as factors exp(|log(predicted/measured)|)."))
     rows = [[r["config"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}", r["bound"],
              _count(r["simulated_chunk_reads"]), _count(r["counted_chunk_reads"]), _count(r["simulated_collisions"]),
-             _cache(r["chunk_cache"]), _cold(r)] for r in s["worst"]]
+             _cache(r["chunk_cache"]), " -> ".join(r["path"]), _cold(r)] for r in s["worst"]]
     sec.add(Table(["configuration (shape/chunks/codec/read/stack/tasks/cache)", "predicted [s]", "measured [s]",
                    "pred/meas", "bound", "chunk reads simulated", "chunk reads counted", "collisions", "chunk cache",
-                   "not cold"], rows,
+                   "flowchart path", "not cold"], rows,
                   f"The {len(rows)} configurations the model gets worst, with the chunk reads it simulated against "
                   "those HDF5 made (counted on a file object with the stack's cache)."))
     if s["not_run"]:
