@@ -2,10 +2,10 @@
 
     experiment A  (tasks)  N independent tasks launched by measure.mpi.Launcher, each reading its own
                            file or contiguous piece sequentially with C POSIX / netCDF-C
-                           (climio-pario-read --mode tasks) or netCDF4-python / h5py (task.py), buffers
+                           (climio-pario --op read --mode tasks) or netCDF4-python / h5py (task.py), buffers
                            1 MiB and 1 GiB (capped by the piece), file sets per-task, shared, small
     experiment B  (mpiio)  one shared file through MPI-IO, parallel HDF5, netCDF-4 and PnetCDF
-                           (climio-pario-read --mode mpiio): sequential / striding x independent /
+                           (climio-pario --op read --mode mpiio): sequential / striding x independent /
                            collective, MPI-IO hints, ROMIO vs OMPIO (--mpi-io)
     dask                   the same files with xarray + Dask on a LocalCluster or --scheduler ADDRESS,
                            per-task times from the task stream (dask_read.py)
@@ -24,6 +24,8 @@ from ...errors import InputError
 from ...options import parse_choice, parse_hints
 from ...options import parse_size, parse_size_list
 from .. import base
+from ..base import option
+from ...options import check_mpi_io
 from .summary import OLD_STACK_NAMES, STUDY
 
 EXPERIMENTS = ("mpiio", "tasks", "dask")
@@ -31,7 +33,6 @@ TASK_STACKS = ("c-posix", "c-netcdf", "netcdf4-python", "h5py")
 FILE_SETS = ("per-task", "shared", "small")
 MPI_PATTERNS = ("sequential", "striding")
 ACCESS = ("independent", "collective")
-_MPI_IO = ("default", "romio", "ompio")
 
 PRESETS = {
     # The thesis's grid scaled to a laptop: 256 MiB per file instead of 256 GB.
@@ -42,61 +43,57 @@ PRESETS = {
 }
 
 
-def _opt(flag, help, metavar=None, repeat=False) -> dict:
-    return base.option(flag, help, metavar=metavar, repeat=repeat)
-
-
 @dataclass
 class Grid:
     # --- options of `climio bench parallel-read`
-    experiments: Optional[list] = field(default=None, metadata=_opt(
+    experiments: Optional[list] = field(default=None, metadata=option(
         "--experiments", "Comma list of tasks (A: independent tasks), mpiio (B: one file through MPI-IO backends), "
         "dask (xarray + Dask) (default all).", "LIST"))
-    ranks: Optional[list] = field(default=None, metadata=_opt(
+    ranks: Optional[list] = field(default=None, metadata=option(
         "--ranks", "Task counts (MPI ranks, Dask workers), comma separated (default 1,2,4; --quick 1,2).", "LIST"))
-    size: Optional[str] = field(default=None, metadata=_opt(
+    size: Optional[str] = field(default=None, metadata=option(
         "--size", "Bytes of each file (per-task files and the shared file; small files are 1/16) (default 256MiB).",
         "SIZE"))
-    buffers: Optional[list] = field(default=None, metadata=_opt(
+    buffers: Optional[list] = field(default=None, metadata=option(
         "--buffers", "Experiment A read sizes (default 1MiB,1GiB; capped by each task's piece).", "LIST"))
-    stacks: Optional[list] = field(default=None, metadata=_opt(
+    stacks: Optional[list] = field(default=None, metadata=option(
         "--stacks", "Experiment A stacks: c-posix, c-netcdf, netcdf4-python, h5py (default all).", "LIST"))
-    file_sets: Optional[list] = field(default=None, metadata=_opt(
+    file_sets: Optional[list] = field(default=None, metadata=option(
         "--file-sets", "per-task (one file per task), shared (one file split in N pieces), small (one file of "
         "size/16 per task) (default all).", "LIST"))
-    backends: Optional[list] = field(default=None, metadata=_opt(
+    backends: Optional[list] = field(default=None, metadata=option(
         "--backends", "Experiment B backends: mpiio, hdf5, netcdf4, pnetcdf (default all).", "LIST"))
-    patterns: Optional[list] = field(default=None, metadata=_opt(
+    patterns: Optional[list] = field(default=None, metadata=option(
         "--patterns", "Experiment B: sequential (1/N per rank), striding (one buffer, skip N-1) (default both).",
         "LIST"))
-    access: Optional[list] = field(default=None, metadata=_opt(
+    access: Optional[list] = field(default=None, metadata=option(
         "--access", "Experiment B: independent, collective (default both).", "LIST"))
-    mpi_buffer: Optional[str] = field(default=None, metadata=_opt(
+    mpi_buffer: Optional[str] = field(default=None, metadata=option(
         "--mpi-buffer", "Experiment B bytes per get (default 1MiB).", "SIZE"))
-    hint: list = field(default_factory=list, metadata=_opt(
+    hint: list = field(default_factory=list, metadata=option(
         "--hint", "MPI-IO hint KEY=VALUE for experiment B (cb_nodes, cb_buffer_size, romio_cb_read, ...); "
         "repeatable.", "KEY=VALUE", repeat=True))
-    hints_file: Optional[str] = field(default=None, metadata=_opt(
+    hints_file: Optional[str] = field(default=None, metadata=option(
         "--hints-file", "File of hints, one KEY=VALUE per line.", "FILE"))
-    mpi_io: str = field(default="default", metadata=_opt(
+    mpi_io: str = field(default="default", metadata=option(
         "--mpi-io", "Open MPI's MPI-IO implementation: default, romio or ompio.", "default|romio|ompio"))
-    reps: Optional[int] = field(default=None, metadata=_opt(
+    reps: Optional[int] = field(default=None, metadata=option(
         "--reps", "Cold repetitions per configuration (default 3).", "N"))
-    scheduler: Optional[str] = field(default=None, metadata=_opt(
+    scheduler: Optional[str] = field(default=None, metadata=option(
         "--scheduler", "Dask scheduler address (e.g. from dask-jobqueue or dask-mpi) instead of a LocalCluster "
         "of N workers.", "ADDRESS"))
-    hostfile: Optional[str] = field(default=None, metadata=_opt(
+    hostfile: Optional[str] = field(default=None, metadata=option(
         "--hostfile", "mpirun --hostfile for a multi-node run.", "FILE"))
-    launcher: Optional[str] = field(default=None, metadata=_opt(
+    launcher: Optional[str] = field(default=None, metadata=option(
         "--launcher", "Launch command template instead of mpirun, e.g. 'srun -n {ranks} --ntasks-per-node 4'.",
         "COMMAND"))
-    timeout: float = field(default=3600.0, metadata=_opt(
+    timeout: float = field(default=3600.0, metadata=option(
         "--timeout", "Seconds before a launch is killed (a hung rank) and reported as failed.", "SECONDS"))
-    settle: float = field(default=0.0, metadata=_opt(
+    settle: float = field(default=0.0, metadata=option(
         "--settle", "Experiment B: seconds to wait between writing a shared file and reading it (on a VM the "
         "virtual disk may still be writing it back; 10 s removed a half-speed read from every round here).",
         "SECONDS"))
-    stall: Optional[str] = field(default=None, metadata=_opt(
+    stall: Optional[str] = field(default=None, metadata=option(
         "--stall", "Diagnostic: that rank sleeps SECONDS in its read phase (imbalance and timeout checks).",
         "RANK:SECONDS"))
     # --- derived by grid()
@@ -144,8 +141,7 @@ def build_grid(preset="full", **values) -> Grid:
     if reps < 1:
         raise InputError("--reps must be at least 1")
     mpi_io = get("mpi_io", "default")
-    if mpi_io not in _MPI_IO:
-        raise InputError(f"unknown --mpi-io '{mpi_io}': use default, romio or ompio")
+    check_mpi_io(mpi_io)
     timeout = float(get("timeout", 3600.0))
     if not timeout > 0:
         raise InputError(f"--timeout must be positive, not {timeout:g}")

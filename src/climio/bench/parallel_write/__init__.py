@@ -23,6 +23,8 @@ from ...errors import InputError
 from ...options import parse_choice, parse_hints, parse_int_list
 from ...options import parse_size
 from .. import base
+from ..base import option
+from ...options import check_mpi_io
 from .summary import STUDY
 
 PROGRAM = native.PARIO   # climio-pario --op write
@@ -33,7 +35,6 @@ ALLOWED = {"benchio": STRATEGIES, "model": MODEL_STRATEGIES}
 # The hints ROMIO and Lustre understand that the papers tuned; others pass through unchecked.
 KNOWN_HINTS = ("cb_nodes", "cb_buffer_size", "cb_config_list", "romio_cb_write", "romio_ds_write",
                "romio_no_indep_rw", "striping_factor", "striping_unit", "ind_wr_buffer_size")
-MPI_IO = ("default", "romio", "ompio")
 
 PRESETS = {
     # benchio's own local size (128^3 doubles = 16 MiB per rank) and 10 repetitions.
@@ -46,75 +47,71 @@ PAPER_GRIDS = {"mom5": "1440,1080,50", "roms": "899,629,40"}
 SURVEY_TIMEOUT_S = 900.0
 
 
-def _opt(flag, help, metavar=None, repeat=False, deprecated=()) -> dict:
-    return base.option(flag, help, metavar=metavar, repeat=repeat, deprecated=deprecated)
-
-
 @dataclass
 class Grid:
     # --- options of `climio bench parallel-write` (the CLI adds --quick, --out, --data-dir, --report)
-    mode: str = field(default="benchio", metadata=_opt(
+    mode: str = field(default="benchio", metadata=option(
         "--mode", "benchio (ARCHER benchio: 3-D float64 blocks with halo) or model (FMS/ROMS output: records of "
         "3-D/2-D fields, small variables, restart).", "benchio|model"))
-    ranks: Optional[list] = field(default=None, metadata=_opt(
+    ranks: Optional[list] = field(default=None, metadata=option(
         "--ranks", "Rank counts, comma separated, e.g. 1,2,4,8 (default 1,2,4; --quick 2,4).", "LIST"))
-    backends: Optional[list] = field(default=None, metadata=_opt(
+    backends: Optional[list] = field(default=None, metadata=option(
         "--backends", "Comma list of mpiio, hdf5, netcdf4, pnetcdf (default all).", "LIST"))
-    strategies: Optional[list] = field(default=None, metadata=_opt(
+    strategies: Optional[list] = field(default=None, metadata=option(
         "--strategies", "Comma list of shared, file-per-process, file-per-node, serial (model mode: shared, "
         "file-per-process = one file per I/O domain, serial).", "LIST"))
-    hint: list = field(default_factory=list, metadata=_opt(
+    hint: list = field(default_factory=list, metadata=option(
         "--hint", "MPI-IO hint KEY=VALUE (cb_nodes, cb_buffer_size, cb_config_list, romio_cb_write, romio_ds_write, "
         "striping_factor, striping_unit, ...); repeatable.", "KEY=VALUE", repeat=True))
-    hints_file: Optional[str] = field(default=None, metadata=_opt(
+    hints_file: Optional[str] = field(default=None, metadata=option(
         "--hints-file", "File of hints, one KEY=VALUE (or ROMIO's 'KEY VALUE') per line.", "FILE"))
-    reps: Optional[int] = field(default=None, metadata=_opt(
+    reps: Optional[int] = field(default=None, metadata=option(
         "--reps", "Repetitions per configuration (default 10 as benchio; --quick 3).", "N"))
-    local: Optional[list] = field(default=None, metadata=_opt(
+    local: Optional[list] = field(default=None, metadata=option(
         "--local", "benchio weak scaling: local array n1,n2,n3 per rank (default 128,128,128).", "n1,n2,n3"))
-    global_: Optional[list] = field(default=None, metadata=_opt(
+    global_: Optional[list] = field(default=None, metadata=option(
         "--global", "benchio strong scaling: global array N1,N2,N3 split over the ranks.", "N1,N2,N3"))
-    model_grid: Optional[list] = field(default=None, metadata=_opt(
+    model_grid: Optional[list] = field(default=None, metadata=option(
         "--grid", "model: nx,ny,nz, or mom5 (1440,1080,50) / roms (899,629,40) (default 192,128,20).", "nx,ny,nz"))
-    nt: Optional[int] = field(default=None, metadata=_opt(
+    nt: Optional[int] = field(default=None, metadata=option(
         "--nt", "model: records appended (default 4).", "N"))
-    decomposition: Optional[list] = field(default=None, metadata=_opt(
+    decomposition: Optional[list] = field(default=None, metadata=option(
         "--decomposition", "model: px,py ranks (default MPI_Dims_create).", "px,py"))
-    io_layout: Optional[list] = field(default=None, metadata=_opt(
+    io_layout: Optional[list] = field(default=None, metadata=option(
         "--io-layout", "model: FMS io_layout ix,iy; each I/O domain gathers to one writing rank (default px,py: "
         "every rank writes).", "ix,iy"))
-    small: str = field(default="collective", metadata=_opt(
+    small: str = field(default="collective", metadata=option(
         "--small", "model: small non-tiled variables written collectively (one rank's data) or independently by "
         "every rank (ROMS).", "collective|independent"))
-    chunk: str = field(default="default", metadata=_opt(
+    chunk: str = field(default="default", metadata=option(
         "--chunks", "model: netCDF-4/HDF5 chunk shape of the 2-D/3-D fields: default, contiguous, or CKX,CKY "
         "(the MOM5 chunk study).", "default|contiguous|CKX,CKY", deprecated=("--chunk",)))
-    variables: Optional[list] = field(default=None, metadata=_opt(
+    variables: Optional[list] = field(default=None, metadata=option(
         "--var-counts", "model: numbers of 3-D, 2-D and restart variables (default 4,3,2).", "n3d,n2d,nrst",
         deprecated=("--vars",)))
-    select: float = field(default=0.0, metadata=_opt(
+    select: float = field(default=0.0, metadata=option(
         "--select", "model: ROMS selective writing; skip a 3-D record whose RMS change since the last written one "
         "is below this (0 = write all).", "RMS"))
-    independent: bool = field(default=False, metadata=_opt(
+    independent: bool = field(default=False, metadata=option(
         "--independent", "Independent instead of collective writes of the big arrays to a shared file."))
-    fsync: bool = field(default=False, metadata=_opt("--fsync", "fsync before close, timed as its own phase."))
-    verify: bool = field(default=True, metadata=_opt(
+    fsync: bool = field(default=False, metadata=option("--fsync", "fsync before close, timed as its own phase."))
+    verify: bool = field(default=True, metadata=option(
         "--verify/--no-verify", "Read every file back (outside the timed region) and check every value."))
-    stripe_count: Optional[int] = field(default=None, metadata=_opt(
+    stripe_count: Optional[int] = field(default=None, metadata=option(
         "--stripe-count", "Lustre stripe count for the output directory (lfs setstripe; recorded as not applicable "
         "elsewhere).", "N"))
-    stripe_size: Optional[str] = field(default=None, metadata=_opt(
+    stripe_size: Optional[str] = field(default=None, metadata=option(
         "--stripe-size", "Lustre stripe size, e.g. 1MiB.", "SIZE"))
-    instances: int = field(default=0, metadata=_opt(
+    instances: int = field(default=0, metadata=option(
         "--instances", "Load test (benchio Fig. 14): also run this many instances at once at the largest rank count "
         "and report their aggregate bandwidth.", "N"))
-    hostfile: Optional[str] = field(default=None, metadata=_opt(
+    hostfile: Optional[str] = field(default=None, metadata=option(
         "--hostfile", "mpirun --hostfile for a multi-node run.", "FILE"))
-    launcher: Optional[str] = field(default=None, metadata=_opt(
+    launcher: Optional[str] = field(default=None, metadata=option(
         "--launcher", "Launch command template instead of mpirun, e.g. 'srun -n {ranks}'.", "COMMAND"))
-    timeout: float = field(default=3600.0, metadata=_opt(
+    timeout: float = field(default=3600.0, metadata=option(
         "--timeout", "Seconds before a launch is killed and reported as failed.", "SECONDS"))
-    mpi_io: str = field(default="default", metadata=_opt(
+    mpi_io: str = field(default="default", metadata=option(
         "--mpi-io", "Open MPI's MPI-IO implementation: default, romio or ompio (Open MPI 4 defaults to OMPIO, which "
         "ignores ROMIO hints such as cb_nodes).", "default|romio|ompio"))
     # --- derived by grid()
@@ -254,8 +251,7 @@ def build_grid(preset="full", **values) -> Grid:
     if select < 0:
         raise InputError("--select must be a non-negative RMS threshold")
     mpi_io = get("mpi_io")
-    if mpi_io not in MPI_IO:
-        raise InputError(f"unknown --mpi-io '{mpi_io}': use default, romio or ompio")
+    check_mpi_io(mpi_io)
     timeout = float(get("timeout"))
     if not timeout > 0:
         raise InputError(f"--timeout must be positive, not {timeout:g}")

@@ -137,7 +137,7 @@ def parallel_write_section(records) -> Section:
                       "record's cache.method). Phase times are per rank; min/mean/max are over ranks."),
             _stack_note(recs))
     if foreign:
-        sec.add(Note(f"{plural(len(foreign), 'record')} of this study lack the parameters of climio-pario-write "
+        sec.add(Note(f"{plural(len(foreign), 'record')} of this study lack the parameters of climio-pario --op write "
                      "(mode, backend, strategy, ranks, bytes, rate) and are not shown."))
     sec.add(_latency_note(rows))
     for mode in ("benchio", "model"):

@@ -60,7 +60,7 @@ REQUIRED_METRICS = ("bytes", "rate_MBps")
 
 
 def complete(rec) -> bool:
-    """A record of climio-pario-write (records from elsewhere are listed, not drawn)."""
+    """A record of climio-pario --op write (records from elsewhere are listed, not drawn)."""
     return (rec.get("study") == STUDY and all(k in rec.get("params", {}) for k in REQUIRED_PARAMS)
             and all(k in rec.get("metrics", {}) for k in REQUIRED_METRICS))
 
