@@ -68,14 +68,18 @@ def check_files(files: dict, layers) -> None:
 
 # --- the order of the passes ------------------------------------------------------------------------
 #
-# Why the order matters (issue 27 item 8, measured on a Firecracker VM whose balloon reports free
-# memory to the host): a cold buffered read is fast (~1.3-2.0 GB/s, ~0.07 s of system time per GB)
-# when the page cache it fills reuses the memory its eviction freed a moment before, i.e. the file was
-# fully cached just before the repetition evicted it; it is slow (~0.15-0.35 GB/s under load, 0.8-1.7
-# s/GB of system time) when its pages come from memory that had been free for more than the ~2 s
-# reporting delay and was reported to the host. O_DIRECT reads show no such modes. So every timed
-# process starts from a file read whole just before (prime_file), the strace passes all run before
-# the timed ones, and the stacks take turns in the slots of the timed rounds.
+# Why the order matters (issue 27 item 8, measured on a Firecracker VM whose virtio balloon reports
+# free memory to the host in ~2 s passes): a cold buffered read is fast (1.3-1.8 GB/s, 0.06-0.1 s of
+# system time per GB) when the page cache it fills reuses memory freed a moment before - its eviction
+# of a copy of the file read whole just before, or freed huge pages - and slow (170-280 MB/s, 1.0-1.6
+# s/GB) when that memory has been free long enough to be reported to the host: a file evicted 6 s
+# earlier read 0 of 6 times fast, 5 of 6 after an untimed full read, 5 of 6 after 1 GiB of huge pages
+# was touched and freed (4 KiB pages did not help). O_DIRECT reads show no modes. A reporting pass that
+# falls inside a read turns part of it slow, so on a loaded machine about one repetition in three
+# lands in between whatever ran before: that is recorded (summary.sys_s_per_GB) and flagged
+# (summary.two_modes), not removed. What the order removes: every timed process starts right after a
+# full read of its file (prime_file), never after a partial one (a random-read configuration of the
+# strace pass or of another round), and the stacks take turns in the slots of the timed rounds.
 
 def plan_passes(layers, reps, trace=True) -> list:
     """The passes of a run, in order: ("trace", stack) for every stack (when `trace`), then `reps`
@@ -103,8 +107,8 @@ def pending_runs(pending: dict, patterns) -> list:
 
 
 def prime_file(path) -> None:
-    """Read `path` whole (untimed, into the page cache) so that the next repetition's eviction frees
-    memory the guest has just used, and its cold read meets the state every later one meets."""
+    """Read `path` whole (untimed, into the page cache) so that the next repetition's eviction frees a
+    whole copy the guest has just used, and its cold read starts in the fast mode (see above)."""
     warm(path)
 
 

@@ -378,9 +378,9 @@ def hump_of(records, configs, profiles, layer="netcdf4-python", pattern="sequent
 # --- two modes of a cold read: system time per byte (issue 27 item 8) -----------------------------
 
 # On a VM whose balloon reports free memory to the host, a cold buffered read lands in one of two
-# modes: its page cache reuses memory just freed (~0.07 s of system time per GB) or memory reported
-# to the host (0.5-1.7 s/GB, 2-8x slower). System time per byte tells them apart where the rate,
-# under a loaded machine's noise, cannot.
+# modes: its page cache reuses memory just freed (0.06-0.18 s of system time per GB on a loaded
+# machine) or memory already reported to the host (0.5-1.6 s/GB, 2-8x slower; see run.py). System
+# time per byte tells them apart where the rate, under a loaded machine's noise, cannot.
 MODE_GAP = 2.0                # two clusters: the gap between them at least this ratio ...
 MODE_DOMINANCE = 1.5          # ... and this many times any gap inside either cluster ...
 MODE_MIN_BYTES = 32 << 20     # ... judged on repetitions that read at least this much (sys-time resolution)
