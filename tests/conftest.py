@@ -64,3 +64,18 @@ def quick_survey(tmp_path_factory):
     out = run_cli("survey", "--quick", "-o", run, "--screenshot", timeout=1800)
     assert out.returncode == 0, out.stderr[-4000:]
     return run, out
+
+
+@pytest.fixture(scope="session")
+def quick_study_runs(tmp_path_factory):
+    """Quick runs of the studies the survey leaves out (calibrate, the model's validation), once per
+    test session for every test that needs their run directories (export, the browser): name -> run."""
+    base = tmp_path_factory.mktemp("quick-studies")
+    runs = {}
+    for name, argv in (("calibrate", ["calibrate", "--quick", "--no-report", "--data-dir", base / "data"]),
+                       ("predict", ["bench", "predict", "--quick", "--no-report"])):
+        out = run_cli(*argv, "-o", base / name, timeout=1800)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs[name] = base / name
+    return runs
+

@@ -111,19 +111,11 @@ def test_flat_frame_keeps_one_row_per_record(tmp_path):
 # --- every run `make demo` and each study produce exports (issue 27: the survey's Parquet crashed) ---
 
 @pytest.fixture(scope="module")
-def produced_runs(tmp_path_factory):
+def produced_runs(quick_survey, quick_study_runs):
     """Real run directories: `climio survey --quick` (what `make demo` runs, at its quick preset: every
     study of the survey in one run directory), and the studies the survey leaves out (calibrate, the
-    model's validation). About 13 minutes on 2 shared cores."""
-    base = tmp_path_factory.mktemp("produced")
-    runs = {}
-    for name, argv in (("survey", ["survey", "--quick"]),
-                       ("calibrate", ["calibrate", "--quick", "--no-report", "--data-dir", base / "data"]),
-                       ("predict", ["bench", "predict", "--quick", "--no-report"])):
-        out = run_cli(*argv, "-o", base / name, timeout=1800)
-        assert out.returncode == 0, out.stderr[-3000:]
-        runs[name] = base / name
-    return runs
+    model's validation); the session's runs, shared with the browser tests."""
+    return {"survey": quick_survey[0], **quick_study_runs}
 
 
 def _check_export(run_dir, tmp_path, name):

@@ -113,11 +113,13 @@ def test_survey_first_screen_says_what_was_learned(survey):
     assert 1 <= lines <= len(studies) and "decided by" in undecided
 
 
-def study_run(survey, tmp_path, study):
-    """A run directory of `study` alone: its records from the survey, or, for a study the survey
-    does not run (calibrate, predict, ...), its own quick run (`climio bench NAME --quick`)."""
+def study_run(survey, tmp_path, study, quick_runs):
+    """A run directory of `study` alone: its records from the survey, the session's quick run of a
+    study the survey does not run (calibrate, predict), or its own quick run (`climio bench NAME --quick`)."""
     run = tmp_path / study
     recs = [r for r in read_records(survey) if r["study"] == study]
+    if not recs and study in quick_runs:
+        return quick_runs[study]
     if not recs:
         out = run_cli("bench", study, "--quick", "-o", run, "--no-report", timeout=1200)
         assert out.returncode == 0, out.stderr[-4000:]
@@ -136,8 +138,8 @@ NO_FIGURE_YET = {"object-read": "the object-read section draws no figure yet (is
 
 @pytest.mark.parametrize("study", [pytest.param(s.name, marks=pytest.mark.xfail(reason=NO_FIGURE_YET[s.name], strict=True))
                                    if s.name in NO_FIGURE_YET else s.name for s in base.studies()])
-def test_each_study_report_in_a_browser(survey, tmp_path, study):
-    facts = check_page(render_report(study_run(survey, tmp_path, study)))
+def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs):
+    facts = check_page(render_report(study_run(survey, tmp_path, study, quick_study_runs)))
     assert [s["id"] for s in facts["studyFirst"]] == [f"study-{study}"]
     assert facts["studyFirst"][0]["first"] == "figure" and facts["studyFirst"][0]["img"]
 
