@@ -3,6 +3,7 @@ their kerchunk references, uploaded to the study's server), then per latency, pe
 per cell: open (untimed), evict the server's volume files and check them, read the sample of
 hyperslabs, close. Cells alternate their stack order from round to round."""
 
+import itertools
 import math
 import warnings
 from pathlib import Path
@@ -72,6 +73,14 @@ def write_layouts(s3, grid, data_dir) -> None:
             put_bytes(s3.direct_endpoint, f"{url}/{name}{REFERENCE_SUFFIX}", json.dumps(refs).encode())
 
 
+def distinct_chunks(slabs, chunks) -> int:
+    """Chunks the hyperslabs touch, each counted once."""
+    seen = set()
+    for start, count in slabs:
+        seen.update(itertools.product(*(range(s // c, (s + n - 1) // c + 1) for s, n, c in zip(start, count, chunks))))
+    return len(seen)
+
+
 def sample_slabs(shape, read, n, seed=25) -> list:
     """`n` hyperslabs of the read shape, drawn at random and read in file order."""
     slabs = slice_starts(shape, read_count(read, shape))
@@ -100,15 +109,17 @@ def measure(s3, grid, case, read, rep, platform_id) -> dict:
                                              dtype=DTYPE))
     wanted = sum(b.nbytes for b in blocks)
     touched = sum(chunks_touched(grid.shape_list, chunks, s, c) for s, c in slabs)
+    distinct = distinct_chunks(slabs, chunks)
     chunk_bytes = math.prod(chunks) * 4
     metrics = {"bytes": wanted, "ops": len(slabs), **tm.metrics(), **request_stats(times),
                "chunks_touched": touched, "chunk_bytes": chunk_bytes, "rate_MBps": wanted / tm.wall_s / 1e6}
     metrics.pop("storage_read_bytes", None)
     if io0 is not None and io1 is not None:
         metrics["storage_read_bytes"] = io1 - io0
-    # what a cold read must fetch from the server's disk: the chunks it touches (stored sizes
-    # unknown here for compressed data: the uncompressed size bounds it, so compressed cells say less)
-    needed = touched * chunk_bytes if comp.codec == "none" else 0
+    # what a cold read must fetch from the server's disk: each chunk it touches once (a chunk two
+    # hyperslabs share is read from the page cache the second time); compressed cells: unknown
+    needed = distinct * chunk_bytes if comp.codec == "none" else 0
+    metrics["chunks_distinct"] = distinct
     cache = storage_checked(state, metrics, needed) if needed else {**state, "effective": "unverified"}
     params = {"stack": stack, "format": "zarr" if name.endswith(".zarr") else "netcdf4+kerchunk",
               "chunks_label": label, "chunks": format_chunks(chunks), "shards": format_chunks(shard) if shard else "none",
