@@ -26,7 +26,6 @@ from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
-from ..rules.fixes import rechunk_command
 from .predict import stack_cache, workflow_checked
 
 SEVERITY_ORDER = rules.SEVERITY_ORDER
@@ -194,7 +193,7 @@ def search_layout(wf, profile: Profile, items) -> dict:
                                chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None)
     d = res.to_dict()
     if res.best is not res.current and res.best.chunks is not None:
-        d["command"] = rechunk_command(it.path, it.var, res.best.chunks)
+        d["command"] = f"climio rechunk {it.path} {_out_name(it.path)} -c {it.var}:{','.join(map(str, res.best.chunks))}"
     return d
 
 
