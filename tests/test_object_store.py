@@ -216,3 +216,26 @@ def test_object_chunking_small_run(tmp_path):
     # xt of xy chunks: one GET per time step unsharded, far fewer from one shard
     assert row["xt_gets"][0] == 2 * 8 and row["xt_gets"][1] < row["xt_gets"][0]
     assert s["references"] and all(r["zarr-obstore"] > 0 for r in s["references"])
+
+
+def test_object_read_on_any_endpoint(s3_server, tmp_path, monkeypatch):
+    """--store s3://BUCKET/PREFIX with the standard AWS variables: the same study on a store it does
+    not run; records say the cache could not be evicted (warm, unverified), no credential is in
+    them, and the arrays written under the prefix are removed."""
+    from climio import api
+    from climio.errors import InputError
+    from climio.records import read_records
+    from climio.stores.objects import list_keys
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    run = api.run_study("object-read", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
+                        progress=False, sizes="1MiB", concurrency="2", store="s3://climio/remote-test")
+    recs = read_records(run)
+    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs)
+    assert all(r["cache"]["state"] == "warm" and r["cache"]["effective"] == "unverified" for r in recs)
+    assert {r["params"]["endpoint"] for r in recs} == {s3_server.endpoint.url}
+    text = (run / "records.jsonl").read_text() + (run / "report.html").read_text()
+    assert s3_server._secret not in text and s3_server._key not in text
+    assert list_keys(s3_server.endpoint, "s3://climio/remote-test/") == []
+    with pytest.raises(InputError):
+        api.run_study("object-read", preset="quick", out=tmp_path / "r2", store="s3://climio/x", latency="0,20")

@@ -7,6 +7,8 @@ and its latency proxy, uploads.
                   eviction of the server's volume files for cold repetitions
     toxiproxy.py  the Toxiproxy HTTP API
     objects.py    upload (metadata last), list, delete
+    remote.py     RemoteStore: any S3 endpoint with S3Server's face (no eviction or injected latency)
+    timing.py     the time of every GET a zarr store makes
     binaries.py   where setup.sh built weed and toxiproxy-server
 """
 

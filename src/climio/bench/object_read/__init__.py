@@ -42,6 +42,8 @@ class Grid:
     max_requests: int = field(default=0, metadata=option("--max-requests", "At most this many GETs per measurement.", "N"))
     reps: int = field(default=0, metadata=option("--reps", "Repetitions (rounds; the order of stacks alternates).", "N"))
     page_cache: str = field(default="cold", metadata=option("--page-cache", "The server's volume files before each repetition: cold or warm.", "STATE"))
+    store: str = field(default="", metadata=option("--store", "Measure this bucket instead of the study's own server: s3://BUCKET/PREFIX (written under, removed after; credentials from the AWS_* variables; no latency injection or eviction).", "URL"))
+    endpoint_url: str = field(default="", metadata=option("--endpoint-url", "The S3 endpoint of --store (else AWS_ENDPOINT_URL).", "URL"))
     preset: str = "full"
     size_list: list = None
     concurrency_list: list = None
@@ -73,11 +75,22 @@ def build_grid(preset="full", **values) -> Grid:
     reps, maxreq = int(v["reps"]), int(v["max_requests"])
     if reps < 1 or maxreq < 1:
         raise InputError("--reps and --max-requests must be at least 1")
+    if v.get("endpoint_url") and not v.get("store"):
+        raise InputError("--endpoint-url is where --store is: give --store s3://BUCKET/PREFIX too")
+    if v.get("store"):
+        from ...stores.endpoint import parse_s3_url
+        parse_s3_url(v["store"])
+        if "latency" not in values or values["latency"] in (None, ""):
+            lat = [0.0]
+        elif any(lat):
+            raise InputError("--store measures a remote endpoint as it is: latency is injected only into the "
+                             "study's own server (give --latency 0)")
     state = str(v.get("page_cache", "cold"))
     if state not in ("cold", "warm"):
         raise InputError(f"--page-cache {state}: use cold or warm")
     return Grid(sizes=str(v["sizes"]), concurrency=str(v["concurrency"]), latency=str(v["latency"]),
                 stacks=",".join(stacks), total=str(v["total"]), max_requests=maxreq, reps=reps, page_cache=state,
+                store=str(v.get("store") or ""), endpoint_url=str(v.get("endpoint_url") or ""),
                 preset=preset, size_list=sorted(set(sizes)), concurrency_list=sorted(set(conc)),
                 latency_list=sorted(set(lat)), stack_list=stacks, total_bytes=parse_size(str(v["total"])))
 

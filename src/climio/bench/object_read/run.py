@@ -17,7 +17,8 @@ import numpy as np
 from ...measure.series import Timer, storage_checked
 from ...records import make_record
 from ...stacks_s3 import OBJECT_STACKS
-from ...stores.objects import list_keys
+from ...stores.objects import delete_prefix, list_keys
+from ...stores.remote import NOT_EVICTABLE, RemoteStore
 from ...stores.server import S3Server
 from ...stores.timing import request_stats, timed_store
 from . import PEER, STUDY, requests_for
@@ -27,8 +28,9 @@ PREFIX = "object-read"
 WRITE_BLOCK = 32 << 20
 
 
-def _url(size: int) -> str:
-    return f"s3://{BUCKET}/{PREFIX}"
+def _where(s3) -> tuple:
+    """(bucket, prefix) the study writes its arrays under: its own server's, or --store's."""
+    return getattr(s3, "bucket", BUCKET), getattr(s3, "prefix", PREFIX)
 
 
 def _var(size: int) -> str:
@@ -39,7 +41,8 @@ def write_arrays(s3: S3Server, grid) -> dict:
     """One uncompressed float64 Zarr v3 array per GET size, chunk = size bytes; {size: [chunk keys]}."""
     import zarr
     from zarr.storage import ObjectStore
-    store = ObjectStore(s3.direct_endpoint.obstore(BUCKET, PREFIX))
+    bucket, prefix = _where(s3)
+    store = ObjectStore(s3.direct_endpoint.obstore(bucket, prefix))
     root = zarr.open_group(store, mode="w", zarr_format=3)
     rng = np.random.default_rng(25)
     keys = {}
@@ -52,7 +55,7 @@ def write_arrays(s3: S3Server, grid) -> dict:
         for i in range(0, n, step):
             j = min(n, i + step)
             a[i * per:j * per] = rng.random((j - i) * per)
-        chunk_keys = [k for k in list_keys(s3.direct_endpoint, f"s3://{BUCKET}/{PREFIX}/{_var(size)}/c/")]
+        chunk_keys = list_keys(s3.direct_endpoint, f"s3://{bucket}/{prefix}/{_var(size)}/c/")
         keys[size] = sorted(chunk_keys, key=lambda k: int(k.rsplit("/", 1)[1]))
         assert len(keys[size]) == n, (len(keys[size]), n)
     return keys
@@ -64,7 +67,7 @@ class _Peer:
     def __init__(self, s3, keys, size):
         import obstore
         self.obstore, self.keys, self.size = obstore, keys, size
-        self.store = s3.endpoint.obstore(BUCKET)
+        self.store = s3.endpoint.obstore(_where(s3)[0])
         self.obstore.head(self.store, keys[0])
         # an event loop of its own, made before the timing: asyncio.run() in the timed region took
         # 3-4 s to tear down after obstore's futures whenever Python's default SIGINT handler was in
@@ -91,7 +94,7 @@ class _Peer:
 class _Stack:
     def __init__(self, s3, name, size, times):
         self.reader = OBJECT_STACKS[name](s3.endpoint, wrap=lambda st: timed_store(st, times))
-        self.reader.open(f"{_url(size)}", _var(size))
+        self.reader.open("s3://{}/{}".format(*_where(s3)), _var(size))
         self.size = size
         times.clear()   # the open's metadata GETs are not requests of the measurement
 
@@ -131,9 +134,11 @@ def measure(s3, grid, keys, stack, size, conc, rep, platform_id) -> dict:
         metrics["storage_read_bytes"] = io1 - io0
     metrics["rate_MBps"] = nbytes / tm.wall_s / 1e6
     cache_field = storage_checked(state, metrics, n * size) if state["state"] == "cold" else state
+    params_store = {"store": "remote" if state.get("method") == NOT_EVICTABLE else "own server"}
     params = {"stack": stack, "get_bytes": size, "concurrency": conc, "latency_ms": s3.latency_ms,
               "requests": n, "page_cache": grid.page_cache, "peer": PEER,
-              "server": s3.describe()["server"], "proxy": s3.describe()["proxy"]}
+              "server": s3.describe()["server"], "proxy": s3.describe()["proxy"],
+              "endpoint": s3.describe()["endpoint_url"], **params_store}
     status = "ok" if nbytes == n * size else "error"
     return make_record(STUDY, params, metrics, cache_field, rep=rep, status=status, platform_id=platform_id)
 
@@ -144,17 +149,31 @@ def cells(grid):
 
 def run_object_read(ctx, grid) -> int:
     from ...measure.progress import info
+    remote = RemoteStore(grid.store, grid.endpoint_url or None) if grid.store else None
+    with (remote or S3Server(data_dir=Path(ctx.data_dir))) as s3:
+        if remote:
+            info(f"{STUDY}: {grid.store} at {remote.endpoint.describe()['endpoint_url']}; writing the arrays")
+        else:
+            info(f"{STUDY}: SeaweedFS on 127.0.0.1:{s3.s3_port} behind Toxiproxy on :{s3.proxy_port}; writing the arrays")
+        try:
+            written = _rounds(ctx, grid, s3, write_arrays(s3, grid))
+        finally:
+            if remote:   # the arrays written under the user's prefix go again
+                delete_prefix(remote.endpoint, "s3://{}/{}/".format(*_where(s3)))
+    return written
+
+
+def _rounds(ctx, grid, s3, keys) -> int:
+    """Per latency, per round, per cell: the peer and the stacks, the order alternating (ABBA)."""
+    from ...measure.progress import info
     written = 0
-    with S3Server(data_dir=Path(ctx.data_dir)) as s3:
-        info(f"{STUDY}: SeaweedFS on 127.0.0.1:{s3.s3_port} behind Toxiproxy on :{s3.proxy_port}; writing the arrays")
-        keys = write_arrays(s3, grid)
-        order = [PEER, *grid.stack_list]
-        for lat in grid.latency_list:
-            s3.set_latency(lat)
-            for rep in range(grid.reps):
-                for i, (size, conc) in enumerate(cells(grid)):
-                    for stack in (order if (i + rep) % 2 == 0 else order[::-1]):
-                        ctx.run.writer.write(measure(s3, grid, keys, stack, size, conc, rep, ctx.run.platform_id))
-                        written += 1
-                info(f"{STUDY}: latency {lat:g} ms, round {rep + 1}/{grid.reps} done")
+    order = [PEER, *grid.stack_list]
+    for lat in grid.latency_list:
+        s3.set_latency(lat)
+        for rep in range(grid.reps):
+            for i, (size, conc) in enumerate(cells(grid)):
+                for stack in (order if (i + rep) % 2 == 0 else order[::-1]):
+                    ctx.run.writer.write(measure(s3, grid, keys, stack, size, conc, rep, ctx.run.platform_id))
+                    written += 1
+            info(f"{STUDY}: latency {lat:g} ms, round {rep + 1}/{grid.reps} done")
     return written
