@@ -2,6 +2,7 @@
 readers never see half a file, and a failed or interrupted write leaves nothing under the name.
 
     with staged(a, b) as (tmp_a, tmp_b): ...     several files renamed together
+    check_output_dir(d, force); with staged_dir(d, force) as tmp_d: ...   a directory, replaced whole
     write_via_temp(path, lambda tmp: ...)        one file; an OSError becomes one DataError line
     stale_temporaries(path) / remove_stale(...)  what a SIGKILLed writer left, found and removed
 
@@ -43,6 +44,40 @@ def staged(*paths):
                 pass
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
             raise DiskSpaceError(f"disk full while writing {finals[0].parent}") from None
+        raise
+
+
+def check_output_dir(path, force: bool = False) -> Path:
+    """Refuse a non-empty output directory unless `force` (which will replace it whole, so no
+    earlier run's files stay beside the new ones): called before any work is done."""
+    final = Path(path)
+    if final.exists() and not final.is_dir():
+        raise DataError(f"{final} is a file, not a directory")
+    if final.is_dir() and any(final.iterdir()) and not force:
+        from .errors import InputError
+        raise InputError(f"{final} already holds files: choose another output directory, or --force to replace it whole")
+    return final
+
+
+@contextmanager
+def staged_dir(path, force: bool = False):
+    """A directory of outputs written whole or not at all: yield a temporary directory beside
+    `path`, put in its place on success (replacing it whole), removed on any failure."""
+    import shutil
+    final = check_output_dir(path, force)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(final)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

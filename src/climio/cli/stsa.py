@@ -55,13 +55,15 @@ def stsa_cmd(
     engine: Optional[str] = typer.Option(None, "--engine", metavar="netcdf4|h5netcdf", help="xarray engine: netcdf4 or h5netcdf (default: xarray's choice)."),
     out: Path = typer.Option(Path("stsa-out"), "--out", "-o", metavar="DIR", help="Output directory: spectra.nc (CF netCDF), PNG figures, stsa.html, tasks.json."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the PNG and HTML plots."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory whole (else it is refused)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Dask's progress bar on a terminal, a line per task otherwise."),
 ):
     """Wavenumber-frequency spectra of a (time, [level,] lat, lon) variable, split into latitude tasks
     that each read and compute (timed separately) on Dask workers."""
     from ..options import renamed
+    from ..staging import check_output_dir, staged_dir
     from ..rundir import writable_dir
-    from ..stsa import output, workflow
+    from ..stsa import workflow
 
     # renamed: --tasks means processes in predict, advise and calibrate
     tasks = renamed("--tasks", "--lat-tasks", tasks_old, tasks, new_given=tasks != 16)
@@ -76,10 +78,11 @@ def stsa_cmd(
         raise InputError("--threads applies to the LocalCluster; a --scheduler's workers have their own (dask worker --nthreads)")
     if read_plan not in workflow.readplan.READ_PLANS:
         raise InputError(f"unknown --read-plan '{read_plan}': choose from {', '.join(workflow.readplan.READ_PLANS)}")
+    check_output_dir(out, force)      # an earlier run's outputs are never mixed with this one's
+    writable_dir(Path(out).resolve().parent)
     da, paths = workflow.open_input(files, var, engine)
     inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
                                  spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
-    outdir = writable_dir(out)
     with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout, threads=threads) as cl:
         info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
              f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
@@ -87,10 +90,13 @@ def stsa_cmd(
                                   read_plan=read_plan)
         result.where = cl.where
     t = result.timings()
+    outdir = Path(out)
     try:
-        written = _write_outputs(result, outdir, plots, f"climio stsa — {method} of {inp.description['variable']}")
+        with staged_dir(outdir, force) as stage:     # the whole directory appears at once, or nothing
+            written = _write_outputs(result, stage, plots, f"climio stsa — {method} of {inp.description['variable']}")
+        written = [outdir / Path(p).name for p in written]
     except Exception as exc:   # a full disk: netCDF-C says "HDF error" or "Permission denied", not ENOSPC
-        full = disk_full_error(exc, outdir, f"writing the spectra to {outdir}")
+        full = disk_full_error(exc, outdir.parent, f"writing the spectra to {outdir}")
         if full is None:
             raise
         raise full from None

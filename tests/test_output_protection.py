@@ -1,0 +1,37 @@
+"""Issue 27 item 6: outputs are protected everywhere: `climio stsa -o EXISTING` refuses a non-empty
+directory (it replaced spectra.nc silently and left the earlier run's plots beside it) unless
+--force, which replaces the directory whole; nothing appears under the name until all is written."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from climio.errors import Exit
+from test_full_disk import _stsa_input
+
+CLIMIO = str(Path(sys.executable).with_name("climio"))
+ARGS = ["--var", "u", "--ndaywin", "16", "--ndayskip", "-8", "--workers", "1", "--no-progress", "--no-plots"]
+
+
+def stsa(*args):
+    return subprocess.run([CLIMIO, "stsa", *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_stsa_refuses_an_earlier_runs_directory_and_force_replaces_it_whole(tmp_path):
+    src = _stsa_input(tmp_path / "u.nc")
+    out = tmp_path / "out"
+    first = stsa(src, *ARGS, "-o", out)
+    assert first.returncode == 0, first.stderr
+    spectra = (out / "spectra.nc").read_bytes()
+    (out / "earlier-plot.png").write_bytes(b"from an earlier run")
+
+    again = stsa(src, *ARGS, "-o", out)
+    lines = [l for l in again.stderr.splitlines() if l.strip()]
+    assert again.returncode == Exit.INPUT
+    assert len(lines) == 1 and "--force" in lines[0], again.stderr
+    assert (out / "spectra.nc").read_bytes() == spectra and (out / "earlier-plot.png").exists()
+
+    forced = stsa(src, *ARGS, "-o", out, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["spectra.nc", "tasks.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]   # no temporaries left
