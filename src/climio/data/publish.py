@@ -13,13 +13,13 @@ from pathlib import Path
 
 from ..errors import InputError
 
-FORMATS = ("nc", "zarr")
+MAKE_DATA_FORMATS = ("nc", "zarr")
 
 
 def check_formats(kinds, fmt, chunks, shards, upload, endpoint_url):
     """(formats, Upload or None); one-line InputError for options that do not go together."""
     formats = tuple(f.strip() for f in str(fmt).split(",") if f.strip())
-    if not formats or any(f not in FORMATS for f in formats):
+    if not formats or any(f not in MAKE_DATA_FORMATS for f in formats):
         raise InputError(f"unknown --format '{fmt}': use nc, zarr or nc,zarr")
     if "zarr" in formats and "4d" not in kinds:
         raise InputError("--format zarr writes the 4-D field: add --kind 4d (or 1d,4d)")

@@ -25,7 +25,6 @@ from .compression import NONE, Compression
 from .writer import _COORDS, DEFAULT_BLOCK_BYTES, check_space
 
 ZARR_NAME = "field4d.zarr"
-DIMS = ("time", "lev", "lat", "lon")
 
 
 def zarr_codecs(compression: Compression, itemsize: int) -> dict:
@@ -101,7 +100,8 @@ def write_zarr_4d(path, shape, chunks=None, shards=None, dtype="f8", compression
                                   attributes=attrs, compressors=None, fill_value=0.0)
             c[:] = values(n, 0, n)
         a = root.create_array(var, shape=tuple(shape), dtype=dt, chunks=tuple(chunk),
-                              shards=tuple(shard) if shard else None, dimension_names=list(DIMS),
+                              shards=tuple(shard) if shard else None,
+                              dimension_names=[name for name, _, _ in _COORDS],
                               attributes=_var_attrs(random), fill_value=0.0, **codecs)
         for sel in iter_block_slices(shape, bounded_block(shape, unit, dt.itemsize, max_block_bytes)):
             block = np.asarray(fields.values_4d(shape, sel, seed=seed, random=random, dtype=dt), dtype=dt)

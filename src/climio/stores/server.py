@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from typing import Optional
 
 from .. import cache
 from ..errors import NativeError
+from ..measure.procs import kill_group
 from . import binaries
 from .endpoint import Endpoint
 from .toxiproxy import Toxiproxy
@@ -35,7 +35,6 @@ from .toxiproxy import Toxiproxy
 HOST = "127.0.0.1"
 PROXY = "s3"
 PUBLIC = "public"   # the bucket anyone may read without signing (netCDF-C's byte-range mode)
-STOP_GRACE_S = 10.0
 
 
 def free_ports(n: int) -> list:
@@ -52,24 +51,15 @@ def free_ports(n: int) -> list:
             s.close()
 
 
-def _stop_group(proc: Optional[subprocess.Popen], grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM the process group, SIGKILL what is left after `grace` seconds, and reap."""
-    if proc is None or proc.poll() is not None:
+def _stop_group(proc: Optional[subprocess.Popen]) -> None:
+    """The process group stopped (SIGTERM, 10 s for weed to flush and exit, SIGKILL for what is
+    left: climio.measure.procs.kill_group) and the leader reaped."""
+    if proc is None:
         return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # children of the group (weed runs one process, but be sure): none may outlive the server
+    kill_group(proc, grace_s=10.0)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
         pass
 
 

@@ -20,14 +20,14 @@ from ...errors import InputError
 STUDY = "object-chunking"
 # zarr-fsspec reads the unsharded stores through s3fs, the client the references use too: the
 # reference's own cost is its rate over zarr-fsspec's, the client's is zarr-fsspec's over zarr-obstore's
-STACKS = ("zarr-obstore", "zarr-fsspec", "zarr-kerchunk")
+OBJECT_CHUNKING_STACKS = ("zarr-obstore", "zarr-fsspec", "zarr-kerchunk")
 READS = ("xy", "xt", "xyt")
 PRESETS = {
     "full": {"shape": "96,4,180,360", "chunks": "B,C,E,F,G,default", "shards": "none,t",
              "compression": "none,deflate4+shuffle", "reads": "xy,xt,xyt", "latency": "0,20,50",
-             "stacks": ",".join(STACKS), "sample": 8, "reps": 3},
+             "stacks": ",".join(OBJECT_CHUNKING_STACKS), "sample": 8, "reps": 3},
     "quick": {"shape": "24,2,45,90", "chunks": "E,F,default", "shards": "none,t", "compression": "none",
-              "reads": "xy,xt", "latency": "0,20", "stacks": ",".join(STACKS), "sample": 4, "reps": 1},
+              "reads": "xy,xt", "latency": "0,20", "stacks": ",".join(OBJECT_CHUNKING_STACKS), "sample": 4, "reps": 1},
 }
 PRESETS["survey"] = PRESETS["quick"]
 
@@ -40,7 +40,7 @@ class Grid:
     compression: str = field(default="", metadata=option("--compression", "Codecs, e.g. none,deflate4+shuffle,zstd3 (netCDF-4 references: none and deflate).", "LIST"))
     reads: str = field(default="", metadata=option("--reads", "Read shapes: xy, xt, xyt.", "LIST"))
     latency: str = field(default="", metadata=option("--latency", "Round-trip latency added by the proxy, ms.", "LIST"))
-    stacks: str = field(default="", metadata=option("--stacks", f"{', '.join(STACKS)} (the last reads netCDF-4 through references).", "LIST"))
+    stacks: str = field(default="", metadata=option("--stacks", f"{', '.join(OBJECT_CHUNKING_STACKS)} (the last reads netCDF-4 through references).", "LIST"))
     sample: int = field(default=0, metadata=option("--sample", "Hyperslabs read per cell (random, in order).", "N"))
     reps: int = field(default=0, metadata=option("--reps", "Cold repetitions.", "N"))
     preset: str = "full"
@@ -71,7 +71,7 @@ def build_grid(preset="full", **values) -> Grid:
     shards = _items(v["shards"])
     comps = [parse_compression(c) for c in _items(v["compression"])]
     reads, stacks = _items(v["reads"]), _items(v["stacks"])
-    for what, got, known in (("--shards", shards, ("none", "t")), ("--reads", reads, READS), ("--stacks", stacks, STACKS)):
+    for what, got, known in (("--shards", shards, ("none", "t")), ("--reads", reads, READS), ("--stacks", stacks, OBJECT_CHUNKING_STACKS)):
         bad = [x for x in got if x not in known]
         if bad or not got:
             raise InputError(f"{what}: unknown '{(bad or [''])[0]}', use {', '.join(known)}")

@@ -20,11 +20,11 @@ from ...errors import InputError
 
 STUDY = "object-read"
 PEER = "raw-obstore"
-STACKS = ("zarr-obstore", "zarr-fsspec")
+OBJECT_READ_STACKS = ("zarr-obstore", "zarr-fsspec")
 TARGET_STACK, TARGET_SIZE, TARGET_RATIO = "zarr-obstore", 4 << 20, 0.8
 PRESETS = {
     "full": {"sizes": "64KiB,256KiB,1MiB,4MiB,16MiB", "concurrency": "1,4,16", "latency": "0,5,20,50",
-             "stacks": ",".join(STACKS), "total": "64MiB", "max_requests": 128, "reps": 3},
+             "stacks": ",".join(OBJECT_READ_STACKS), "total": "64MiB", "max_requests": 128, "reps": 3},
     "survey": {"sizes": "256KiB,1MiB,4MiB", "concurrency": "1,8", "latency": "0,20",
                "stacks": "zarr-obstore", "total": "32MiB", "max_requests": 64, "reps": 2},
     "quick": {"sizes": "256KiB,4MiB", "concurrency": "1,8", "latency": "0,20",
@@ -37,7 +37,7 @@ class Grid:
     sizes: str = field(default="", metadata=option("--sizes", "GET sizes (one Zarr chunk each), e.g. 64KiB,1MiB,4MiB.", "LIST"))
     concurrency: str = field(default="", metadata=option("--concurrency", "Requests in flight at once, e.g. 1,4,16.", "LIST"))
     latency: str = field(default="", metadata=option("--latency", "Round-trip latency added by the proxy, ms, e.g. 0,5,20,50.", "LIST"))
-    stacks: str = field(default="", metadata=option("--stacks", f"Stacks beside the raw-GET peer: {', '.join(STACKS)}.", "LIST"))
+    stacks: str = field(default="", metadata=option("--stacks", f"Stacks beside the raw-GET peer: {', '.join(OBJECT_READ_STACKS)}.", "LIST"))
     total: str = field(default="", metadata=option("--total", "Bytes read per measurement (fewer at small sizes: --max-requests).", "SIZE"))
     max_requests: int = field(default=0, metadata=option("--max-requests", "At most this many GETs per measurement.", "N"))
     reps: int = field(default=0, metadata=option("--reps", "Repetitions (rounds; the order of stacks alternates).", "N"))
@@ -67,9 +67,9 @@ def build_grid(preset="full", **values) -> Grid:
     conc = parse_int_list(str(v["concurrency"]), "--concurrency")
     lat = [float(x) for x in _numbers(str(v["latency"]), "--latency")]
     stacks = [s.strip() for s in str(v["stacks"]).split(",") if s.strip()]
-    bad = [s for s in stacks if s not in STACKS]
+    bad = [s for s in stacks if s not in OBJECT_READ_STACKS]
     if bad or not stacks:
-        raise InputError(f"unknown stack '{(bad or [''])[0]}' for {STUDY}: use {', '.join(STACKS)}")
+        raise InputError(f"unknown stack '{(bad or [''])[0]}' for {STUDY}: use {', '.join(OBJECT_READ_STACKS)}")
     if min(conc) < 1 or any(x < 0 or x > 10000 for x in lat):
         raise InputError("--concurrency must be at least 1 and --latency 0..10000 ms")
     reps, maxreq = int(v["reps"]), int(v["max_requests"])

@@ -25,7 +25,7 @@ from . import PEER, STUDY, requests_for
 
 BUCKET = "climio"
 PREFIX = "object-read"
-WRITE_BLOCK = 32 << 20
+ARRAY_BLOCK_BYTES = 32 << 20
 
 
 def _where(s3) -> tuple:
@@ -51,7 +51,7 @@ def write_arrays(s3: S3Server, grid) -> dict:
         per = size // 8
         a = root.create_array(_var(size), shape=(n * per,), chunks=(per,), dtype="f8", compressors=None,
                               filters=None, fill_value=0.0)
-        step = max(1, WRITE_BLOCK // size)
+        step = max(1, ARRAY_BLOCK_BYTES // size)
         for i in range(0, n, step):
             j = min(n, i + step)
             a[i * per:j * per] = rng.random((j - i) * per)
