@@ -35,6 +35,21 @@ def section(records) -> Section:
                    "flowchart path", "not cold"], rows,
                   f"The {len(rows)} configurations the model gets worst, with the chunk reads it simulated against "
                   "those HDF5 made (counted on a file object with the stack's cache)."))
+    rows = [[f"{key}: {k}", str(v["n"]), f"{v['median_ratio']:.2f}"] for key in ("bound", "stack")
+            for k, v in s[f"ratio_by_{key}"].items()]
+    sec.add(Table(["configurations", "n", "median predicted/measured"], rows,
+                  "Where the error sits: the prediction's bound (its largest component) and the stack; below 1 the "
+                  "model is optimistic. The machine's median 1-minute load while measuring: "
+                  + (f"{s['load']['median_1min']:.1f}" if s["load"]["median_1min"] is not None else "not recorded")
+                  + "."))
+    cc = s["cpu_check"]
+    if cc["n"]:
+        sec.add(Paragraph(
+            f"The CPU side alone ({cc['n']} one-task configurations): the model's decode + CPU seconds against the CPU "
+            f"seconds the process used, median error {cc['median_factor']:.2f}x, 90th percentile {cc['p90_factor']:.2f}x. "
+            + (f"CPU-bound one-task reads ran {100 * cc['cpu_share_median']:.0f}% of their wall time on a core (the "
+               "rest waiting for one: other programs' load on a shared machine), which stretches measured wall times "
+               "that the profile's rates do not know." if cc["cpu_share_median"] is not None else "")))
     if s["not_run"]:
         sec.add(Note(f"{len(s['not_run'])} drawn configuration(s) were predicted past the run's --max-s budget and "
                      "not run: " + ", ".join(s["not_run"])))

@@ -26,6 +26,7 @@ def _row(cfg) -> dict:
     warm = sum(1 for r in recs if (r.get("cache") or {}).get("effective", "cold") != "cold")
     err = abs(math.log(pred / meas)) if pred > 0 and meas > 0 else math.inf
     sim = p.get("simulated") or {}
+    cpu = _median([r["metrics"]["cpu_s"] for r in recs if r["metrics"].get("cpu_s") is not None])
     return {"config": p["config"], "layout": p["layout"], "read": p["read"], "stack": p["stack"], "tasks": p["tasks"],
             "compression": p["compression"], "chunks": p["chunks"], "predicted_s": pred, "measured_s": meas,
             "ratio": pred / meas if meas else math.inf, "abs_log": err, "factor": math.exp(err),
@@ -34,6 +35,7 @@ def _row(cfg) -> dict:
             "chunk_cache": p.get("chunk_cache"), "simulated_chunk_reads": sim.get("chunk_reads"),
             "simulated_hits": sim.get("cache_hits"), "simulated_collisions": sim.get("collisions"),
             "counted_chunk_reads": (p.get("measured_counts") or {}).get("chunk_reads"),
+            "measured_cpu_s": cpu, "cpu_share": cpu / meas if cpu is not None and meas else None,
             "load_1min": p.get("load_1min"), "cores": p.get("cores"), "reps": len(recs), "not_cold": warm}
 
 
@@ -66,6 +68,22 @@ def summarise(records) -> dict:
     out["load"] = {"median_1min": _median(loads), "quiet_n": len(quiet), "quiet_median_factor": f(_median(quiet)),
                    "quiet_p90_factor": f(_quantile(quiet, 0.9)), "quiet_max_factor": f(max(quiet) if quiet else None)}
     out["ratio_median"] = _median([r["ratio"] for r in rows if math.isfinite(r["ratio"])])
+    # the CPU side alone, where one task reads (its process's CPU time is the whole job's): the model's
+    # decode + CPU seconds against the CPU seconds the process used, which another program's load on a
+    # shared machine does not stretch as it stretches the wall time (cpu_share: CPU seconds per wall second)
+    one = [r for r in rows if r["tasks"] == 1 and (r["measured_cpu_s"] or 0) > 0.01]
+    cpu_err = [abs(math.log((r["breakdown"]["decode_s"] + r["breakdown"]["cpu_s"]) / r["measured_cpu_s"]))
+               for r in one if r["breakdown"]["decode_s"] + r["breakdown"]["cpu_s"] > 0]
+    out["cpu_check"] = {"n": len(cpu_err), "median_factor": f(_median(cpu_err)), "p90_factor": f(_quantile(cpu_err, 0.9)),
+                        "cpu_share_median": _median([r["cpu_share"] for r in rows if r["cpu_share"] is not None
+                                                     and r["tasks"] == 1 and r["bound"] != "I/O"])}
+    # where the error sits: predicted/measured by what bounds the prediction, and by stack
+    for key in ("bound", "stack"):
+        groups = {}
+        for r in rows:
+            if math.isfinite(r["ratio"]):
+                groups.setdefault(r[key], []).append(r["ratio"])
+        out[f"ratio_by_{key}"] = {k: {"n": len(v), "median_ratio": _median(v)} for k, v in sorted(groups.items())}
     stsa = [r for r in rows if r["read"] == "stsa"]
     if stsa:
         out["stsa_factor"] = float(np.median([r["factor"] for r in stsa]))
