@@ -106,16 +106,20 @@ class S3Server:
             Path(self.parent).mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(tempfile.mkdtemp(prefix="climio-s3-", dir=self.parent))
         (self.data_dir / "volumes").mkdir(exist_ok=True)
+        # free now; a port another process takes before weed binds it makes weed exit, which
+        # _wait reports with the log's last line
         ports = free_ports(13)
         (self.master_port, self.master_grpc, self.volume_port, self.volume_grpc, self.filer_port, self.filer_grpc,
          self.s3_port, self.s3_grpc, self.admin_port, self.admin_grpc, self.api_port, self.proxy_port,
          self.metrics_port) = ports
-        self.weed_proc = subprocess.Popen(self._weed_argv(weed), env=self._weed_env(), start_new_session=True,
-                                          stdout=self._log("weed.log"), stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=self.data_dir)
-        self.proxy_proc = subprocess.Popen([toxi, "-host", HOST, "-port", str(self.api_port)],
-                                           start_new_session=True, stdout=self._log("toxiproxy.log"),
-                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        with self._log("weed.log") as log:   # the child keeps its own descriptor of the log
+            self.weed_proc = subprocess.Popen(self._weed_argv(weed), env=self._weed_env(), start_new_session=True,
+                                              stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              cwd=self.data_dir)
+        with self._log("toxiproxy.log") as log:
+            self.proxy_proc = subprocess.Popen([toxi, "-host", HOST, "-port", str(self.api_port)],
+                                               start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL)
         self.toxiproxy = Toxiproxy(f"http://{HOST}:{self.api_port}")
         self._wait(self._toxiproxy_ready, "Toxiproxy")
         self.toxiproxy.create_proxy(PROXY, f"{HOST}:{self.proxy_port}", f"{HOST}:{self.s3_port}")
