@@ -340,6 +340,24 @@ def _same(x, y) -> bool:
     return bool(np.all(xa == ya))
 
 
+def _native(dt) -> np.dtype:
+    dt = np.dtype(dt)
+    return dt.newbyteorder("=") if dt.kind in "biufc" else dt
+
+
+def _same_time_units(a, b) -> bool:
+    """CF time units that mean the same ("days since 2000-01-01 00:00:00" is how netCDF files often
+    say what xarray writes as "days since 2000-01-01")."""
+    if not (isinstance(a, str) and isinstance(b, str) and " since " in a and " since " in b):
+        return False
+    import pandas as pd
+    (ua, ra), (ub, rb) = (x.split(" since ", 1) for x in (a, b))
+    try:
+        return ua.strip() == ub.strip() and pd.Timestamp(ra.strip()) == pd.Timestamp(rb.strip())
+    except (ValueError, TypeError):
+        return a == b
+
+
 def _raw_arrays(path, fmt: str, stack):
     """variable path -> an array-like giving the values as stored (no masking, no scaling)."""
     if fmt == "zarr":
@@ -363,14 +381,20 @@ def _compare_var(name, va, vb, raw_a, raw_b, listing, max_mem):
     """Dims, dtype, attributes, CF encodings and values of one variable (raw for targets)."""
     # the dtype as stored: a packed variable's decoded dtype follows its scale_factor's type, which
     # netCDF keeps and Zarr's JSON attributes do not (float32 decodes as float64 from Zarr)
+    # netCDF char arrays are stored as fixed-width strings in Zarr: decoded, they are the same
     da, db = va.encoding.get("dtype", va.dtype), vb.encoding.get("dtype", vb.dtype)
-    if va.dims != vb.dims or va.shape != vb.shape or np.dtype(da) != np.dtype(db):
+    same_type = _native(da) == _native(db) or (raw_a is None and va.dtype == vb.dtype)   # byte order is layout
+    if va.dims != vb.dims or va.shape != vb.shape or not same_type:
         listing.add(f"dims/shape/dtype {va.dims} {va.shape} {da} != {vb.dims} {vb.shape} {db}")
         return
     for n in _names("attribute", sorted(va.attrs), sorted(vb.attrs), "", listing.add):
         if not _same(va.attrs[n], vb.attrs[n]):
             listing.add(f"attribute {n}: {va.attrs[n]!r} != {vb.attrs[n]!r}")
     for k in ENCODING_KEYS:
+        if k == "dtype":
+            continue   # compared above
+        if k == "units" and _same_time_units(va.encoding.get(k), vb.encoding.get(k)):
+            continue
         if k in va.encoding and not _same(va.encoding[k], vb.encoding.get(k)):
             listing.add(f"encoding {k}: {va.encoding[k]!r} != {vb.encoding.get(k)!r}")
     if raw_a is not None:

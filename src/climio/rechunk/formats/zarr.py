@@ -71,8 +71,10 @@ def parse_compression(text: str) -> Compression:
 
 
 def check_compression(comp: Compression, where: str) -> None:
-    if comp.quantize:
-        raise InputError(f"{comp.label}: quantization is netCDF-C's and is not written to Zarr{where}")
+    """A setting Zarr output can write. A source's own quantization (`where` names the variable) is
+    already in its values and is carried over as they are; asking for new quantization is an error."""
+    if comp.quantize and not where:
+        raise InputError(f"{comp.label}: quantization is netCDF-C's and is not written to Zarr")
     if comp.codec not in ("none", "zlib", "zstd") and comp.codec not in BLOSC_NAMES:
         raise InputError(f"{comp.label}: Zarr output takes zstd, gzip (deflate), blosc_* or none{where}")
 
@@ -165,6 +167,8 @@ def _arrays(group, prefix=""):
 
 
 def dims_of(arr) -> tuple:
+    if arr.ndim == 0:
+        return ()
     names = getattr(arr.metadata, "dimension_names", None)
     if names is None:
         names = arr.attrs.get("_ARRAY_DIMENSIONS")
