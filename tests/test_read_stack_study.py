@@ -384,3 +384,11 @@ def test_two_modes_flags_a_configuration_in_the_summary():
     assert steady["split"] == [] and "one mode" in steady["text"]
     small = [dict(r, metrics=dict(r["metrics"], bytes=1 << 20)) for r in recs]
     assert summary.cold_modes(small) == {"checked": 0, "split": [], "text": None}, "too few bytes to judge"
+
+
+def test_a_two_mode_split_is_a_key_finding():
+    from climio.bench.read_stack import section
+    facts = {"cold_modes": {"checked": 3, "split": [{"gap": 9.0}], "text": "Cold repetitions split into two modes in 1 of 3"}}
+    f = section.cold_modes(facts)
+    assert f is not None and f.text.startswith("Cold repetitions split into two modes")
+    assert section.cold_modes({"cold_modes": {"checked": 3, "split": [], "text": "one mode"}}) is None

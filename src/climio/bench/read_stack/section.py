@@ -216,7 +216,16 @@ def findings(records) -> list:
     """1-3 key findings: the headline (peak rate per stack, the fastest) and the thesis's ch. 3
     claims the records can decide."""
     facts = summary.summarise(records)
-    return [f for f in (headline(facts), library_min_read(facts), hump(facts)) if f is not None]
+    return [f for f in (headline(facts), library_min_read(facts), hump(facts), cold_modes(facts)) if f is not None]
+
+
+def cold_modes(facts):
+    """Whether cold repetitions split into two modes of the platform's memory (issue 27.8): said only
+    when they do, since it changes how the rates must be read."""
+    modes = facts.get("cold_modes") or {}
+    if not modes.get("split") or not modes.get("text"):
+        return None
+    return Finding(STUDY, modes["text"])
 
 
 def overlap_note(configs):
