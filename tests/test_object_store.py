@@ -172,7 +172,7 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     started, start = [], S3Server.start
     monkeypatch.setattr(S3Server, "start", lambda self: (started.append(self), start(self))[1])
     run = api.run_study("object-read", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
-                        progress=False, sizes="256KiB,4MiB", latency="0,20", concurrency="4")
+                        progress=False, sizes="256KiB,4MiB", latency="0,20", concurrency="1,4")
     recs = read_records(run)
     assert {r["params"]["stack"] for r in recs} == {"raw-obstore", "zarr-obstore"}
     assert all(r["status"] == "ok" for r in recs)
@@ -191,6 +191,10 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     stack_cells = [c for c in s["cells"] if c["stack"] == "zarr-obstore"]
     assert stack_cells and all(c["peer_ratio"] > 0 and c["checksums_match"] for c in stack_cells)
     assert set(s["target"]["by_latency"]) == {0.0, 20.0}
+    import json
+    prof = json.loads((run / "store_profile.json").read_text())["by_latency_ms"]
+    assert set(prof) == {"0", "20"} and prof["20"]["latency_s"] > prof["0"]["latency_s"]
+    assert all(p["aggregate_Bps"] > 0 and set(p["sizes"]) == {str(256 << 10), str(4 << 20)} for p in prof.values())
     text = "".join(p.read_text(errors="replace") for p in run.iterdir() if p.is_file())
     assert "object-read" in text and "ratio to peer" in text
     # the study's server made up its credentials: none of them in records, report or output

@@ -52,11 +52,11 @@ def free_ports(n: int) -> list:
 
 
 def _stop_group(proc: Optional[subprocess.Popen]) -> None:
-    """The process group stopped (SIGTERM, 10 s for weed to flush and exit, SIGKILL for what is
-    left: climio.measure.procs.kill_group) and the leader reaped."""
+    """The process group stopped (SIGTERM, climio.measure.procs.kill_group's grace for weed to
+    flush and exit, SIGKILL for what is left) and the leader reaped."""
     if proc is None:
         return
-    kill_group(proc, grace_s=10.0)
+    kill_group(proc)
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -144,6 +144,7 @@ class S3Server:
             "master.port": self.master_port, "master.port.grpc": self.master_grpc, "master.telemetry": "false",
             "master.volumeSizeLimitMB": self.volume_size_mb, "master.dir": d / "master",
             "volume.port": self.volume_port, "volume.port.grpc": self.volume_grpc, "volume.max": 16,
+            "volume.preStopSeconds": 0,
             "filer.port": self.filer_port, "filer.port.grpc": self.filer_grpc, "filer.localSocket": d / "filer.sock",
             "s3.port": self.s3_port, "s3.port.grpc": self.s3_grpc, "s3.localSocket": d / "s3.sock",
             "s3.port.iceberg": 0, "s3.port.lance": 0, "s3.cacheCapacityMB": 0,

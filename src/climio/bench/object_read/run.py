@@ -160,7 +160,22 @@ def run_object_read(ctx, grid) -> int:
         finally:
             if remote:   # the arrays written under the user's prefix go again
                 delete_prefix(remote.endpoint, "s3://{}/{}/".format(*_where(s3)))
+        write_store_profile(ctx.run, s3)
     return written
+
+
+def write_store_profile(run, s3) -> None:
+    """store_profile.json in the run directory: per latency, the per-GET latency, per-connection
+    and aggregate bandwidth and the concurrency each GET size needs (summary.store_profile), with
+    the store it describes (never a credential): the object-store rates a read-time model takes."""
+    import json
+    from ...records import atomic_write_text, read_records
+    from .summary import summarise
+    profile = summarise(read_records(run.path))["profile"]
+    doc = {"store": s3.describe(), "platform_id": run.platform_id,
+           "by_latency_ms": {f"{lat:g}": {**p, "sizes": {str(k): v for k, v in p["sizes"].items()}}
+                             for lat, p in profile.items()}}
+    atomic_write_text(run.path / "store_profile.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
 def _rounds(ctx, grid, s3, keys) -> int:
