@@ -424,7 +424,7 @@ def part_b(shape, workers, reps, work, n_tasks, threads=1, read_plan="runs", lay
     out = []
     from distributed import wait
     for n in workers:
-        with workflow.Cluster(workers=n, threads=threads) as cl:
+        with workflow.StsaCluster(workers=n, threads=threads) as cl:
             client = cl.client
             # the pure compute runs on the workers' compute slots only, as the e2e tasks' computes do
             slot = {workflow.CPU_SLOT: 1} if workflow.compute_slots(client) else None

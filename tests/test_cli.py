@@ -22,7 +22,9 @@ def test_version_and_help_flags():
     from climio import __version__
     for flag in ("--version", "-V"):
         out = run_cli(flag)
-        assert (out.returncode, out.stdout, out.stderr) == (0, f"climio {__version__}\n", "")
+        lines = out.stdout.splitlines()
+        assert (out.returncode, out.stderr, lines[0]) == (0, "", f"climio {__version__}")
+        assert lines[1].startswith("python layer: netCDF4 ") and lines[2].startswith("native layer: netCDF-C ")
     short, long = run_cli("-h"), run_cli("--help")
     assert short.returncode == 0 and short.stdout == long.stdout and "exit codes:" in short.stdout
     assert run_cli("bench", "-h").stdout == run_cli("bench", "--help").stdout
@@ -127,18 +129,18 @@ def test_too_little_disk_leaves_nothing(tmp_path):
     assert not (tmp_path / "d").exists()   # nothing written, and no empty directory left (issue 17)
 
 
-def test_survey_quick(tmp_path):
-    out = run_cli("survey", "--quick", "--out", tmp_path / "survey", timeout=300)
+def test_survey_quick(quick_survey):
+    run, out = quick_survey        # the session's one quick survey (conftest), shared with export and browser tests
     assert out.returncode == 0, out.stderr
-    recs = read_records(tmp_path / "survey")
+    recs = read_records(run)
     layers = {r["params"]["layer"] for r in recs if r["study"] == "read-stack"}
     assert layers == {"c-posix", "c-netcdf", "py-file", "numpy", "netcdf4-python", "h5py", "h5netcdf", "xarray"}
     pw = [r for r in recs if r["study"] == "parallel-write"]
     assert {(r["params"]["mode"], r["params"]["ranks"]) for r in pw} == {(m, n) for m in ("benchio", "model") for n in (2, 4)}
     assert {r["params"]["backend"] for r in pw} == {"mpiio", "hdf5", "netcdf4", "pnetcdf"}
     assert all(r["metrics"]["verified"] is True for r in pw)
-    assert "Study: parallel-write" in (tmp_path / "survey" / "report.html").read_text()
-    assert str(tmp_path / "survey" / "report.html") in out.stdout + out.stderr
+    assert "Study: parallel-write" in (run / "report.html").read_text()
+    assert str(run / "report.html") in out.stdout + out.stderr
 
 
 def test_usage_errors_are_one_line():

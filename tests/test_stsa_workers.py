@@ -53,7 +53,7 @@ def test_one_two_four_workers_identical(field):
 
     runs = {}
     for n in (1, 2, 4):
-        with workflow.Cluster(workers=n) as cl:
+        with workflow.StsaCluster(workers=n) as cl:
             assert cl.n_workers == n
             wk, hay = spectra(field, cl.client)
             # where the tasks ran: more than one worker when there are several
@@ -79,7 +79,7 @@ def test_threads_in_one_worker_identical(field):
     """Two threads in one worker run two latitude tasks at once (one reads while another computes,
     and each sizes its variable's chunk cache under xarray's lock): the same spectra, bit for bit."""
     serial_wk, serial_hay = spectra(field)
-    with workflow.Cluster(workers=1, threads=2) as cl:
+    with workflow.StsaCluster(workers=1, threads=2) as cl:
         for _ in range(3):
             wk, hay = spectra(field, cl.client)
             for name in WK_FIELDS:
@@ -93,7 +93,7 @@ def test_reads_overlap_computes_with_two_blocks_per_slot_at_most(field):
     read runs while the previous task computes, and the read of task k waits until task
     k - 2 x slots has computed (a worker never holds more than two blocks per slot). Shown by the
     tasks' own clocks: read start (``start``), compute end (``end``) and compute wall."""
-    with workflow.Cluster(workers=1) as cl:
+    with workflow.StsaCluster(workers=1) as cl:
         assert workflow.compute_slots(cl.client) == 1
         with xr.open_dataset(field, engine="netcdf4") as ds:
             inp = workflow.prepare_input(ds["u"], "hayashi", lat_band=None)

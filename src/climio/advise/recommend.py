@@ -28,7 +28,6 @@ from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
 from .predict import stack_cache, workflow_checked
 
-SEVERITY_ORDER = rules.SEVERITY_ORDER
 
 
 def rechunk_cost(profile: Profile, max_mem=None, workers=None):
@@ -76,7 +75,7 @@ class Advice:
         def key(r):
             if r.get("gain_s") is not None:
                 return (0, -r["gain_s"])
-            return (1, SEVERITY_ORDER.get(r.get("severity"), 3), -(r.get("evidence", {}).get("share_of_io_time") or 0))
+            return (1, rules.SEVERITY_ORDER.get(r.get("severity"), 3), -(r.get("evidence", {}).get("share_of_io_time") or 0))
         return sorted(self.recommendations, key=key)
 
     def to_dict(self) -> dict:

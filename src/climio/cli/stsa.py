@@ -83,7 +83,7 @@ def stsa_cmd(
     da, paths = workflow.open_input(files, var, engine)
     inp = workflow.prepare_input(da, method, level=level, lat_band="default" if lat_band is None else lat_band,
                                  spd=spd, ndaywin=ndaywin, ndayskip=ndayskip, paths=paths)
-    with workflow.Cluster(workers, scheduler, timeout_s=connect_timeout, threads=threads) as cl:
+    with workflow.StsaCluster(workers, scheduler, timeout_s=connect_timeout, threads=threads) as cl:
         info(f"stsa: {method} of '{inp.description['variable']}' ({inp.n_time} steps x {inp.n_lev} level(s) x "
              f"{inp.n_lat} latitudes x {inp.n_lon} longitudes, {inp.spd:g}/day) on {cl.where}")
         result = workflow.analyse(inp, ndaywin, ndayskip, tasks, client=cl.client, progress=progress,

@@ -40,7 +40,7 @@ from . import probes
 from .procs import DEFAULT_TIMEOUT_S
 from .series import Series, Timer, run_series, storage_checked, storage_read_bytes, total_storage_bytes
 
-STACK_NAMES = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
+MEASURED_STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
 
 
 def split(items, tasks) -> list:
@@ -170,8 +170,8 @@ def rank_rep(comm, path, cold_range, shared, work, what="") -> tuple:
 # --- a workflow's reads -------------------------------------------------------------------------------
 
 def check_stack(stack: str) -> str:
-    if stack not in STACK_NAMES:
-        raise InputError(f"unknown stack '{stack}': use {', '.join(STACK_NAMES)}")
+    if stack not in MEASURED_STACKS:
+        raise InputError(f"unknown stack '{stack}': use {', '.join(MEASURED_STACKS)}")
     return stack
 
 

@@ -11,7 +11,7 @@
 import os
 import shlex
 
-PYTHON_STACKS = ("xarray", "netcdf4-python", "h5py", "h5netcdf", "python")
+PYTHON_PROGRAMS = ("xarray", "netcdf4-python", "h5py", "h5netcdf", "python")
 CACHE_SLOTS = 100_003     # hash slots for an advised chunk cache: a prime well above its chunks
 
 
@@ -44,7 +44,7 @@ def whole_chunks(stack, file, var, chunks, dims, target) -> str:
         return (f"Open the file with Dask chunks that are the file's chunks {list(chunks)} (or whole multiples), so "
                 f"each task decodes a chunk once: `{xarray_open(file, chunks, dims)}`; or rechunk the file for "
                 f"this read: {relayout}.")
-    if stack in PYTHON_STACKS:
+    if stack in PYTHON_PROGRAMS:
         return (f"Read slabs that cover whole chunks {list(chunks)} (one call per chunk row, not per partial "
                 f"slice), or rechunk the file for this read: {relayout}.")
     return (f"Rechunk so that a read covers whole chunks: {relayout}; or read larger hyperslabs that cover "
@@ -79,7 +79,7 @@ def library_min_read(stack) -> str:
     if stack == "h5py":
         return ("Ask for larger blocks per call (dset[i0:i1] rather than element by element); for contiguous data "
                 "read it by offset: numpy.memmap(path, dtype, 'r', offset=dset.id.get_offset(), shape=dset.shape).")
-    if stack in PYTHON_STACKS:
+    if stack in PYTHON_PROGRAMS:
         return "Ask for larger blocks per call (a slab per call rather than element by element)."
     return ("The library reads at least a buffer per access (HDF5's 64 KiB sieve buffer for contiguous data): read "
             "larger blocks per call, lower the sieve buffer (H5Pset_sieve_buf_size), or read contiguous raw data by "
@@ -112,6 +112,6 @@ def small_requests(stack) -> str:
     if stack == "xarray":
         return ("Read larger blocks: open with chunks= that are whole multiples of the file's chunks (each Dask "
                 "task then reads large blocks), and select whole slabs rather than many small ones.")
-    if stack in PYTHON_STACKS:
+    if stack in PYTHON_PROGRAMS:
         return "Read or write larger blocks per call (a slab per call, or a larger buffer for a file object)."
     return SMALL_ADVICE

@@ -68,18 +68,17 @@ from .tasks import (DEFAULT_TASKS, TaskSpec, close_cached_files,  # noqa: F401
                     compute_task, read_block, read_task, release_files, rows_text, run_task, task_parts,
                     task_rows, tune_chunk_cache)
 
-SCHEDULER_TIMEOUT_S = dask_cluster.SCHEDULER_TIMEOUT_S
 CPU_SLOT, IO_SLOT = "stsa-compute", "stsa-read"   # worker resources of climio's LocalCluster
 
 
-class Cluster(dask_cluster.Cluster):
+class StsaCluster(dask_cluster.Cluster):
     """climio's cluster for the STSA (measure.dask.Cluster): to `scheduler` (an existing cluster), or a
     LocalCluster of `workers` worker processes, each with `threads` compute threads (resource CPU_SLOT)
     and one more thread that only reads (IO_SLOT): run_tasks reads the next task there while the slots
     compute, so reading and computing overlap (netCDF-C, HDF5 and the FFTs release the GIL).
     threads=1 is the thesis's one computing task per worker."""
 
-    def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=SCHEDULER_TIMEOUT_S, threads=1):
+    def __init__(self, workers=None, scheduler=None, silence=True, timeout_s=dask_cluster.SCHEDULER_TIMEOUT_S, threads=1):
         threads = int(threads)
         super().__init__(workers, scheduler, threads=threads + 1, resources={CPU_SLOT: threads, IO_SLOT: 1},
                          warm_up=warm_up, silence=silence, timeout_s=timeout_s,
@@ -268,7 +267,7 @@ def analyse(inp: Input, ndaywin=96, ndayskip=-65, n_tasks=None, compute=True, cl
         where = "in this process" if client is None else f"client {getattr(client, 'scheduler', '')}"
         results, wall = run_tasks(inp, specs, client, progress)
     else:
-        with Cluster(workers, scheduler) as cl:
+        with StsaCluster(workers, scheduler) as cl:
             results, wall = run_tasks(inp, specs, cl.client, progress)
             where = cl.where
     extra = {"n_tasks": len(specs), "read_plan": read_plan}

@@ -22,7 +22,7 @@ from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
 from .reader import Trace, read_input
 
-FORMATS = ("text", "json", "html")
+REPORT_FORMATS = ("text", "json", "html")
 TOP_FUNCTIONS = 20
 TOP_EDGES = 25
 TOP_FILES = 8
@@ -369,8 +369,8 @@ def _ev(k, v) -> str:
 
 def render(trace_dir, fmt="text", out=None, say=print):
     """Write the report; text and json go to stdout unless `out`, html to `out` or DIR/report.html."""
-    if fmt not in FORMATS:
-        raise InputError(f"unknown --format '{fmt}': use {', '.join(FORMATS)}")
+    if fmt not in REPORT_FORMATS:
+        raise InputError(f"unknown --format '{fmt}': use {', '.join(REPORT_FORMATS)}")
     facts, found = build(trace_dir)
     if fmt == "text":
         body = text(facts, found)

@@ -110,7 +110,7 @@ def run_study(run, grid, data_dir, progress=True) -> int:
                 files.append(path)
                 chunks = chunk_shape(path)
                 for nw in grid.workers:
-                    with workflow.Cluster(workers=nw) as cl:
+                    with workflow.StsaCluster(workers=nw) as cl:
                         for mode in grid.modes:
                             for rep in range(grid.reps):
                                 bar.note(f"stsa: {name}, {nw} worker(s), {mode}, rep {rep + 1}")
