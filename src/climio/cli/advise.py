@@ -25,10 +25,17 @@ def calibrate_cmd(
     report: bool = typer.Option(True, "--report/--no-report", help="Render report.html (the profile is shown there)."),
     append: bool = typer.Option(False, "--append", help="Add to the run directory -o names when it already holds a run."),
     force: bool = typer.Option(False, "--force", help="Replace the run directory -o names, whole, when it already holds a run."),
+    store: Optional[str] = typer.Option(None, "--store", metavar="s3://BUCKET/PREFIX",
+                                        help="Calibrate an object store instead (written under PREFIX, removed after; "
+                                             "credentials from the AWS_* variables): kept in this platform's profile "
+                                             "under the endpoint's URL."),
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of --store (else AWS_ENDPOINT_URL)."),
 ):
     """Measure the rates the read-time model needs on the data's file system and save the profile
     (~/.cache/climio/profiles/PLATFORM_ID.json and RUN_DIR/profile.json)."""
     from ..model import profile as profmod
+    if store or endpoint_url:
+        return _calibrate_store(store, endpoint_url, quick, out, append, force)
     if from_runs:
         from ..bench.calibrate.summary import profile_from_records
         from ..records import read_records
@@ -66,6 +73,33 @@ def calibrate_cmd(
     if path.is_file():
         for line in _defaults_line(profmod.load(path)):
             info(line)
+
+
+def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
+    """`climio calibrate --store`: the object-read calibration grid on the store, the GETs each
+    stack keeps in flight, the fitted rates added to this platform's profile under the endpoint."""
+    from ..api import run_study
+    from ..bench.object_read.calibrate_store import CALIBRATE_GRID, QUICK_GRID, store_rates
+    from ..model import profile as profmod
+    from ..records import read_records
+    from ..stores.endpoint import Endpoint
+    if not store:
+        raise InputError("--endpoint-url is where --store is: give --store s3://BUCKET/PREFIX too")
+    endpoint = Endpoint.from_env(endpoint_url)
+    run_dir = run_study("object-read", preset="survey", out=out, report=False, append=append, force=force,
+                        store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
+    records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
+    key, rates = store_rates(records, endpoint, store)
+    pid = records[0].get("platform_id") if records else "unknown"
+    prof = profmod.find(pid)[0] if profmod.path_for(pid).exists() else profmod.default_profile(pid)
+    prof.object_stores[key] = rates.to_dict()
+    written = profmod.save(prof, Path(run_dir) / profmod.PROFILE_NAME)
+    info(f"object store {key}: profile " + ", ".join(map(str, written)))
+    print(f"  GET latency {rates.latency_s * 1e3:.2f} ms, {rates.per_connection_Bps / 1e6:.0f} MB/s per connection, "
+          f"{rates.aggregate_Bps / 1e6:.0f} MB/s aggregate")
+    for name, s in sorted(rates.stacks.items()):
+        print(f"  {name}: GET {s.latency_s * 1e3:.2f} ms + size / {s.per_connection_Bps / 1e6:.0f} MB/s, "
+              f"{s.concurrency:.1f} GETs in flight (measured)")
 
 
 def _defaults_line(prof) -> list:

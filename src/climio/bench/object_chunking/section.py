@@ -2,7 +2,7 @@
 
 from statistics import median
 
-from ...sections import Finding, Note, Paragraph, Section, Table
+from ...sections import Figure, Finding, Note, Paragraph, Section, Table
 from ...units import format_size
 from . import STUDY
 from .summary import PEAK_SHARE, RECOVERS, summarise
@@ -11,6 +11,9 @@ from .summary import PEAK_SHARE, RECOVERS, summarise
 def section(records) -> Section:
     s = summarise(records)
     sec = Section("study-object-chunking", "Object storage: chunk shapes, shards and references")
+    fig = key_figure(records, s)
+    if fig is not None:
+        sec.add(fig)
     sec.add(Paragraph("Zarr v3 stores (zarr-python + obstore) with the thesis's chunk shapes, with and without shards "
                       "holding the whole time axis, and the same field as netCDF-4 read through a kerchunk reference "
                       "(zarr-kerchunk); a random sample of hyperslabs per read shape, cold, at each injected latency."))
@@ -48,3 +51,17 @@ def findings(records) -> list:
         out.append(Finding(STUDY, f"{lat:g} ms: netCDF-4 through kerchunk references reads at " + ", ".join(parts)
                                   + f" (median over {len(rs)} cells, same chunks and codec; the references' client is s3fs)"))
     return out
+
+
+def key_figure(records, s=None):
+    """The study's key plot for the report's first screen: zarr-obstore's rate per chunk shape (with
+    and without shards) per read shape, one panel per latency, for the first codec."""
+    from .figures import rate_by_chunks
+    s = s or summarise(records)
+    cs = [c for c in s["cells"] if c["stack"] == "zarr-obstore"]
+    if not cs:
+        return None
+    comp = sorted({c["compression"] for c in cs})[0]
+    return Figure(lambda: rate_by_chunks(s["cells"], "zarr-obstore", comp), "Zarr read rate per chunk shape, read shape and latency",
+                  f"Which chunk shape (and shards over time) each read shape needs on object storage as the round trip "
+                  f"grows (zarr-python + obstore, {comp}; taller is faster).")

@@ -94,3 +94,27 @@ def summarise(records) -> dict:
     return {"cells": cs, "smallest": smallest_for_peak(cs), "sharding": sharding(cs), "references": references(cs),
             "records": len(records), "errors": sum(1 for r in records if r.get("status") != "ok"),
             "not_cold": sum(1 for r in records if r.get("status") == "ok" and not _cold(r))}
+
+
+def headline(records):
+    """The study's rows of the report's first screen (sections.Headline): per latency and read
+    shape the fastest Zarr layout (chunks, shards) through zarr-obstore and its rate."""
+    from ...sections import Headline, HeadlineRow, cache_state
+    cs = [c for c in cells(records) if c["stack"] == "zarr-obstore"]
+    rows = []
+    for lat in sorted({c["latency_ms"] for c in cs}):
+        for read in sorted({c["read"] for c in cs if c["latency_ms"] == lat}):
+            best = max(_find(cs, latency_ms=lat, read=read), key=lambda c: c["rate_MBps"])
+            behind = [r for r in records if r.get("status") == "ok" and r["params"]["stack"] == "zarr-obstore"
+                      and r["params"]["latency_ms"] == lat and r["params"]["read"] == read
+                      and r["params"]["chunks_label"] == best["label"] and r["params"]["shards"] == best["shards"]
+                      and r["params"]["compression"] == best["compression"]]
+            shards = "" if best["shards"] == "none" else f", shards over {best['shards']}"
+            rows.append(HeadlineRow(f"best Zarr chunks for {read} reads, {lat:g} ms",
+                                    f"{best['label']} {best['chunks']}{shards}, {best['compression']}: "
+                                    f"{best['rate_MBps']:.3g} MB/s ({best['gets']:.0f} GETs)", cache_state(behind)))
+    if not rows:
+        return None
+    return Headline("object-chunking", rows, decide=("the full preset (a 96x4x180x360 field, chunk shapes B-G, "
+                                                     "0/20/50 ms, 3 cold repetitions): the quick field's chunks "
+                                                     "are too few to separate the shapes"))

@@ -1,6 +1,6 @@
 """The object-read study in the report: rates and peer ratios per cell, and the target."""
 
-from ...sections import Finding, Note, Paragraph, Section, Table
+from ...sections import Figure, Finding, Note, Paragraph, Section, Table
 from ...units import format_size
 from . import PEER, STUDY
 from .summary import summarise
@@ -9,6 +9,9 @@ from .summary import summarise
 def section(records) -> Section:
     s = summarise(records)
     sec = Section("study-object-read", "Object storage: GET size x concurrency x latency, against raw ranged GETs")
+    fig = key_figure(records, s)
+    if fig is not None:
+        sec.add(fig)
     sec.add(Paragraph(f"Each stack read the same Zarr chunk objects as the raw-GET peer ({PEER}: obstore ranged GETs "
                       "of the same size and concurrency) in the same rounds, alternating the order; the ratio is "
                       "the stack's rate over the peer's of the same round (median over rounds). Latency is added "
@@ -46,3 +49,15 @@ def findings(records) -> list:
         out.append(Finding(STUDY, f"raw GETs at {lat:g} ms: peak {best['rate_MBps']:.0f} MB/s with "
                                   f"{format_size(best['get_bytes'])} x {best['concurrency']} in flight"))
     return out
+
+
+def key_figure(records, s=None):
+    """The study's key plot for the report's first screen: rate vs GET size per latency, each stack
+    and concurrency a line, the raw-GET peer dashed."""
+    from .figures import rate_vs_size
+    s = s or summarise(records)
+    if not s["cells"]:
+        return None
+    return Figure(lambda: rate_vs_size(s["cells"]), "object-store read rate vs GET size per latency",
+                  f"How large and how many GETs in flight it takes to reach the store's rate at each round-trip "
+                  f"latency (solid: the stacks, dashed: {PEER}; colours: concurrency).")

@@ -81,3 +81,32 @@ def store_profile(cells) -> dict:
             sizes[size] = {"littles_law": agg * per_get / size, "measured": min(reach), "best_MBps": best}
         out[lat] = {"latency_s": latency_s, "per_connection_Bps": per_conn, "aggregate_Bps": agg, "sizes": sizes}
     return out
+
+
+def headline(records):
+    """The study's rows of the report's first screen (sections.Headline): per latency the raw-GET
+    peak (size x concurrency), and the target stack's ratio to the peer at 4 MiB GETs."""
+    from ...sections import Headline, HeadlineRow, cache_state
+    from ...units import format_size
+    ok = [r for r in records if r.get("status") == "ok"]
+    s = summarise(ok)
+    peers = [c for c in s["cells"] if c["stack"] == PEER]
+    rows = []
+    for lat in sorted({c["latency_ms"] for c in peers}):
+        best = max((c for c in peers if c["latency_ms"] == lat), key=lambda c: c["rate_MBps"])
+        behind = [r for r in ok if r["params"]["stack"] == PEER and _key(r) == (lat, best["get_bytes"], best["concurrency"])]
+        rows.append(HeadlineRow(f"object store peak, {lat:g} ms round trip",
+                                f"{best['rate_MBps']:.0f} MB/s with {format_size(best['get_bytes'])} GETs x "
+                                f"{best['concurrency']} in flight (raw ranged GETs)", cache_state(behind)))
+    t = s["target"]
+    for lat, v in t["by_latency"].items():
+        conc, ratio = max(v.items(), key=lambda kv: kv[0])
+        behind = [r for r in ok if r["params"]["stack"] == t["stack"] and _key(r) == (lat, t["get_bytes"], conc)]
+        rows.append(HeadlineRow(f"{t['stack']} over raw GETs, {lat:g} ms",
+                                f"{ratio:.2f}x at {format_size(t['get_bytes'])} x{conc} (target >= {t['goal']})",
+                                cache_state(behind)))
+    if not rows:
+        return None
+    return Headline("object-read", rows, decide=("the full preset (5 sizes x 3 concurrencies x 0-50 ms, 3 rounds): "
+                                                 "the per-connection bandwidth needs sizes where transfer, not the "
+                                                 "round trip, sets a GET's time"))

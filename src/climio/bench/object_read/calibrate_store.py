@@ -1,0 +1,25 @@
+"""`climio calibrate --store s3://BUCKET/PREFIX`: an object store's rates for the read-time model.
+
+The object-read study's calibration grid (small to medium GETs, concurrency 1 and 8, the raw-GET
+peer and the Zarr stacks) measured on the store, then the GETs each stack keeps in flight
+(concurrency.py), fitted into a model.object_store.StoreRates keyed by the endpoint's URL."""
+
+from ...model.object_store import rates_from_cells, store_key
+from .summary import summarise
+
+CALIBRATE_GRID = {"sizes": "16KiB,64KiB,256KiB,1MiB", "concurrency": "1,8",
+                  "stacks": "zarr-obstore,zarr-fsspec", "total": "4MiB", "max_requests": 32, "reps": 2}
+QUICK_GRID = {**CALIBRATE_GRID, "sizes": "16KiB,256KiB,1MiB", "reps": 1, "max_requests": 16}
+
+
+def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrency=None):
+    """StoreRates from the object-read records of one store; `concurrency` (stack -> GETs in flight)
+    measured here when not given."""
+    from .concurrency import measure_concurrency
+    cells = summarise(records)["cells"]
+    stacks = sorted({c["stack"] for c in cells} - {"raw-obstore"})
+    if concurrency is None:
+        concurrency = {s: v["median_in_flight"] for s, v in measure_concurrency(endpoint, url, stacks).items()}
+    rates = rates_from_cells(cells, latency_ms, endpoint.describe().get("endpoint_url") or str(url), concurrency,
+                             source="climio calibrate --store")
+    return store_key(rates.endpoint, latency_ms), rates

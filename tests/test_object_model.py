@@ -1,0 +1,81 @@
+"""The read-time model on object storage (issue 25 item 4): the GETs a read makes, their schedule,
+and `climio calibrate --store` against the real test server, its prediction against a measured read."""
+
+import json
+import math
+
+import numpy as np
+
+from climio.layout import chunks_touched
+from climio.model import object_store as om
+
+from conftest import run_cli
+
+
+def test_read_tasks_count_the_gets_zarr_makes():
+    shape, chunks = [24, 2, 45, 90], [1, 1, 15, 30]
+    start, count = [0, 0, 0, 0], [1, 1, 45, 90]
+    tasks = om.read_tasks(shape, chunks, None, start, count, 4)
+    assert len(tasks) == chunks_touched(shape, chunks, start, count) == 9
+    assert all(t == [15 * 30 * 4] for t in tasks)
+    # shards over time: an xy read touches 9 shards, each an index GET then one inner chunk, in turn
+    sh = om.read_tasks(shape, chunks, [24, 1, 15, 30], start, count, 4)
+    assert len(sh) == 9 and all(t == [24 * om.INDEX_ENTRY_BYTES + 4, 1800] for t in sh)
+    # an xt read covers whole shards: one GET of the shard (chunks and index) each
+    xt = om.read_tasks(shape, chunks, [24, 1, 15, 30], [0, 0, 0, 0], [24, 1, 1, 90], 4)
+    assert xt == [[24 * 1800 + 24 * om.INDEX_ENTRY_BYTES + 4]] * 3
+
+
+def test_schedule_in_waves_and_the_aggregate_cap():
+    assert om.makespan([1.0] * 20, 10) == 2.0 and om.makespan([1.0] * 21, 10) == 3.0
+    rates = om.StoreRates("http://x", 0.02, 100e6, 1e9, {"s": om.StackObjectRates(0.02, 100e6, 4.0)})
+    p = om.predict_read([[[1 << 20]] * 8], rates, "s")
+    assert math.isclose(p["io_s"], 2 * (0.02 + (1 << 20) / 100e6))
+    capped = om.StoreRates("http://x", 0.0, 1e12, 10e6, {"s": om.StackObjectRates(0.0, 1e12, 8.0)})
+    assert math.isclose(om.predict_read([[[1 << 20]] * 8], capped, "s")["io_s"], 8 * (1 << 20) / 10e6)
+    back = om.StoreRates.from_dict(json.loads(json.dumps(rates.to_dict())))
+    assert back == rates
+
+
+def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
+    """calibrate --store on the test server with 20 ms per round trip: the profile keeps the store
+    under its endpoint (no credential), the stacks' measured concurrency, and predicts an xy and an
+    xt read of a chunked Zarr store within 1.5x of their measured time."""
+    from climio.bench.object_chunking.run import sample_slabs
+    from climio.data.zarr_writer import write_zarr_4d
+    from climio.stacks_s3 import OBJECT_STACKS
+    from climio.stores.objects import upload
+    import time
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    s3_server.set_latency(20)
+    try:
+        out = run_cli("calibrate", "--store", "s3://climio/cal-test", "--quick", "-o", tmp_path / "cal", timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        text = (tmp_path / "cal" / "profile.json").read_text()
+        assert s3_server._secret not in text and s3_server._key not in text
+        prof = json.loads(text)
+        key = om.store_key(s3_server.endpoint.url)
+        rates = om.StoreRates.from_dict(prof["object_stores"][key])
+        assert 0.015 < rates.latency_s < 0.1                    # the 20 ms toxic is in every GET
+        assert rates.stacks["zarr-obstore"].concurrency > 2     # zarr-python keeps several GETs in flight
+        shape, chunks = [8, 1, 64, 128], [1, 1, 16, 32]
+        write_zarr_4d(tmp_path / "m.zarr", shape, chunks=chunks, dtype="f4")
+        upload(s3_server.endpoint, tmp_path / "m.zarr", "s3://climio/model-test")
+        for read in ("xy", "xt"):
+            slabs = sample_slabs(shape, read, 2)
+            pred = om.predict_read([om.read_tasks(shape, chunks, None, s, c, 4) for s, c in slabs], rates, "zarr-obstore")
+            walls = []
+            for _ in range(3):
+                r = OBJECT_STACKS["zarr-obstore"](s3_server.endpoint)
+                r.open("s3://climio/model-test/m.zarr", "ta")
+                t0 = time.perf_counter()
+                blocks = [r.read_slab(s, c) for s, c in slabs]
+                walls.append(time.perf_counter() - t0)
+                r.close()
+            assert all(np.isfinite(b).all() for b in blocks)
+            err = om.error_ratio(pred["time_s"], float(np.median(walls)))
+            assert err <= 1.5, (read, pred, walls)
+    finally:
+        s3_server.set_latency(0)
