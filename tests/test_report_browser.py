@@ -132,8 +132,7 @@ def study_run(survey, tmp_path, study, quick_runs):
 
 
 # A study whose section has no figure yet cannot lead with one: strict, so drawing one flips this.
-NO_FIGURE_YET = {"object-read": "the object-read section draws no figure yet (issue 28 item 2)",
-                 "object-chunking": "the object-chunking section draws no figure yet (issue 28 item 2)"}
+NO_FIGURE_YET = {}
 
 
 @pytest.mark.parametrize("study", [pytest.param(s.name, marks=pytest.mark.xfail(reason=NO_FIGURE_YET[s.name], strict=True))
