@@ -29,6 +29,8 @@ class StackObjectRates:
     latency_s: float              # per GET as the stack sees it
     per_connection_Bps: float
     concurrency: float            # GETs the stack keeps in flight, measured
+    aggregate_Bps: float = math.inf      # the best rate the stack reached (many GETs in flight)
+    gets_per_s: float = math.inf         # the most GETs per second it completed (small GETs)
 
 
 @dataclass
@@ -110,7 +112,8 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     for tasks in tasks_per_slab:
         durs = [sum(s.latency_s + g / s.per_connection_Bps for g in task) for task in tasks]
         moved = sum(sum(task) for task in tasks)
-        io += max(makespan(durs, s.concurrency), moved / rates.aggregate_Bps)
+        io += max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
+                  sum(len(t) for t in tasks) / s.gets_per_s)
         gets += sum(len(t) for t in tasks)
         nbytes += moved
     decode = decoded_bytes / decode_Bps if decode_Bps and math.isfinite(decode_Bps) else 0.0
@@ -151,12 +154,18 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
                          if c["stack"] == stack and c["concurrency"] == 1]
     lat, bw = fit_stack(one(peer))
     agg = max(c["rate_MBps"] for c in at if c["stack"] == peer) * 1e6
+    raw = dict(one(peer))
     stacks = {}
     for stack in sorted({c["stack"] for c in at} - {peer}):
-        pts = one(stack)
-        if len(pts) >= 2 and stack in concurrency:
-            sl, sb = fit_stack(pts)
-            stacks[stack] = StackObjectRates(sl, sb, float(concurrency[stack]))
+        pts = [(size, t) for size, t in one(stack) if size in raw]
+        mine = [c for c in at if c["stack"] == stack]
+        if pts and stack in concurrency:
+            # the stack's GET costs what a raw GET does plus its own overhead (the median over sizes:
+            # one slow size does not tilt a bandwidth fitted to the stack's few points)
+            extra = max(0.0, sorted(t - raw[size] for size, t in pts)[len(pts) // 2])
+            stacks[stack] = StackObjectRates(lat + extra, bw, float(concurrency[stack]),
+                                             max(c["rate_MBps"] for c in mine) * 1e6,
+                                             max(c["rate_MBps"] * 1e6 / c["get_bytes"] for c in mine))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
