@@ -90,7 +90,8 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
                         store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
     key, rates = store_rates(records, endpoint, store)
-    pid = records[0].get("platform_id") if records else "unknown"
+    from ..model.workflow import platform_id_of
+    pid = platform_id_of(None)      # this machine (its object stores are keyed by endpoint inside)
     prof = profmod.find(pid)[0] if profmod.path_for(pid).exists() else profmod.default_profile(pid)
     prof.object_stores[key] = rates.to_dict()
     written = profmod.save(prof, Path(run_dir) / profmod.PROFILE_NAME)
@@ -166,9 +167,14 @@ def predict_cmd(
     check: bool = typer.Option(False, "--check", help="Also run each read cold and print predicted against measured."),
     reps: int = typer.Option(3, "--reps", metavar="N", help="Cold runs per read for --check."),
     json_out: JsonOpt = False,
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// FILE (else AWS_ENDPOINT_URL)."),
 ):
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
-    parallel factor) and the path through the thesis's flowchart (Fig. 7.1)."""
+    parallel factor) and the path through the thesis's flowchart (Fig. 7.1). FILE may be a Zarr
+    store in object storage, s3://BUCKET/STORE.zarr (rates from `climio calibrate --store`)."""
+    from ..advise.object_store import is_store_url
+    if file is not None and is_store_url(file):
+        return _predict_store(file, var, read, stack, endpoint_url, check, reps, json_out)
     from ..advise.predict import check_workflow, stack_cache
     from ..model import workflow as wfmod
     wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
@@ -186,6 +192,31 @@ def predict_cmd(
         print(line)
 
 
+def _predict_store(file, var, read, stack, endpoint_url, check, reps, json_out) -> None:
+    from ..advise.object_store import predict_store
+    warnings = []
+    sp = predict_store(str(file), read, var=var, stack=stack, endpoint_url=endpoint_url, check=check, reps=reps,
+                       warn=warnings.append)
+    _warn(warnings)
+    if json_out:
+        print(json.dumps(sp.to_dict()))
+        return
+    for line in sp.lines():
+        print(line)
+
+
+def _advise_store(target, var, read, stack, endpoint_url) -> None:
+    from ..advise.object_store import advise_store
+    warnings = []
+    rows = advise_store(str(target), read, var=var, stack=stack, endpoint_url=endpoint_url, warn=warnings.append)
+    _warn(warnings)
+    if not rows:
+        print("no change the object-store model predicts faster")
+    for i, (text, before, after, cmd) in enumerate(rows, 1):
+        print(f"{i}. {text}: {before:.3f} s -> {after:.3f} s predicted ({before / after:.1f}x)")
+        print(f"   {cmd}")
+
+
 @app.command("advise")
 def advise_cmd(
     target: Path = typer.Argument(..., help="A netCDF file (with --read), a workflow YAML/JSON, a climio trace "
@@ -198,10 +229,15 @@ def advise_cmd(
     chunk_cache: CacheOpt = None,
     profile: ProfileOpt = None,
     json_out: JsonOpt = False,
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// TARGET (else AWS_ENDPOINT_URL)."),
 ):
     """What to change, ranked by predicted gain: each with its evidence, the predicted time before
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
-    and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack)."""
+    and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack). TARGET may be a
+    Zarr store in object storage, s3://BUCKET/STORE.zarr."""
+    from ..advise.object_store import is_store_url
+    if is_store_url(target):
+        return _advise_store(target, var, read, stack, endpoint_url)
     from ..advise.recommend import advise
     from ..options import parse_size
     if not target.exists():

@@ -163,9 +163,12 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             # the stack's GET costs what a raw GET does plus its own overhead (the median over sizes:
             # one slow size does not tilt a bandwidth fitted to the stack's few points)
             extra = max(0.0, sorted(t - raw[size] for size, t in pts)[len(pts) // 2])
-            stacks[stack] = StackObjectRates(lat + extra, bw, float(concurrency[stack]),
-                                             max(c["rate_MBps"] for c in mine) * 1e6,
-                                             max(c["rate_MBps"] * 1e6 / c["get_bytes"] for c in mine))
+            # GETs per second: the smallest GETs at the most in flight, scaled up to the stack's own
+            # concurrency (a bound: more in flight completes at most proportionally more GETs)
+            small = min(mine, key=lambda c: (c["get_bytes"], -c["concurrency"]))
+            conc = float(concurrency[stack])
+            per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
+            stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s)
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)

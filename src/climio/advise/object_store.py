@@ -1,0 +1,222 @@
+"""`climio predict` and `climio advise` for a Zarr store in object storage (s3://BUCKET/STORE.zarr).
+
+The store's layout (shape, chunks, shards, codecs) is read from its metadata; the reads are every
+hyperslab of the named read shapes; the rates are the endpoint's, kept in this machine's profile
+by `climio calibrate --store` (model.object_store). --check reads the same hyperslabs through the
+stack and prints predicted against measured. advise: each change's predicted time (bigger chunks,
+shards over time for time-series reads, more GETs in flight, obstore over fsspec), with the command.
+"""
+
+import math
+import time
+from dataclasses import dataclass, field
+from statistics import median
+
+from ..access import read_count, slice_starts
+from ..errors import DataError, InputError
+from ..model import object_store as om
+from ..model import profile as profmod
+from ..stores.endpoint import Endpoint, parse_s3_url
+
+DEFAULT_STACK = "zarr-obstore"
+MAX_SLABS = 4096
+
+
+@dataclass
+class StoreLayout:
+    url: str
+    var: str
+    shape: list
+    chunks: list
+    shards: list = None           # the shard shape, or None
+    itemsize: int = 4
+    codecs: str = "none"
+
+
+def is_store_url(text) -> bool:
+    """An s3:// URL as typer's Path leaves it (s3:/BUCKET/...) or as given."""
+    return str(text).startswith(("s3://", "s3:/"))
+
+
+def store_url(text) -> str:
+    t = str(text)
+    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") else t
+
+
+def open_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
+    """The Zarr array's layout from its metadata (one GET or two)."""
+    import zarr
+    from zarr.storage import ObjectStore
+    u = parse_s3_url(url)
+    store = ObjectStore(endpoint.obstore(u.bucket, u.key), read_only=True)
+    try:
+        grp = zarr.open(store=store, mode="r")
+    except Exception as exc:    # noqa: BLE001 -- zarr raises several types for a missing or bad store
+        raise DataError(f"{url}: not a Zarr store ({type(exc).__name__}: {endpoint.redact(str(exc))[:200]})") from None
+    if isinstance(grp, zarr.Array):
+        arr, name = grp, ""
+    else:
+        arrays = dict(grp.arrays())
+        if var is None:
+            multi = [k for k, a in arrays.items() if a.ndim > 1]
+            if len(multi) != 1:
+                raise InputError(f"{url}: give --var (multi-dimensional arrays: {', '.join(sorted(multi)) or 'none'})")
+            var = multi[0]
+        if var not in arrays:
+            raise InputError(f"{url}: no array '{var}' (arrays: {', '.join(sorted(arrays))})")
+        arr, name = arrays[var], var
+    if arr.ndim != 4:
+        raise InputError(f"{url}/{name}: the object-store model reads [t,z,y,x] arrays; this one has {arr.ndim} dimensions")
+    shards = list(arr.shards) if getattr(arr, "shards", None) else None
+    codecs = ",".join(type(c).__name__ for c in (arr.compressors or ())) or "none"
+    return StoreLayout(url, name, list(arr.shape), list(arr.chunks), shards, arr.dtype.itemsize, codecs)
+
+
+def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
+    """The endpoint's rates from this machine's profile, else from any cached profile (with a
+    warning); a one-line error naming the calibrate command when none has them."""
+    from ..model.workflow import platform_id_of
+    key = om.store_key(endpoint.describe()["endpoint_url"])
+    mine = profmod.path_for(platform_id_of(None))
+    paths = ([mine] if mine.exists() else []) + sorted(
+        (p for p in profmod.profile_dir().glob("*.json") if p != mine), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if profmod.profile_dir().is_dir() else []
+    for p in paths:
+        stores = profmod.load(p).object_stores
+        if key in stores:
+            if p != mine and warn:
+                warn(f"the rates of {key} come from {p} (another platform's profile)")
+            return om.StoreRates.from_dict(stores[key])
+    raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX "
+                     f"--endpoint-url {key}` first")
+
+
+def slabs_of(layout: StoreLayout, read: str) -> list:
+    slabs = slice_starts(layout.shape, read_count(read, layout.shape))
+    if len(slabs) > MAX_SLABS:
+        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
+    return slabs
+
+
+def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack: str) -> dict:
+    slabs = slabs_of(layout, read)
+    tasks = [om.read_tasks(layout.shape, chunks, shards, s, c, layout.itemsize) for s, c in slabs]
+    out = om.predict_read(tasks, rates, stack)
+    out["slabs"] = len(slabs)
+    return out
+
+
+def measure(endpoint, layout: StoreLayout, read: str, stack: str, reps: int) -> list:
+    """Wall seconds of reading every hyperslab of `read` through `stack`, per repetition (the store
+    is not evicted: a remote store's caches are not climio's)."""
+    from ..stacks_s3 import OBJECT_STACKS
+    slabs = slabs_of(layout, read)
+    walls = []
+    for _ in range(reps):
+        reader = OBJECT_STACKS[stack](endpoint)
+        reader.open(layout.url, layout.var)
+        try:
+            t0 = time.perf_counter()
+            for s, c in slabs:
+                reader.read_slab(s, c)
+            walls.append(time.perf_counter() - t0)
+        finally:
+            reader.close()
+    return walls
+
+
+@dataclass
+class StorePrediction:
+    layout: StoreLayout
+    stack: str
+    rates: dict
+    reads: list = field(default_factory=list)     # [{read, time_s, gets, bytes, measured_s?, error?}]
+
+    def lines(self) -> list:
+        lay = self.layout
+        out = [f"{lay.url}{'/' + lay.var if lay.var else ''}: shape {lay.shape}, chunks {lay.chunks}"
+               + (f", shards {lay.shards}" if lay.shards else "") + f", codecs {lay.codecs}; stack {self.stack}",
+               f"  store {self.rates['endpoint']}: GET {self.rates['latency_s'] * 1e3:.1f} ms + size / "
+               f"{self.rates['per_connection_Bps'] / 1e6:.0f} MB/s, {self.rates['aggregate_Bps'] / 1e6:.0f} MB/s aggregate"]
+        for r in self.reads:
+            line = f"  {r['read']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, {r['bytes'] / 1e6:.1f} MB)"
+            if "measured_s" in r:
+                line += f", measured {r['measured_s']:.3f} s (median of {r['reps']}), error {r['error']:.2f}x"
+            out.append(line)
+        return out
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+        return {"layout": asdict(self.layout), "stack": self.stack, "rates": self.rates, "reads": self.reads}
+
+
+def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None) -> StorePrediction:
+    endpoint = Endpoint.from_env(endpoint_url)
+    stack = stack or DEFAULT_STACK
+    from ..stacks_s3 import ZARR_STACKS
+    if stack not in ZARR_STACKS:
+        raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
+    if not reads:
+        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
+    rates = store_rates(endpoint, warn)
+    layout = open_layout(endpoint, store_url(url), var)
+    out = StorePrediction(layout, stack, rates.to_dict())
+    for read in reads:
+        p = predict_layout(layout, layout.chunks, layout.shards, read, rates, stack)
+        row = {"read": read, **{k: p[k] for k in ("time_s", "io_s", "gets", "bytes", "slabs")}}
+        if check:
+            walls = measure(endpoint, layout, read, stack, reps)
+            row.update(measured_s=median(walls), reps=len(walls), error=om.error_ratio(p["time_s"], median(walls)))
+        out.reads.append(row)
+    return out
+
+
+# --- advice -------------------------------------------------------------------------------------
+
+def _bigger(chunks, shape, axis_order=(3, 2, 0)) -> list:
+    """The chunk shape doubled along the first axis that can grow (x, then y, then t)."""
+    for ax in axis_order:
+        if chunks[ax] < shape[ax]:
+            c = list(chunks)
+            c[ax] = min(shape[ax], c[ax] * 2)
+            return c
+    return list(chunks)
+
+
+def _spec(lay, lengths) -> str:
+    return f"{lay.var or 'VAR'}:{','.join(map(str, lengths))}"
+
+
+def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None) -> list:
+    """Changes ranked by predicted gain over the reads as they are: [(text, before_s, after_s, command)]."""
+    endpoint = Endpoint.from_env(endpoint_url)
+    stack = stack or DEFAULT_STACK
+    rates = store_rates(endpoint, warn)
+    lay = open_layout(endpoint, store_url(url), var)
+
+    def total(chunks, shards, st=stack, r=rates):
+        return sum(predict_layout(lay, chunks, shards, read, r, st)["time_s"] for read in reads)
+
+    now = total(lay.chunks, lay.shards)
+    out = []
+    big = lay.chunks
+    for _ in range(3):                                 # up to 8x the chunk along x, y, t
+        big = _bigger(big, lay.shape)
+    if big != lay.chunks:
+        out.append((f"bigger chunks {big} (fewer GETs, each longer than a round trip)", now, total(big, None),
+                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, big)}"))
+    if not lay.shards and lay.chunks[0] < lay.shape[0]:
+        sh = [lay.shape[0], *lay.chunks[1:]]
+        out.append((f"shards over time {sh} (a time-series read gets one shard per GET)", now, total(lay.chunks, sh),
+                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, lay.chunks)} --shards {_spec(lay, sh)}"))
+    s = rates.stack(stack)
+    more = om.StoreRates(**{**rates.__dict__, "stacks": {**rates.stacks, stack: om.StackObjectRates(
+        s.latency_s, s.per_connection_Bps, max(s.concurrency * 4, 32), s.aggregate_Bps, s.gets_per_s)}})
+    out.append((f"more GETs in flight ({max(s.concurrency * 4, 32):.0f} instead of the {s.concurrency:.1f} measured)",
+                now, total(lay.chunks, lay.shards, stack, more),
+                "python: zarr.config.set({'async.concurrency': 64}) before reading"))
+    if stack != "zarr-obstore":
+        out.append(("zarr-python on obstore instead of fsspec/s3fs", now, total(lay.chunks, lay.shards, "zarr-obstore"),
+                    "zarr.storage.ObjectStore(obstore.store.S3Store(...)) in place of FsspecStore"))
+    out.sort(key=lambda r: r[2])
+    return [r for r in out if r[2] < r[1] and math.isfinite(r[2])]
