@@ -17,6 +17,18 @@ from climio.data import make_data
 ONE_D_BYTES = (1 << 20) + 3 * 8
 
 
+@pytest.fixture(scope="module")
+def builtin_rates(tmp_path_factory):
+    """No calibrated profile: CLIMIO_PROFILE_DIR is an empty directory for the module's tests, so the
+    rechunk planner prices with its built-in rates, as on a clean CI machine (the profile the
+    machine's own `climio calibrate` left in ~/.cache/climio/profiles changes which strategy wins).
+    Use with `pytestmark = pytest.mark.usefixtures("builtin_rates")`; a test that wants a profile
+    sets CLIMIO_PROFILE_DIR itself."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CLIMIO_PROFILE_DIR", str(tmp_path_factory.mktemp("no-profile")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def files_1d(tmp_path_factory):
     d = tmp_path_factory.mktemp("data1d")

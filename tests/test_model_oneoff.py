@@ -20,6 +20,9 @@ from climio.model.workflow import platform_id_of
 from climio.options import parse_compression
 from conftest import run_cli
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 SHAPE = (96, 2, 24, 48)
 T, Z, Y, X = SHAPE
 # (name, chunks, codec, read): the advisor picks the target chunks for the read (and, for a

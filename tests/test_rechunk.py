@@ -19,6 +19,9 @@ from climio.rechunk.verify import compare
 
 from conftest import run_cli
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 SHAPE = (24, 3, 40, 36)          # [t, z, y, x], float32: 414 KiB per level-time-map stack
 
 

@@ -23,6 +23,9 @@ from climio.data.compression import Compression
 
 from conftest import run_cli
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 SHAPE = (24, 3, 40, 36)
 
 

@@ -18,6 +18,9 @@ from climio.rechunk.verify import compare
 
 from conftest import run_cli
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 T, Y, X = 6, 30, 40
 
 TOS_ORDER = ["standard_name", "long_name", "units", "_FillValue", "missing_value", "online_operation"]

@@ -17,6 +17,9 @@ from climio.rechunk import meta, verify
 from climio.rechunk.model import Target
 from rechunk_corpus import make_corpus
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 NC4 = ("cf", "xt", "groups", "types", "nc4classic")
 NC3 = ("classic", "cdf5")
 

@@ -11,13 +11,16 @@ import pytest
 from climio.data.writer import write_4d
 from climio.rechunk.verify import compare
 
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
+MPI_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # with os.environ at call time
 CLIMIO = os.path.join(os.path.dirname(sys.executable), "climio")
 
 
 def mpirun(n, *args, timeout=180):
     return subprocess.run(["timeout", str(timeout), "mpirun", "--oversubscribe", "-n", str(n), CLIMIO, "rechunk",
-                           *map(str, args)], capture_output=True, text=True, env=MPI_ENV)
+                           *map(str, args)], capture_output=True, text=True, env=dict(os.environ, **MPI_ROOT))
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,11 @@ from climio.rechunk.formats.zarr import scan
 
 from conftest import run_cli
 
+
+pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
+
 T, Y, X = 24, 20, 30
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+MPI_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # with os.environ at call time
 CLIMIO = os.path.join(os.path.dirname(sys.executable), "climio")
 
 
@@ -115,7 +118,7 @@ def rechunk(*args):
 
 def mpirun(n, *args, timeout=300):
     return subprocess.run(["timeout", str(timeout), "mpirun", "--oversubscribe", "-n", str(n), CLIMIO, "rechunk",
-                           *map(str, args)], capture_output=True, text=True, env=MPI_ENV)
+                           *map(str, args)], capture_output=True, text=True, env=dict(os.environ, **MPI_ROOT))
 
 
 def test_netcdf_to_zarr_v3(cf_file, tmp_path):
