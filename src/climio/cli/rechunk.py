@@ -45,7 +45,7 @@ def rechunk_cmd(
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
     from ..options import renamed
-    from ..rechunk.command import convert
+    from ..rechunk.remote import convert   # command.convert, with s3:// stores in or out
 
     chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given

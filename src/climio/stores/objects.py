@@ -97,3 +97,34 @@ def put_bytes(endpoint: Endpoint, url, data) -> None:
 def local_size(path) -> int:
     p = Path(path)
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else os.path.getsize(p)
+
+
+def download(endpoint: Endpoint, url, local) -> int:
+    """Every object under `url` (s3://BUCKET/PREFIX, a directory tree such as a Zarr store) into the
+    directory `local`, in parallel, each streamed to its file; returns the bytes written."""
+    import obstore
+    u = parse_s3_url(url)
+    prefix = u.key.rstrip("/") + "/"
+    keys = list_keys(endpoint, f"s3://{u.bucket}/{prefix}")
+    if not keys:
+        raise DataError(f"{url}: no objects there")
+    store = endpoint.obstore(u.bucket)
+    local = Path(local)
+
+    def get(key):
+        dest = local / key[len(prefix):]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        n = 0
+        with open(dest, "wb") as f:
+            for part in obstore.get(store, key).stream(min_chunk_size=8 << 20):
+                f.write(part)
+                n += len(part)
+        return n
+
+    try:
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            return sum(pool.map(get, keys))
+    except OSError:
+        raise
+    except Exception as exc:
+        raise _err(endpoint, f"download of {url} failed", exc) from None
