@@ -11,8 +11,8 @@ from . import app
 
 @app.command("rechunk")
 def rechunk_cmd(
-    input: Path = typer.Argument(..., metavar="IN", help="netCDF-4, netCDF-3 or CDF-5 file, or a Zarr store (opened read-only, never modified)."),
-    output: Path = typer.Argument(..., metavar="OUT", help="netCDF-4 file or Zarr store (OUT.zarr) to write (under a temporary name, renamed when complete)."),
+    inputs: list[str] = typer.Argument(..., metavar="IN...", help="netCDF-4, netCDF-3 or CDF-5 files or Zarr stores, or a quoted glob ('data/tas_*.nc'); local paths only (opened read-only, never modified)."),
+    output: str = typer.Argument(..., metavar="OUT", help="netCDF-4 file or Zarr store (OUT.zarr) to write (under a temporary name, renamed when complete); with several inputs or a glob, the directory that gets one output per input, of the same name with the output format's suffix (.nc, or .zarr with --format zarr)."),
     chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunks", metavar="SPEC", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
     chunk_old: Optional[list[str]] = typer.Option(None, "--chunk", hidden=True, help="Deprecated spelling of --chunks."),
     for_axes: Optional[str] = typer.Option(None, "--for", metavar="AXES", help="Chunks that make reads along these axes fast: t, xt, xy, xyz, or dimension names (time,lon). Axis letters come from CF metadata."),
@@ -38,23 +38,33 @@ def rechunk_cmd(
 
     Every source chunk is decoded once and every target chunk encoded and written once when the
     memory budget allows; otherwise the planner picks strided reads, bounded re-decoding or two
-    passes through an intermediate file, whichever it predicts is cheapest."""
+    passes through an intermediate file, whichever it predicts is cheapest.
+
+    Several inputs (or a glob) go into the directory OUT, one after another, each with every worker
+    and the whole --max-mem (one file already keeps every core busy; a split budget would make each
+    plan re-decode or take two passes), with one summary at the end."""
     import json
 
     from ..mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
+    from ..errors import ClimioError
     from ..options import renamed
     from ..rechunk.remote import convert   # command.convert, with s3:// stores in or out
 
     chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given
-    summary = convert(input, output, chunks=chunk, compression=compression, for_axes=for_axes, balanced=balanced,
-                      chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,
-                      max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
-                      dry_run=dry_run, progress=True, say=err_line if json_out else info,
-                      mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
-                      shards=shards or (), endian=endian or "")
+    try:
+        summary = convert(inputs if len(inputs) > 1 else inputs[0], output, chunks=chunk, compression=compression,
+                          for_axes=for_axes, balanced=balanced, chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,
+                          max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
+                          dry_run=dry_run, progress=True, say=err_line if json_out else info,
+                          mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
+                          shards=shards or (), endian=endian or "")
+    except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
+        if json_out and getattr(exc, "summary", None):
+            print(json.dumps(exc.summary))
+        raise
     if json_out and summary:
         print(json.dumps(summary))
 

@@ -414,7 +414,9 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
             endian="") -> dict:
     """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
     from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
-    bytes codec's byte order). The other arguments are climio.rechunk.convert's."""
+    bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
+    of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
+    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted)."""
     from ..options import parse_size
     if isinstance(chunks, dict):
         per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
@@ -432,11 +434,17 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
                    zarr_format=int(zarr_format), shards=tuple([shards] if isinstance(shards, str) else shards or ()),
                    endian=endian or "")
     say = say or (lambda *_: None)
+    factory = None
+    if progress and not mpi:
+        from ..measure.progress import BytesProgress
+        factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
+    from . import many
+    if many.is_many(src):   # several inputs or a pattern: dst is the directory of the outputs
+        return many.rechunk_many(src, dst, opts, dry_run=dry_run, progress_factory=factory, say=say, mpi=mpi)
+    src = (src,) if isinstance(src, (str, os.PathLike)) else src
+    src = many.expand(src)[0]   # a URL is one line naming what is supported, not a mangled path
+    many.refuse_url(dst, "output")
     if mpi:
         from .mpi_exec import rechunk_mpi
         return rechunk_mpi(src, dst, opts, say=say)
-    factory = None
-    if progress:
-        from ..measure.progress import BytesProgress
-        factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
     return rechunk(src, dst, opts, dry_run=dry_run, say=say, progress_factory=factory)
