@@ -56,7 +56,8 @@ def rechunk_cmd(
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given
     try:
         summary = convert(inputs if len(inputs) > 1 else inputs[0], output, chunks=chunk, compression=compression,
-                          for_axes=for_axes, balanced=balanced, chunk_bytes=chunk_bytes or None, contiguous=contiguous, variables=var,
+                          for_axes=for_axes, balanced=balanced, chunk_bytes=chunk_bytes or None,
+                          contiguous=contiguous, variables=var,
                           max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
