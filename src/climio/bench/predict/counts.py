@@ -52,9 +52,8 @@ def chunk_reads(path, var, groups, spec) -> int:
                            rdcc_w0=float(spec["w0"])) as f:
                 d = f[var]
                 addr = set()
-                for i in range(d.id.get_num_chunks()):
-                    ci = d.id.get_chunk_info(i)
-                    addr.add((ci.byte_offset, ci.size))
+                # one walk of the chunk index (get_chunk_info(i) walks it again for every i)
+                d.id.chunk_iter(lambda ci: addr.add((ci.byte_offset, ci.size)))
                 cf.reads.clear()
                 for s, c in reads:
                     d[tuple(slice(a, a + b) for a, b in zip(s, c))]
