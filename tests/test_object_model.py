@@ -61,7 +61,7 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
         write_zarr_4d(tmp_path / "m.zarr", shape, chunks=chunks, dtype="f4")
         upload(s3_server.endpoint, tmp_path / "m.zarr", "s3://climio/model-test")
         url = "s3://climio/model-test/m.zarr"
-        out = run_cli("predict", url, "--read", "xy", "--read", "xt", "--check", "--json", timeout=120)
+        out = run_cli("predict", url, "--read", "xy", "--read", "xt", "--check", "--reps", "2", "--json", timeout=120)
         assert out.returncode == 0, out.stderr[-3000:]
         got = json.loads(out.stdout)
         assert got["layout"]["chunks"] == chunks and [r["read"] for r in got["reads"]] == ["xy", "xt"]
