@@ -41,6 +41,7 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
     """calibrate --store on the test server with 20 ms per round trip: the profile keeps the store
     under its endpoint (no credential), the stacks' measured concurrency, and predicts an xy and an
     xt read of a chunked Zarr store within 1.5x of their measured time."""
+    from climio.data.writer import write_4d
     from climio.data.zarr_writer import write_zarr_4d
     from climio.stores.objects import upload
     for k, v in s3_server.env().items():
@@ -73,5 +74,11 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
         assert adv.returncode == 0, adv.stderr[-3000:]
         first = adv.stdout.splitlines()
         assert first[0].startswith("1. ") and "predicted" in first[0] and "climio rechunk" in adv.stdout
+        # netCDF-4 in the bucket: a reference file and Zarr copies against downloading it
+        write_4d(tmp_path / "f.nc", shape, chunks=[1, 1, 32, 64], dtype="f4")
+        upload(s3_server.endpoint, tmp_path / "f.nc", "s3://climio/model-test")
+        adv = run_cli("advise", "s3://climio/model-test/f.nc", "--read", "xt", timeout=120)
+        assert adv.returncode == 0, adv.stderr[-3000:]
+        assert "kerchunk reference" in adv.stdout and "climio rechunk FILE.nc s3://BUCKET/ta-xt.zarr -c ta:4,1,1,64" in adv.stdout
     finally:
         s3_server.set_latency(0)

@@ -19,6 +19,7 @@ from ..model import profile as profmod
 from ..stores.endpoint import Endpoint, parse_s3_url
 
 DEFAULT_STACK = "zarr-obstore"
+MORE_IN_FLIGHT = 64
 MAX_SLABS = 4096
 
 
@@ -191,6 +192,8 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
     """Changes ranked by predicted gain over the reads as they are: [(text, before_s, after_s, command)]."""
     endpoint = Endpoint.from_env(endpoint_url)
     stack = stack or DEFAULT_STACK
+    if not reads:
+        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
     rates = store_rates(endpoint, warn)
     lay = open_layout(endpoint, store_url(url), var)
 
@@ -211,12 +214,72 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
                     f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, lay.chunks)} --shards {_spec(lay, sh)}"))
     s = rates.stack(stack)
     more = om.StoreRates(**{**rates.__dict__, "stacks": {**rates.stacks, stack: om.StackObjectRates(
-        s.latency_s, s.per_connection_Bps, max(s.concurrency * 4, 32), s.aggregate_Bps, s.gets_per_s)}})
-    out.append((f"more GETs in flight ({max(s.concurrency * 4, 32):.0f} instead of the {s.concurrency:.1f} measured)",
+        s.latency_s, s.per_connection_Bps, MORE_IN_FLIGHT, s.aggregate_Bps, s.gets_per_s * MORE_IN_FLIGHT / s.concurrency)}})
+    out.append((f"more GETs in flight ({MORE_IN_FLIGHT} instead of the {s.concurrency:.1f} measured)",
                 now, total(lay.chunks, lay.shards, stack, more),
-                "python: zarr.config.set({'async.concurrency': 64}) before reading"))
+                f"python: zarr.config.set({{'async.concurrency': {MORE_IN_FLIGHT}}}) before reading"))
     if stack != "zarr-obstore":
         out.append(("zarr-python on obstore instead of fsspec/s3fs", now, total(lay.chunks, lay.shards, "zarr-obstore"),
                     "zarr.storage.ObjectStore(obstore.store.S3Store(...)) in place of FsspecStore"))
     out.sort(key=lambda r: r[2])
     return [r for r in out if r[2] < r[1] and math.isfinite(r[2])]
+
+
+# --- netCDF-4 in object storage: a reference file against downloading, and rechunking to Zarr ---
+
+def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
+    """A netCDF-4/HDF5 object's variable layout (h5py on an s3fs file: a few ranged GETs)."""
+    from ..stacks_s3 import H5pyS3fs
+    r = H5pyS3fs(endpoint)
+    import h5py
+    import hdf5plugin  # noqa: F401
+    try:
+        r.h5 = h5py.File(r._file(url), "r")
+    except Exception as exc:    # noqa: BLE001 -- s3fs and h5py raise several types
+        raise DataError(f"{url}: not a netCDF-4/HDF5 object ({type(exc).__name__})") from None
+    try:
+        names = [k for k, v in r.h5.items() if isinstance(v, h5py.Dataset) and v.ndim > 1]
+        if var is None:
+            if len(names) != 1:
+                raise InputError(f"{url}: give --var (multi-dimensional variables: {', '.join(sorted(names)) or 'none'})")
+            var = names[0]
+        if var not in r.h5:
+            raise InputError(f"{url}: no variable '{var}'")
+        d = r.h5[var]
+        if d.ndim != 4:
+            raise InputError(f"{url}/{var}: the object-store model reads [t,z,y,x] variables; this one has {d.ndim} dimensions")
+        return StoreLayout(url, var, list(d.shape), list(d.chunks or d.shape), None, d.dtype.itemsize,
+                           d.compression or "none")
+    finally:
+        r.h5.close()
+        r.fh.close()
+
+
+def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
+    """netCDF-4 in a bucket: read its chunks through a kerchunk reference (zarr-python on s3fs, one
+    GET per chunk) against downloading the whole object first (ranged GETs of 8 MiB at the stack's
+    concurrency), and a Zarr copy with chunks of each read's shape; [(text, before_s, after_s, command)]
+    with `before` the download."""
+    from ..stores.objects import object_size
+    if not reads:
+        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
+    endpoint = Endpoint.from_env(endpoint_url)
+    rates = store_rates(endpoint, warn)
+    lay = open_netcdf_layout(endpoint, store_url(url), var)
+    size = object_size(endpoint, store_url(url))
+    part = 8 << 20
+    s = rates.stack(DEFAULT_STACK)
+    download = om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_STACK)["time_s"]
+    refs = sum(predict_layout(lay, lay.chunks, None, r, rates, "zarr-fsspec")["time_s"] for r in reads)
+    out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
+            f"python: obstore.get(S3Store(...), KEY) -> a local file"),
+           (f"read through a kerchunk reference (chunks {lay.chunks}, {lay.codecs}) instead of downloading "
+            "it first", download, refs,
+            "python: kerchunk.hdf.SingleHdf5ToZarr(...).translate() -> zarr.open_array(FsspecStore('reference://', ...))")]
+    for r in reads:
+        chunks = list(read_count(r, lay.shape))
+        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_STACK)["time_s"]
+        out.append((f"a Zarr copy chunked for {r} reads {chunks} (zarr-python + obstore, {s.concurrency:.0f} GETs in flight)",
+                    download, t, f"climio rechunk FILE.nc s3://BUCKET/{lay.var}-{r}.zarr -c {_spec(lay, chunks)}"))
+    out.sort(key=lambda row: row[2])
+    return out

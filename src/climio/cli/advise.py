@@ -206,14 +206,19 @@ def _predict_store(file, var, read, stack, endpoint_url, check, reps, json_out) 
 
 
 def _advise_store(target, var, read, stack, endpoint_url) -> None:
-    from ..advise.object_store import advise_store
+    from ..advise.object_store import advise_netcdf, advise_store, store_url
     warnings = []
-    rows = advise_store(str(target), read, var=var, stack=stack, endpoint_url=endpoint_url, warn=warnings.append)
+    if store_url(target).rstrip("/").endswith(".zarr"):
+        rows = advise_store(str(target), read, var=var, stack=stack, endpoint_url=endpoint_url, warn=warnings.append)
+    else:   # a netCDF-4 object: a reference file or a Zarr copy against downloading it
+        rows = advise_netcdf(str(target), read, var=var, endpoint_url=endpoint_url, warn=warnings.append)
     _warn(warnings)
     if not rows:
         print("no change the object-store model predicts faster")
+    elif not store_url(target).rstrip("/").endswith(".zarr"):
+        print("ways to read it, fastest first ('now': downloading the whole object first):")
     for i, (text, before, after, cmd) in enumerate(rows, 1):
-        print(f"{i}. {text}: {before:.3f} s -> {after:.3f} s predicted ({before / after:.1f}x)")
+        print(f"{i}. {text}: {after:.3f} s predicted (now {before:.3f} s: {before / after:.2g}x)")
         print(f"   {cmd}")
 
 
