@@ -54,16 +54,16 @@ def flat_frame(records):
         if df[col].map(lambda v: isinstance(v, dict)).any():
             df[col] = df[col].map(_cell)
     if "time" in df:
-        df["time"] = df["time"].map(_iso)
+        df["time"] = df["time"].map(_timestamp_text)
     for col in df.columns:
         m = EPOCH_COLUMN.fullmatch(col)
         if m:
             df[col] = pd.to_datetime(pd.to_numeric(df[col], errors="coerce"), unit=m.group(1) or "s",
-                                     utc=True).map(_iso)
+                                     utc=True).map(_timestamp_text)
     return df
 
 
-def _iso(t):
+def _timestamp_text(t):
     """ISO-8601 UTC text of a timestamp (as `time`: 2026-01-02T03:04:05.678901+00:00); None for NaT."""
     import pandas as pd
     if t is None or t is pd.NaT:

@@ -118,7 +118,8 @@ def make_command(study):
 
 def register_study_commands() -> None:
     for study in base.studies():
-        bench_app.command(study.name, context_settings=CONTEXT)(make_command(study))
+        # short_help given whole: click cuts its own summary at the first period ("(thesis ch.")
+        bench_app.command(study.name, context_settings=CONTEXT, short_help=study.title)(make_command(study))
 
 
 register_study_commands()

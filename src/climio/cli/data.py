@@ -1,5 +1,6 @@
 """`climio make-data`: synthetic test files."""
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -95,7 +96,9 @@ def _write(out, kinds, nbytes, shape4d, chunks, compression, dtype, random, seed
     from ..options import parse_chunk_text
     from ..measure.progress import BytesProgress
     from ..units import format_size
-    total = nbytes * (2 if "1d" in kinds else 0) + (nbytes if "4d" in kinds else 0)
+    # with --shape the 4-D file holds the shape's bytes, not --size's default
+    bytes4d = math.prod(shape4d) * (4 if dtype == "f4" else 8) if shape4d else nbytes
+    total = nbytes * (2 if "1d" in kinds else 0) + (bytes4d if "4d" in kinds else 0)
     with BytesProgress(total, "make-data") as bar:
         made = make_data(out, size=nbytes, kinds=kinds, shape4d=shape4d, chunks=parse_chunk_text(chunks) if chunks else None,
                          compression=compression, dtype=dtype, random=random, seed=seed, progress=bar.callback)
