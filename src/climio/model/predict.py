@@ -227,8 +227,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         spec = cache_spec(chunk_cache)
         cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
-        collisions = 0
-        task_starts = set(task_bounds(len(reads), tasks)[1:-1]) if tasks > 1 else set()
+        collisions, task_starts = 0, set(task_bounds(len(reads), tasks)[1:-1]) if tasks > 1 else set()
     simulated = 0
     geometry_of = {}
     for i, (start, count) in enumerate(reads):
