@@ -228,9 +228,9 @@ def fake_usage(free):
 
 def test_disk_shortage_is_checked_for_all_files_first(tmp_path, monkeypatch):
     size = 4 << 20
-    # Room for the two 1-D files alone (8 MiB * 1.05 + 16 MiB), not for the 4-D one as well.
-    monkeypatch.setattr(shutil, "disk_usage", fake_usage(26 << 20))
-    with pytest.raises(DiskSpaceError, match=r"need .* only 26MiB free in"):
+    # Room for the two 1-D files alone (8 MiB * 1.05 + 1 MiB), not for the 4-D one as well.
+    monkeypatch.setattr(shutil, "disk_usage", fake_usage(11 << 20))
+    with pytest.raises(DiskSpaceError, match=r"need .* only 11MiB free in"):
         make_data(tmp_path, size=size, kinds=("1d", "4d"))
     assert_empty(tmp_path)
     with pytest.raises(DiskSpaceError):

@@ -182,7 +182,7 @@ def test_thesis_uneven_chunks_explain_the_larger_file():
 
 def test_thesis_reads_against_chunk_shapes():
     F, zero = [430, 1, 1, 430], [0, 0, 0, 0]
-    xy, xt, xyt = (A.read_count(n, S430) for n in A.READ_SHAPES)
+    xy, xt, xyt = (A.read_count(n, S430) for n in ("xy", "xt", "xyt"))
     assert (xy, xt, xyt) == ((1, 1, 430, 430), (430, 1, 1, 430), (430, 1, 430, 430))
     assert L.chunks_touched(S430, F, zero, xt) == 1
     assert L.partial_chunks(S430, F, zero, xt) == 0

@@ -28,6 +28,7 @@ from ..data.compression import CODECS, Compression
 from ..options import parse_compression
 from ..errors import DataError, InputError
 from ..layout import balanced_chunks
+from ..rules.chunks import DIVISOR_FACTOR   # --for: a length dividing the dimension may differ this much
 from ..units import format_size
 from ..options import parse_size
 from .model import Target, VarInfo
@@ -37,7 +38,6 @@ BALANCED_BYTES = 4 << 20      # --balanced default, as Rew's blog post and layou
 FALLBACK_BYTES = 4 << 20      # chunks for variables that must be chunked and have no other rule
 NCCOPY_UNLIM_BYTES = 4 << 20  # nccopy's default chunk along an unlimited dimension nobody named
 MAX_CHUNK_BYTES = 2**32 - 1   # HDF5 refuses chunks of 4 GiB or more
-DIVISOR_FACTOR = 2            # --for: a chunk length dividing the dimension may be this much shorter
 AXES = "xyzt"
 
 _CODEC_NAME = {codec: name for name, (codec, _, _) in CODECS.items()}  # zlib -> deflate, ...

@@ -7,8 +7,8 @@ the numbers within an axis (dimension lengths, chunk lengths, the sub-block temp
 size) are drawn uniformly from their declared choices.
 
     SPACE                 the axes and their values
-    draw(n, seed) -> [Config]
-    Config.id             a readable name: layout/read/stack/tasks/cache
+    draw(n, seed) -> [DrawnConfig]
+    DrawnConfig.id             a readable name: layout/read/stack/tasks/cache
 """
 
 import math
@@ -41,7 +41,7 @@ CHUNK_BYTES = (1 << 10, 4 << 20)     # chunk sizes drawn outside this range are 
 
 
 @dataclass(frozen=True)
-class Config:
+class DrawnConfig:
     index: int
     shape: tuple
     dtype: str
@@ -132,6 +132,6 @@ def draw(n: int, seed: int) -> list:
         kind = cols["read"][i]
         cache = int(SPACE["cache_bytes"][int(rng.integers(len(SPACE["cache_bytes"])))]) \
             if cols["cache"][i] == "sized" else None
-        out.append(Config(i, shape, dtype, chunks, codec, _read(rng, kind, shape), kind, cols["stack"][i],
+        out.append(DrawnConfig(i, shape, dtype, chunks, codec, _read(rng, kind, shape), kind, cols["stack"][i],
                           int(cols["tasks"][i]), cache))
     return out

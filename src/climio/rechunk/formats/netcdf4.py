@@ -16,7 +16,7 @@ from ...staging import staged as _staged
 from .. import blocks, codec, meta
 from ..model import VarInfo
 
-NAME = "netcdf4"
+FORMAT_NAME = "netcdf4"
 
 
 # ---------------------------------------------------------------- input
@@ -101,7 +101,7 @@ def staged(out_path):
 
 def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: int, settings=None) -> dict:
     """Write `tmp` with everything but the target variables' values; {variable path: HDF5 path}."""
-    if in_format == NAME:
+    if in_format == FORMAT_NAME:
         return meta.define_output(in_path, tmp, targets, max_mem)
     return _define_from_xarray(in_path, tmp, targets, infos)
 

@@ -27,7 +27,6 @@ from ...staging import tmp_name
 from .. import blocks
 from ..model import Target, VarInfo
 
-NAME = "zarr"
 ZARR_FORMATS = (2, 3)
 ENDIANS = ("little", "big")
 # Zarr's codec names for Blosc's compressors (climio's blosc_lz is BloscLZ)
