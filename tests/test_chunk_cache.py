@@ -2,13 +2,13 @@
 
 The library keeps its chunk-cache statistics private, so the tests count what it does from the
 outside: every chunk read from storage (a miss) is one read of exactly the chunk's stored bytes at
-the chunk's address (h5py's get_chunk_info gives both). h5py is opened on a Python file object,
-so each read the library makes is a call we see; netCDF4-python (netCDF-C) runs under strace and
+the chunk's address (h5py's chunk index gives both). h5py is opened on a Python file object
+(climio.bench.predict.counts, which the predictor's validation uses too), so each read the library
+makes is a call we see; netCDF4-python (netCDF-C) runs under strace and
 its pread64 calls are matched the same way. The simulation must give the same number of chunk
 reads, exactly, on every case.
 """
 
-import io
 import re
 import shutil
 import subprocess
@@ -19,37 +19,9 @@ import netCDF4
 import numpy as np
 import pytest
 
+from climio.bench.predict.counts import chunk_reads
 from climio.errors import InputError
 from climio.model.chunk_cache import CacheSpec, ChunkCache, simulate
-
-
-class CountingFile(io.RawIOBase):
-    """A file object that records (offset, length) of every read HDF5 makes through it."""
-
-    def __init__(self, path):
-        self.f = open(path, "rb")
-        self.reads = []
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def seek(self, off, whence=0):
-        return self.f.seek(off, whence)
-
-    def tell(self):
-        return self.f.tell()
-
-    def readinto(self, b):
-        pos = self.f.tell()
-        self.reads.append((pos, len(b)))
-        return self.f.readinto(b)
-
-    def close(self):
-        self.f.close()
-        super().close()
 
 
 def chunk_addresses(dset) -> dict:
@@ -68,16 +40,7 @@ def make_h5(path, shape, chunks, compression="gzip"):
 
 
 def measured_chunk_reads(path, reads, spec: CacheSpec) -> int:
-    cf = CountingFile(path)
-    with h5py.File(cf, "r", rdcc_nbytes=spec.nbytes, rdcc_nslots=spec.nslots, rdcc_w0=spec.w0) as f:
-        d = f["v"]
-        addr = chunk_addresses(d)
-        cf.reads.clear()
-        for s, c in reads:
-            d[tuple(slice(a, a + b) for a, b in zip(s, c))]
-        n = sum(1 for r in cf.reads if r in addr)
-    cf.close()
-    return n
+    return chunk_reads(path, "v", [reads], spec.to_dict())
 
 
 def read_patterns(shape, seed=1):

@@ -18,7 +18,6 @@ from climio.model import profile as profmod
 from climio.model.predict import predict
 from climio.model.workflow import layout_of, reads_for
 from climio.stacks import chunk_cache_of
-from test_chunk_cache import CountingFile, chunk_addresses
 
 SHAPE, CHUNKS = (256, 4, 8, 64), (1, 1, 8, 64)     # 1,024 chunks of 2 KiB: more chunks than netCDF-C's 1,000 slots
 
@@ -36,16 +35,8 @@ def maps(tmp_path_factory):
 
 def chunk_reads_h5py(path, reads, spec) -> int:
     """Chunks HDF5 reads from storage for `reads` through h5py with the cache `spec` (a dict)."""
-    cf = CountingFile(path)
-    with h5py.File(cf, "r", rdcc_nbytes=spec["nbytes"], rdcc_nslots=spec["nslots"], rdcc_w0=spec["w0"]) as f:
-        d = f["v"]
-        addr = chunk_addresses(d)
-        cf.reads.clear()
-        for s, c in reads:
-            d[tuple(slice(a, a + b) for a, b in zip(s, c))]
-        n = sum(1 for r in cf.reads if r in addr)
-    cf.close()
-    return n
+    from climio.bench.predict.counts import chunk_reads
+    return chunk_reads(path, "v", [reads], spec)
 
 
 def test_chunk_cache_of_is_what_each_library_reports(maps):
