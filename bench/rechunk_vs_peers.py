@@ -608,6 +608,7 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
 
 
 def report(a, rows, var, nbytes, in_size, mem_b, budget_s):
+    # long: the bench's one printed table and its ratio lines, in the order they are printed
     best = {r["case"]: r["wall_s"] for r in rows if r["tool"] == "climio" and r["finished"]}
     fastest = min(best.values()) if best else None
     for r in rows:

@@ -458,6 +458,7 @@ def resolve_targets(infos: list[VarInfo], chunk_specs: list[str] = (), for_axes:
     `check(compression, where)` raises InputError for a compression the output cannot write
     (default: what this netCDF build writes).
     """
+    # long: one pass checking every option against every variable, in the order its messages name them
     check = check or _check_writable
     all_infos = list(all_infos) if all_infos is not None else list(infos)
     infos = list(infos)
