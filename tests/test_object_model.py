@@ -26,6 +26,17 @@ def test_read_tasks_count_the_gets_zarr_makes():
     assert xt == [[24 * 1800 + 24 * om.INDEX_ENTRY_BYTES + 4]] * 3
 
 
+def test_cpu_units_and_the_cpu_bound():
+    shape, chunks, shards = [24, 2, 45, 90], [1, 1, 15, 30], [24, 1, 15, 30]
+    assert om.cpu_units(shape, chunks, None, [0, 0, 0, 0], [1, 1, 45, 90]) == (9, 0)
+    assert om.cpu_units(shape, chunks, shards, [0, 0, 0, 0], [24, 1, 1, 90]) == (72, 3)   # 3 shards, 24 chunks each
+    slow = om.StoreRates("http://x", 0.0, 1e12, 1e12, {"s": om.StackObjectRates(0.0, 1e12, 8.0, chunk_cpu_s=1e-3,
+                                                                                shard_cpu_s=5e-3)})
+    tasks = om.read_tasks(shape, chunks, shards, [0, 0, 0, 0], [24, 1, 1, 90], 4)
+    p = om.predict_read([tasks], slow, "s", cpu_units=[(72, 3)])
+    assert math.isclose(p["time_s"], 72e-3 + 15e-3)        # the CPU, not the wire, sets this read's time
+
+
 def test_schedule_in_waves_and_the_aggregate_cap():
     assert om.makespan([1.0] * 20, 10) == 2.0 and om.makespan([1.0] * 21, 10) == 3.0
     rates = om.StoreRates("http://x", 0.02, 100e6, 1e9, {"s": om.StackObjectRates(0.02, 100e6, 4.0)})

@@ -9,7 +9,7 @@ shards over time for time-series reads, more GETs in flight, obstore over fsspec
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 
 from ..access import read_count, slice_starts
@@ -102,7 +102,7 @@ def slabs_of(layout: StoreLayout, read: str) -> list:
 def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack: str) -> dict:
     slabs = slabs_of(layout, read)
     tasks = [om.read_tasks(layout.shape, chunks, shards, s, c, layout.itemsize) for s, c in slabs]
-    out = om.predict_read(tasks, rates, stack)
+    out = om.predict_read(tasks, rates, stack, cpu_units=[om.cpu_units(layout.shape, chunks, shards, s, c) for s, c in slabs])
     out["slabs"] = len(slabs)
     return out
 
@@ -213,8 +213,8 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
         out.append((f"shards over time {sh} (a time-series read gets one shard per GET)", now, total(lay.chunks, sh),
                     f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, lay.chunks)} --shards {_spec(lay, sh)}"))
     s = rates.stack(stack)
-    more = om.StoreRates(**{**rates.__dict__, "stacks": {**rates.stacks, stack: om.StackObjectRates(
-        s.latency_s, s.per_connection_Bps, MORE_IN_FLIGHT, s.aggregate_Bps, s.gets_per_s * MORE_IN_FLIGHT / s.concurrency)}})
+    more = replace(rates, stacks={**rates.stacks, stack: replace(
+        s, concurrency=MORE_IN_FLIGHT, gets_per_s=s.gets_per_s * MORE_IN_FLIGHT / s.concurrency)})
     out.append((f"more GETs in flight ({MORE_IN_FLIGHT} instead of the {s.concurrency:.1f} measured)",
                 now, total(lay.chunks, lay.shards, stack, more),
                 f"python: zarr.config.set({{'async.concurrency': {MORE_IN_FLIGHT}}}) before reading"))

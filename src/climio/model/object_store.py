@@ -31,6 +31,8 @@ class StackObjectRates:
     concurrency: float            # GETs the stack keeps in flight, measured
     aggregate_Bps: float = math.inf      # the best rate the stack reached (many GETs in flight)
     gets_per_s: float = math.inf         # the most GETs per second it completed (small GETs)
+    chunk_cpu_s: float = 0.0             # CPU seconds per chunk decoded (zarr's codec pipeline)
+    shard_cpu_s: float = 0.0             # CPU seconds per shard visited beyond its chunks
 
 
 @dataclass
@@ -91,6 +93,21 @@ def read_tasks(shape, chunks, shards, start, count, itemsize, chunk_nbytes=None)
     return tasks
 
 
+def cpu_units(shape, chunks, shards, start, count) -> tuple:
+    """(chunks decoded, shards visited) by one hyperslab: a shard read whole decodes all its chunks."""
+    if not shards:
+        return math.prod(len(r) for r in _axis_ranges(start, count, chunks)), 0
+    n_chunks = n_shards = 0
+    for shard in itertools.product(*_axis_ranges(start, count, shards)):
+        lo = [i * s for i, s in zip(shard, shards)]
+        hi = [min(l + s, n) for l, s, n in zip(lo, shards, shape)]
+        a = [max(s, l) for s, l in zip(start, lo)]
+        b = [min(s + n, h) for s, n, h in zip(start, count, hi)]
+        n_chunks += math.prod(len(range((x - l) // c, (y - 1 - l) // c + 1)) for x, y, l, c in zip(a, b, lo, chunks))
+        n_shards += 1
+    return n_chunks, n_shards
+
+
 def makespan(durations, slots: float) -> float:
     """Tasks in order on `slots` parallel slots, each taken by the next task when it frees."""
     k = max(1, int(round(slots)))
@@ -104,16 +121,20 @@ def makespan(durations, slots: float) -> float:
 
 
 def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: float = math.inf,
-                 decoded_bytes: int = 0) -> dict:
-    """Seconds to read the hyperslabs one after another (each a list of tasks), and the parts."""
+                 decoded_bytes: int = 0, cpu_units=None) -> dict:
+    """Seconds to read the hyperslabs one after another (each a list of tasks), and the parts;
+    `cpu_units`: per hyperslab (chunks decoded, shards visited), default (its tasks, 0)."""
     s = rates.stack(stack)
     io = 0.0
     gets = nbytes = 0
-    for tasks in tasks_per_slab:
+    for i, tasks in enumerate(tasks_per_slab):
         durs = [sum(s.latency_s + g / s.per_connection_Bps for g in task) for task in tasks]
         moved = sum(sum(task) for task in tasks)
-        io += max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
-                  sum(len(t) for t in tasks) / s.gets_per_s)
+        wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
+                   sum(len(t) for t in tasks) / s.gets_per_s)
+        # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
+        chunks, shards = cpu_units[i] if cpu_units else (len(tasks), 0)
+        io += max(wire, chunks * s.chunk_cpu_s + shards * s.shard_cpu_s)
         gets += sum(len(t) for t in tasks)
         nbytes += moved
     decode = decoded_bytes / decode_Bps if decode_Bps and math.isfinite(decode_Bps) else 0.0
@@ -148,7 +169,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
     concurrency, rate_MBps, req_p50_ms) at one injected latency: the raw peer's GETs at
     concurrency 1 give latency and per-connection bandwidth, its best rate the aggregate; each
     stack's own GETs at concurrency 1 give the latency and bandwidth it sees; `concurrency`
-    (stack -> GETs in flight, measured) completes each stack."""
+    (stack -> GETs in flight, or the probe's dict with chunk_cpu_s and shard_cpu_s, measured)
+    completes each stack."""
     at = [c for c in cells if float(c["latency_ms"]) == float(latency_ms)]
     one = lambda stack: [(c["get_bytes"], c["req_p50_ms"] / 1e3) for c in at  # noqa: E731
                          if c["stack"] == stack and c["concurrency"] == 1]
@@ -166,9 +188,11 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             # GETs per second: the smallest GETs at the most in flight, scaled up to the stack's own
             # concurrency (a bound: more in flight completes at most proportionally more GETs)
             small = min(mine, key=lambda c: (c["get_bytes"], -c["concurrency"]))
-            conc = float(concurrency[stack])
+            probe = concurrency[stack] if isinstance(concurrency[stack], dict) else {"median_in_flight": concurrency[stack]}
+            conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
-            stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s)
+            stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
+                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)))
     for stack, conc in concurrency.items():
-        stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc)))
+        stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)

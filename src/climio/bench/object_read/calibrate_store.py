@@ -19,7 +19,7 @@ def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrenc
     cells = summarise(records)["cells"]
     stacks = sorted({c["stack"] for c in cells} - {"raw-obstore"})
     if concurrency is None:
-        concurrency = {s: v["median_in_flight"] for s, v in measure_concurrency(endpoint, url, stacks).items()}
+        concurrency = measure_concurrency(endpoint, url, stacks)
     rates = rates_from_cells(cells, latency_ms, endpoint.describe().get("endpoint_url") or str(url), concurrency,
                              source="climio calibrate --store")
     return store_key(rates.endpoint, latency_ms), rates

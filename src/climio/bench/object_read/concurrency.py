@@ -1,10 +1,13 @@
-"""The GETs a stack really keeps in flight (measured, not assumed): one Zarr array of many small
-chunks is read whole, in one selection, through the stack with its default settings; the mean in
-flight is Little's law over the read, the GETs' summed time over the read's wall time."""
+"""What a stack really does with a read (measured, not assumed): one Zarr array of many small
+chunks is read whole, in one selection, through the stack with its default settings; the mean
+GETs in flight is Little's law over the read (the GETs' summed time over its wall time) and the
+CPU seconds per chunk its process time over the chunks. The same array in shards (read whole: one
+GET per shard) gives the CPU seconds a shard costs beyond its chunks."""
 
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 from ...data.zarr_writer import write_zarr_4d
 from ...stacks_s3 import OBJECT_STACKS
@@ -12,39 +15,49 @@ from ...stores.objects import delete_prefix, upload
 from ...stores.timing import timed_store
 
 PROBE_SHAPE, PROBE_CHUNKS = [1, 1, 128, 512], [1, 1, 16, 32]     # 128 chunks of 2 KiB (float32)
+PROBE_SHARDS = [1, 1, 64, 128]                                     # 8 shards of 16 chunks
+PLAIN, SHARDED = "climio-concurrency-probe.zarr", "climio-shard-probe.zarr"
+
+
+def _read(endpoint, stack, url) -> dict:
+    times = []
+    reader = OBJECT_STACKS[stack](endpoint, wrap=lambda st: timed_store(st, times))
+    reader.open(url, "ta")
+    times.clear()
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        reader.read_slab([0, 0, 0, 0], PROBE_SHAPE)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        reader.close()
+    return {"mean_in_flight": sum(times) / wall, "gets": len(times), "wall_s": wall, "cpu_s": cpu}
 
 
 def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
-    """stack -> {"mean_in_flight", "gets", "wall_s"} (the median repetition's), for a probe array
-    written under `url` (removed after)."""
-    from statistics import median
+    """stack -> {"median_in_flight", "chunk_cpu_s", "shard_cpu_s", "all"} from probe arrays written
+    under `url` (removed after); medians over `reps` reads."""
+    n_chunks = (PROBE_SHAPE[2] // PROBE_CHUNKS[2]) * (PROBE_SHAPE[3] // PROBE_CHUNKS[3])
+    n_shards = (PROBE_SHAPE[2] // PROBE_SHARDS[2]) * (PROBE_SHAPE[3] // PROBE_SHARDS[3])
     out = {}
+    base = url.rstrip("/")
     with tempfile.TemporaryDirectory(prefix="climio-conc-") as tmp:
-        local = Path(tmp) / "climio-concurrency-probe.zarr"
-        write_zarr_4d(local, PROBE_SHAPE, chunks=PROBE_CHUNKS, dtype="f4")
-        target = f"{url.rstrip('/')}/climio-concurrency-probe.zarr"
-        upload(endpoint, local, url.rstrip("/"))     # a directory goes under the URL by its name
+        write_zarr_4d(Path(tmp) / PLAIN, PROBE_SHAPE, chunks=PROBE_CHUNKS, dtype="f4")
+        write_zarr_4d(Path(tmp) / SHARDED, PROBE_SHAPE, chunks=PROBE_CHUNKS, shards=PROBE_SHARDS, dtype="f4")
+        for name in (PLAIN, SHARDED):
+            upload(endpoint, Path(tmp) / name, base)     # a directory goes under the URL by its name
         _forget_listings()
         try:
             for stack in stacks:
-                runs = []
-                for _ in range(reps):
-                    times = []
-                    reader = OBJECT_STACKS[stack](endpoint, wrap=lambda st: timed_store(st, times))
-                    reader.open(target, "ta")
-                    times.clear()
-                    try:
-                        t0 = time.perf_counter()
-                        reader.read_slab([0, 0, 0, 0], PROBE_SHAPE)
-                        wall = time.perf_counter() - t0
-                    finally:
-                        reader.close()
-                    runs.append({"mean_in_flight": sum(times) / wall, "gets": len(times), "wall_s": wall})
-                out[stack] = sorted(runs, key=lambda r: r["mean_in_flight"])[len(runs) // 2]
-                out[stack]["all"] = [round(r["mean_in_flight"], 2) for r in runs]
-                out[stack]["median_in_flight"] = median(r["mean_in_flight"] for r in runs)
+                plain = [_read(endpoint, stack, f"{base}/{PLAIN}") for _ in range(reps)]
+                sharded = [_read(endpoint, stack, f"{base}/{SHARDED}") for _ in range(reps)]
+                chunk_cpu = median(r["cpu_s"] for r in plain) / n_chunks
+                shard_cpu = max(0.0, (median(r["cpu_s"] for r in sharded) - n_chunks * chunk_cpu) / n_shards)
+                out[stack] = {"median_in_flight": median(r["mean_in_flight"] for r in plain),
+                              "chunk_cpu_s": chunk_cpu, "shard_cpu_s": shard_cpu,
+                              "all": [round(r["mean_in_flight"], 2) for r in plain]}
         finally:
-            delete_prefix(endpoint, target)
+            for name in (PLAIN, SHARDED):
+                delete_prefix(endpoint, f"{base}/{name}/")
     return out
 
 
