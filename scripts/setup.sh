@@ -36,6 +36,8 @@ apt_packages=(
   # users' machines, and its nc-config on PATH must not win over the parallel build. Installing
   # it here makes every set-up, and CI, build in that harder configuration.
   libnetcdf-dev
+  # NCL's example data: real model output the rechunk round-trip test and bench/rechunk_corpus.py read
+  libncarg-data
 )
 
 # Without apt (HPC modules), say what is missing before a long build fails on it.

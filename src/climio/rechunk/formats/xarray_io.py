@@ -40,6 +40,7 @@ def groups(in_path, in_fmt: str, infos, targets=()):
 
 def cf_encoding(encoding: dict, dtype=None) -> dict:
     out = {k: encoding[k] for k in CF_KEYS if k in encoding}
+    out.setdefault("_FillValue", None)   # none in the input: none written (xarray would give floats NaN)
     if dtype is not None and "dtype" not in out:
         out["dtype"] = dtype
     return out
