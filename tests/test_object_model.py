@@ -62,11 +62,13 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
     try:
         out = run_cli("calibrate", "--store", "s3://climio/cal-test", "--quick", "-o", tmp_path / "cal", timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
-        text = (tmp_path / "cal" / "profile.json").read_text()
+        text = (tmp_path / "cal" / "object-stores.json").read_text()
         assert s3_server._secret not in text and s3_server._key not in text
+        assert not list((tmp_path / "profiles").glob("*.json"))     # no file-system profile made up
         prof = json.loads(text)
         key = om.store_key(s3_server.endpoint.url)
         rates = om.StoreRates.from_dict(prof["object_stores"][key])
+        assert prof["object_stores"] == json.loads(om.rates_path(prof["platform_id"]).read_text())["object_stores"]
         assert 0.015 < rates.latency_s < 0.1                    # the 20 ms toxic is in every GET
         assert rates.stacks["zarr-obstore"].concurrency > 2     # zarr-python keeps several GETs in flight
         shape, chunks = [4, 1, 32, 64], [1, 1, 8, 16]

@@ -15,7 +15,6 @@ from statistics import median
 from ..access import read_count, slice_starts
 from ..errors import DataError, InputError
 from ..model import object_store as om
-from ..model import profile as profmod
 from ..stores.endpoint import Endpoint, parse_s3_url
 
 DEFAULT_STACK = "zarr-obstore"
@@ -74,20 +73,21 @@ def open_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
 
 
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
-    """The endpoint's rates from this machine's profile, else from any cached profile (with a
+    """The endpoint's rates measured from this machine, else from another platform's (with a
     warning); a one-line error naming the calibrate command when none has them."""
     from ..model.workflow import platform_id_of
     key = om.store_key(endpoint.describe()["endpoint_url"])
-    mine = profmod.path_for(platform_id_of(None))
-    paths = ([mine] if mine.exists() else []) + sorted(
-        (p for p in profmod.profile_dir().glob("*.json") if p != mine), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if profmod.profile_dir().is_dir() else []
-    for p in paths:
-        stores = profmod.load(p).object_stores
-        if key in stores:
-            if p != mine and warn:
-                warn(f"the rates of {key} come from {p} (another platform's profile)")
-            return om.StoreRates.from_dict(stores[key])
+    pid = platform_id_of(None)
+    mine = om.load_rates(pid)
+    if key in mine:
+        return mine[key]
+    folder = om.rates_path(pid).parent
+    for p in sorted(folder.glob("*.json"), key=lambda q: q.stat().st_mtime, reverse=True) if folder.is_dir() else []:
+        other = om.load_rates(p.stem)
+        if key in other:
+            if warn:
+                warn(f"the rates of {key} come from {p} (another platform's)")
+            return other[key]
     raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX "
                      f"--endpoint-url {key}` first")
 

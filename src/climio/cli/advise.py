@@ -77,10 +77,11 @@ def calibrate_cmd(
 
 def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     """`climio calibrate --store`: the object-read calibration grid on the store, the GETs each
-    stack keeps in flight, the fitted rates added to this platform's profile under the endpoint."""
+    stack keeps in flight, the fitted rates kept for this platform under the endpoint's URL
+    (profiles/object-stores/PLATFORM_ID.json: `climio calibrate` replaces the file-system profile
+    whole, these stay)."""
     from ..api import run_study
     from ..bench.object_read.calibrate_store import CALIBRATE_GRID, QUICK_GRID, store_rates
-    from ..model import profile as profmod
     from ..records import read_records
     from ..stores.endpoint import Endpoint
     if not store:
@@ -90,11 +91,9 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
                         store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
     key, rates = store_rates(records, endpoint, store)
+    from ..model.object_store import save_rates
     from ..model.workflow import platform_id_of
-    pid = platform_id_of(None)      # this machine (its object stores are keyed by endpoint inside)
-    prof = profmod.find(pid)[0] if profmod.path_for(pid).exists() else profmod.default_profile(pid)
-    prof.object_stores[key] = rates.to_dict()
-    written = profmod.save(prof, Path(run_dir) / profmod.PROFILE_NAME)
+    written = save_rates(platform_id_of(None), key, rates, Path(run_dir) / "object-stores.json")
     info(f"object store {key}: profile " + ", ".join(map(str, written)))
     print(f"  GET latency {rates.latency_s * 1e3:.2f} ms, {rates.per_connection_Bps / 1e6:.0f} MB/s per connection, "
           f"{rates.aggregate_Bps / 1e6:.0f} MB/s aggregate")

@@ -196,3 +196,40 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
+
+
+# --- files (the only impure part): an endpoint's rates per platform, beside the platform profiles ---
+
+def rates_path(platform_id: str):
+    """profiles/object-stores/PLATFORM_ID.json: kept apart from the file-system profile (which
+    `climio calibrate` replaces whole) and out of profile.find's glob of profiles."""
+    from .profile import profile_dir
+    return profile_dir() / "object-stores" / f"{platform_id}.json"
+
+
+def load_rates(platform_id: str) -> dict:
+    """{store key: StoreRates} measured from this platform ({} when none)."""
+    import json
+    p = rates_path(platform_id)
+    if not p.is_file():
+        return {}
+    return {k: StoreRates.from_dict(v) for k, v in json.loads(p.read_text()).get("object_stores", {}).items()}
+
+
+def save_rates(platform_id: str, key: str, rates: StoreRates, *extra) -> list:
+    """Add (or replace) one store's rates in this platform's file and write it, and `extra` copies
+    (a run directory's), each under a temporary name renamed."""
+    import json
+    import os
+    from pathlib import Path
+    stores = {k: v.to_dict() for k, v in load_rates(platform_id).items()}
+    stores[key] = rates.to_dict()
+    text = json.dumps({"platform_id": platform_id, "object_stores": stores}, indent=1)
+    out = []
+    for p in (rates_path(platform_id), *map(Path, extra)):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, p)
+        out.append(p)
+    return out

@@ -78,9 +78,6 @@ class Profile:
     versions: dict = field(default_factory=dict)
     checks: dict = field(default_factory=dict)         # measured effects kept for the report
     records: list = field(default_factory=list)        # the measurements it came from
-    # object stores measured from here, keyed by endpoint URL (model.object_store.store_key; never a
-    # credential): StoreRates dicts, written by `climio calibrate --store`
-    object_stores: dict = field(default_factory=dict)
 
     # --- lookups ---------------------------------------------------------------------------------
     def stack(self, name: str) -> StackRates:
