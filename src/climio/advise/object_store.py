@@ -17,7 +17,7 @@ from ..errors import DataError, InputError
 from ..model import object_store as om
 from ..stores.endpoint import Endpoint, parse_s3_url
 
-DEFAULT_STACK = "zarr-obstore"
+DEFAULT_OBJECT_STACK = "zarr-obstore"
 MORE_IN_FLIGHT = 64
 MAX_SLABS = 4096
 
@@ -153,7 +153,7 @@ class StorePrediction:
 
 def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None) -> StorePrediction:
     endpoint = Endpoint.from_env(endpoint_url)
-    stack = stack or DEFAULT_STACK
+    stack = stack or DEFAULT_OBJECT_STACK
     from ..stacks_s3 import ZARR_STACKS
     if stack not in ZARR_STACKS:
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
@@ -191,7 +191,7 @@ def _spec(lay, lengths) -> str:
 def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None) -> list:
     """Changes ranked by predicted gain over the reads as they are: [(text, before_s, after_s, command)]."""
     endpoint = Endpoint.from_env(endpoint_url)
-    stack = stack or DEFAULT_STACK
+    stack = stack or DEFAULT_OBJECT_STACK
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
     rates = store_rates(endpoint, warn)
@@ -268,8 +268,8 @@ def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
     lay = open_netcdf_layout(endpoint, store_url(url), var)
     size = object_size(endpoint, store_url(url))
     part = 8 << 20
-    s = rates.stack(DEFAULT_STACK)
-    download = om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_STACK)["time_s"]
+    s = rates.stack(DEFAULT_OBJECT_STACK)
+    download = om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
     refs = sum(predict_layout(lay, lay.chunks, None, r, rates, "zarr-fsspec")["time_s"] for r in reads)
     out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
             f"python: obstore.get(S3Store(...), KEY) -> a local file"),
@@ -278,7 +278,7 @@ def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
             "python: kerchunk.hdf.SingleHdf5ToZarr(...).translate() -> zarr.open_array(FsspecStore('reference://', ...))")]
     for r in reads:
         chunks = list(read_count(r, lay.shape))
-        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_STACK)["time_s"]
+        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_OBJECT_STACK)["time_s"]
         out.append((f"a Zarr copy chunked for {r} reads {chunks} (zarr-python + obstore, {s.concurrency:.0f} GETs in flight)",
                     download, t, f"climio rechunk FILE.nc s3://BUCKET/{lay.var}-{r}.zarr -c {_spec(lay, chunks)}"))
     out.sort(key=lambda row: row[2])
