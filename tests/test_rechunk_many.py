@@ -116,3 +116,13 @@ def test_bad_lists_refused_before_anything_is_written(series, tmp_path):
     res = run_cli("rechunk", series[0], tmp_path / "missing.nc", tmp_path / "o3", *XT)
     assert res.returncode == 3 and one_line(res) and "does not exist" in res.stderr
     assert not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()
+
+
+def test_dry_run_plans_every_file_and_writes_nothing(series, tmp_path):
+    out = tmp_path / "new"
+    res = run_cli("rechunk", *series, out, *XT, "--dry-run", "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert [f["output"] for f in summary["files"]] == [str(out / p.name) for p in series]
+    assert all(f["plans"]["/ta"]["predicted_s"] > 0 for f in summary["files"])
+    assert os.listdir(tmp_path) == []

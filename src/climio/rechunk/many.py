@@ -126,8 +126,11 @@ def rechunk_many(inputs, out_dir, opts, dry_run=False, progress_factory=None, sa
                 from .mpi_exec import rechunk_mpi
                 summary = rechunk_mpi(src, dst, opts, say=lambda line, tag=tag: say(f"{tag}: {line}"))
             else:
-                summary = rechunk(src, dst, opts, dry_run=dry_run, say=lambda line, tag=tag: say(f"{tag}: {line}"),
+                # a dry run creates no directory: a new OUT_DIR's files are planned beside it (same disk)
+                plan_as = dst if out_dir.is_dir() else out_dir.parent / f".{out_dir.name}-{dst.name}"
+                summary = rechunk(src, plan_as, opts, dry_run=dry_run, say=lambda line, tag=tag: say(f"{tag}: {line}"),
                                   progress_factory=progress_factory)
+                summary["output"] = str(dst)
             done.append(summary)
         except (DiskSpaceError, Interrupted) as exc:   # stops everything: nothing after it could finish
             raise type(exc)(f"{exc} ({len(done)} of {n} files converted before it, in {out_dir})") from None
