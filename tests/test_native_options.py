@@ -104,7 +104,7 @@ def test_pario_bad_input_is_one_line_from_all_ranks(tmp_path):
     (["--op", "write", "--mode", "mpiio", "--dir", "."], "--mode mpiio does not apply to --op write"),
     (["--op", "read", "--mode", "model", "--dir", "."], "--mode model does not apply to --op read"),
     (["--op", "read", "--dir", ".", "--strategies", "serial"], "--strategies does not apply to --mode mpiio"),
-    (["--op", "read", "--dir", ".", "--stack", "posix"], "--stack does not apply to --mode mpiio"),
+    (["--op", "read", "--dir", ".", "--stack", "c-posix"], "--stack does not apply to --mode mpiio"),
     (["--op", "read", "--mode", "tasks", "--files", "x", "--dir", "."], "--dir does not apply to --mode tasks"),
     (["--op", "write", "--mode", "benchio", "--dir", ".", "--buffer", "8"], "--buffer does not apply to --mode benchio"),
     (["--op", "read", "--dir", ".", "--patterns", "sequential,sequential"],
