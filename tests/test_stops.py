@@ -318,13 +318,15 @@ def _stsa_input(path):
 def test_stsa_stops_cleanly_with_its_dask_workers(job, tmp_path, sig, code, word):
     out = tmp_path / "out"
     j = job(["stsa", _stsa_input(tmp_path / "u.nc"), "--var", "u", "--lat-band", "all", "--workers", "2",
-             "--tasks", "16", "-o", out])
+             "--lat-tasks", "16", "-o", out])
     # stderr is not a terminal: a line per finished task; stop after the first
     assert _wait_for(lambda: any(" done" in l for l in j.err) or j.proc.poll() is not None, timeout=120) \
         and j.proc.poll() is None, f"no task finished: {j.stderr()}"
     rc = j.stop(sig)
     assert rc == code, j.stderr()
-    assert not [p.name for p in out.iterdir()], "partial outputs left"   # outputs appear whole at the end only
+    # outputs appear whole at the end only: no directory under the name, no temporary one beside it
+    assert not out.exists() or not list(out.iterdir()), "partial outputs left"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")], "temporary outputs left"
     assert not j.strays(), "Dask workers left running"
     assert_clean_stop(j, word)
 
@@ -351,3 +353,27 @@ def test_trace_run_stops_its_program_and_keeps_the_trace(job, tmp_path, sig, cod
     assert [l for l in j.after_stop() if str(traced) in l], "the trace directory is not named"
     assert not j.strays(), "processes left running"
     assert_clean_stop(j, word)
+
+
+def test_a_stop_raised_inside_a_finaliser_is_not_printed_but_kept():
+    """A signal that lands in a __del__ (a Dask Future released at that moment) used to print
+    "Exception ignored ... Traceback"; the stop is recorded and raised again at the next check."""
+    code = ("import gc, os, signal, sys\n"
+            "from climio import stopping\n"
+            "stopping.install()\n"
+            "class F:\n"
+            "    def __del__(self):\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "F()\n"
+            "gc.collect()\n"
+            "try:\n"
+            "    stopping.check()\n"
+            "except KeyboardInterrupt:\n"
+            "    print('stop kept')\n"
+            "class G:\n"
+            "    def __del__(self):\n"
+            "        raise ValueError('other errors are still shown')\n"
+            "G()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "stop kept", out.stderr
+    assert "KeyboardInterrupt" not in out.stderr and "other errors are still shown" in out.stderr

@@ -11,6 +11,7 @@ the end. So the handlers also record the signal, and the places every long comma
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Optional
 
 
@@ -26,10 +27,26 @@ def _on_signal(signum, frame):
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+def _unraisable(unraisable) -> None:
+    """sys.unraisablehook: a stop raised inside a __del__ or a gc callback (a Dask Future released
+    while the signal arrived) is not printed as "Exception ignored ... Traceback": it was recorded
+    and check() raises it again. Anything else goes to the hook that was there before."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _requested:
+        return
+    _previous_unraisable(unraisable)
+
+
+_previous_unraisable = sys.unraisablehook
+
+
 def install() -> dict:
     """Handle SIGINT and SIGTERM in this (main) thread: record the signal, raise its exception.
     Forgets an earlier stop; returns the handlers it replaced (for restore)."""
+    global _previous_unraisable
     _requested.clear()
+    if sys.unraisablehook is not _unraisable:
+        _previous_unraisable = sys.unraisablehook
+        sys.unraisablehook = _unraisable
     return {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
@@ -37,6 +54,8 @@ def restore(previous: dict) -> None:
     """Put back the handlers install() replaced and forget the stop (climio called in-process, e.g.
     from a test or a notebook, must not leave its handlers or a stop behind)."""
     _requested.clear()
+    if sys.unraisablehook is _unraisable:
+        sys.unraisablehook = _previous_unraisable
     for sig, handler in previous.items():
         signal.signal(sig, handler)
 
