@@ -290,9 +290,14 @@ install_object_store_tools() {
   fi
 }
 
+# The Go builds (SeaweedFS: minutes of compiling, its modules downloaded first) need nothing the
+# other steps install, so they run beside them: the downloads and the compile overlap apt's and
+# pip's, instead of adding their whole time at the end of a first set-up.
+install_object_store_tools &
+object_store_pid=$!
 install_system_packages
 install_browser
 install_venv
 install_climio
 install_mpi_python
-install_object_store_tools
+wait "$object_store_pid" || die "building the object-store tools failed (see above)"
