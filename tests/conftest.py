@@ -12,6 +12,7 @@ import pytest
 
 from climio import native
 from climio.data import make_data
+from climio.data.writer import write_4d
 
 # Not a multiple of any buffer size, so the last read of a sequential pass is partial.
 ONE_D_BYTES = (1 << 20) + 3 * 8
@@ -90,4 +91,29 @@ def quick_study_runs(tmp_path_factory):
         assert out.returncode == 0, out.stderr[-3000:]
         runs[name] = base / name
     return runs
+
+
+def slow_rechunk_source(path):
+    """A map-chunked, deflated [64,4,128,128] float32 file of random values (16 MiB): rechunked to
+    time series (SLOW_RECHUNK) it runs long enough to be stopped or to fill a small disk midway."""
+    write_4d(path, (64, 4, 128, 128), chunks=[1, 1, 128, 128], dtype="f4", deflate=1, shuffle=True, seed=1,
+             random=True)
+    return path
+
+
+SLOW_RECHUNK = ["-c", "time/64,lev/1,lat/1,lon/128", "--workers", "2"]
+
+
+def start_slow_rechunk(src, out, max_mem="600KiB"):
+    """`climio rechunk src out` in a tiny budget (many small blocks), returned once its temporary
+    output exists (or after 60 s): (the process, whether the conversion started)."""
+    import time
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    proc = subprocess.Popen([exe, "rechunk", str(src), str(out), *SLOW_RECHUNK, "--max-mem", max_mem],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = lambda: any(p.startswith("." + out.name) for p in os.listdir(out.parent))   # noqa: E731
+    deadline = time.time() + 60
+    while time.time() < deadline and not started():
+        time.sleep(0.05)
+    return proc, started()
 

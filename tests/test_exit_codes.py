@@ -7,8 +7,6 @@ shape; each must say one line and exit with the table's code for that kind of fa
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import pytest
 
 from climio import errors
 
-from conftest import run_cli
+from conftest import run_cli, slow_rechunk_source, start_slow_rechunk
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,21 +139,10 @@ def test_the_table_is_in_help_and_readme():
 
 
 def test_sigterm_to_rechunk_is_143(tmp_path):
-    src = tmp_path / "slow.nc"
-    with netCDF4.Dataset(src, "w") as ds:
-        for name, n in (("time", 64), ("lev", 4), ("lat", 128), ("lon", 128)):
-            ds.createDimension(name, n)
-        v = ds.createVariable("ta", "f4", ("time", "lev", "lat", "lon"), chunksizes=(1, 1, 128, 128),
-                              zlib=True, complevel=1, shuffle=True)
-        v[:] = np.random.default_rng(2).random((64, 4, 128, 128)).astype("f4")
+    src = slow_rechunk_source(tmp_path / "slow.nc")
     out = tmp_path / "out" / "o.nc"
     out.parent.mkdir()
-    exe = os.path.join(os.path.dirname(sys.executable), "climio")
-    proc = subprocess.Popen([exe, "rechunk", src, out, "-c", "time/64,lev/1,lat/1,lon/128", "--max-mem", "600KiB",
-                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(p.startswith(".o.nc") for p in os.listdir(out.parent)):
-        time.sleep(0.05)
+    proc, _ = start_slow_rechunk(src, out)
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from climio import errors
+from conftest import SLOW_RECHUNK, slow_rechunk_source
 
 EXE = os.path.join(os.path.dirname(sys.executable), "climio")
 
@@ -86,16 +87,9 @@ def leftovers(mnt: Path) -> list:
 
 def test_rechunk_on_a_disk_that_fills_up(small_fs, tmp_path):
     mnt = small_fs("48m")
-    src = tmp_path / "src.nc"
-    with netCDF4.Dataset(src, "w") as ds:
-        for n, s in (("time", 64), ("lev", 4), ("lat", 128), ("lon", 128)):
-            ds.createDimension(n, s)
-        v = ds.createVariable("ta", "f4", ("time", "lev", "lat", "lon"), chunksizes=(1, 1, 128, 128),
-                              zlib=True, complevel=1, shuffle=True)
-        v[:] = np.random.default_rng(2).random((64, 4, 128, 128)).astype("f4")
+    src = slow_rechunk_source(tmp_path / "src.nc")
     fill_when(mnt, lambda: any(p.name.startswith(".o.nc") for p in mnt.iterdir()))
-    out = run(["rechunk", src, mnt / "o.nc", "-c", "time/64,lev/1,lat/1,lon/128", "--max-mem", "64MiB",
-               "--workers", "2"], timeout=180)
+    out = run(["rechunk", src, mnt / "o.nc", *SLOW_RECHUNK, "--max-mem", "64MiB"], timeout=180)
     line = one_disk_line(out)
     assert "nothing written" in line, line
     assert leftovers(mnt) == []

@@ -17,7 +17,7 @@ import pytest
 from climio.data.writer import write_4d
 from climio.rechunk.verify import compare
 
-from conftest import run_cli
+from conftest import run_cli, slow_rechunk_source, start_slow_rechunk
 
 
 pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile
@@ -144,18 +144,12 @@ def test_peak_memory_stays_within_budget(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_interrupted_run_leaves_no_output(tmp_path, sig):
-    src = tmp_path / "slow.nc"
-    write_4d(src, (64, 4, 128, 128), chunks=[1, 1, 128, 128], dtype="f4", deflate=1, shuffle=True, seed=1)
+    src = slow_rechunk_source(tmp_path / "slow.nc")
     out = tmp_path / "out" / "o.nc"
     out.parent.mkdir()
-    exe = os.path.join(os.path.dirname(sys.executable), "climio")
     # A tiny budget makes many small blocks, so the run is still going when the signal comes.
-    proc = subprocess.Popen([exe, "rechunk", src, out, "-c", "time/64,lev/1,lat/1,lon/128", "--max-mem", "600KiB",
-                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(p.startswith(".o.nc") for p in os.listdir(out.parent)):
-        time.sleep(0.05)
-    assert any(p.startswith(".o.nc") for p in os.listdir(out.parent)), "conversion never started"
+    proc, started = start_slow_rechunk(src, out)
+    assert started, "conversion never started"
     time.sleep(0.3)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
