@@ -98,6 +98,7 @@ class ChunkCache:
         if len(shape) != len(chunks) or any(c < 1 for c in chunks):
             raise InputError(f"chunks {list(chunks)} do not fit shape {list(shape)}")
         self.spec = CacheSpec.of(spec)
+        self.chunks, self.itemsize = tuple(chunks), itemsize
         self.filtered = filtered
         self.grid = [-(-d // c) for d, c in zip(shape, chunks)]
         # bits per dimension of the hash; HDF5 computes them only for rank > 1
@@ -223,15 +224,14 @@ class ChunkCache:
         self._append(scaled)
         return False
 
-    def read(self, start, count, itemsize: int, chunks) -> None:
-        """One H5Dread of the hyperslab (start, count): its chunks in chunk-index order."""
+    def read(self, start, count):
+        """One H5Dread of the hyperslab (start, count): visits its chunks in chunk-index order and
+        yields, for each, ((chunk index, length of the intersection) per dimension, hit)."""
         self.counts.reads += 1
-        per_dim = []
-        for s, n, ch in zip(start, count, chunks):
-            per_dim.append([(j, min((j + 1) * ch, s + n) - max(j * ch, s))
-                            for j in range(s // ch, (s + n - 1) // ch + 1)])
+        per_dim = [[(j, min((j + 1) * ch, s + n) - max(j * ch, s)) for j in range(s // ch, (s + n - 1) // ch + 1)]
+                   for s, n, ch in zip(start, count, self.chunks)]
         for combo in itertools.product(*per_dim):      # row-major: chunk-index order
-            self.visit(tuple(j for j, _ in combo), math.prod(x for _, x in combo) * itemsize)
+            yield combo, self.visit(tuple(j for j, _ in combo), math.prod(x for _, x in combo) * self.itemsize)
 
 
 def simulate(shape, chunks, itemsize: int, reads, spec, filtered: bool = True) -> CacheCounts:
@@ -242,5 +242,6 @@ def simulate(shape, chunks, itemsize: int, reads, spec, filtered: bool = True) -
     for start, count in reads:
         if len(start) != len(shape) or any(a < 0 or b < 1 or a + b > d for a, b, d in zip(start, count, shape)):
             raise InputError(f"read start {list(start)} count {list(count)} outside shape {list(shape)}")
-        cache.read(start, count, itemsize, chunks)
+        for _ in cache.read(start, count):
+            pass
     return cache.counts

@@ -35,7 +35,6 @@ The path through the thesis's flowchart (Fig. 7.1: contiguous or chunked, sequen
 whole or partial chunks, compressed, parallel) is returned with the breakdown.
 """
 
-import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -254,12 +253,8 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         cnt.chunks_visited += touched
         cnt.partial_chunks += partial
         cnt.max_touched_bytes = max(cnt.max_touched_bytes, touched * cbytes)
-        # per dimension: each chunk index the read touches and the length of the intersection
-        inter = [[(j, min((j + 1) * c, s + n) - max(j * c, s)) for j in range(s // c, (s + n - 1) // c + 1)]
-                 for s, n, c in zip(start, count, chunks)]
-        cache.counts.reads += 1          # one H5Dread: its chunks in chunk-index order
-        for combo in itertools.product(*inter):
-            if cache.visit(tuple(j for j, _ in combo), _prod(x for _, x in combo) * isz):
+        for combo, hit in cache.read(start, count):     # one H5Dread: its chunks in chunk-index order
+            if hit:
                 cnt.chunk_cache_hits += 1
                 continue
             base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
