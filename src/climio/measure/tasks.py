@@ -99,6 +99,10 @@ class TaskPool:
         try:
             self._barrier.wait()
             field = cache.prepare(list(paths), state)
+            # the clock starts before this process's wait: the tasks are released only once every
+            # party has arrived, so no task starts before t0 (after the wait, the manager's reply
+            # can reach this process after a task has already started, and job_s would be short)
+            t0 = time.perf_counter()
             self._barrier.wait()
         except threading.BrokenBarrierError:    # a task could not open: its own error, not the barrier's
             errors = [f.exception() for f in futs]
@@ -107,7 +111,6 @@ class TaskPool:
             with contextlib.suppress(Exception):
                 self._barrier.abort()
             raise
-        t0 = time.perf_counter()
         results = [f.result() for f in futs]
         return results, field, time.perf_counter() - t0
 
