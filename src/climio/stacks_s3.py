@@ -25,7 +25,8 @@ from typing import Optional
 import numpy as np
 
 from .stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
-from .stores.endpoint import Endpoint, parse_s3_url
+from .errors import DataError
+from .stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 H5_BLOCK_BYTES = 4 << 20
 REFERENCE_SUFFIX = ".kerchunk.json"
@@ -202,16 +203,59 @@ class H5netcdfS3fsNoCache(H5netcdfS3fs):
     cache_type = "none"
 
 
-def make_reference(endpoint: Endpoint, url: str) -> dict:
-    """A kerchunk reference set (Zarr v2 metadata + byte ranges) of the netCDF-4 object at `url`."""
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _check_hdf5(fh, source: str) -> None:
+    """A one-line DataError unless `fh` holds an HDF5 file (netCDF-4 is HDF5): its signature sits at
+    byte 0 (or 512, 1024 ... after a user block)."""
+    head = fh.read(8)
+    if head[:4] == b"CDF\x01" or head[:4] == b"CDF\x02" or head[:4] == b"CDF\x05":
+        raise DataError(f"{source}: a netCDF-3 file, not netCDF-4/HDF5 (a reference file is made of "
+                        "netCDF-4's HDF5 chunks; convert it with nccopy -k nc4 first)")
+    offset = 512
+    while head != HDF5_SIGNATURE:
+        fh.seek(offset)
+        head = fh.read(8)
+        if len(head) < 8 or offset > (1 << 20):
+            raise DataError(f"{source}: not a netCDF-4/HDF5 file (no HDF5 signature)")
+        offset *= 2
+    fh.seek(0)
+
+
+def make_reference(endpoint: Optional[Endpoint], url) -> dict:
+    """A kerchunk reference set (Zarr v2 metadata + byte ranges) of the netCDF-4 file at `url`: an
+    s3://BUCKET/KEY object (read through s3fs with a 4 MiB block cache) or a local path (the
+    references then name its absolute path). One-line DataError for a missing or non-HDF5 file."""
+    import os
     from kerchunk.hdf import SingleHdf5ToZarr
-    u = parse_s3_url(url)
-    fs = endpoint.s3fs()
+    fs = None
+    if is_s3_url(url):
+        u = parse_s3_url(url)
+        endpoint = endpoint or Endpoint.from_env()
+        fs = endpoint.s3fs()
+        name, opener = str(url), lambda: fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache",
+                                                  block_size=H5_BLOCK_BYTES)
+    else:
+        name = os.path.abspath(url)
+        if os.path.isdir(name):
+            raise DataError(f"{url}: a directory, not a netCDF-4 file")
+        opener = lambda: open(name, "rb")  # noqa: E731
     try:
-        with fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache", block_size=H5_BLOCK_BYTES) as fh:
-            return SingleHdf5ToZarr(fh, str(url), inline_threshold=0).translate()
+        with opener() as fh:
+            _check_hdf5(fh, str(url))
+            return SingleHdf5ToZarr(fh, name, inline_threshold=0).translate()
+    except FileNotFoundError:
+        raise DataError(f"{url}: no such {'object' if fs is not None else 'file'}") from None
+    except PermissionError as exc:
+        raise DataError(f"{url}: not readable ({endpoint.redact(exc) if fs is not None else exc.strerror})") from None
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        # h5py, kerchunk and s3fs raise these for damaged files or endpoints that refuse
+        text = endpoint.redact(exc) if fs is not None else str(exc)
+        raise DataError(f"{url}: cannot make a reference ({type(exc).__name__}: {text.splitlines()[0] if text else ''})") from None
     finally:
-        _close_s3fs(fs)
+        if fs is not None:
+            _close_s3fs(fs)
 
 
 def load_reference(endpoint: Endpoint, url: str) -> dict:
@@ -260,7 +304,6 @@ class NetCDFCBytes(_ObjectReader):
 
     def open(self, path, var, chunk_cache=None):
         import netCDF4
-        from .errors import DataError
         try:
             self.ds = netCDF4.Dataset(self.url(path), "r")
         except OSError as exc:

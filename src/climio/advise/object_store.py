@@ -255,6 +255,15 @@ def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
         r.fh.close()
 
 
+def reference_command(url, endpoint_url=None) -> str:
+    """The command that writes the reference advise_netcdf recommends (`climio make-refs`; it says
+    how to open the result)."""
+    import shlex
+    name = str(url).rstrip("/").rsplit("/", 1)[-1]
+    where = f" --endpoint-url {shlex.quote(endpoint_url)}" if endpoint_url else ""
+    return f"climio make-refs {shlex.quote(str(url))} -o {shlex.quote(name + '.kerchunk.json')}{where}"
+
+
 def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
     """netCDF-4 in a bucket: read its chunks through a kerchunk reference (zarr-python on s3fs, one
     GET per chunk) against downloading the whole object first (ranged GETs of 8 MiB at the stack's
@@ -274,8 +283,7 @@ def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
     out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
             f"python: obstore.get(S3Store(...), KEY) -> a local file"),
            (f"read through a kerchunk reference (chunks {lay.chunks}, {lay.codecs}) instead of downloading "
-            "it first", download, refs,
-            "python: kerchunk.hdf.SingleHdf5ToZarr(...).translate() -> zarr.open_array(FsspecStore('reference://', ...))")]
+            "it first", download, refs, reference_command(store_url(url), endpoint_url))]
     for r in reads:
         chunks = list(read_count(r, lay.shape))
         t = predict_layout(lay, chunks, None, r, rates, DEFAULT_OBJECT_STACK)["time_s"]

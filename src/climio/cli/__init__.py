@@ -87,7 +87,7 @@ def _interrupt_exit(exc) -> None:
 
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
-    from . import advise, bench, data, export, rechunk, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
+    from . import advise, bench, data, export, rechunk, refs, report, stsa, trace, tune  # noqa: F401  (each registers its commands)
     previous = stopping.install()
     try:
         _main(argv)

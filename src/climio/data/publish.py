@@ -69,3 +69,85 @@ def upload_made(out, names, target, say=None) -> list:
         if say:
             say(f"uploaded {local} to {dest}")
     return done
+
+
+REFS_SUFFIX = ".kerchunk.json"
+
+
+def default_reference_out(source) -> str:
+    """Where make-refs writes when -o is not given: beside a local file (FILE.kerchunk.json), in
+    the current directory for an object (NAME.kerchunk.json)."""
+    from ..stores.endpoint import is_s3_url, parse_s3_url
+    if is_s3_url(source):
+        return str(Path.cwd() / (parse_s3_url(source).key.rsplit("/", 1)[-1] + REFS_SUFFIX))
+    return str(source) + REFS_SUFFIX
+
+
+def write_reference(source, out=None, endpoint_url=None, force=False) -> dict:
+    """A kerchunk reference of the netCDF-4 file `source` (s3://BUCKET/KEY or a local path) written
+    to `out` (a local path, under a temporary name renamed, or s3://BUCKET/KEY, one PUT);
+    {"out", "variables", "chunks", "bytes"}. Refuses to replace `out` unless `force`."""
+    from ..errors import InputError, no_such_file
+    from ..stacks_s3 import make_reference
+    from ..staging import write_via_temp
+    from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
+    out = str(out) if out else default_reference_out(source)
+    remote_in, remote_out = is_s3_url(source), is_s3_url(out)
+    if endpoint_url and not (remote_in or remote_out):
+        raise InputError("--endpoint-url is an S3 endpoint: neither the file nor -o is an s3:// address")
+    endpoint = Endpoint.from_env(endpoint_url) if remote_in or remote_out else None
+    if remote_in:
+        if not parse_s3_url(source).key:
+            raise InputError(f"{source}: give the object, s3://BUCKET/KEY")
+    elif not Path(source).exists():
+        raise no_such_file(source)
+    if remote_out:
+        if not parse_s3_url(out).key:
+            raise InputError(f"-o {out}: give the object to write, s3://BUCKET/KEY")
+        exists = _object_exists(endpoint, out)
+    else:
+        if Path(out).is_dir():
+            raise InputError(f"-o {out} is a directory: give the file to write")
+        if not Path(out).parent.is_dir():
+            raise no_such_file(Path(out).parent)
+        exists = Path(out).exists()
+    if exists and not force:
+        raise InputError(f"{out} exists: add --force to replace it, or give another -o")
+    refs = make_reference(endpoint, source)
+    text = json.dumps(refs)
+    if remote_out:
+        from ..stores.objects import put_bytes
+        put_bytes(endpoint, out, text.encode())
+    else:
+        write_via_temp(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    arrays = [k[:-len("/.zarray")] for k in refs.get("refs", {}) if k.endswith("/.zarray")]
+    chunks = sum(1 for k, v in refs.get("refs", {}).items() if isinstance(v, list))
+    where = out if remote_out else str(Path(out).resolve())
+    return {"out": where, "variables": sorted(arrays), "chunks": chunks, "bytes": len(text)}
+
+
+def reading_hint(source, out, endpoint_url=None) -> str:
+    """The Python line that opens the reference with xarray (endpoint named, never a credential)."""
+    from ..stores.endpoint import Endpoint, is_s3_url
+    opts = {"fo": str(out), "remote_protocol": "s3" if is_s3_url(source) else "file"}
+    url = Endpoint.from_env(endpoint_url).url if is_s3_url(source) or is_s3_url(out) else None
+    if is_s3_url(source):   # zarr-python opens the reference asynchronously: s3fs must be too
+        opts["remote_options"] = {**({"endpoint_url": url} if url else {}), "asynchronous": True}
+    if is_s3_url(out):
+        opts["target_protocol"] = "s3"
+        if url:
+            opts["target_options"] = {"endpoint_url": url}
+    return (f"xarray.open_dataset('reference://', engine='zarr', consolidated=False, "
+            f"storage_options={opts!r})")
+
+
+def _object_exists(endpoint, url) -> bool:
+    from ..errors import DataError
+    from ..stores.objects import object_size
+    try:
+        object_size(endpoint, url)
+    except DataError as exc:
+        if str(exc).startswith("no object"):
+            return False
+        raise
+    return True
