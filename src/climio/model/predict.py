@@ -118,21 +118,109 @@ def _run_offsets(start, count, extents, last) -> np.ndarray:
 
 
 class _Storage:
-    """The storage side: page-cache state and request classification."""
+    """The storage side: page-cache state, the kernel's readahead and request classification.
 
-    def __init__(self, page, sieve):
+    Readahead is Linux's (mm/readahead.c, page_cache_sync_ra / page_cache_async_ra of 6.x), reduced
+    to what decides the cost. A read that misses the page cache at page `first`, needing `need`
+    pages: at the file's start, right after the previous read, or larger than the maximum, an
+    initial window (the request rounded up to a power of two, x4 when small, x2 when medium, the
+    device's read_ahead_kb at most) with an async mark `need` pages in; else, when at least
+    `need` pages just before it are cached (a stream's trace), a window of those pages plus the
+    request; else a standalone random read of its own pages only. A read touching the mark fetches
+    the next window ahead (x4 or x2 the last, up to the maximum) as a sequential request. So HDF5's
+    64 KiB sieve reads of strided runs are random reads, while reads that skip small gaps after a
+    cached stretch keep a stream going. readahead 0 (a profile calibrated before it was recorded):
+    every request fetches only its own pages."""
+
+    def __init__(self, page, sieve, readahead=0, end=None):
         self.page = page
         self.sieve = sieve
+        self.ra_max = int(readahead) // page
+        self.end_page = (int(end) - 1) // page if end else None
         self.seen = set()
         self.prev_end = None
         self.req = Counter()
         self.sieve_lo = self.sieve_hi = -1
+        self.new_file()
+
+    def new_file(self):
+        """Another open of the file (a task): its own readahead state; the page cache is shared."""
+        self.ra_start = self.ra_size = self.ra_async = 0
+        self.mark = None
+        self.prev_page = None
+
+    def _init_size(self, req: int) -> int:
+        n, m = 1 << max(req - 1, 0).bit_length(), self.ra_max
+        return 4 * n if n <= m // 32 else 2 * n if n <= m // 4 else m
+
+    def _next_size(self, cur: int) -> int:
+        m = self.ra_max
+        return 4 * cur if cur < m // 16 else 2 * cur if cur <= m // 2 else m
+
+    def _window(self, start: int, n: int) -> int:
+        """Fetch pages [start, start + n) (clipped to the data's end); the bytes newly fetched."""
+        stop = start + n if self.end_page is None else min(start + n, self.end_page + 1)
+        new = [p for p in range(start, stop) if p not in self.seen]
+        self.seen.update(new)
+        return len(new) * self.page
+
+    def _set_window(self, start, size, async_size):
+        self.ra_start, self.ra_size, self.ra_async = start, size, async_size
+        self.mark = start + size - async_size
+
+    def _cached_before(self, first: int) -> int:
+        n = 0
+        while n < self.ra_max and (first - 1 - n) in self.seen:
+            n += 1
+        return n
+
+    def _async(self, p0, p1):
+        """A read touching the async mark: the next window is read ahead (sequential)."""
+        while self.mark is not None and p0 <= self.mark <= p1:
+            self.mark = None
+            start = self.ra_start + self.ra_size
+            size = max(self.ra_size, self._next_size(self.ra_size))
+            got = self._window(start, size)
+            if got:
+                self.req[("sequential", got)] += 1
+            self._set_window(start, size, size)
 
     def fetch(self, off, size):
         size = int(size)
         if size <= 0:
             return
         p0, p1 = off // self.page, (off + size - 1) // self.page
+        if self.ra_max <= 0:
+            return self._fetch_plain(off, size, p0, p1)
+        first = next((p for p in range(p0, p1 + 1) if p not in self.seen), None)
+        if first is None:
+            self.req[("warm", size)] += 1
+        else:
+            need = p1 - first + 1
+            pattern = ("sequential" if (first - 1) in self.seen or (self.prev_end is not None and off == self.prev_end)
+                       else "strided")
+            if first == 0 or need > self.ra_max or (self.prev_page is not None and 0 <= first - self.prev_page <= 1):
+                n = self._init_size(need)
+                self._set_window(first, max(n, need), n - need if n > need else max(n, need) >> 1)
+                cold = self._window(first, max(n, need))
+            else:
+                contig = self._cached_before(first)
+                if contig <= need:              # a standalone random read: its own pages, no state
+                    cold = self._window(first, need)
+                else:
+                    if contig == first:         # cached from the file's start: a whole-file stream
+                        contig *= 2
+                    n = min(contig + need, self.ra_max)
+                    self._set_window(first, max(n, need), 1)
+                    cold = self._window(first, max(n, need))
+            self.req[(pattern, cold)] += 1
+            if first > p0:
+                self.req[("warm", (first - p0) * self.page)] += 1
+        self._async(p0, p1)
+        self.prev_end = off + size
+        self.prev_page = (off + size) // self.page
+
+    def _fetch_plain(self, off, size, p0, p1):
         new = [p for p in range(p0, p1 + 1) if p not in self.seen]
         if not new:
             self.req[("warm", size)] += 1
@@ -215,9 +303,12 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         if len(s) != len(shape) or any(a < 0 or b < 1 or a + b > d for a, b, d in zip(s, c, shape)):
             raise InputError(f"read start {list(s)} count {list(c)} outside the variable of shape "
                              f"{format_chunks(shape)}")
-    st = _Storage(profile.page_bytes, profile.sieve_bytes)
-    cnt = Counts(reads=len(reads))
     chunks = layout.chunks
+    end = (layout.stored if layout.compressed and layout.stored else layout.allocated_bytes) if chunks is not None \
+        else layout.nbytes
+    st = _Storage(profile.page_bytes, profile.sieve_bytes, profile.readahead_bytes, end)
+    cnt = Counts(reads=len(reads))
+    task_starts = set(task_bounds(len(reads), tasks)[1:-1]) if tasks > 1 else set()
     if chunks is not None:
         grid = geometry.chunk_grid(shape, chunks)
         cbytes = layout.chunk_nbytes
@@ -226,15 +317,17 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         spec = cache_spec(chunk_cache)
         cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
-        collisions, task_starts = 0, set(task_bounds(len(reads), tasks)[1:-1]) if tasks > 1 else set()
+        collisions = 0
     simulated = 0
     geometry_of = {}
     for i, (start, count) in enumerate(reads):
         if sum(st.req.values()) >= max_requests and simulated:
             break
-        if chunks is not None and i in task_starts:      # the next task's own open and cache
-            collisions += cache.counts.collisions
-            cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
+        if i in task_starts:      # the next task's own open: its readahead state and chunk cache
+            st.new_file()
+            if chunks is not None:
+                collisions += cache.counts.collisions
+                cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         simulated += 1
         cnt.calls += 1
         cnt.bytes_wanted += _prod(count) * isz

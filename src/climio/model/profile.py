@@ -69,6 +69,8 @@ class Profile:
     parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
     sieve_bytes: int = SIEVE_BYTES
     page_bytes: int = PAGE_BYTES
+    readahead_bytes: int = 0     # the device's read_ahead_kb (the kernel's readahead maximum); 0: not
+                                 # recorded (a profile calibrated before it was), no readahead simulated
     cold_extra_s: float = 0.0    # what a library's cold request costs beyond a raw pread's (interleaved
                                  # metadata reads, readahead that does not follow the library's requests)
     source: str = "synthetic"                          # calibration | runs | synthetic
@@ -384,6 +386,9 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
         prof.host = platform.get("host", "")
         fs = platform.get("filesystem", {})
         prof.filesystem = {x: fs.get(x) for x in ("type", "source", "mount_point")}
+        ra_kb = (fs.get("device") or {}).get("read_ahead_kb")
+        if ra_kb:
+            prof.readahead_bytes = int(ra_kb) * 1024
         prof.versions = (platform.get("versions") or {}).get("python", {})
     prof.records = [{"params": one[k]["params"], "median_wall_s": med[k], "reps": len(groups[k])} for k in groups]
     prof.records += _mpiio_rates(records)

@@ -27,6 +27,7 @@ from ... import cache
 from ...model import profile as profmod
 from ...model.predict import simulate
 from ...options import parse_compression
+from ...platform import filesystem_of
 from ...data.writer import write_4d
 from ...layout import Layout
 from ...measure import probes
@@ -112,8 +113,13 @@ def storage(path, nbytes, reps, emit, pid):
 
 # --- library costs --------------------------------------------------------------------------------
 
-def _counts_params(lay, reads, cache_bytes):
-    c = simulate(lay, reads, cache_bytes, profmod.default_profile())
+def _counts_params(lay, reads, cache_bytes, path=None):
+    """The model's counts of `reads`, with the readahead of the device holding `path` (the
+    profile fitted from these records simulates the same kernel readahead)."""
+    prof = profmod.default_profile()
+    if path:
+        prof.readahead_bytes = int((filesystem_of(path).get("device") or {}).get("read_ahead_kb") or 0) * 1024
+    c = simulate(lay, reads, cache_bytes, prof)
     return {"calls": c.calls, "pieces": c.pieces, "chunks": c.chunks_visited, "bytes_wanted": c.bytes_wanted,
             "requests": [[p, s, n] for (p, s), n in sorted(c.requests.items())],
             "bytes_read": sum(s * n for (p, s), n in c.requests.items()), "cold_bytes": int(c.cold_bytes()),
@@ -173,7 +179,7 @@ def library(stack, files, reps, emit, pid):
     }
     for kind, (path, lay, reads) in cases.items():
         params = {"kind": kind, "stack": stack, "file": os.path.basename(path),
-                  **_counts_params(lay, reads, cache_d), "chunk_cache": cache_d}
+                  **_counts_params(lay, reads, cache_d, path), "chunk_cache": cache_d}
         for rep, (m, st) in enumerate(_timed(stack, path, reads, reps)):
             emit(make_record(STUDY, params, {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}, st, rep,
                              "ok", pid))
@@ -207,7 +213,7 @@ def cold_extra(files, reps, emit, pid):
                         [((0, z, 0, 0), (T2, 1, Y2, X2)) for z in range(Z2)], NOCACHE)}
     for case, (path, lay, reads, cc) in cases.items():
         params = {"kind": "cold-extra", "stack": "netcdf4-python", "case": case,
-                  **_counts_params(lay, reads, cc if cc is not None else 64 << 20)}
+                  **_counts_params(lay, reads, cc if cc is not None else 64 << 20, path)}
         for state in ("cold", "warm"):
             for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state=state)):
                 m = {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}
@@ -222,7 +228,7 @@ def decode(files, codecs, reps, emit, pid):
         path = files[f"decode-{codec}"]
         lay = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS, codec != "none", _stored(path) if codec != "none" else None)
         params = {"kind": "decode", "stack": "netcdf4-python", "codec": codec,
-                  **_counts_params(lay, reads, NOCACHE)}
+                  **_counts_params(lay, reads, NOCACHE, path)}
         params["bytes_decoded"] = lay.nbytes
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
             emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
