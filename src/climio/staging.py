@@ -27,6 +27,25 @@ def tmp_name(path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
+# A temporary *directory* (a Zarr store being written) holds this file from its creation until just
+# before its rename: the stale-temporary scan removes a directory only if climio marked it as its own.
+MARKER = ".climio-staging"
+
+
+def make_marked_dir(tmp) -> Path:
+    """Create the temporary directory `tmp` (tmp_name) with the marker that makes it climio's."""
+    tmp = Path(tmp)
+    tmp.mkdir()
+    (tmp / MARKER).write_text(f"{os.getpid()}\n")
+    return tmp
+
+
+def _tree_bytes(path: Path) -> int:
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
 @contextmanager
 def staged(*paths):
     """Yield temporary names for `paths`; rename all on success, delete all on any failure."""
@@ -105,7 +124,8 @@ def pid_alive(pid: int) -> bool:
 def stale_temporaries(path, also=()) -> list:
     """Files of writers that no longer run: `path`'s temporary names (tmp_name) and, for each
     (directory, pattern) in `also`, the files in `directory` whose whole name matches the compiled
-    `pattern` (group 1: the writer's pid). Only this user's regular files; sorted paths."""
+    `pattern` (group 1: the writer's pid). Only this user's regular files, and directories that
+    hold MARKER (make_marked_dir); sorted paths."""
     path = Path(path)
     own = re.compile(r"\." + re.escape(path.name) + r"\.tmp-(\d+)")
     found = []
@@ -117,7 +137,9 @@ def stale_temporaries(path, also=()) -> list:
         for e in entries:
             m = pattern.fullmatch(e.name)
             try:
-                if m and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.getuid() \
+                ours = e.is_file(follow_symlinks=False) or (e.is_dir(follow_symlinks=False)
+                                                             and os.path.isfile(os.path.join(e.path, MARKER)))
+                if m and ours and e.stat(follow_symlinks=False).st_uid == os.getuid() \
                         and int(m.group(1)) != os.getpid() and not pid_alive(int(m.group(1))):
                     found.append(Path(e.path))
             except OSError:
@@ -133,7 +155,7 @@ def remove_stale(found, say, what: str, remove: bool = True) -> list:
     sizes = {}
     for p in found:
         try:
-            sizes[p] = p.stat().st_size
+            sizes[p] = _tree_bytes(p)
         except OSError:
             sizes[p] = 0
     names = ", ".join(f"{p} ({format_size(sizes[p])})" for p in found)
@@ -142,7 +164,11 @@ def remove_stale(found, say, what: str, remove: bool = True) -> list:
         return found
     for p in found:
         try:
-            p.unlink()
+            if p.is_dir() and not p.is_symlink():
+                import shutil
+                shutil.rmtree(p)
+            else:
+                p.unlink()
         except FileNotFoundError:
             pass
         except OSError as exc:

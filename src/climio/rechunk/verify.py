@@ -322,7 +322,9 @@ def _group(ga, gb, ha, hb, out, max_mem, wanted, seen, progress):
 
 # The encoding keys whose values say how a variable's values are stored, compared when the first
 # dataset has them (xarray gives a Zarr variable a NaN _FillValue that a netCDF one may not have).
-ENCODING_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value", "dtype")
+# Times are read undecoded (xarray_io.open_lazy): their units and calendar are attributes, compared
+# as text like any other, and their values are the stored numbers.
+ENCODING_KEYS = ("scale_factor", "add_offset", "_FillValue", "missing_value", "dtype")
 
 
 def _same(x, y) -> bool:
@@ -343,19 +345,6 @@ def _same(x, y) -> bool:
 def _native(dt) -> np.dtype:
     dt = np.dtype(dt)
     return dt.newbyteorder("=") if dt.kind in "biufc" else dt
-
-
-def _same_time_units(a, b) -> bool:
-    """CF time units that mean the same ("days since 2000-01-01 00:00:00" is how netCDF files often
-    say what xarray writes as "days since 2000-01-01")."""
-    if not (isinstance(a, str) and isinstance(b, str) and " since " in a and " since " in b):
-        return False
-    import pandas as pd
-    (ua, ra), (ub, rb) = (x.split(" since ", 1) for x in (a, b))
-    try:
-        return ua.strip() == ub.strip() and pd.Timestamp(ra.strip()) == pd.Timestamp(rb.strip())
-    except (ValueError, TypeError):
-        return a == b
 
 
 def _raw_arrays(path, fmt: str, stack):
@@ -393,8 +382,6 @@ def _compare_var(name, va, vb, raw_a, raw_b, listing, max_mem):
     for k in ENCODING_KEYS:
         if k == "dtype":
             continue   # compared above
-        if k == "units" and _same_time_units(va.encoding.get(k), vb.encoding.get(k)):
-            continue
         if k in va.encoding and not _same(va.encoding[k], vb.encoding.get(k)):
             listing.add(f"encoding {k}: {va.encoding[k]!r} != {vb.encoding.get(k)!r}")
     if raw_a is not None:
@@ -411,27 +398,27 @@ def _compare_var(name, va, vb, raw_a, raw_b, listing, max_mem):
 
 
 def compare_formats(a_path, a_fmt: str, b_path, b_fmt: str, targets, max_mem: int = 256 << 20) -> list:
-    """Differences between two datasets of which one at least is a Zarr store, as xarray reads them:
-    groups, variables, dimensions, global and variable attributes, CF encodings (units, calendar,
-    scale_factor, add_offset, _FillValue, stored dtype) and every value: bit-exact as stored for
-    the re-laid-out variables `targets` (VarInfos), decoded (NaN == NaN, NaT == NaT) for those xarray
-    wrote. Variable order, chunks and codecs are layout and not compared."""
+    """Differences between two datasets of which one at least is a Zarr store, as xarray reads them
+    with times undecoded: every group (empty ones too), variables, dimensions, global and variable
+    attributes (a time's units and calendar exactly as text, none added), CF encodings
+    (scale_factor, add_offset, _FillValue, missing_value, stored dtype) and every value: bit-exact
+    as stored for the re-laid-out variables `targets` (VarInfos), masked and scaled (NaN == NaN)
+    for those xarray wrote, times as their stored numbers. Variable order, chunks and codecs are
+    layout and not compared."""
     import contextlib
     import warnings
 
-    from .formats import module, xarray_io
+    from .formats import xarray_io
     out = []
     wanted = {t.path for t in targets}
     with contextlib.ExitStack() as stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw_a, raw_b = _raw_arrays(a_path, a_fmt, stack), _raw_arrays(b_path, b_fmt, stack)
-        for g in xarray_io.group_paths(module(a_fmt).scan(a_path)):
+        # sorted: a Zarr store's groups have no order (parents still come before their children)
+        for g in _names("group", sorted(xarray_io.group_tree(a_path, a_fmt)),
+                        sorted(xarray_io.group_tree(b_path, b_fmt)), "", out.append):
             A = stack.enter_context(xarray_io.open_lazy(a_path, a_fmt, g))
-            try:
-                B = stack.enter_context(xarray_io.open_lazy(b_path, b_fmt, g))
-            except (OSError, KeyError, ValueError) as exc:
-                out.append(f"group {g}: missing in the second dataset ({exc})")
-                continue
+            B = stack.enter_context(xarray_io.open_lazy(b_path, b_fmt, g))
             listing = _Listing(out, f"{g} (attributes)" if g != "/" else "global attributes")
             for n in _names("attribute", sorted(A.attrs), sorted(B.attrs), "", listing.add):
                 if not _same(A.attrs[n], B.attrs[n]):

@@ -103,18 +103,19 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
     """Write `tmp` with everything but the target variables' values; {variable path: HDF5 path}."""
     if in_format == FORMAT_NAME:
         return meta.define_output(in_path, tmp, targets, max_mem)
-    return _define_from_xarray(in_path, tmp, targets, infos)
+    return _define_from_xarray(in_path, tmp, targets)
 
 
-def _define_from_xarray(in_path, tmp, targets: dict, infos) -> dict:
-    """A Zarr input: xarray writes the file (coordinates and every variable that is not re-laid out,
-    with their CF encodings); the targets get their layout and no values (filled by the executor)."""
+def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
+    """A Zarr input: xarray writes the file group by group, empty groups too (coordinates and every
+    variable that is not re-laid out, with their CF encodings, times as stored); the targets get
+    their layout and no values (filled by the executor)."""
     import xarray as xr
 
     from . import xarray_io
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for group, ds in xarray_io.groups(in_path, "zarr", infos, targets):
+        for group, ds in xarray_io.groups(in_path, "zarr", targets):
             enc = {}
             for name in ds.variables:
                 path = xarray_io.var_path(group, name)

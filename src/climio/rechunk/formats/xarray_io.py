@@ -1,6 +1,14 @@
 """The part of a conversion between formats that xarray does: the input opened lazily one group at a
-time, the variables that are not re-laid out loaded (xarray writes them, with their CF encodings),
-the re-laid-out ones left lazy (never computed: the executor fills them raw, chunk by chunk)."""
+time (every group, empty ones too), the variables that are not re-laid out loaded (xarray writes
+them, with their CF encodings), the re-laid-out ones left lazy (never computed: the executor fills
+them raw, chunk by chunk).
+
+Times and time spans are not decoded: xarray would write decoded times back with units of its own
+choosing ('days since 1949-12-01' for '... 00:00:00'), add a calendar the input did not have,
+copy a time's units onto its bounds, and refuse units it cannot decode ('months since', year 1-1-1).
+Carried as the numbers they are with their `units` and `calendar` attributes as the input has them,
+the copy decodes as the input does in any reader (xarray.open_zarr(out) equals open_dataset(in)).
+"""
 
 from contextlib import ExitStack
 
@@ -13,24 +21,30 @@ def var_path(group: str, name: str) -> str:
     return f"{group.rstrip('/')}/{name}"
 
 
-def group_paths(infos) -> list:
-    """Every group holding a variable, parents first ("/" always)."""
-    found = {"/"} | {i.path.rsplit("/", 1)[0] or "/" for i in infos}
-    return sorted(found, key=lambda g: (g.count("/") if g != "/" else 0, g))
+def group_tree(path, fmt: str) -> list:
+    """Every group of the input, parents first ("/" first), empty ones too."""
+    if fmt == "zarr":
+        from .zarr import group_tree as zarr_tree
+        return zarr_tree(path)
+    from ..meta import open_dataset, walk
+    with open_dataset(path) as ds:
+        return [g.path for g in walk(ds)]
 
 
 def open_lazy(path, fmt: str, group: str = "/"):
+    """One group, values lazy; times and time spans left as stored (see the module's note)."""
     import xarray as xr
     g = None if group == "/" else group
+    kw = {"group": g, "chunks": {}, "decode_times": False, "decode_timedelta": False}
     if fmt == "zarr":
-        return xr.open_zarr(path, group=g, chunks={}, consolidated=None)
-    return xr.open_dataset(path, group=g, chunks={}, engine="netcdf4")
+        return xr.open_zarr(path, consolidated=None, **kw)
+    return xr.open_dataset(path, engine="netcdf4", **kw)
 
 
-def groups(in_path, in_fmt: str, infos, targets=()):
-    """(group path, Dataset) per group, the variables not in `targets` (paths) loaded."""
+def groups(in_path, in_fmt: str, targets=()):
+    """(group path, Dataset) per group of the input, the variables not in `targets` (paths) loaded."""
     with ExitStack() as stack:
-        for g in group_paths(infos):
+        for g in group_tree(in_path, in_fmt):
             ds = stack.enter_context(open_lazy(in_path, in_fmt, g))
             for name, var in ds.variables.items():
                 if var_path(g, name) not in targets:

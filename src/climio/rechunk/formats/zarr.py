@@ -23,7 +23,7 @@ import numpy as np
 
 from ...data.compression import Compression
 from ...errors import DataError, InputError
-from ...staging import tmp_name
+from ...staging import MARKER, make_marked_dir, tmp_name
 from .. import blocks
 from ..model import Target, VarInfo
 
@@ -165,6 +165,18 @@ def _arrays(group, prefix=""):
         yield from _arrays(sub, f"{prefix}/{name}")
 
 
+def group_tree(path) -> list:
+    """Every group of the store, parents first ("/" first), empty ones too."""
+    out = []
+
+    def walk(group, prefix):
+        out.append(prefix or "/")
+        for name, sub in sorted(group.groups()):
+            walk(sub, f"{prefix}/{name}")
+    walk(_open_group(path), "")
+    return out
+
+
 def dims_of(arr) -> tuple:
     if arr.ndim == 0:
         return ()
@@ -264,9 +276,10 @@ def layout_targets(infos, targets: dict, settings: Settings) -> dict:
 # ---------------------------------------------------------------- output
 
 def commit(tmp: Path, final: Path) -> None:
-    """Rename the complete store to its name; an existing one (--force) is moved aside first and
-    removed after the rename."""
+    """Rename the complete store to its name (without the staging marker); an existing one
+    (--force) is moved aside first and removed after the rename."""
     final = Path(final)
+    (Path(tmp) / MARKER).unlink(missing_ok=True)
     old = None
     if final.exists() or final.is_symlink():
         old = final.with_name(f".{final.name}.old-{os.getpid()}")
@@ -297,17 +310,20 @@ def staged(out_path):
 
 
 def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: int, settings: Settings) -> dict:
-    """Write the store's metadata and the variables not re-laid out (xarray), consolidate it;
-    return {variable path: array path in the store} for the targets."""
+    """Write the store's metadata and the variables not re-laid out (xarray), every group of the
+    input (empty ones too), consolidate it; return {variable path: array path in the store} for the
+    targets. `tmp` is created first with staging's marker: a run killed at any point after leaves a
+    directory the next run to OUT knows as its own (staging.stale_temporaries) and removes."""
     import zarr
 
     from . import xarray_io
     check_settings(settings)
     by_path = {i.path: i for i in infos}
     shards = shard_shapes(infos, targets, settings.shards)
+    make_marked_dir(tmp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for group, ds in xarray_io.groups(in_path, in_format, infos, targets):
+        for group, ds in xarray_io.groups(in_path, in_format, targets):
             enc = {}
             for name in ds.variables:
                 path = xarray_io.var_path(group, name)
@@ -322,7 +338,7 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
                     e["shards"] = shards[path]
                 enc[name] = e
             try:
-                ds.to_zarr(tmp, group=None if group == "/" else group.lstrip("/"), mode="w-" if group == "/" else "a",
+                ds.to_zarr(tmp, group=None if group == "/" else group.lstrip("/"), mode="a",
                            encoding=enc, compute=False, zarr_format=settings.zarr_format, safe_chunks=False,
                            consolidated=False)
             except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
@@ -349,7 +365,8 @@ def output(store: str, key: str, target=None):
 
 
 def check_written(tmp: Path, jobs) -> None:
-    """Before the rename: the store opens (consolidated) with every variable at its full shape."""
+    """Before the rename: the store opens (consolidated) with every variable at its full shape.
+    Times undecoded: an input time xarray cannot decode ('months since') is carried as it is."""
     import xarray as xr
     g = _open_group(tmp)
     for j in jobs:
@@ -359,6 +376,6 @@ def check_written(tmp: Path, jobs) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            xr.open_zarr(str(tmp), consolidated=True).close()
+            xr.open_zarr(str(tmp), consolidated=True, decode_times=False, decode_timedelta=False).close()
     except Exception as exc:  # xarray raises many types
         raise DataError(f"the output does not open with xarray.open_zarr: {exc}") from None
