@@ -95,3 +95,72 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
         assert "kerchunk reference" in adv.stdout and "climio rechunk FILE.nc s3://BUCKET/ta-xt.zarr -c ta:4,1,1,64" in adv.stdout
     finally:
         s3_server.set_latency(0)
+
+
+def test_decoding_a_compressed_stores_chunks():
+    """Chunks decoded after their GETs: beside the GETs still in flight, the last task's after the
+    wire; the stack's CPU and all the decoding when that is longer. Nothing to decode: as before."""
+    rates = om.StoreRates("http://x", 0.02, 100e6, 1e12, {"s": om.StackObjectRates(0.02, 100e6, 4.0)})
+    tasks = [[[1 << 19]] * 8]                                # 8 chunks of 512 KiB stored, 1 MiB decoded
+    plain = om.predict_read(tasks, rates, "s")
+    wire = 2 * (0.02 + (1 << 19) / 100e6)
+    assert math.isclose(plain["time_s"], wire) and plain["decode_s"] == 0 and plain["io_s"] == plain["time_s"]
+    fast = om.predict_read(tasks, rates, "s", decode_Bps=500e6, chunk_raw_bytes=1 << 20)
+    assert math.isclose(fast["decode_s"], 8 * (1 << 20) / 500e6)
+    assert math.isclose(fast["time_s"], wire + (1 << 20) / 500e6)          # one chunk's decoding after the wire
+    slow = om.predict_read(tasks, rates, "s", decode_Bps=20e6, chunk_raw_bytes=1 << 20)
+    assert math.isclose(slow["time_s"], 8 * (1 << 20) / 20e6)              # decoding sets the time
+    assert math.isclose(slow["io_s"], wire)
+
+
+def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_server, tmp_path, monkeypatch):
+    """A zstd Zarr store on the test server and zlib, zstd and Blosc netCDF-4 files: the layout knows
+    the codec by climio's label and the stored bytes per chunk; the prediction GETs those bytes and
+    decodes the chunks at this machine's calibrated rate for the codec (built-in default without one)."""
+    import h5py
+    import hdf5plugin  # noqa: F401
+    import obstore
+    from climio.advise import object_store as ao
+    from climio.data.compression import Compression
+    from climio.data.writer import write_4d
+    from climio.data.zarr_writer import write_zarr_4d
+    from climio.model import profile as profmod
+    from climio.model.workflow import platform_id_of
+    from climio.stores.objects import upload
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    monkeypatch.chdir(tmp_path)
+    shape, chunks = [4, 1, 64, 128], [1, 1, 32, 64]
+    write_zarr_4d(tmp_path / "zs.zarr", shape, chunks=chunks, dtype="f4", compression=Compression("zstd", 3))
+    upload(s3_server.endpoint, tmp_path / "zs.zarr", "s3://climio/decode-test")
+    url = "s3://climio/decode-test/zs.zarr"
+    lay = ao.open_layout(s3_server.endpoint, url)
+    assert lay.codec_label == "zstd3"
+    sizes = [m["size"] for b in obstore.list(s3_server.endpoint.obstore("climio"), prefix="decode-test/zs.zarr/ta/")
+             for m in b if not m["path"].endswith("zarr.json")]
+    raw = 32 * 64 * 4
+    assert len(sizes) == 16 and math.isclose(lay.stored_ratio, sum(sizes) / len(sizes) / raw)
+    assert lay.stored_ratio < 0.9                                  # make-data's smooth field compresses
+    pid = platform_id_of(None)
+    rates = om.StoreRates(s3_server.endpoint.url, 0.001, 200e6, 400e6,
+                          {"zarr-obstore": om.StackObjectRates(0.001, 200e6, 8.0)})
+    om.save_rates(pid, om.store_key(s3_server.endpoint.url), rates)
+    p = ao.predict_store(url, ["xy"])                              # no file-system profile: built-in rates
+    xy = p.reads[0]
+    assert p.decode["source"] == "built-in default"
+    assert xy["bytes"] == 4 * 4 * round(raw * lay.stored_ratio)    # 4 maps of 4 chunks, stored bytes each
+    assert math.isclose(xy["decode_s"], 16 * raw / profmod.default_profile().decode("zstd3"))
+    calibrated = profmod.default_profile(pid)
+    calibrated.decode_Bps = {"zstd3": 5e6, "deflate4+shuffle": 2e6}
+    profmod.save(calibrated)
+    q = ao.predict_store(url, ["xy"])
+    assert q.decode["source"].startswith("calibrated") and math.isclose(q.reads[0]["decode_s"], 16 * raw / 5e6)
+    assert math.isclose(q.reads[0]["time_s"], q.reads[0]["decode_s"]) and q.reads[0]["time_s"] > 3 * xy["time_s"]
+    # (at 5 MB/s the decoding, not the GETs, sets the time)
+    assert "decoded at 5 MB/s" in "\n".join(q.lines())
+    # netCDF-4 filters by their HDF5 ids
+    for codec, level, label in (("zlib", 4, "deflate4+shuffle"), ("zstd", 3, "zstd3"), ("blosc_lz4", 5, "blosc_lz45+shuffle")):
+        write_4d(tmp_path / f"{codec}.nc", shape, chunks=chunks, dtype="f4", compression=Compression(codec, level, shuffle=True))
+        with h5py.File(tmp_path / f"{codec}.nc") as f:
+            assert ao.h5_codec_label(f["ta"]) == label, codec

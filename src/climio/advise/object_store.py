@@ -31,6 +31,79 @@ class StoreLayout:
     shards: list = None           # the shard shape, or None
     itemsize: int = 4
     codecs: str = "none"
+    codec_label: str = "none"     # climio's label of the codecs (zstd3, deflate4+shuffle ...): the decode rate's key
+    stored_ratio: float = 1.0     # a chunk's stored bytes over its decoded bytes (what a GET moves)
+
+    def chunk_bytes(self, chunks) -> tuple:
+        """(stored, decoded) bytes of a chunk of shape `chunks` in this store's codecs."""
+        raw = math.prod(chunks) * self.itemsize
+        return max(1, int(round(raw * self.stored_ratio))), raw
+
+
+def codec_label(codecs) -> str:
+    """climio's compression label (data.compression's grammar) of zarr-python or numcodecs codec
+    objects, in order: zstd3, deflate4+shuffle, blosc_lz45+shuffle; "none" for none. A codec climio
+    has no name for keeps its own (the model then decodes it at the slowest calibrated rate)."""
+    parts, shuffle = [], False
+    for c in codecs or ():
+        name = type(c).__name__.lower()
+        level = getattr(c, "level", getattr(c, "clevel", None))
+        if name in ("shuffle",):
+            shuffle = True
+        elif name.startswith("blosc"):
+            cname = str(getattr(c.cname, "value", c.cname))
+            parts.append(f"blosc_{'lz' if cname == 'blosclz' else cname}{c.clevel}")
+            shuffle = shuffle or str(getattr(c.shuffle, "value", c.shuffle)) not in ("noshuffle", "0")
+        elif name in ("zstdcodec", "zstd"):
+            parts.append(f"zstd{level}")
+        elif name in ("gzipcodec", "gzip", "zlib"):
+            parts.append(f"deflate{level}")
+        elif name not in ("bytescodec", "bytes", "crc32ccodec", "transposecodec"):
+            parts.append(name)
+    return "+".join(parts + (["shuffle"] if shuffle and parts else [])) or "none"
+
+
+BLOSC_NAMES = ("lz", "lz4", "lz4hc", "snappy", "zlib", "zstd")   # hdf5plugin's Blosc compressor codes 0-5
+
+
+def h5_codec_label(dset) -> str:
+    """climio's compression label of an HDF5 dataset's filter pipeline (deflate, shuffle, zstd,
+    Blosc, bzip2 by their registered filter ids); "none" for none."""
+    plist = dset.id.get_create_plist()
+    parts, shuffle = [], False
+    for i in range(plist.get_nfilters()):
+        fid, _, cd, name = plist.get_filter(i)
+        if fid == 2:
+            shuffle = True
+        elif fid == 1:
+            parts.append(f"deflate{cd[0] if cd else 4}")
+        elif fid == 32015:
+            parts.append(f"zstd{cd[0] if cd else 3}")
+        elif fid == 307:
+            parts.append(f"bzip2{cd[0] if cd else 9}")
+        elif fid == 32001 and len(cd) >= 7:
+            parts.append(f"blosc_{BLOSC_NAMES[cd[6]] if cd[6] < len(BLOSC_NAMES) else cd[6]}{cd[4]}")
+            shuffle = shuffle or bool(cd[5])
+        elif fid != 4:   # 4: Fletcher32, a checksum
+            parts.append(name.decode(errors="replace") or str(fid))
+    return "+".join(parts + (["shuffle"] if shuffle and parts else [])) or "none"
+
+
+def stored_ratio(endpoint: Endpoint, url: str, var: str, arr, max_objects: int = 1000) -> float:
+    """A chunk's stored bytes over its decoded bytes, from the sizes of the array's first
+    `max_objects` chunk (or shard) objects (one LIST request): 1.0 for an uncompressed array."""
+    import obstore
+    u = parse_s3_url(url)
+    prefix = "/".join(p for p in (u.key.rstrip("/"), var) if p) + "/"
+    sizes = []
+    for batch in obstore.list(endpoint.obstore(u.bucket), prefix=prefix, chunk_size=max_objects):
+        sizes += [m["size"] for m in batch if not m["path"].endswith(("zarr.json", ".zarray", ".zattrs"))]
+        break
+    if not sizes:
+        return 1.0
+    unit = list(getattr(arr, "shards", None) or arr.chunks)
+    raw = math.prod(unit) * arr.dtype.itemsize
+    return (sum(sizes) / len(sizes)) / raw
 
 
 def is_store_url(text) -> bool:
@@ -69,7 +142,24 @@ def open_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
         raise InputError(f"{url}/{name}: the object-store model reads [t,z,y,x] arrays; this one has {arr.ndim} dimensions")
     shards = list(arr.shards) if getattr(arr, "shards", None) else None
     codecs = ",".join(type(c).__name__ for c in (arr.compressors or ())) or "none"
-    return StoreLayout(url, name, list(arr.shape), list(arr.chunks), shards, arr.dtype.itemsize, codecs)
+    label = codec_label([*(arr.filters or ()), *(arr.compressors or ())])
+    ratio = stored_ratio(endpoint, url, name, arr) if label != "none" else 1.0
+    return StoreLayout(url, name, list(arr.shape), list(arr.chunks), shards, arr.dtype.itemsize, codecs, label, ratio)
+
+
+def decode_rate(label: str, warn=None) -> tuple:
+    """(B/s, where it comes from) of decoding `label` on this machine: the calibrated profile's
+    codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
+    from ..model import profile as profmod
+    from ..model.workflow import platform_id_of
+    if label == "none":
+        return math.inf, "nothing to decode"
+    prof, note = profmod.find(platform_id_of(None))
+    if prof is not None and prof.decode_Bps:
+        return prof.decode(label), f"calibrated on {prof.platform_id}"
+    if warn and note:
+        warn(note)
+    return profmod.default_profile().decode(label), "built-in default"
 
 
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
@@ -99,10 +189,14 @@ def slabs_of(layout: StoreLayout, read: str) -> list:
     return slabs
 
 
-def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack: str) -> dict:
+def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf) -> dict:
+    """The read's predicted time with the store's codecs: GETs of the chunks' stored bytes and
+    their decoding at `decode_Bps` (decode_rate of layout.codec_label)."""
     slabs = slabs_of(layout, read)
-    tasks = [om.read_tasks(layout.shape, chunks, shards, s, c, layout.itemsize) for s, c in slabs]
-    out = om.predict_read(tasks, rates, stack, cpu_units=[om.cpu_units(layout.shape, chunks, shards, s, c) for s, c in slabs])
+    stored, raw = layout.chunk_bytes(chunks)
+    tasks = [om.read_tasks(layout.shape, chunks, shards, s, c, layout.itemsize, stored) for s, c in slabs]
+    out = om.predict_read(tasks, rates, stack, decode_Bps, raw,
+                          cpu_units=[om.cpu_units(layout.shape, chunks, shards, s, c) for s, c in slabs])
     out["slabs"] = len(slabs)
     return out
 
@@ -131,7 +225,8 @@ class StorePrediction:
     layout: StoreLayout
     stack: str
     rates: dict
-    reads: list = field(default_factory=list)     # [{read, time_s, gets, bytes, measured_s?, error?}]
+    reads: list = field(default_factory=list)     # [{read, time_s, decode_s, gets, bytes, measured_s?, error?}]
+    decode: dict = field(default_factory=dict)    # {"Bps", "source"}: how fast this machine decodes the codecs
 
     def lines(self) -> list:
         lay = self.layout
@@ -139,8 +234,12 @@ class StorePrediction:
                + (f", shards {lay.shards}" if lay.shards else "") + f", codecs {lay.codecs}; stack {self.stack}",
                f"  store {self.rates['endpoint']}: GET {self.rates['latency_s'] * 1e3:.1f} ms + size / "
                f"{self.rates['per_connection_Bps'] / 1e6:.0f} MB/s, {self.rates['aggregate_Bps'] / 1e6:.0f} MB/s aggregate"]
+        if lay.codec_label != "none":
+            out.append(f"  codecs {lay.codec_label}: chunks stored at {lay.stored_ratio:.2f}x their size, decoded at "
+                       f"{self.decode['Bps'] / 1e6:.0f} MB/s ({self.decode['source']})")
         for r in self.reads:
-            line = f"  {r['read']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, {r['bytes'] / 1e6:.1f} MB)"
+            dec = f", {r['decode_s']:.3f} s of it decoding" if r.get("decode_s") else ""
+            line = f"  {r['read']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, {r['bytes'] / 1e6:.1f} MB{dec})"
             if "measured_s" in r:
                 line += f", measured {r['measured_s']:.3f} s (median of {r['reps']}), error {r['error']:.2f}x"
             out.append(line)
@@ -148,7 +247,9 @@ class StorePrediction:
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
-        return {"layout": asdict(self.layout), "stack": self.stack, "rates": self.rates, "reads": self.reads}
+        return {"layout": asdict(self.layout), "stack": self.stack, "rates": self.rates, "reads": self.reads,
+                "decode": {"Bps": self.decode["Bps"] if math.isfinite(self.decode["Bps"]) else None,
+                           "source": self.decode["source"]}}
 
 
 def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None) -> StorePrediction:
@@ -161,10 +262,11 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
     rates = store_rates(endpoint, warn)
     layout = open_layout(endpoint, store_url(url), var)
-    out = StorePrediction(layout, stack, rates.to_dict())
+    dec_Bps, source = decode_rate(layout.codec_label, warn)
+    out = StorePrediction(layout, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source})
     for read in reads:
-        p = predict_layout(layout, layout.chunks, layout.shards, read, rates, stack)
-        row = {"read": read, **{k: p[k] for k in ("time_s", "io_s", "gets", "bytes", "slabs")}}
+        p = predict_layout(layout, layout.chunks, layout.shards, read, rates, stack, dec_Bps)
+        row = {"read": read, **{k: p[k] for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "slabs")}}
         if check:
             walls = measure(endpoint, layout, read, stack, reps)
             row.update(measured_s=median(walls), reps=len(walls), error=om.error_ratio(p["time_s"], median(walls)))
@@ -196,9 +298,10 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
     rates = store_rates(endpoint, warn)
     lay = open_layout(endpoint, store_url(url), var)
+    dec_Bps = decode_rate(lay.codec_label, warn)[0]
 
     def total(chunks, shards, st=stack, r=rates):
-        return sum(predict_layout(lay, chunks, shards, read, r, st)["time_s"] for read in reads)
+        return sum(predict_layout(lay, chunks, shards, read, r, st, dec_Bps)["time_s"] for read in reads)
 
     now = total(lay.chunks, lay.shards)
     out = []
@@ -248,8 +351,11 @@ def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
         d = r.h5[var]
         if d.ndim != 4:
             raise InputError(f"{url}/{var}: the object-store model reads [t,z,y,x] variables; this one has {d.ndim} dimensions")
+        label = h5_codec_label(d)
+        stored = d.id.get_storage_size()    # the chunks' bytes, from the chunk index
+        ratio = stored / (d.size * d.dtype.itemsize) if label != "none" and stored and d.size else 1.0
         return StoreLayout(url, var, list(d.shape), list(d.chunks or d.shape), None, d.dtype.itemsize,
-                           d.compression or "none")
+                           d.compression or label, label, ratio)
     finally:
         r.h5.close()
         r.fh.close()
@@ -278,15 +384,19 @@ def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
     size = object_size(endpoint, store_url(url))
     part = 8 << 20
     s = rates.stack(DEFAULT_OBJECT_STACK)
-    download = om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
-    refs = sum(predict_layout(lay, lay.chunks, None, r, rates, "zarr-fsspec")["time_s"] for r in reads)
+    dec_Bps = decode_rate(lay.codec_label, warn)[0]
+    through = [predict_layout(lay, lay.chunks, None, r, rates, "zarr-fsspec", dec_Bps) for r in reads]
+    refs = sum(p["time_s"] for p in through)
+    # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
+    download = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
+                + sum(p["decode_s"] for p in through))
     out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
             f"python: obstore.get(S3Store(...), KEY) -> a local file"),
            (f"read through a kerchunk reference (chunks {lay.chunks}, {lay.codecs}) instead of downloading "
             "it first", download, refs, reference_command(store_url(url), endpoint_url))]
     for r in reads:
         chunks = list(read_count(r, lay.shape))
-        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_OBJECT_STACK)["time_s"]
+        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_OBJECT_STACK, dec_Bps)["time_s"]
         out.append((f"a Zarr copy chunked for {r} reads {chunks} (zarr-python + obstore, {s.concurrency:.0f} GETs in flight)",
                     download, t, f"climio rechunk FILE.nc s3://BUCKET/{lay.var}-{r}.zarr -c {_spec(lay, chunks)}"))
     out.sort(key=lambda row: row[2])
