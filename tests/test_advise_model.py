@@ -189,3 +189,27 @@ def test_nodes_divide_the_work_up_to_the_shared_file_system():
     assert Profile.from_json(prof.to_json()).parallel["shared_fs_Bps"] == 64 / 1e-3
     with pytest.raises(InputError, match="nodes 0"):
         predict(lay, [((0, 0), (4, 4))], "s", prof, nodes=0)
+
+
+def test_the_converters_start_up_is_fitted_and_in_every_conversion_plan():
+    """calibrate times `climio rechunk` as a process and by its own clock: the median difference is
+    the command's start-up, which the planner adds to every plan (what advice's one-off costs and
+    `climio rechunk --dry-run` say), and a profile without it predicts the work alone."""
+    from climio.model.convert import conversion_plan
+    from climio.layout import Layout
+
+    def conv(kind, codec, wall, process):
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "process_wall_s": process, "ops": 1},
+                "params": {"kind": kind, "codec": codec, "stack": "climio-rechunk", "bytes_encoded": 1e6,
+                           "bytes_decoded": 1e6}}
+    recs = [conv("convert-encode", "none", 0.5, 2.5), conv("convert-encode", "deflate1", 0.7, 2.6),
+            conv("convert-decode", "deflate1", 0.6, 3.6)]
+    p = fit(recs, "pid")
+    assert p.convert_start_s == pytest.approx(2.0)          # median of 2.0, 1.9, 3.0
+    src, dst = Layout((64, 1, 32, 32), 4, (1, 1, 32, 32)), Layout((64, 1, 32, 32), 4, (64, 1, 1, 32))
+    with_start = conversion_plan(src, dst, p, "none", max_mem=64 << 20, workers=1)
+    p.convert_start_s = 0.0
+    without = conversion_plan(src, dst, p, "none", max_mem=64 << 20, workers=1)
+    assert with_start.start_s == pytest.approx(2.0) and without.start_s == 0.0
+    assert with_start.predicted_s == pytest.approx(without.predicted_s + 2.0)
+    assert with_start.to_dict()["predicted_s"] == pytest.approx(with_start.predicted_s)

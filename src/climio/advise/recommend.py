@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
-from ..model.convert import conversion_plan
+from ..model.convert import rechunk_cost
 from ..model.layout_search import Pattern
 from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
@@ -28,21 +28,6 @@ from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
 from .predict import stack_cache, workflow_checked
 
-
-
-def rechunk_cost(profile: Profile, max_mem=None, workers=None):
-    """(src Layout, dst Layout, codec) -> predicted seconds of the `climio rechunk` command the advice
-    prints (the target keeps the source's codec when it is compressed): the conversion planner's plan
-    with the profile's rates and the command's default memory and workers (climio.model.convert),
-    the very number `climio rechunk --dry-run` predicts."""
-
-    def cost(src: Layout, dst: Layout, codec: str) -> float:
-        try:
-            return conversion_plan(src, dst, profile, codec, codec if dst.compressed else "none", max_mem,
-                                   workers).predicted_s
-        except InputError:
-            return float("nan")
-    return cost
 
 
 @dataclass

@@ -34,6 +34,7 @@ STUDY_MODULES = (
     "climio.bench.stsa",
     "climio.bench.calibrate",
     "climio.bench.predict",
+    "climio.bench.layouts",
     "climio.bench.object_read",
     "climio.bench.object_chunking",
 )

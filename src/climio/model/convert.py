@@ -42,6 +42,7 @@ instant. Chunk extents larger than the dimension (unlimited dimensions) are acce
 allocates and decodes such chunks whole.
 """
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -115,6 +116,7 @@ class Plan:
     passes: tuple
     max_mem: int
     workers: int                # as requested; each pass says how many it uses
+    start_s: float = 0.0        # the command's fixed cost (start, workers, output rename): Rates.start_s
 
     @property
     def peak_mem(self) -> int:
@@ -122,7 +124,7 @@ class Plan:
 
     @property
     def predicted_s(self) -> float:
-        return sum(p.predicted_s for p in self.passes)
+        return self.start_s + sum(p.predicted_s for p in self.passes)
 
     @property
     def tmp_bytes(self) -> int:
@@ -157,7 +159,8 @@ class Plan:
 
     def to_dict(self) -> dict:
         return {"strategy": self.strategy, "max_mem": self.max_mem, "workers": self.workers,
-                "peak_mem": self.peak_mem, "predicted_s": self.predicted_s, "tmp_bytes": self.tmp_bytes,
+                "peak_mem": self.peak_mem, "predicted_s": self.predicted_s, "start_s": self.start_s,
+                "tmp_bytes": self.tmp_bytes,
                 "padding_bytes": self.padding_bytes, "padding_fraction": self.padding_fraction,
                 "passes": [p.to_dict() for p in self.passes]}
 
@@ -165,6 +168,8 @@ class Plan:
         n = len(self.passes)
         head = (f"{self.strategy}: {n} pass{'es' if n != 1 else ''}, peak memory {format_size(self.peak_mem)} "
                 f"of {format_size(self.max_mem)} allowed, predicted {self.predicted_s:.2f} s")
+        if self.start_s:
+            head += f" (of which {self.start_s:.2f} s the command's start-up)"
         if self.tmp_bytes:
             head += f", temporary file {format_size(self.tmp_bytes)}"
         lines = [head]
@@ -492,9 +497,15 @@ def plan_variable(src: Layout, dst: Layout, max_mem: int, workers: int = 1, rate
                   allow_two_pass: bool = True, page_cache_bytes: int = 0) -> Plan:
     """The cheapest plan (predicted time) to convert src to dst with peak memory <= max_mem.
     An intermediate file (two-pass) no larger than `page_cache_bytes` is read back from the page
-    cache (rates.warm_read_Bps); 0: from storage.
+    cache (rates.warm_read_Bps); 0: from storage. Its predicted time includes the command's
+    start-up (rates.start_s).
 
     InputError (one line, without the variable name: the caller prefixes it) if no plan fits."""
+    plan = _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes)
+    return dataclasses.replace(plan, start_s=float(rates.start_s))
+
+
+def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes) -> Plan:
     max_mem, workers = _check(src, dst, max_mem, workers)
     shape, rank = src.shape, len(src.shape)
     unit = dst.chunks or (1,) * rank           # target alignment; contiguous: none
@@ -587,3 +598,18 @@ def conversion_plan(src: Layout, dst: Layout, profile, codec: str = "", target_c
                          default_workers() if workers is None else workers,
                          Rates.from_profile(profile, codec, target_codec), allow_two_pass=allow_two_pass,
                          page_cache_bytes=available_memory())
+
+
+def rechunk_cost(profile, max_mem=None, workers=None):
+    """(src Layout, dst Layout, codec) -> predicted seconds of the `climio rechunk` command advice
+    prints (the target keeps the source's codec when it is compressed): conversion_plan with the
+    profile's rates and the command's default memory and workers, the very number `climio rechunk
+    --dry-run` predicts; NaN for a conversion the planner refuses."""
+
+    def cost(src: Layout, dst: Layout, codec: str) -> float:
+        try:
+            return conversion_plan(src, dst, profile, codec, codec if dst.compressed else "none", max_mem,
+                                   workers).predicted_s
+        except InputError:
+            return float("nan")
+    return cost

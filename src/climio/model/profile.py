@@ -71,6 +71,7 @@ class Profile:
     page_bytes: int = PAGE_BYTES
     readahead_bytes: int = 0     # the device's read_ahead_kb (the kernel's readahead maximum); 0: not
                                  # recorded (a profile calibrated before it was), no readahead simulated
+    convert_start_s: float = 0.0  # climio rechunk's fixed cost (process wall beyond its own timing); 0: not measured
     cold_extra_s: float = 0.0    # what a library's cold request costs beyond a raw pread's (interleaved
                                  # metadata reads, readahead that does not follow the library's requests)
     source: str = "synthetic"                          # calibration | runs | synthetic
@@ -159,6 +160,8 @@ class Profile:
             if p in self.rate_Bps:
                 pts = ", ".join(f"{_size(s)} {r / 1e6:.0f}" for s, r in self.rate_Bps[p])
                 out.append(f"  storage {p}: latency {1e6 * self.latency(p):.1f} us; MB/s by request size: {pts}")
+        if self.convert_start_s:
+            out.append(f"  climio rechunk start-up (interpreter, imports, workers, rename): {self.convert_start_s:.2f} s")
         if self.cold_extra_s:
             out.append(f"  a library's strided cold request costs {1e6 * self.cold_extra_s:.0f} us more than a raw pread")
         for name, s in sorted(self.stacks.items()):
@@ -341,7 +344,11 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             if cc.get("nslots"):
                 vals["chunk_cache_nslots"], vals["chunk_cache_w0"] = int(cc["nslots"]), float(cc.get("w0", 0.75))
         prof.stacks[name] = StackRates(**vals)
-    # decode: decoded bytes over the time beyond the uncompressed twin (same stack, same reads)
+    # decode: decoded bytes over the time beyond the uncompressed twin (same stack, same reads); once
+    # any codec is measured, the base's unmeasured ones go (a codec not measured then takes its
+    # family's measured rate, not a built-in laptop figure)
+    if any(k[0] == "decode" and k[4] and k[4] != "none" for k in groups):
+        prof.decode_Bps = {}
     for k in groups:
         if k[0] == "decode" and k[4] and k[4] != "none":
             p = one[k]["params"]
@@ -407,6 +414,10 @@ def _fit_convert(prof: "Profile", groups, one) -> None:
     if writes:
         _, table = fit_storage(writes)      # time per write = cost per write + size / bandwidth
         prof.write_Bps = float(table[-1][1])
+    starts = [r["metrics"]["process_wall_s"] - r["metrics"]["wall_s"] for k in groups if str(k[0]).startswith("convert-e")
+              or str(k[0]).startswith("convert-d") for r in groups[k] if r["metrics"].get("process_wall_s")]
+    if starts:
+        prof.convert_start_s = max(_median(starts), 0.0)
     twin = next((k for k in groups if k[0] == "convert-encode" and k[4] == "none"), None)
     if twin is None:
         return

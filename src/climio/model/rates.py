@@ -88,6 +88,8 @@ class Rates:
     warm_read_Bps: float = 0.0      # page-cache reads (a two-pass plan's intermediate); 0: as read_Bps
     warm_op_s: float = 0.0          # per page-cache request
     cpu_speedup: tuple = ()         # ((processes, measured CPU speed-up), ...); empty: linear
+    start_s: float = 0.0            # the command's fixed cost: interpreter, imports, workers, rename;
+                                    # 0: not calibrated (a profile from before it was measured)
     origin: tuple = field(default=(), compare=False)   # (field name, where its value came from)
 
     @classmethod
@@ -134,6 +136,8 @@ class Rates:
         if profile.rate_Bps.get("warm"):
             vals["warm_read_Bps"] = float(profile.rate("warm", profile.sieve_bytes))
             vals["warm_op_s"] = float(profile.latency("warm"))
+        if getattr(profile, "convert_start_s", 0.0):
+            vals["start_s"] = float(profile.convert_start_s)
         cpu = (profile.parallel or {}).get("cpu") or {}
         if cpu:
             vals["cpu_speedup"] = tuple(sorted((int(n), float(v)) for n, v in cpu.items()))
@@ -179,6 +183,9 @@ class Rates:
         if self.warm_read_Bps:
             lines.append(f"rate read from the page cache (a two-pass plan's intermediate): "
                          f"{self.warm_read_Bps / 1e6:.0f} MB/s, {CALIBRATED} (warm requests)")
+        if self.start_s:
+            lines.append(f"start-up of the command (interpreter, imports, workers, rename): {self.start_s:.2f} s, "
+                         f"{CALIBRATED} (the converter's process wall time beyond its own timing)")
         if self.cpu_speedup:
             lines.append("CPU speed-up of parallel workers: " + ", ".join(f"{n} x{s:.2f}" for n, s in self.cpu_speedup)
                          + f", {CALIBRATED} (decoding in parallel processes)")
