@@ -7,6 +7,7 @@ read pattern cold on each shape. Records:
     kind=read     one per (shape, pattern, repetition): the measured pass, with the predicted one
 """
 
+import math
 import os
 import subprocess
 import time
@@ -82,6 +83,13 @@ def shape_grid(lay, codec, grid, prof, reads_of, cache) -> tuple:
             if depth < len(res.ranked):
                 add(res.ranked[depth].chunks, f"ranked {depth + 1} for {name}")
         depth += 1
+    # still short (a small variable has few shapes the search ranks): shapes of the searched space
+    # spread evenly over its chunk sizes
+    rest = [c for c in layout_search.candidates(lay.shape, lay.itemsize) if label(c) not in shapes]
+    rest.sort(key=lambda c: (math.prod(c), c))
+    want = MIN_SHAPES - len(shapes)
+    for i in range(min(want, len(rest))):
+        add(rest[(2 * i + 1) * len(rest) // (2 * want)], "searched space, spread over chunk sizes")
     return searches, shapes
 
 
@@ -156,11 +164,14 @@ def run_layouts(ctx, grid) -> int:
 def _read_all(ctx, grid, prof, path, lab, why, reads_of, pid, say) -> int:
     """Every pattern read cold on one converted file; a pattern predicted past --max-s is a dnf."""
     lay, codec, var = layout_of(path, VAR)
+    if label(lay.chunks) != lab:
+        raise ClimioError(f"climio rechunk was asked for chunks {lab} and wrote {label(lay.chunks)} ({path})")
     cache = chunk_cache_of(grid.stack, path, var, None)
     n = 0
     for p, reads in reads_of.items():
         pred = predict(lay, reads, grid.stack, prof, codec=codec if lay.compressed else "", chunk_cache=cache)
-        params = {"kind": "read", "chunks": lab, "why": why, "pattern": p, "predicted_s": pred.seconds,
+        params = {"kind": "read", "chunks": lab, "file_chunks": label(lay.chunks), "why": why, "pattern": p,
+                  "predicted_s": pred.seconds,
                   "stack": grid.stack, "compression": codec if lay.compressed else "none"}
         if pred.seconds > grid.max_s:
             ctx.run.writer.write(make_record(STUDY, {**params, "reason": f"predicted {pred.seconds:.3g} s > --max-s"},

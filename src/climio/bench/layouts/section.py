@@ -27,7 +27,9 @@ def section(records) -> Section:
             for m in s["mixes"]]
     sec.add(Table(["mix (pattern:passes)", "advised chunks", "predicted [s]", "measured [s]", "measured best",
                    "best [s]", "advised/best", "rank", "library default [s]", "speed-up over default"], rows,
-                  "Totals are reads + conversion, cold reads, medians of the repetitions."))
+                  "Totals are reads + conversion, cold reads, medians of the repetitions; the library default's total is "
+                  "its reads alone (the data as the library would have written it), and the speed-up is that over the "
+                  "advised total."))
     rows = [[k, v["why"], _s(v["convert_s"])] + [_s(s["read_s"].get(f"{k} {p}")) for p in ("xy", "xt", "xyt")]
             for k, v in s["shapes"].items()]
     sec.add(Table(["chunks", "why measured", "conversion [s]", "xy pass [s]", "xt pass [s]", "xyt pass [s]"], rows,
