@@ -504,6 +504,18 @@ def load(path) -> Profile:
         raise DataError(f"{p} is not a climio profile: {exc}") from None
 
 
+def calibrated(platform_id: str, path=None, say=None) -> Profile:
+    """find()'s profile for a study that measures against it (the validation, the layouts study):
+    a warning said through `say`; none at all is an InputError telling how to make one."""
+    prof, warn = find(platform_id, path or None)
+    if prof is None:
+        raise InputError(f"no calibrated profile for this platform ({platform_id}): run `climio calibrate` first "
+                         "(or give --profile)")
+    if warn and say:
+        say(warn)
+    return prof
+
+
 def find(platform_id: str, path=None, warn=None):
     """The profile to predict with, and a warning line or "".
 

@@ -38,16 +38,6 @@ def label(chunks) -> str:
     return "contiguous" if chunks is None else format_chunks(chunks)
 
 
-def _profile(ctx, grid, say):
-    prof, warn = profmod.find(ctx.run.platform_id, grid.profile or None)
-    if prof is None:
-        raise InputError(f"no calibrated profile for this platform ({ctx.run.platform_id}): run `climio calibrate` "
-                         "first (or give --profile)")
-    if warn:
-        say(warn)
-    return prof
-
-
 def _patterns(grid) -> list:
     return list(dict.fromkeys(p for _, parts in grid.mix_list for p, _ in parts))
 
@@ -125,7 +115,7 @@ def _search_record(name, res, pid):
 def run_layouts(ctx, grid) -> int:
     pid = ctx.run.platform_id
     say = info if ctx.progress else (lambda *_: None)
-    prof = _profile(ctx, grid, say)
+    prof = profmod.calibrated(ctx.run.platform_id, grid.profile, say)
     d = os.path.join(ctx.data_dir, "layouts")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "source.nc")

@@ -48,20 +48,10 @@ def _params(cfg, lay, codec, p, cache, measured_reads, prof) -> dict:
             "profile": prof.platform_id, "profile_source": prof.source}
 
 
-def _profile(ctx, grid, say):
-    prof, warn = profmod.find(ctx.run.platform_id, grid.profile or None)
-    if prof is None:
-        raise InputError(f"no calibrated profile for this platform ({ctx.run.platform_id}): run `climio calibrate` "
-                         "first (or give --profile)")
-    if warn:
-        say(warn)
-    return prof
-
-
 def run_validation(ctx, grid) -> int:
     pid = ctx.run.platform_id
     say = info if ctx.progress else (lambda *_: None)
-    prof = _profile(ctx, grid, say)
+    prof = profmod.calibrated(ctx.run.platform_id, grid.profile, say)
     configs = draw(grid.configs, grid.seed)
     words = [w.strip() for w in grid.only.split(",") if w.strip()]
     configs = [c for c in configs if not words or any(w in c.id for w in words)]
