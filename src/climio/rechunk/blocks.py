@@ -95,6 +95,9 @@ def _open(kind: str, path: str):
             _handles[key] = h5py.File(path, "r")
         elif kind in ("zarr", "zarr+"):
             _handles[key] = _zarr_array(*path, mode="r" if kind == "zarr" else "r+")
+        elif kind in ("zarr-chunks", "zarr+chunks"):   # a zarr_chunks.ChunkIO, or None: through zarr-python
+            from .zarr_chunks import ChunkIO
+            _handles[key] = ChunkIO.of(_open("zarr" if kind == "zarr-chunks" else "zarr+", path), path[0])
         else:
             import netCDF4
             ds = netCDF4.Dataset(path, "r")
@@ -118,7 +121,7 @@ def close_handles() -> None:
         try:
             if kind in ("fd", "fdw"):
                 os.close(h)
-            elif hasattr(h, "close"):
+            elif h is not None and hasattr(h, "close"):
                 h.close()
         except Exception:
             pass
@@ -163,6 +166,40 @@ def _read_direct(task: Task, out: np.ndarray):
         else:
             out[dst] = np.frombuffer(data, dt).reshape(src.chunks)[sel]
     return nread, len(task.entries)
+
+
+def _read_zarr(io, task: Task, out: np.ndarray) -> tuple:
+    """Fill the block from the Zarr chunks it touches (zarr_chunks.ChunkIO); chunks never written
+    hold the fill value. (bytes read, chunks decoded)."""
+    nread = ndec = 0
+    for idx in chunks_in(task.start, task.count, io.chunks):
+        origin = tuple(i * c for i, c in zip(idx, io.chunks))
+        dst, sel = _overlap(task.start, task.count, origin, io.chunks)
+        chunk, n = io.read(idx)
+        if chunk is None:
+            out[dst] = io.fill
+            continue
+        out[dst] = chunk[sel]
+        nread += n
+        ndec += 1
+    return nread, ndec
+
+
+def _write_zarr(task: Task, block: np.ndarray) -> None:
+    """Write a block (whole target chunks, edge chunks clipped by the array's end) into its Zarr
+    array: chunk by chunk through zarr_chunks.ChunkIO, else through zarr-python."""
+    sink = task.sink
+    io = _open("zarr+chunks", (sink.path, sink.var))
+    whole = io is not None and all(s % c == 0 and (n % c == 0 or s + n == d)
+                                   for s, n, c, d in zip(task.start, task.count, io.chunks, io.shape))
+    if not whole:
+        sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
+        _open("zarr+", (sink.path, sink.var))[sel or ...] = block
+        return
+    for idx in chunks_in(task.start, task.count, io.chunks):
+        origin = tuple(i * c for i, c in zip(idx, io.chunks))
+        dst, _ = _overlap(task.start, task.count, origin, io.chunks)
+        io.write(idx, block[dst])
 
 
 def _overlap(start, count, origin, chunks, extent=None):
@@ -213,6 +250,11 @@ def read_block(task: Task, reuse: bool = False) -> tuple:
         _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
         return out, out.nbytes, 0
     if src.kind == "zarr":
+        io = _open("zarr-chunks", (src.path, src.var))
+        if io is not None:
+            out = _block_array(task.count, src.dtype, reuse)
+            nread, ndec = _read_zarr(io, task, out)
+            return out, nread, ndec
         out = np.asarray(_open("zarr", (src.path, src.var))[sel or ...], dtype=src.dtype)
         return out, out.nbytes, sum(1 for _ in chunks_in(task.start, task.count, src.chunks))
     var = _open("netcdf4", src.path)[src.var]
@@ -351,8 +393,7 @@ def run_task(task: Task) -> Result:
         payload = None
         del block
     elif task.sink.kind == "zarr":
-        sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
-        _open("zarr+", (task.sink.path, task.sink.var))[sel or ...] = block
+        _write_zarr(task, block)
         payload = None
         del block
     else:

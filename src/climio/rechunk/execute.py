@@ -5,9 +5,11 @@ Reading and writing go through the format modules (rechunk.formats). Hand-offs c
 they can: workers leave encoded chunks in shared-memory files the parent maps (blocks.Spilled), and
 read and write a two-pass plan's contiguous intermediate themselves.
 
-Memory follows plan.peak_memory: at most `workers` blocks are in the workers and at most `workers`
-finished results wait in the parent, because a new block is handed out only when the oldest
-result has been written.
+Memory follows plan.peak_memory: each worker holds one block, and at most 2 x `workers` tasks are
+handed out at a time (a new one only when the oldest result has been written), so at most that
+many encoded results exist at once, in the workers or waiting in the parent: within the model's
+`workers` x (block + encoded chunks + pickled result) + `workers` results. Two per worker keep the
+next task ready in each worker's pipe while the parent writes, instead of the worker waiting for it.
 """
 
 import collections
@@ -46,12 +48,22 @@ class RechunkStats:
         self.worker_rss[r.pid] = max(self.worker_rss.get(r.pid, 0), r.maxrss)
 
 
-class Runner:
-    """Hands tasks to a process pool (or runs them in-process) and writes results in order."""
+IN_FLIGHT_PER_WORKER = 2   # tasks handed out per worker (see the module docstring)
 
-    def __init__(self, workers: int, stats: RechunkStats):
+
+def pool_size(plans) -> int:
+    """Worker processes the plans need: their largest pass's (1: convert in this process)."""
+    return max((p.workers for plan in plans for p in plan.passes), default=1)
+
+
+class Runner:
+    """Hands tasks to a process pool (or runs them in-process) and writes results in order. The
+    pool starts when the Runner is made: the command makes it before it defines the output, so
+    that the workers' start-up overlaps that."""
+
+    def __init__(self, workers: int, stats: RechunkStats = None):
         self.workers = workers
-        self.stats = stats
+        self.stats = stats if stats is not None else RechunkStats()
         self.pool = None
         self.spill = ""
         if workers > 1:
@@ -70,7 +82,7 @@ class Runner:
         pending = collections.deque()
         for t in tasks:
             pending.append(self.pool.apply_async(blocks.run_task, (t,)))
-            if len(pending) >= workers:
+            if len(pending) >= IN_FLIGHT_PER_WORKER * workers:
                 self._done(pending.popleft().get(), write, progress)
         while pending:
             self._done(pending.popleft().get(), write, progress)
@@ -170,10 +182,11 @@ def _nothing_to_write(result) -> None:
 
 
 def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None,
-            in_format: str = "netcdf4", out_format: str = "netcdf4") -> RechunkStats:
-    """Fill the target variables of `out_path` (already defined by the output format's define_output)."""
-    stats = RechunkStats()
-    runner = Runner(max((p.workers for j in jobs for p in j.plan.passes), default=1), stats)
+            in_format: str = "netcdf4", out_format: str = "netcdf4", runner: Runner = None) -> RechunkStats:
+    """Fill the target variables of `out_path` (already defined by the output format's define_output).
+    `runner`: a Runner started earlier for these jobs (pool_size of their plans); closed here."""
+    runner = runner or Runner(pool_size(j.plan for j in jobs))
+    stats = runner.stats
     src_fmt, dst_fmt = formats.module(in_format), formats.module(out_format)
     ok = False
     try:

@@ -1,0 +1,168 @@
+"""Whole chunks of one Zarr array in a local store (format 2, or 3 without sharding), encoded and
+written, or read and decoded, in the calling thread: the array's own codec objects (zarr-python's)
+applied one after the other, and each chunk a file at the array's chunk key, where zarr-python's
+LocalStore keeps it. zarr-python's own setitem and getitem go through an event loop and a thread
+hop per codec call: on the bench's 350 KiB chunks its write took about 4x the CPU of the codecs
+themselves (bench/rechunk_zarr_vs_peers.py). What zarr-python would store is stored: the same
+codec calls, edge chunks padded with the fill value, and no chunk written that holds only the fill
+value (zarr's default write_empty_chunks=False); a missing chunk reads as the fill value.
+
+ChunkIO.of(array, store directory) is None for what this does not cover (sharding, a codec
+without a synchronous call): the caller then reads or writes through zarr-python.
+"""
+
+import os
+
+import numpy as np
+
+
+class ChunkIO:
+    """Encode/write and read/decode whole chunks of one array (see the module docstring)."""
+
+    def __init__(self, arr, root: str, pipeline, spec):
+        self.root = os.path.join(root, arr.path) if arr.path else root
+        self.meta = arr.metadata
+        self.chunks = tuple(int(c) for c in arr.chunks)
+        self.shape = tuple(int(n) for n in arr.shape)
+        self.dtype = np.dtype(spec.dtype.to_native_dtype())
+        self.fill = _fill_value(spec)
+        self.write_empty = bool(spec.config.write_empty_chunks)
+        self.proto = spec.prototype
+        # (codec, the spec it sees), as zarr's BatchedCodecPipeline resolves them
+        self.aa, s = [], spec
+        for c in pipeline.array_array_codecs:
+            self.aa.append((c, s))
+            s = c.resolve_metadata(s)
+        self.ab = (pipeline.array_bytes_codec, s)
+        s = pipeline.array_bytes_codec.resolve_metadata(s)
+        self.bb = []
+        for c in pipeline.bytes_bytes_codecs:
+            self.bb.append((c, s))
+            s = c.resolve_metadata(s)
+        self._dirs = set()
+
+    @classmethod
+    def of(cls, arr, root: str):
+        """A ChunkIO for `arr` (opened from the local store directory `root`), or None."""
+        from zarr.core.buffer import default_buffer_prototype
+        pipeline = getattr(arr._async_array, "codec_pipeline", None)
+        if pipeline is None or not all(hasattr(pipeline, a) for a in
+                                       ("array_array_codecs", "array_bytes_codec", "bytes_bytes_codecs")):
+            return None
+        if arr.ndim == 0 or not os.path.isdir(root) or getattr(arr, "shards", None):
+            return None
+        if not (all(_sync(c) for c in pipeline.array_array_codecs) and _sync_ab(pipeline.array_bytes_codec)
+                and all(_sync(c) or _numcodec(c) for c in pipeline.bytes_bytes_codecs)):
+            return None
+        spec = arr.metadata.get_chunk_spec((0,) * arr.ndim, arr._async_array.config, default_buffer_prototype())
+        if np.dtype(spec.dtype.to_native_dtype()).kind not in "biuf":
+            return None
+        return cls(arr, root, pipeline, spec)
+
+    # ------------------------------------------------------------ keys
+    def path(self, idx) -> str:
+        return os.path.join(self.root, self.meta.encode_chunk_key(tuple(idx)))
+
+    # ------------------------------------------------------------ write
+    def encode(self, chunk: np.ndarray):
+        """The stored bytes of one whole chunk (a buffer), or None if zarr would not store it."""
+        nd = self.proto.nd_buffer.from_ndarray_like(chunk)
+        if not self.write_empty and nd.all_equal(self.fill):
+            return None
+        for c, spec in self.aa:
+            nd = c._encode_sync(nd, spec)
+        ab, spec = self.ab
+        buf = _v2_encode(ab, nd, spec) if _is_v2(ab) else ab._encode_sync(nd, spec)
+        for c, spec in self.bb:
+            buf = c._encode_sync(buf, spec) if _sync(c) else c._encode(buf, spec.prototype)
+        return buf.as_buffer_like()
+
+    def write(self, idx, region: np.ndarray) -> int:
+        """Store chunk `idx` whose values inside the array are `region` (any strides; an edge
+        chunk's region is shorter than the chunk and is padded with the fill value). Bytes stored."""
+        region = np.asarray(region, dtype=self.dtype)
+        if region.shape != self.chunks:
+            full = np.full(self.chunks, self.fill, dtype=self.dtype)
+            full[tuple(slice(0, n) for n in region.shape)] = region
+            region = full
+        data = self.encode(region)
+        if data is None:
+            return 0
+        path = self.path(idx)
+        d = os.path.dirname(path)
+        if d not in self._dirs:
+            os.makedirs(d, exist_ok=True)
+            self._dirs.add(d)
+        with open(path, "wb") as fh:
+            return fh.write(data)
+
+    # ------------------------------------------------------------ read
+    def read(self, idx):
+        """(decoded chunk [chunk shape] or None for a chunk never written, bytes read)."""
+        try:
+            with open(self.path(idx), "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return None, 0
+        return self.decode(raw), len(raw)
+
+    def decode(self, raw: bytes) -> np.ndarray:
+        buf = self.proto.buffer.from_bytes(raw)
+        for c, spec in reversed(self.bb):
+            buf = c._decode_sync(buf, spec) if _sync(c) else _numcodec_decode(c, buf, spec)
+        ab, spec = self.ab
+        nd = _v2_decode(ab, buf, spec) if _is_v2(ab) else ab._decode_sync(buf, spec)
+        for c, spec in reversed(self.aa):
+            nd = c._decode_sync(nd, spec)
+        return nd.as_ndarray_like()
+
+
+def _fill_value(spec):
+    """zarr's fill_value_or_default: a v2 array may have no fill value (then the dtype's zero)."""
+    return spec.dtype.default_scalar() if spec.fill_value is None else spec.fill_value
+
+
+def _sync(codec) -> bool:
+    return hasattr(codec, "_encode_sync") and hasattr(codec, "_decode_sync")
+
+
+def _numcodec(codec) -> bool:
+    """A numcodecs codec wrapped as a bytes-to-bytes Zarr v3 codec (zarr.codecs.numcodecs)."""
+    return hasattr(codec, "_encode") and hasattr(getattr(codec, "_codec", None), "decode")
+
+
+def _numcodec_decode(codec, buf, spec):
+    from zarr.core.buffer.cpu import as_numpy_array_wrapper
+    return as_numpy_array_wrapper(codec._codec.decode, buf, spec.prototype)
+
+
+def _is_v2(codec) -> bool:
+    return type(codec).__name__ == "V2Codec" and hasattr(codec, "filters") and hasattr(codec, "compressor")
+
+
+def _sync_ab(codec) -> bool:
+    if _is_v2(codec):
+        return True
+    return _sync(codec) and type(codec).__name__ != "ShardingCodec"
+
+
+def _v2_encode(codec, nd, spec):
+    """zarr.codecs._v2.V2Codec's encode, in this thread."""
+    from numcodecs.compat import ensure_bytes
+    chunk = nd.as_ndarray_like().astype(spec.dtype.to_native_dtype(), order=spec.order, copy=False)
+    for f in codec.filters or ():
+        chunk = f.encode(chunk)
+    cdata = codec.compressor.encode(chunk) if codec.compressor else chunk
+    return spec.prototype.buffer.from_bytes(ensure_bytes(cdata))
+
+
+def _v2_decode(codec, buf, spec):
+    """zarr.codecs._v2.V2Codec's decode, in this thread (numeric dtypes)."""
+    from numcodecs.compat import ensure_ndarray_like
+    cdata = buf.as_array_like()
+    chunk = codec.compressor.decode(cdata) if codec.compressor else cdata
+    for f in reversed(codec.filters or ()):
+        chunk = f.decode(chunk)
+    chunk = ensure_ndarray_like(chunk).view(spec.dtype.to_native_dtype())
+    chunk = chunk.reshape(-1, order="A").reshape(spec.shape, order=spec.order)
+    return spec.prototype.nd_buffer.from_ndarray_like(chunk)
