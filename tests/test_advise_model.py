@@ -213,3 +213,25 @@ def test_the_converters_start_up_is_fitted_and_in_every_conversion_plan():
     assert with_start.start_s == pytest.approx(2.0) and without.start_s == 0.0
     assert with_start.predicted_s == pytest.approx(without.predicted_s + 2.0)
     assert with_start.to_dict()["predicted_s"] == pytest.approx(with_start.predicted_s)
+
+
+def test_stacks_share_the_per_run_and_per_chunk_costs_of_the_library_below():
+    """A Python stack's per-run and per-chunk costs are its C library's: taken from the reference
+    stack (c-netcdf for netCDF-C, h5py for HDF5), its own per-call cost re-solved from its call case;
+    warm library costs use the fastest repetition."""
+    def rec(kind, stack, wall, calls, pieces, chunks=0):
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": calls},
+                "params": {"kind": kind, "stack": stack, "calls": calls, "pieces": pieces, "chunks": chunks,
+                           "bytes_wanted": 0, "requests": []}}
+    # c-netcdf: 10 us a call, 50 ns a run, 3 us a chunk; xarray: 400 us a call, and a noisy runs case
+    recs = [rec("stack-call", "c-netcdf", 1000 * 10e-6 + 1000 * 50e-9, 1000, 1000),
+            rec("stack-runs", "c-netcdf", 100 * 10e-6 + 100000 * 50e-9, 100, 100000),
+            rec("stack-chunks", "c-netcdf", 10 * 10e-6 + 10 * 50e-9 + 1000 * 3e-6, 10, 10, 1000),
+            rec("stack-call", "xarray", 1000 * 400e-6 + 1000 * 50e-9, 1000, 1000),
+            rec("stack-call", "xarray", 5.0, 1000, 1000),                 # a slow repetition: not the fastest
+            rec("stack-runs", "xarray", 100 * 400e-6 + 100000 * 2e-6, 100, 100000)]   # 2 us a run: noise
+    p = fit(recs, "pid")
+    x, c = p.stacks["xarray"], p.stacks["c-netcdf"]
+    assert c.piece_s == pytest.approx(50e-9) and c.chunk_s == pytest.approx(3e-6)
+    assert x.piece_s == c.piece_s and x.chunk_s == c.chunk_s
+    assert x.call_s == pytest.approx(400e-6)
