@@ -22,7 +22,7 @@ def totals_by_mix(s) -> bytes:
             t = mix["totals"].get(shape)
             if t and mix["best_total_s"] > 0:
                 m[i, j] = t["total_s"] / mix["best_total_s"]
-    fig = Figure(figsize=(2.2 + 1.1 * len(mixes), 1.2 + 0.32 * len(shapes)))
+    fig = Figure(figsize=(4.2 + 1.1 * len(mixes), 1.4 + 0.32 * len(shapes)))
     ax = fig.add_subplot(1, 1, 1)
     vmax = max(2.0, float(np.nanmax(m)) if np.isfinite(m).any() else 2.0)
     im = ax.imshow(np.log10(m), aspect="auto", cmap="viridis_r", vmin=0.0, vmax=math.log10(vmax))
