@@ -577,3 +577,22 @@ def test_rechunk_face_is_a_plain_function(tmp_path):
     write_4d(src, SHAPE, chunks="contiguous")
     summary = climio.rechunk(src, tmp_path / "out.nc", chunks={"ta": [16, 1, 8, 64]}, workers=1)
     assert summary and (tmp_path / "out.nc").is_file()
+
+
+def test_chunk_cache_advice_compares_with_the_cache_the_library_really_has(tmp_path):
+    """The profile says the stack's cache is 1 MiB; netCDF-C opens this variable with a larger one
+    (it sizes caches per variable): a map read touching 3 MiB of partial compressed chunks, which the
+    next map shares, fits the library's real cache, so no chunk-cache advice; told to use 1 MiB
+    (--chunk-cache), it fires."""
+    path = tmp_path / "xy.nc"
+    write_4d(path, (64, 1, 96, 128), chunks=[64, 1, 3, 128], compression=parse_compression("deflate4+shuffle"))
+    import netCDF4
+    with netCDF4.Dataset(path) as ds:
+        real = ds["ta"].get_var_chunk_cache()[0]
+    assert real > 4 << 20, f"netCDF-C opened the variable with only {real} B of cache"
+    reads = [ReadSpec("xy", passes=3)]
+    fired = {r["rule"] for r in recommend.advise_workflow(Workflow(str(path), "ta", reads, 1), synthetic()).recommendations}
+    assert "chunk-cache" not in fired
+    small = recommend.advise_workflow(Workflow(str(path), "ta", reads, 1, chunk_cache=1 << 20), synthetic())
+    rec = next(r for r in small.recommendations if r["rule"] == "chunk-cache")
+    assert rec["evidence"]["cache_bytes"] == 1 << 20 and rec["evidence"]["touched_bytes_max"] == 32 * 64 * 3 * 128 * 8

@@ -103,7 +103,12 @@ def chunk_cache(facts):
     wf, profile = facts.workflow, facts.profile
     need = max((x.prediction.counts.max_touched_bytes for x in wf.items
                 if x.layout.chunks is not None and x.prediction.counts.partial_chunks), default=0)
-    cache_now = wf.chunk_cache if wf.chunk_cache is not None else profile.stack(wf.stack).chunk_cache_bytes
+    # the cache the library really opens the variable with (read from it by the prediction), else
+    # the size asked, else the profile's figure for the stack
+    real = next((x.prediction.chunk_cache for x in wf.items if x.layout.chunks is not None
+                 and x.prediction.chunk_cache and x.prediction.chunk_cache.get("nbytes") is not None), None)
+    cache_now = (int(real["nbytes"]) if real else wf.chunk_cache if wf.chunk_cache is not None
+                 else profile.stack(wf.stack).chunk_cache_bytes)
     if not need or need <= cache_now:
         return []
     total, per_pass = wf.total_s, wf.per_pass_s
