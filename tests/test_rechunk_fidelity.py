@@ -64,6 +64,19 @@ def src(tmp_path_factory):
         y.units = "days since 1-1-1"
         y.calendar = "noleap"
         y[:] = [0.0, 365.0, 730.5]
+        # a 2-D coordinate with bounds: xarray's netCDF writer drops a bounds attribute equal to its
+        # parent's (units here) and, decoding `coordinates`, would give lat_bnds one of its own
+        s.createDimension("xx", 2)
+        s.createDimension("nv4", 4)
+        lat = s.createVariable("lat", "f4", ("y", "xx"))
+        lat.setncatts({"units": "degrees_north", "bounds": "lat_bnds"})
+        lat[:] = np.arange(6, dtype="f4").reshape(3, 2)
+        lb = s.createVariable("lat_bnds", "f4", ("y", "xx", "nv4"))
+        lb.setncatts({"comment": "cell corners", "units": "degrees_north"})
+        lb[:] = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        sst = s.createVariable("sst", "f4", ("y", "xx"))
+        sst.setncatts({"units": "K", "coordinates": "lat"})
+        sst[:] = np.ones((3, 2), "f4")
         s.createGroup("inner")
     return path
 
@@ -97,6 +110,8 @@ def check_times_in_zarr(src, store):
             assert np.array_equal(g[name][...], ds[name][...]) and g[name].dtype == ds[name].dtype
         assert zarr_attrs(g["t360_bnds"]) == {}, "a bounds variable got attributes the input did not have"
         assert zarr_attrs(g["sub/when"]) == {"units": "days since 1-1-1", "calendar": "noleap"}
+        assert zarr_attrs(g["sub/lat_bnds"]) == {"comment": "cell corners", "units": "degrees_north"}
+        assert zarr_attrs(g["sub/sst"]) == {"units": "K", "coordinates": "lat"}
 
 
 
@@ -115,9 +130,9 @@ def check_netcdf(src, back):
     with netCDF4.Dataset(src) as a, netCDF4.Dataset(back) as b:
         for ds in (a, b):
             ds.set_auto_maskandscale(False)
-        for name in [*TIMES, "t360_bnds", "field"]:
-            assert {k: b[name].getncattr(k) for k in b[name].ncattrs()} == \
-                   {k: a[name].getncattr(k) for k in a[name].ncattrs()}, name
+        for name in [*TIMES, "t360_bnds", "field", "sub/lat", "sub/lat_bnds", "sub/sst"]:
+            assert [(k, b[name].getncattr(k)) for k in b[name].ncattrs()] == \
+                   [(k, a[name].getncattr(k)) for k in a[name].ncattrs()], name   # in order too
             assert np.array_equal(a[name][...], b[name][...]) and a[name].dtype == b[name].dtype
         assert b["empty"].getncattr("note") == "nothing here" and list(b["empty"].groups) == ["deeper"]
         assert list(b["sub"].groups) == ["inner"] and b["sub/when"].units == "days since 1-1-1"

@@ -113,9 +113,11 @@ def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
     import xarray as xr
 
     from . import xarray_io
+    bounds = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for group, ds in xarray_io.groups(in_path, "zarr", targets):
+            bounds[group] = bounds_attrs(ds)
             enc = {}
             for name in ds.variables:
                 path = xarray_io.var_path(group, name)
@@ -132,6 +134,7 @@ def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
                              format="NETCDF4", engine="netcdf4", encoding=enc, compute=False)
             except (ValueError, TypeError, RuntimeError, OSError) as exc:
                 raise DataError(f"cannot write {tmp}: {exc}") from None
+    restore_bounds_attrs(tmp, bounds)
     found = {i.path: i for i in meta.scan(tmp)}
     out = {}
     with meta.h5open(tmp) as h5:
@@ -140,6 +143,33 @@ def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
                 raise DataError(f"{tmp}: {path} was not defined")
             out[path] = meta.hdf5_path(h5, path)
     return out
+
+
+def bounds_attrs(ds) -> dict:
+    """{name: attributes} of the variables another variable names as its `bounds`."""
+    names = {str(v.attrs.get("bounds")) for v in ds.variables.values()} & set(map(str, ds.variables))
+    return {n: dict(ds[n].attrs) for n in sorted(names)}
+
+
+def restore_bounds_attrs(tmp, bounds: dict) -> None:
+    """xarray's netCDF writer drops a bounds variable's attributes that equal its parent's (units,
+    calendar, long_name...: its issue #2921, CF says bounds inherit them); the input had them, so
+    they are put back, the attributes in the input's order and those xarray added (its CF
+    encodings) after them."""
+    import netCDF4
+    with netCDF4.Dataset(tmp, "a") as nc:
+        for group, wanted in bounds.items():
+            g = nc if group == "/" else nc[group]
+            for name, attrs in wanted.items():
+                v = g.variables[name]
+                have = v.ncattrs()
+                if all(k in have for k in attrs):
+                    continue
+                added = {k: v.getncattr(k) for k in have if k not in attrs and k != "_FillValue"}
+                for k in have:
+                    if k != "_FillValue":
+                        v.delncattr(k)
+                v.setncatts({**{k: x for k, x in attrs.items() if k != "_FillValue"}, **added})
 
 
 def output_sink(dset) -> blocks.Sink:

@@ -8,6 +8,9 @@ choosing ('days since 1949-12-01' for '... 00:00:00'), add a calendar the input 
 copy a time's units onto its bounds, and refuse units it cannot decode ('months since', year 1-1-1).
 Carried as the numbers they are with their `units` and `calendar` attributes as the input has them,
 the copy decodes as the input does in any reader (xarray.open_zarr(out) equals open_dataset(in)).
+Likewise `coordinates` attributes stay attributes: decoded, xarray's writer would give every variable
+spanning a 2-D coordinate's dimensions (lat_bnds beside lat, lon) a `coordinates` attribute the
+input did not have.
 """
 
 from contextlib import ExitStack
@@ -32,10 +35,11 @@ def group_tree(path, fmt: str) -> list:
 
 
 def open_lazy(path, fmt: str, group: str = "/"):
-    """One group, values lazy; times and time spans left as stored (see the module's note)."""
+    """One group, values lazy; times, time spans and `coordinates` attributes left as stored (see
+    the module's note)."""
     import xarray as xr
     g = None if group == "/" else group
-    kw = {"group": g, "chunks": {}, "decode_times": False, "decode_timedelta": False}
+    kw = {"group": g, "chunks": {}, "decode_times": False, "decode_timedelta": False, "decode_coords": False}
     if fmt == "zarr":
         return xr.open_zarr(path, consolidated=None, **kw)
     return xr.open_dataset(path, engine="netcdf4", **kw)
