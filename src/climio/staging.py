@@ -5,6 +5,7 @@ readers never see half a file, and a failed or interrupted write leaves nothing 
     check_output_dir(d, force); with staged_dir(d, force) as tmp_d: ...   a directory, replaced whole
     write_via_temp(path, lambda tmp: ...)        one file; an OSError becomes one DataError line
     stale_temporaries(path) / remove_stale(...)  what a SIGKILLed writer left, found and removed
+    make_marked_dir(tmp)                         a temporary directory (a Zarr store) those may remove
 
 An error or a signal Python sees removes the temporaries; SIGKILL (the OOM killer, a batch
 system's hard limit) does not. The next run of the command finds those whose process is gone by
