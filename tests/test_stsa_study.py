@@ -26,6 +26,13 @@ def test_stsa_study_tiny_run_records_and_report(tmp_path):
         for key in ("task_wall_s", "task_cpu_s", "task_read_wall_s", "task_compute_wall_s", "task_worker"):
             assert len(m[key]) == 4
         assert r["cache"]["requested"] == "cold" and r["cache"]["verified_by"] == "mincore"
+        # the HDF5 chunk cache the tasks read with: none for the contiguous layout, the whole cache else
+        cc = p["chunk_cache"]
+        if p["chunks"] == "contiguous":
+            assert cc is None
+        else:
+            assert cc["nbytes"] > 0 and cc["nslots"] > 0 and 0 <= cc["w0"] <= 1 and cc["source"]
+            assert p["task_chunk_cache_bytes"] == [cc["nbytes"]] * 4 or len(p["task_chunk_cache_bytes"]) == 4
     assert {r["params"]["chunks"] if isinstance(r["params"]["chunks"], str) else tuple(r["params"]["chunks"])
             for r in recs} >= {"contiguous", (16, 1, 1, 64)}
     df = to_frame(recs)

@@ -116,25 +116,29 @@ def _backend_array(part):
 
 
 def tune_chunk_cache(parts, spec: TaskSpec):
-    """Plan ``runs``: size the variable's HDF5 chunk cache to hold every chunk this task touches
-    (readplan.chunk_cache_bytes), never below what it has. Returns the cache bytes now set, or None
-    where there is nothing to tune (contiguous, in memory, Dask-backed, another engine)."""
-    if spec.read_plan != "runs" or not parts:
+    """The variable's HDF5 chunk cache as the task reads with it ({nbytes, nslots, w0, source}), or
+    None where there is none to read (contiguous, in memory, Dask-backed, another engine). Plan
+    ``runs`` sizes it to hold every chunk this task touches (readplan.chunk_cache_bytes), never
+    below what it has; otherwise it is the library's own for the variable."""
+    if not parts:
         return None
     var, lock = _netcdf4_variable(parts[0])
     if var is None:
         return None
     with lock:
         chunking = var.chunking()
-        if chunking == "contiguous" or spec.axes.lat not in var.dimensions:
+        if chunking == "contiguous":
             return None
-        want = readplan.chunk_cache_bytes(readplan.row_runs(spec.rows), var.dimensions, var.shape, chunking,
-                                          var.dtype.itemsize, spec.axes.lat, set(map(str, parts[0].dims)))
         size, slots, preemption = var.get_var_chunk_cache()
-        if want is not None and want[0] > size:
-            var.set_var_chunk_cache(size=want[0], nelems=max(slots, want[1]), preemption=preemption)
-            size = want[0]
-    return int(size)
+        source = "the library's for the variable"
+        if spec.read_plan == "runs" and spec.axes.lat in var.dimensions:
+            want = readplan.chunk_cache_bytes(readplan.row_runs(spec.rows), var.dimensions, var.shape, chunking,
+                                              var.dtype.itemsize, spec.axes.lat, set(map(str, parts[0].dims)))
+            if want is not None and want[0] > size:
+                slots = max(slots, want[1])
+                var.set_var_chunk_cache(size=want[0], nelems=slots, preemption=preemption)
+                size, source = want[0], "sized by the runs read plan"
+    return {"nbytes": int(size), "nslots": int(slots), "w0": float(preemption), "source": source}
 
 
 def read_block(parts, spec: TaskSpec, info=None) -> np.ndarray:
@@ -208,13 +212,14 @@ def read_task(parts, spec: TaskSpec, after=None, hold=False) -> dict:
     if hold:
         _keep_open(parts)
     io0, cpu0, w0 = _io_bytes(), _cpu(), time.perf_counter()
-    cache_bytes = tune_chunk_cache(parts, spec)
+    cache = tune_chunk_cache(parts, spec)
     info = {}
     block = read_block(parts, spec, info)
     w1, cpu1, io1 = time.perf_counter(), _cpu(), _io_bytes()
     out = {"task": spec.index, "rows": list(spec.rows), "worker": where, "start": start, "block": block,
            "bytes": int(block.nbytes), "read_wall_s": w1 - w0, "read_cpu_s": cpu1 - cpu0,
-           "read_plan": spec.read_plan, "reader": info["reader"], "chunk_cache_bytes": cache_bytes}
+           "read_plan": spec.read_plan, "reader": info["reader"], "chunk_cache": cache,
+           "chunk_cache_bytes": cache["nbytes"] if cache else None}
     if io0 is not None and io1 is not None:
         out["storage_read_bytes"] = io1 - io0
     return out

@@ -93,7 +93,10 @@ def record(grid, name, label, comp, chunks, n_workers, mode, rep, res, state, pa
     params = {"layout": name, "chunk_label": label, "chunks": chunks, "compression": comp, "workers": n_workers,
               "mode": mode, "method": "hayashi", "n_tasks": len(tasks), "read_plan": grid.read_plan, "shape": list(grid.shape),
               "dtype": grid.dtype, "stack": STACK, "file_bytes": file_bytes, "piece_bytes": grid.shape[3] * 8,
-              "where": where, "preset": grid.preset, "source": grid.source or "generated"}
+              "where": where, "preset": grid.preset, "source": grid.source or "generated",
+              # the chunk cache the tasks read with (each task's: the runs plan sizes it per task)
+              "chunk_cache": tasks[0].get("chunk_cache"),
+              "task_chunk_cache_bytes": [(t.get("chunk_cache") or {}).get("nbytes") for t in tasks]}
     return task_record(STUDY, params, metrics, state, file_bytes, rep, platform_id)   # a cold job reads the whole file
 
 
