@@ -235,3 +235,19 @@ def test_stacks_share_the_per_run_and_per_chunk_costs_of_the_library_below():
     assert c.piece_s == pytest.approx(50e-9) and c.chunk_s == pytest.approx(3e-6)
     assert x.piece_s == c.piece_s and x.chunk_s == c.chunk_s
     assert x.call_s == pytest.approx(400e-6)
+
+
+def test_page_cache_copies_scale_with_the_cpu_storage_requests_with_the_storage():
+    """With N tasks, requests served by the page cache (a memory copy) divide by the CPU speed-up,
+    storage requests by the storage's."""
+    from climio.model.predict import Counts
+    prof = Profile(platform_id="p", latency_s={"strided": 1e-4, "warm": 1e-6, "sequential": 1e-6},
+                   rate_Bps={"strided": [[4096, 1e8]], "warm": [[4096, 4e9]], "sequential": [[4096, 1e9]]},
+                   stacks={"s": StackRates(call_s=0.0, chunk_s=0.0, piece_s=0.0, copy_Bps=1e30, open_s=0.0)},
+                   parallel={"cores": 2, "io": {"2": 1.25}, "cpu": {"2": 2.0}})
+    c = Counts(reads=2, reads_simulated=2, requests={("strided", 65536): 10, ("warm", 65536): 1000})
+    lay = Layout((2, 8192), 8, None)
+    p = predict(lay, [((0, 0), (1, 8192)), ((1, 0), (1, 8192))], "s", prof, tasks=2, counts=c)
+    cold = 10 * (1e-4 + 65536 / 1e8)
+    warm = 1000 * (1e-6 + 65536 / 4e9)
+    assert p.io_s == pytest.approx(cold / 1.25 + warm / 2.0)

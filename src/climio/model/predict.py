@@ -6,7 +6,7 @@ One explicit formula, evaluated on the requests the HDF5 library makes for the r
                                       (+ cold_extra_s per strided cold request the library makes)
          + bytes decoded / decode rate(codec)                                             decode
          + calls x call_s + chunks visited x chunk_s + runs x piece_s + bytes / copy_Bps   CPU
-    with N tasks:  I/O / S_io(N) + (decode + CPU) / S_cpu(N) + open
+    with N tasks:  I/O_storage / S_io(N) + (I/O_page-cache + decode + CPU) / S_cpu(N) + open
     on M nodes of N tasks each:  max(I/O / (M S_io(N)), cold bytes / B) + (decode + CPU) / (M S_cpu(N)) + open
                    B: the shared file system's aggregate bandwidth, profile.parallel["shared_fs_Bps"]
                    when calibrated; without it each node's storage bandwidth is assumed to add up
@@ -25,9 +25,11 @@ does with it, simulated read by read in the order the program reads:
     uncompressed chunk larger than the cache is read directly: only the runs the read needs,
     through the sieve;
   * the page cache: a request whose pages were all fetched before is a "warm" request (the
-    warm latency and rate); otherwise its new pages are a cold request, "sequential" when they
-    continue a region already fetched or the previous request (readahead follows), else
-    "strided", and its other pages a warm one.
+    warm latency and rate: a copy by the CPU, so it scales with the cores); otherwise its new
+    pages are a cold request, "sequential" when they continue a region already fetched or the
+    previous request, else "strided", and its other pages a warm one. With the device's
+    read_ahead_kb in the profile, the kernel's readahead decides which pages a cold request
+    brings in (_Storage: random reads fetch their own pages, streams fetch windows ahead).
 Reads beyond a window (SIM_REQUESTS requests) are not simulated one by one: the first reads are,
 and the counts are scaled by reads / reads simulated.
 
@@ -445,15 +447,19 @@ def _mib(b) -> str:
 def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> dict:
     """The formula on counts: seconds per component (serial, one pass)."""
     sr = profile.stack(stack)
-    io = 0.0
+    io = warm = 0.0
     for (p, size), n in counts.requests.items():
-        io += n * (profile.latency(p) + size / profile.rate(p, size))
+        t = n * (profile.latency(p) + size / profile.rate(p, size))
         if p == "strided":
-            io += n * profile.cold_extra_s
+            t += n * profile.cold_extra_s
+        io += t
+        if p == "warm":
+            warm += t
     decode = counts.bytes_decoded / profile.decode(codec) if counts.bytes_decoded else 0.0
     cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_s + counts.pieces * sr.piece_s
            + counts.bytes_wanted / sr.copy_Bps)
-    return {"io_s": io, "decode_s": decode, "cpu_s": cpu, "open_s": sr.open_s}
+    # io_warm_s: the part served by the page cache, a copy by the CPU (it scales with cores, not storage)
+    return {"io_s": io, "io_warm_s": warm, "decode_s": decode, "cpu_s": cpu, "open_s": sr.open_s}
 
 
 def flowchart_path(layout: Layout, counts: Counts, codec: str, tasks: int, nodes: int = 1) -> list:
@@ -523,7 +529,8 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     t = time_of(counts, stack, profile, codec)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])
-    io_pass = t["io_s"] / s_io / nodes          # per pass
+    # per pass: storage requests scale with the storage's parallel speed-up, page-cache copies with the CPU's
+    io_pass = ((t["io_s"] - t["io_warm_s"]) / s_io + t["io_warm_s"] / s_cpu) / nodes
     notes = []
     if nodes > 1:
         ceiling = profile.parallel.get(SHARED_FS_KEY)
