@@ -384,19 +384,17 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
 
 def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
     """(execute.Runner, {variable path: its key in the output}): the output defined and the worker
-    pool started. Defining through xarray (a Zarr input or output) happens in a child process that
-    exits before the pool starts: imported into this process, xarray and pandas would stay for the
-    whole conversion (about 120 MiB of RSS beside the workers'). Otherwise the pool starts first, so
-    that its workers come up while the output is defined."""
-    apart = "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
-    args = (prep.out_fmt, in_path, prep.in_fmt, tmp, prep.targets, prep.infos, prep.max_mem, settings)
+    pool started. With worker processes, defining through xarray (a Zarr input or output) happens in
+    a child process that exits before the pool starts: imported into this process, xarray and pandas
+    would stay for the whole conversion (about 120 MiB of RSS beside the workers'). Otherwise the
+    pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
+    apart = size > 1 and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
+    args = (prep.out_fmt, in_path, prep.in_fmt, tmp, prep.targets, prep.infos, prep.max_mem, settings)
     runner = None if apart else execute.Runner(size)
     try:
         if apart:
-            from .. import spawning
-            with spawning.context().Pool(1, initializer=execute.blocks.init_worker) as pool:
-                out_paths = pool.apply(_define_output, args)
+            out_paths = _in_child(_define_output, args)
             runner = execute.Runner(size)
         else:
             out_paths = _define_output(*args)
@@ -409,6 +407,44 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
 
 def _define_output(out_fmt, *args) -> dict:
     return formats.module(out_fmt).define_output(*args)
+
+
+def _in_child(fn, args):
+    """fn(*args) in a spawned child process (climio.spawning), which then exits; its exception is
+    raised here. A pipe and not a pool: no semaphores for the resource tracker to report as leaked."""
+    from .. import spawning
+    ctx = spawning.context()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child_main, args=(send, fn, args), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        try:
+            ok, value = recv.recv()
+        except EOFError:
+            raise DataError(f"defining the output failed: its process ended with exit code {proc.exitcode}") from None
+    finally:
+        recv.close()
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
+    if not ok:
+        raise value
+    return value
+
+
+def _child_main(conn, fn, args) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this process
+    try:
+        result = (True, fn(*args))
+    except BaseException as exc:   # handed to the parent, which raises it
+        result = (False, exc)
+    try:
+        conn.send(result)
+    except Exception as exc:       # an exception that does not pickle: its text
+        conn.send((False, DataError(f"defining the output failed: {result[1] if not result[0] else exc}")))
+    conn.close()
 
 
 def _target_label(t) -> str:
