@@ -161,7 +161,14 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     # (at 5 MB/s the decoding, not the GETs, sets the time)
     assert "decoded at 5 MB/s" in "\n".join(q.lines())
     # netCDF-4 filters by their HDF5 ids
-    for codec, level, label in (("zlib", 4, "deflate4+shuffle"), ("zstd", 3, "zstd3"), ("blosc_lz4", 5, "blosc_lz45+shuffle")):
+    for codec, level, label in (("zlib", 4, "deflate4+shuffle"), ("zstd", 3, "zstd3"), ("blosc_lz4", 5, "blosc_lz4:5+shuffle")):
         write_4d(tmp_path / f"{codec}.nc", shape, chunks=chunks, dtype="f4", compression=Compression(codec, level, shuffle=True))
         with h5py.File(tmp_path / f"{codec}.nc") as f:
             assert ao.h5_codec_label(f["ta"]) == label, codec
+    # and the same settings as Zarr codecs (make-data's Zarr writer), by zarr-python's objects
+    import zarr
+    for comp, label in (("blosc_lz4:5+shuffle", "blosc_lz4:5+shuffle"), ("deflate4+shuffle", "deflate4+shuffle")):
+        from climio.options import parse_compression
+        write_zarr_4d(tmp_path / f"{label}.zarr", shape, chunks=chunks, dtype="f4", compression=parse_compression(comp))
+        a = zarr.open_array(tmp_path / f"{label}.zarr", path="ta", mode="r")
+        assert ao.codec_label([*(a.filters or ()), *(a.compressors or ())]) == label

@@ -40,27 +40,37 @@ class StoreLayout:
         return max(1, int(round(raw * self.stored_ratio))), raw
 
 
+def _label(codec, level, shuffle, other) -> str:
+    """climio's label (data.compression's grammar) of a codec (netCDF4-python's name: zlib, zstd,
+    bzip2, blosc_*), a level and shuffle; codecs climio has no name for keep their own."""
+    from ..data.compression import Compression
+    if other:
+        return "+".join(other + (["shuffle"] if shuffle else []))
+    if codec is None:
+        return "none"
+    return Compression(codec, int(level), bool(shuffle)).label
+
+
 def codec_label(codecs) -> str:
-    """climio's compression label (data.compression's grammar) of zarr-python or numcodecs codec
-    objects, in order: zstd3, deflate4+shuffle, blosc_lz45+shuffle; "none" for none. A codec climio
-    has no name for keeps its own (the model then decodes it at the slowest calibrated rate)."""
-    parts, shuffle = [], False
+    """climio's compression label of zarr-python or numcodecs codec objects: zstd3, deflate4+shuffle,
+    blosc_lz4:5+shuffle; "none" for none. An unknown codec keeps its own name (the model then decodes
+    it at the slowest calibrated rate)."""
+    codec = level = None
+    shuffle, other = False, []
     for c in codecs or ():
-        name = type(c).__name__.lower()
-        level = getattr(c, "level", getattr(c, "clevel", None))
-        if name in ("shuffle",):
+        name = type(c).__name__.lower().removesuffix("codec")
+        if name == "shuffle":
             shuffle = True
-        elif name.startswith("blosc"):
+        elif name == "blosc":
             cname = str(getattr(c.cname, "value", c.cname))
-            parts.append(f"blosc_{'lz' if cname == 'blosclz' else cname}{c.clevel}")
+            codec, level = f"blosc_{'lz' if cname == 'blosclz' else cname}", c.clevel
             shuffle = shuffle or str(getattr(c.shuffle, "value", c.shuffle)) not in ("noshuffle", "0")
-        elif name in ("zstdcodec", "zstd"):
-            parts.append(f"zstd{level}")
-        elif name in ("gzipcodec", "gzip", "zlib"):
-            parts.append(f"deflate{level}")
-        elif name not in ("bytescodec", "bytes", "crc32ccodec", "transposecodec"):
-            parts.append(name)
-    return "+".join(parts + (["shuffle"] if shuffle and parts else [])) or "none"
+        elif name in ("zstd", "gzip", "zlib", "bz2"):
+            codec = {"gzip": "zlib", "bz2": "bzip2"}.get(name, name)
+            level = getattr(c, "level", 1)
+        elif name not in ("bytes", "crc32c", "transpose", "bitround"):
+            other.append(name)
+    return _label(codec, level, shuffle if codec or other else False, other)
 
 
 BLOSC_NAMES = ("lz", "lz4", "lz4hc", "snappy", "zlib", "zstd")   # hdf5plugin's Blosc compressor codes 0-5
@@ -70,23 +80,20 @@ def h5_codec_label(dset) -> str:
     """climio's compression label of an HDF5 dataset's filter pipeline (deflate, shuffle, zstd,
     Blosc, bzip2 by their registered filter ids); "none" for none."""
     plist = dset.id.get_create_plist()
-    parts, shuffle = [], False
+    codec = level = None
+    shuffle, other = False, []
     for i in range(plist.get_nfilters()):
         fid, _, cd, name = plist.get_filter(i)
         if fid == 2:
             shuffle = True
-        elif fid == 1:
-            parts.append(f"deflate{cd[0] if cd else 4}")
-        elif fid == 32015:
-            parts.append(f"zstd{cd[0] if cd else 3}")
-        elif fid == 307:
-            parts.append(f"bzip2{cd[0] if cd else 9}")
-        elif fid == 32001 and len(cd) >= 7:
-            parts.append(f"blosc_{BLOSC_NAMES[cd[6]] if cd[6] < len(BLOSC_NAMES) else cd[6]}{cd[4]}")
+        elif fid in (1, 32015, 307):
+            codec, level = {1: "zlib", 32015: "zstd", 307: "bzip2"}[fid], (cd[0] if cd else 1)
+        elif fid == 32001 and len(cd) >= 7 and cd[6] < len(BLOSC_NAMES):
+            codec, level = f"blosc_{BLOSC_NAMES[cd[6]]}", cd[4]
             shuffle = shuffle or bool(cd[5])
         elif fid != 4:   # 4: Fletcher32, a checksum
-            parts.append(name.decode(errors="replace") or str(fid))
-    return "+".join(parts + (["shuffle"] if shuffle and parts else [])) or "none"
+            other.append(name.decode(errors="replace") or str(fid))
+    return _label(codec, level, shuffle if codec or other else False, other)
 
 
 def stored_ratio(endpoint: Endpoint, url: str, var: str, arr, max_objects: int = 1000) -> float:
