@@ -251,3 +251,25 @@ def test_page_cache_copies_scale_with_the_cpu_storage_requests_with_the_storage(
     cold = 10 * (1e-4 + 65536 / 1e8)
     warm = 1000 * (1e-6 + 65536 / 4e9)
     assert p.io_s == pytest.approx(cold / 1.25 + warm / 2.0)
+
+
+def test_each_decode_costs_its_fixed_part_fitted_from_small_chunks():
+    """4 KiB chunks with a codec, beyond their uncompressed twin and their bytes at the decode rate:
+    the per-decode cost, which the model adds per chunk decoded."""
+    def rec(codec, wall, decodes, nbytes):
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": 4},
+                "params": {"kind": "decode-chunk", "stack": "netcdf4-python", "codec": codec, "decodes": decodes,
+                           "bytes_decoded": nbytes, "calls": 4, "pieces": 4, "chunks": decodes, "bytes_wanted": nbytes,
+                           "requests": []}}
+    base = default_profile()
+    rate = base.decode("deflate1")
+    recs = [rec("none", 0.10, 0, 0), rec("none", 0.5, 0, 0),
+            rec("deflate1", 0.10 + 4e6 / rate + 4096 * 10e-6, 4096, 4e6)]
+    p = fit(recs, "pid", base=base)
+    assert p.decode_chunk_s == pytest.approx(10e-6)
+    lay = Layout((64, 64), 8, (8, 8), True, 64 * 64 * 4)
+    reads = [((0, 0), (64, 64))]
+    with_chunk = predict(lay, reads, "netcdf4-python", p, codec="deflate1")
+    p.decode_chunk_s = 0.0
+    without = predict(lay, reads, "netcdf4-python", p, codec="deflate1")
+    assert with_chunk.decode_s == pytest.approx(without.decode_s + 64 * 10e-6)

@@ -71,6 +71,7 @@ class Profile:
     page_bytes: int = PAGE_BYTES
     readahead_bytes: int = 0     # the device's read_ahead_kb (the kernel's readahead maximum); 0: not
                                  # recorded (a profile calibrated before it was), no readahead simulated
+    decode_chunk_s: float = 0.0   # each chunk decode's fixed cost (filter pipeline set-up) beyond its bytes; 0: not measured
     convert_start_s: float = 0.0  # climio rechunk's fixed cost (process wall beyond its own timing); 0: not measured
     cold_extra_s: float = 0.0    # what a library's cold request costs beyond a raw pread's (interleaved
                                  # metadata reads, readahead that does not follow the library's requests)
@@ -160,6 +161,8 @@ class Profile:
             if p in self.rate_Bps:
                 pts = ", ".join(f"{_size(s)} {r / 1e6:.0f}" for s, r in self.rate_Bps[p])
                 out.append(f"  storage {p}: latency {1e6 * self.latency(p):.1f} us; MB/s by request size: {pts}")
+        if self.decode_chunk_s:
+            out.append(f"  each chunk decode costs {1e6 * self.decode_chunk_s:.1f} us beyond its bytes (filter pipeline)")
         if self.convert_start_s:
             out.append(f"  climio rechunk start-up (interpreter, imports, workers, rename): {self.convert_start_s:.2f} s")
         if self.cold_extra_s:
@@ -366,6 +369,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
                 sr = prof.stacks.get(k[1], StackRates())
                 extra -= p["calls"] * sr.call_s + p["chunks"] * sr.chunk_s + p["bytes_wanted"] / sr.copy_Bps
             prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-6)
+    _fit_decode_chunk(prof, groups, fast)
     _fit_convert(prof, groups, one)
     # parallel speed-ups: time of the same total work with 1 task over time with n tasks
     for kind in ("io", "cpu"):
@@ -433,6 +437,21 @@ def _share_library_costs(prof: "Profile", solved) -> None:
             t -= p["bytes_wanted"] / base["copy_Bps"]
             base["call_s"] = max(t - p["pieces"] * r.piece_s, 0.0) / max(p["calls"], 1)
         prof.stacks[name] = StackRates(**base)
+
+
+def _fit_decode_chunk(prof: "Profile", groups, fast) -> None:
+    """Each decode's fixed cost: 4 KiB chunks read with a codec, beyond their uncompressed twin
+    (the same chunk visits) and beyond their bytes at the codec's decode rate, per decode; the
+    fastest repetitions (CPU work)."""
+    twin = next((k for k in groups if k[0] == "decode-chunk" and k[4] == "none"), None)
+    for k in groups:
+        if twin is None or k[0] != "decode-chunk" or k[4] in (None, "none"):
+            continue
+        p = groups[k][0]["params"]
+        if not p.get("decodes"):
+            continue
+        extra = fast[k] - fast[twin] - p["bytes_decoded"] / prof.decode(k[4])
+        prof.decode_chunk_s = max(extra, 0.0) / p["decodes"]
 
 
 def _fit_convert(prof: "Profile", groups, one) -> None:

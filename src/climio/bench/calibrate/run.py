@@ -41,6 +41,7 @@ from . import STUDY
 SHAPE = (32, 4, 64, 128)          # 8 MiB of f8: the library-cost files
 DECODE_SHAPE = (64, 4, 64, 128)   # 16 MiB: the decode files
 DECODE_CHUNKS = (4, 1, 64, 128)   # 256 KiB chunks
+DECODE_SMALL_CHUNKS = (4, 1, 8, 16)   # 4 KiB chunks: the per-chunk cost of the filter pipeline
 SMALL_CHUNKS = (1, 1, 8, 16)      # 1 KiB chunks
 SEQ_SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
 STRIDED_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
@@ -232,6 +233,16 @@ def decode(files, codecs, reps, emit, pid):
         params["bytes_decoded"] = lay.nbytes
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
             emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+    # the same reads of 4 KiB chunks, uncompressed and with the first codec: what each decode costs
+    # beyond its bytes (the filter pipeline's set-up per chunk), which 256 KiB chunks hide
+    for codec in ["none", *codecs[:1]]:
+        path = files[f"decode-small-{codec}"]
+        lay = Layout(DECODE_SHAPE, 8, DECODE_SMALL_CHUNKS, codec != "none", _stored(path) if codec != "none" else None)
+        params = {"kind": "decode-chunk", "stack": "netcdf4-python", "codec": codec,
+                  **_counts_params(lay, reads, NOCACHE, path)}
+        params["bytes_decoded"] = lay.nbytes if codec != "none" else 0
+        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
+            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
 
 
 def cache_effect(files, codec, reps, emit, pid):
@@ -315,6 +326,9 @@ def make_files(grid, data_dir) -> dict:
     files["small"] = _nc(os.path.join(d, "small-chunks.nc"), SHAPE, SMALL_CHUNKS)
     for codec in ["none", *grid.codec_list]:
         files[f"decode-{codec}"] = _nc(os.path.join(d, f"decode-{codec}.nc"), DECODE_SHAPE, DECODE_CHUNKS, codec)
+    for codec in ["none", *grid.codec_list[:1]]:
+        files[f"decode-small-{codec}"] = _nc(os.path.join(d, f"decode-small-{codec}.nc"), DECODE_SHAPE,
+                                             DECODE_SMALL_CHUNKS, codec)
     return files
 
 
