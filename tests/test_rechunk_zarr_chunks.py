@@ -30,13 +30,18 @@ def _create(root: Path, fmt: int, **codecs):
 
 
 CODECS = {
-    "v3 zstd+shuffle": (3, {"compressors": [zc.ZstdCodec(level=3)], "filters": None,
+    "v3 zstd": (3, {"compressors": [zc.ZstdCodec(level=3)], "filters": None,
+                    "serializer": zc.BytesCodec(endian="little")}),
+    "v3 shuffle+zstd": (3, {"compressors": [zc.numcodecs.Shuffle(elementsize=4), zc.ZstdCodec(level=3)],
                             "serializer": zc.BytesCodec(endian="little")}),
+    "v3 shuffle+zstd big-endian": (3, {"compressors": [zc.numcodecs.Shuffle(elementsize=4), zc.ZstdCodec(level=1)],
+                                       "serializer": zc.BytesCodec(endian="big")}),   # (gzip stores the time)
     "v3 blosc big-endian": (3, {"compressors": [zc.BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=4)],
                                 "serializer": zc.BytesCodec(endian="big")}),
-    "v2 zstd shuffle filter": (2, {"compressors": numcodecs.Zstd(level=3),
-                                   "filters": [numcodecs.Shuffle(elementsize=4)]}),
+    "v2 shuffle+zstd": (2, {"compressors": numcodecs.Zstd(level=3), "filters": [numcodecs.Shuffle(elementsize=4)]}),
+    "v2 shuffle": (2, {"compressors": None, "filters": [numcodecs.Shuffle(elementsize=4)]}),
 }
+FUSED = ("v3 shuffle+zstd", "v2 shuffle+zstd", "v2 shuffle")   # gathered and shuffled in one pass
 
 
 def _files(root: Path) -> dict:
@@ -51,7 +56,7 @@ def test_written_chunks_are_zarr_pythons_bytes(tmp_path, name):
     _create(theirs, fmt, **codecs)[...] = data
     arr = _create(ours, fmt, **codecs)
     io = ChunkIO.of(zarr.open_array(str(ours), path="v", mode="r+"), str(ours))
-    assert io is not None and io.chunks == CHUNKS
+    assert io is not None and io.chunks == CHUNKS and io.fused == (name in FUSED)
     stored = 0
     for idx in np.ndindex(*(-(-n // c) for n, c in zip(SHAPE, CHUNKS))):
         box = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(idx, CHUNKS, SHAPE))
@@ -84,3 +89,16 @@ def test_sharded_arrays_go_through_zarr_python(tmp_path):
         zarr.create_array(str(tmp_path / "s.zarr"), name="v", shape=SHAPE, chunks=(30, 1, 16), shards=(30, 7, 16),
                           dtype="f4")
     assert ChunkIO.of(zarr.open_array(str(tmp_path / "s.zarr"), path="v", mode="r"), str(tmp_path / "s.zarr")) is None
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_fused_reads_give_byte_planes_of_the_values(tmp_path, name):
+    fmt, codecs = CODECS[name]
+    data = _values()
+    root = tmp_path / "s.zarr"
+    _create(root, fmt, **codecs)[...] = data
+    io = ChunkIO.of(zarr.open_array(str(root), path="v", mode="r"), str(root))
+    planes, _ = io.read((0, 4, 1), planes=True)
+    assert planes.shape == (4,) + CHUNKS
+    values = np.moveaxis(planes, 0, -1).copy().view("f4")[..., 0]   # the unshuffle
+    np.testing.assert_array_equal(values, data[:, 4:5, 16:32])

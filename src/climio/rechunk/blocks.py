@@ -172,16 +172,20 @@ def _read_zarr(io, task: Task, out: np.ndarray) -> tuple:
     """Fill the block from the Zarr chunks it touches (zarr_chunks.ChunkIO); chunks never written
     hold the fill value. (bytes read, chunks decoded)."""
     nread = ndec = 0
+    fused = io.fused and out.dtype == io.dtype
+    out_bytes = out.view(np.uint8).reshape(out.shape + (out.dtype.itemsize,)) if fused else None
     for idx in chunks_in(task.start, task.count, io.chunks):
         origin = tuple(i * c for i, c in zip(idx, io.chunks))
         dst, sel = _overlap(task.start, task.count, origin, io.chunks)
-        chunk, n = io.read(idx)
+        chunk, n = io.read(idx, planes=fused)
         if chunk is None:
             out[dst] = io.fill
-            continue
-        out[dst] = chunk[sel]
+        elif fused:   # unshuffled straight into the block, as _read_direct does
+            codec.unshuffle_into(chunk[(slice(None),) + sel], out_bytes[dst])
+        else:
+            out[dst] = chunk[sel]
         nread += n
-        ndec += 1
+        ndec += chunk is not None
     return nread, ndec
 
 

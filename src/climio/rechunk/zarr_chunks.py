@@ -12,8 +12,11 @@ without a synchronous call): the caller then reads or writes through zarr-python
 """
 
 import os
+import sys
 
 import numpy as np
+
+from .codec import shuffle_from
 
 
 class ChunkIO:
@@ -39,6 +42,7 @@ class ChunkIO:
         for c in pipeline.bytes_bytes_codecs:
             self.bb.append((c, s))
             s = c.resolve_metadata(s)
+        self.fused = _shuffles_first(self)
         self._dirs = set()
 
     @classmethod
@@ -69,11 +73,19 @@ class ChunkIO:
         nd = self.proto.nd_buffer.from_ndarray_like(chunk)
         if not self.write_empty and self._empty(chunk) and nd.all_equal(self.fill):
             return None
-        for c, spec in self.aa:
-            nd = c._encode_sync(nd, spec)
-        ab, spec = self.ab
-        buf = _v2_encode(ab, nd, spec) if _is_v2(ab) else ab._encode_sync(nd, spec)
-        for c, spec in self.bb:
+        if self.fused:   # values in native order, then a byte shuffle: both in one pass (codec.shuffle_from)
+            planes = shuffle_from(chunk[..., None].view(np.uint8), self.chunks).reshape(-1)
+            if _is_v2(self.ab[0]):
+                comp = self.ab[0].compressor
+                return comp.encode(planes) if comp else planes
+            buf, rest = self.proto.buffer.from_array_like(planes), self.bb[1:]
+        else:
+            for c, spec in self.aa:
+                nd = c._encode_sync(nd, spec)
+            ab, spec = self.ab
+            buf = _v2_encode(ab, nd, spec) if _is_v2(ab) else ab._encode_sync(nd, spec)
+            rest = self.bb
+        for c, spec in rest:
             buf = c._encode_sync(buf, spec) if _sync(c) else c._encode(buf, spec.prototype)
         return buf.as_buffer_like()
 
@@ -103,14 +115,29 @@ class ChunkIO:
             return fh.write(data)
 
     # ------------------------------------------------------------ read
-    def read(self, idx):
-        """(decoded chunk [chunk shape] or None for a chunk never written, bytes read)."""
+    def read(self, idx, planes: bool = False):
+        """(decoded chunk [chunk shape] or None for a chunk never written, bytes read). planes (for a
+        fused pipeline): stop before the unshuffle, [itemsize, *chunk shape] byte planes, so that
+        the caller unshuffles while copying them to where the values go (codec.unshuffle_into)."""
         try:
             with open(self.path(idx), "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
             return None, 0
+        if planes and self.fused:
+            return self._planes(raw), len(raw)
         return self.decode(raw), len(raw)
+
+    def _planes(self, raw: bytes) -> np.ndarray:
+        if _is_v2(self.ab[0]):
+            comp = self.ab[0].compressor
+            data = comp.decode(raw) if comp else raw
+        else:
+            buf = self.proto.buffer.from_bytes(raw)
+            for c, spec in reversed(self.bb[1:]):
+                buf = c._decode_sync(buf, spec) if _sync(c) else _numcodec_decode(c, buf, spec)
+            data = buf.as_numpy_array()
+        return np.frombuffer(data, np.uint8).reshape((self.dtype.itemsize,) + self.chunks)
 
     def decode(self, raw: bytes) -> np.ndarray:
         buf = self.proto.buffer.from_bytes(raw)
@@ -121,6 +148,26 @@ class ChunkIO:
         for c, spec in reversed(self.aa):
             nd = c._decode_sync(nd, spec)
         return nd.as_ndarray_like()
+
+
+def _shuffles_first(io: ChunkIO) -> bool:
+    """Whether the pipeline stores a chunk's values in this machine's byte order, C order, and then
+    byte-shuffles them (numcodecs' Shuffle of the item size, HDF5's shuffle): v3 [bytes, shuffle,
+    ...] or v2 filters [shuffle]. The gather and the shuffle are then one strided copy per byte plane."""
+    native = io.dtype.byteorder in "=|" or io.dtype.byteorder == ("<" if sys.byteorder == "little" else ">")
+    if io.dtype.itemsize < 2 or not native:
+        return False
+
+    def is_shuffle(c):
+        c = getattr(c, "_codec", c)
+        return type(c).__name__ == "Shuffle" and getattr(c, "elementsize", None) == io.dtype.itemsize
+
+    ab, spec = io.ab
+    if _is_v2(ab):
+        return len(ab.filters or ()) == 1 and is_shuffle(ab.filters[0]) and spec.order == "C"
+    endian = getattr(getattr(ab, "endian", None), "value", None)
+    return (not io.aa and type(ab).__name__ == "BytesCodec" and endian in (None, sys.byteorder)
+            and bool(io.bb) and is_shuffle(io.bb[0][0]))
 
 
 def _fill_value(spec):
