@@ -110,8 +110,6 @@ def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
     """A Zarr input: xarray writes the file group by group, empty groups too (coordinates and every
     variable that is not re-laid out, with their CF encodings, times as stored); the targets get
     their layout and no values (filled by the executor)."""
-    import xarray as xr
-
     from . import xarray_io
     bounds = {}
     with warnings.catch_warnings():
