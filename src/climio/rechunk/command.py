@@ -352,12 +352,10 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
             with writer.staged(out_path) as tmp:
                 bar = progress_factory(total) if progress_factory else None
                 with (bar if bar else _null()):
-                    runner, out_paths = define_and_start(prep, in_path, tmp, zarr_settings(opts))
-                    jobs = [execute.Job(v, targets[v.path], out_paths[v.path], plans[v.path])
-                            for v in infos if v.path in plans]
+                    runner, jobs, checked = define_and_start(prep, in_path, tmp, zarr_settings(opts))
                     stats = execute.convert(str(in_path), str(tmp), jobs, opts.workers, str(tmp_dir),
                                             bar.callback if bar else None, prep.in_fmt, prep.out_fmt, runner)
-                _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt)
+                _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt, checked)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: nothing written to {out_path} (temporary output removed)") from None
         except (OSError, RuntimeError) as exc:  # HDF5, h5py (a failed flush) and the workers' I/O failures
@@ -383,30 +381,40 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
 
 
 def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
-    """(execute.Runner, {variable path: its key in the output}): the output defined and the worker
-    pool started. With worker processes, defining through xarray (a Zarr input or output) happens in
-    a child process that exits before the pool starts: imported into this process, xarray and pandas
-    would stay for the whole conversion (about 120 MiB of RSS beside the workers'). Otherwise the
-    pool starts first, so that its workers come up while the output is defined."""
+    """(execute.Runner, [execute.Job], whether the output's metadata was checked already): the output
+    defined and the worker pool started. With worker processes, defining through xarray (a Zarr
+    input or output) happens in a child process that exits before the pool starts: imported into
+    this process, xarray and pandas would stay for the whole conversion (about 120 MiB of RSS beside
+    the workers'). That child also checks a Zarr output as check_written does (opens with xarray,
+    every variable at full shape): the workers write chunk objects only, never the metadata, so
+    the check holds at the end and xarray is not imported a second time for it. Without the child
+    the pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
     apart = size > 1 and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
-    args = (prep.out_fmt, in_path, prep.in_fmt, tmp, prep.targets, prep.infos, prep.max_mem, settings)
+    args = (prep, in_path, tmp, settings, apart and prep.out_fmt == "zarr")
     runner = None if apart else execute.Runner(size)
     try:
         if apart:
-            out_paths = _in_child(_define_output, args)
+            jobs = _in_child(_define_output, args)
             runner = execute.Runner(size)
         else:
-            out_paths = _define_output(*args)
+            jobs = _define_output(*args)
     except BaseException:
         if runner is not None:
             runner.close(abort=True)
         raise
-    return runner, out_paths
+    return runner, jobs, args[-1]
 
 
-def _define_output(out_fmt, *args) -> dict:
-    return formats.module(out_fmt).define_output(*args)
+def _define_output(prep: Prepared, in_path, tmp, settings, check: bool) -> list:
+    """Define the output; its jobs (a variable each); with `check`, the format's check_written."""
+    writer = formats.module(prep.out_fmt)
+    out_paths = writer.define_output(in_path, prep.in_fmt, tmp, prep.targets, prep.infos, prep.max_mem, settings)
+    jobs = [execute.Job(v, prep.targets[v.path], out_paths[v.path], prep.plans[v.path])
+            for v in prep.infos if v.path in prep.plans]
+    if check:
+        writer.check_written(tmp, jobs)
+    return jobs
 
 
 def _in_child(fn, args):
@@ -458,10 +466,11 @@ def _null():
 
 
 def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path, in_fmt="netcdf4",
-                   out_fmt="netcdf4") -> None:
-    """Before the rename: the output must open and hold every variable at its full shape; --verify
-    compares every value and all metadata."""
-    formats.module(out_fmt).check_written(tmp, jobs)
+                   out_fmt="netcdf4", checked=False) -> None:
+    """Before the rename: the output must open and hold every variable at its full shape (unless
+    `checked` when it was defined: define_and_start); --verify compares every value and all metadata."""
+    if not checked:
+        formats.module(out_fmt).check_written(tmp, jobs)
     if verify:
         from .verify import compare, compare_formats
         if in_fmt == out_fmt == "netcdf4":
