@@ -26,6 +26,7 @@ import numpy as np
 
 from .stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
 from .errors import DataError
+from .integrity import HDF5_SIGNATURE
 from .stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 H5_BLOCK_BYTES = 4 << 20
@@ -201,9 +202,6 @@ class H5netcdfS3fs(_H5OverS3):
 
 class H5netcdfS3fsNoCache(H5netcdfS3fs):
     cache_type = "none"
-
-
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def _check_hdf5(fh, source: str) -> None:

@@ -73,7 +73,7 @@ def codec_label(codecs) -> str:
     return _label(codec, level, shuffle if codec or other else False, other)
 
 
-BLOSC_NAMES = ("lz", "lz4", "lz4hc", "snappy", "zlib", "zstd")   # hdf5plugin's Blosc compressor codes 0-5
+BLOSC_CODES = ("lz", "lz4", "lz4hc", "snappy", "zlib", "zstd")   # hdf5plugin's Blosc compressor codes 0-5
 
 
 def h5_codec_label(dset) -> str:
@@ -88,8 +88,8 @@ def h5_codec_label(dset) -> str:
             shuffle = True
         elif fid in (1, 32015, 307):
             codec, level = {1: "zlib", 32015: "zstd", 307: "bzip2"}[fid], (cd[0] if cd else 1)
-        elif fid == 32001 and len(cd) >= 7 and cd[6] < len(BLOSC_NAMES):
-            codec, level = f"blosc_{BLOSC_NAMES[cd[6]]}", cd[4]
+        elif fid == 32001 and len(cd) >= 7 and cd[6] < len(BLOSC_CODES):
+            codec, level = f"blosc_{BLOSC_CODES[cd[6]]}", cd[4]
             shuffle = shuffle or bool(cd[5])
         elif fid != 4:   # 4: Fletcher32, a checksum
             other.append(name.decode(errors="replace") or str(fid))
