@@ -102,9 +102,10 @@ EXPECTED = {
                   "task_compute_wall_s:list[number] task_cpu_s:list[number] task_end_s:list[number] "
                   "task_read_cpu_s:list[number] task_read_wall_s:list[number] task_start_s:list[number] "
                   "task_wall_s:list[number] task_worker:list[str] wall_s:number",
-        "params": "chunk_label:str chunks:str compression:str dtype:str file_bytes:number layout:str method:str "
-                  "mode:str n_tasks:number piece_bytes:number preset:str read_plan:str shape:list[number] "
-                  "source:str stack:str where:str workers:number",
+        # a contiguous layout: no chunk cache (a chunked one's is {nbytes, nslots, w0, source})
+        "params": "chunk_cache:null chunk_label:str chunks:str compression:str dtype:str file_bytes:number "
+                  "layout:str method:str mode:str n_tasks:number piece_bytes:number preset:str read_plan:str "
+                  "shape:list[number] source:str stack:str task_chunk_cache_bytes:list[null] where:str workers:number",
     },
     "chunking/c-netcdf/chunked": {
         "cache": "effective:str method:str requested:str resident_fraction:number state:str storage_share:number "
