@@ -50,8 +50,9 @@ def test_mixes_and_grid_are_checked():
     for bad in ("xy:0", "xz:1", "xy:1,xy:2", "xy:a", ""):
         with pytest.raises(InputError):
             parse_mix(bad)
-    g = build_grid("quick")
-    assert len(g.mix_list) == len(DEFAULT_MIXES) >= 6 and g.dims == (480, 1, 48, 96)
+    g = build_grid("full")
+    assert len(g.mix_list) == len(DEFAULT_MIXES) >= 6 and g.dims == (1440, 1, 64, 128)
+    assert [m for m, _ in build_grid("quick").mix_list] == ["xy:1", "xt:1", "xy:30,xt:5"]
     with pytest.raises(InputError):
         build_grid("quick", reps=0)
 
