@@ -1,6 +1,5 @@
 """`climio rechunk IN OUT`: check, plan, define the output, convert, verify, rename."""
 
-import errno
 import math
 import os
 import re
