@@ -12,7 +12,7 @@ demo: setup
 
 test: setup
 	@$(VENV)/bin/lint-imports --no-cache
-	@$(PY) -m pytest -v tests   # -v: a line per test, so that a crash names its test in the CI log
+	@$(PY) -m pytest -v --durations=25 tests   # -v: a line per test, so that a crash names its test in the CI log; the 25 slowest at the end (the CI budget)
 
 bench: setup
 	@$(PY) bench/probe_vs_fio.py

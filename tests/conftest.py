@@ -81,12 +81,17 @@ def quick_survey(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def quick_study_runs(tmp_path_factory):
-    """Quick runs of the studies the survey leaves out (calibrate, the model's validation), once per
-    test session for every test that needs their run directories (export, the browser): name -> run."""
+    """Quick runs of the studies the survey leaves out (calibrate, the model's validation, the layouts
+    study), once per test session for every test that needs their run directories (export, the
+    browser, the layouts test): name -> run."""
     base = tmp_path_factory.mktemp("quick-studies")
     runs = {}
+    # layouts: a small run against the quick calibration (12 shapes converted, two mixes read cold)
     for name, argv in (("calibrate", ["calibrate", "--quick", "--no-report", "--data-dir", base / "data"]),
-                       ("predict", ["bench", "predict", "--quick", "--no-report"])):
+                       ("predict", ["bench", "predict", "--quick", "--no-report"]),
+                       ("layouts", ["bench", "layouts", "--shape", "128,1,32,32", "--mix", "xy:4,xt:1", "--mix", "xt:1",
+                                    "--reps", "1", "--profile", base / "calibrate" / "profile.json", "--no-report",
+                                    "--data-dir", base / "layouts-data"])):
         out = run_cli(*argv, "-o", base / name, timeout=1800)
         assert out.returncode == 0, out.stderr[-3000:]
         runs[name] = base / name

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from conftest import run_cli
 
 from climio.bench.layouts import DEFAULT_MIXES, MIN_SHAPES, build_grid, parse_mix
 from climio.bench.layouts.summary import summarise
@@ -57,13 +56,10 @@ def test_mixes_and_grid_are_checked():
         build_grid("quick", reps=0)
 
 
-def test_a_small_run_converts_reads_and_compares(tmp_path, quick_study_runs):
-    profile = quick_study_runs["calibrate"] / "profile.json"
-    assert profile.exists(), "the quick calibration left no profile"
-    out = tmp_path / "run"
-    proc = run_cli("bench", "layouts", "--shape", "128,1,32,32", "--mix", "xy:4,xt:1", "--mix", "xt:1", "--reps", "1",
-                   "--profile", profile, "--no-report", "-o", out, "--data-dir", tmp_path / "d", timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def test_a_small_run_converts_reads_and_compares(quick_study_runs):
+    """The session's small layouts run (conftest.quick_study_runs: --shape 128,1,32,32, mixes xy:4,xt:1
+    and xt:1, one repetition, the quick calibration's profile)."""
+    out = quick_study_runs["layouts"]
     recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     searches = [r for r in recs if r["params"]["kind"] == "search"]
     converts = {r["params"]["chunks"]: r for r in recs if r["params"]["kind"] == "convert"}
@@ -82,4 +78,4 @@ def test_a_small_run_converts_reads_and_compares(tmp_path, quick_study_runs):
     for m in s["mixes"]:
         assert m["advised_total_s"] is not None and m["ratio_to_best"] >= 1.0
         assert m["best_total_s"] == min(t["total_s"] for t in m["totals"].values())
-    assert not list((tmp_path / "d").rglob("*.nc")), "converted files left behind"
+    assert not list((out.parent / "layouts-data").rglob("*.nc")), "converted files left behind"
