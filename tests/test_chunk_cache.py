@@ -192,3 +192,43 @@ def test_bad_caches_and_reads_are_one_line_errors():
         CacheSpec(10, 10, 1.5)
     with pytest.raises(InputError):
         simulate((4, 4), (2, 2), 4, [((0, 3), (1, 2))], (100, 7, 0.75))
+
+
+def test_h5netcdf_reads_with_an_empty_chunk_cache_every_time(tmp_path):
+    """h5netcdf opens the HDF5 dataset anew for every read and lets it go, so HDF5 frees the chunk
+    cache between reads: counted from h5netcdf itself (on a counting file object), map reads of
+    chunks that span 4 time steps decode every chunk every time, as the model simulates for a stack
+    in DATASET_PER_READ, and as the replay gives when it does not hold the dataset; h5py holding
+    its dataset decodes each chunk once."""
+    import h5netcdf
+    import hdf5plugin  # noqa: F401
+    from climio.bench.predict.counts import CountingFile
+    from climio.data.writer import write_4d
+    from climio.layout import Layout
+    from climio.model.predict import DATASET_PER_READ
+    from climio.model.predict import simulate as model_simulate
+    from climio.model.profile import default_profile
+    from climio.options import parse_compression
+    path = str(tmp_path / "maps.nc")
+    write_4d(path, [8, 2, 24, 32], chunks=[4, 2, 1, 32], dtype="f4", compression=parse_compression("zstd3"),
+             random=True)
+    reads = [((t, z, 0, 0), (1, 1, 24, 32)) for t in range(8) for z in range(2)]
+    with h5py.File(path, "r") as f:
+        addr = set()
+        f["ta"].id.chunk_iter(lambda ci: addr.add((ci.byte_offset, ci.size)))
+        nslots, nbytes, w0 = f["ta"].id.get_access_plist().get_chunk_cache()
+    cf = CountingFile(path)
+    with h5netcdf.File(cf, "r") as f:
+        v = f.variables["ta"]
+        cf.reads.clear()
+        for s, c in reads:
+            v[tuple(slice(a, a + b) for a, b in zip(s, c))]
+    by_h5netcdf = sum(1 for r in cf.reads if r in addr)
+    spec = {"nbytes": nbytes, "nslots": nslots, "w0": w0}
+    assert by_h5netcdf == len(reads) * 24 == chunk_reads(path, "ta", [reads], spec, per_read=True)
+    assert chunk_reads(path, "ta", [reads], spec) == 2 * 24          # held open: each chunk once
+    lay = Layout((8, 2, 24, 32), 4, (4, 2, 1, 32), True, 8 * 2 * 24 * 32 * 4)
+    prof = default_profile()
+    assert "h5netcdf" in DATASET_PER_READ
+    assert model_simulate(lay, reads, CacheSpec(nbytes, nslots, w0), prof, cache_per_read=True).decodes == by_h5netcdf
+    assert model_simulate(lay, reads, CacheSpec(nbytes, nslots, w0), prof).decodes == 2 * 24

@@ -96,6 +96,7 @@ def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests)
     per = {}
     for pat in mix:
         counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
+                                cache_per_read=stack in model.DATASET_PER_READ,
                                 tasks=min(tasks, max(len(pat.reads), 1)))
         p = model.predict(layout, pat.reads, stack, profile, tasks=tasks, codec=codec if layout.compressed else "",
                           chunk_cache=spec, passes=pat.passes, counts=counts)

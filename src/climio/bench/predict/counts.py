@@ -39,9 +39,11 @@ class CountingFile(io.RawIOBase):
         super().close()
 
 
-def chunk_reads(path, var, groups, spec) -> int:
+def chunk_reads(path, var, groups, spec, per_read=False) -> int:
     """Whole-chunk reads HDF5 makes for `groups` (one list of (start, count) per task) of `var`,
-    each group on a fresh open with the chunk cache `spec` ({nbytes, nslots, w0})."""
+    each group on a fresh open with the chunk cache `spec` ({nbytes, nslots, w0}). `per_read`: the
+    dataset is looked up for each read and let go, as h5netcdf does (model.predict.DATASET_PER_READ),
+    so HDF5 frees its chunk cache between reads."""
     import h5py
     import hdf5plugin  # noqa: F401  (zstd and the other filters netCDF-C may have written)
     total = 0
@@ -54,9 +56,11 @@ def chunk_reads(path, var, groups, spec) -> int:
                 addr = set()
                 # one walk of the chunk index (get_chunk_info(i) walks it again for every i)
                 d.id.chunk_iter(lambda ci: addr.add((ci.byte_offset, ci.size)))
+                if per_read:
+                    del d          # no handle held between reads: each read's lookup opens the dataset
                 cf.reads.clear()
                 for s, c in reads:
-                    d[tuple(slice(a, a + b) for a, b in zip(s, c))]
+                    (f[var] if per_read else d)[tuple(slice(a, a + b) for a, b in zip(s, c))]
                 total += sum(1 for r in cf.reads if r in addr)
         finally:
             cf.close()

@@ -13,7 +13,7 @@ from ...measure import probes
 from ...measure.progress import info
 from ...measure.tasks import measure, split
 from ...model import profile as profmod
-from ...model.predict import predict
+from ...model.predict import DATASET_PER_READ, predict
 from ...model.workflow import layout_of, reads_for
 from ...options import parse_compression
 from ...records import make_record
@@ -102,7 +102,8 @@ def _one(ctx, grid, prof, cfg, path, pid, say) -> int:
         ctx.run.writer.write(make_record(STUDY, params, {"wall_s": 0.0}, {"state": "cold", "note": "not run"}, 0, "dnf", pid))
         say(f"predict {cfg.id}: predicted {p.seconds:.3g} s, over the --max-s {grid.max_s:g} s budget: not run")
         return 1
-    measured = chunk_reads(path, var, split(reads, tasks), cache) if lay.chunks is not None and cache else None
+    measured = (chunk_reads(path, var, split(reads, tasks), cache, per_read=cfg.stack in DATASET_PER_READ)
+                if lay.chunks is not None and cache else None)
     params = _params(cfg, lay, codec, p, cache, measured, prof)
     # the machine's load as the configuration is measured: a shared machine slows every stack alike
     params["load_1min"], params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
