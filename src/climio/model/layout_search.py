@@ -9,8 +9,8 @@ chunk cache) plus the one-off conversion (the rechunk planner's prediction, the 
     search(layout, codec, mix, stack, profile, convert_s, ...) -> SearchResult
 
 The search is two-stage to stay fast on large variables: every candidate is first priced on a
-sample of each pattern's reads (SAMPLE_REQUESTS storage requests simulated, counts scaled, as the
-model does beyond its window), the best `refine` are then priced on all reads and ranked.
+sample of each pattern's reads (SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits
+simulated, counts scaled, as the model does beyond its window), the best `refine` are then priced on all reads and ranked.
 """
 
 import itertools
@@ -23,6 +23,7 @@ from ..rules.chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES
 from . import predict as model
 
 SAMPLE_REQUESTS = 4_000
+SAMPLE_VISITS = 20_000      # chunk visits simulated per pattern in the sampled stage
 MAX_CANDIDATES = 4_000
 
 
@@ -97,6 +98,7 @@ def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests)
     for pat in mix:
         counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
                                 cache_per_read=stack in model.DATASET_PER_READ,
+                                max_visits=SAMPLE_VISITS if max_requests == SAMPLE_REQUESTS else None,
                                 tasks=min(tasks, max(len(pat.reads), 1)))
         p = model.predict(layout, pat.reads, stack, profile, tasks=tasks, codec=codec if layout.compressed else "",
                           chunk_cache=spec, passes=pat.passes, counts=counts)

@@ -300,12 +300,14 @@ def task_bounds(n: int, tasks: int) -> list:
 
 
 def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=SIM_REQUESTS, tasks: int = 1,
-             cache_per_read: bool = False) -> Counts:
+             cache_per_read: bool = False, max_visits=None) -> Counts:
     """Counts of the reads (a list of (start, count)) against `layout`, in the order given, through
     the chunk cache `chunk_cache` (a CacheSpec, or its bytes with HDF5's default slots). With
     `tasks` tasks each opens the file: its consecutive share of the reads runs through a cache of
     its own (the page cache is shared). `cache_per_read`: every read starts with an empty chunk
-    cache (a stack in DATASET_PER_READ)."""
+    cache (a stack in DATASET_PER_READ). `max_visits`: also stop (and scale) past this many chunk
+    visits (the layout search's first, sampled stage: reads served by the chunk cache make no
+    requests, so the request window alone does not bound the work)."""
     shape, isz = layout.shape, layout.itemsize
     reads = list(reads)
     for s, c in reads[:1] + reads[-1:]:
@@ -330,7 +332,8 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
     simulated = 0
     geometry_of = {}
     for i, (start, count) in enumerate(reads):
-        if sum(st.req.values()) >= max_requests and simulated:
+        if simulated and (sum(st.req.values()) >= max_requests
+                          or (max_visits is not None and cnt.chunks_visited >= max_visits)):
             break
         if i in task_starts:      # the next task's own open: its readahead state and chunk cache
             st.new_file()
