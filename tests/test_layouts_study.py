@@ -79,3 +79,14 @@ def test_a_small_run_converts_reads_and_compares(quick_study_runs):
         assert m["advised_total_s"] is not None and m["ratio_to_best"] >= 1.0
         assert m["best_total_s"] == min(t["total_s"] for t in m["totals"].values())
     assert not list((out.parent / "layouts-data").rglob("*.nc")), "converted files left behind"
+
+
+def test_the_best_keeping_the_codec_leaves_out_uncompressed_contiguous():
+    recs = [_rec("search", mix="xy:1", advised="[4,1,8,8]", advised_predicted={"total_s": 1.0}),
+            _rec("convert", chunks="[4,1,8,8]", why="advised", wall=0.5),
+            _rec("convert", chunks="contiguous", why="contiguous", wall=0.5),
+            _rec("read", wall=1.0, chunks="[4,1,8,8]", pattern="xy", compression="deflate1"),
+            _rec("read", wall=0.2, chunks="contiguous", pattern="xy", compression="none")]
+    (m,) = summarise(recs)["mixes"]
+    assert m["best"] == "contiguous" and m["ratio_to_best"] == pytest.approx(1.5 / 0.7)
+    assert m["best_same_codec"] == "[4,1,8,8]" and m["ratio_to_best_same_codec"] == pytest.approx(1.0)

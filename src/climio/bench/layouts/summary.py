@@ -23,12 +23,13 @@ def summarise(records) -> dict:
     convert = {r["params"]["chunks"]: r["metrics"]["wall_s"] for r in recs
                if r["params"].get("kind") == "convert" and r.get("status") == "ok"}
     why = {r["params"]["chunks"]: r["params"].get("why", "") for r in recs if r["params"].get("kind") == "convert"}
-    reads, predicted, dnf = {}, {}, set()
+    reads, predicted, dnf, codec_of = {}, {}, set(), {}
     for r in recs:
         p = r["params"]
         if p.get("kind") != "read":
             continue
         key = (p["chunks"], p["pattern"])
+        codec_of[p["chunks"]] = p.get("compression")
         predicted[key] = p.get("predicted_s")
         if r.get("status") == "ok":
             reads.setdefault(key, []).append(r["metrics"]["wall_s"])
@@ -62,13 +63,22 @@ def summarise(records) -> dict:
                                 if row["advised_total_s"] is not None and row["best_total_s"] > 0 else None)
         row["speedup_over_default"] = (row["default_total_s"] / row["advised_total_s"]
                                        if row["default_total_s"] and row["advised_total_s"] else None)
+        # the best of the shapes that keep the advised shape's codec (contiguous data cannot be
+        # compressed: it trades disk for read speed, which the search does not weigh)
+        same = [k for k in totals if codec_of.get(k) == codec_of.get(adv)]
+        keep = min(same, key=lambda k: totals[k]["total_s"]) if adv in totals and same else None
+        row["best_same_codec"] = keep
+        row["ratio_to_best_same_codec"] = (row["advised_total_s"] / totals[keep]["total_s"]
+                                           if keep and totals[keep]["total_s"] > 0 else None)
         row["rank_of_advised"] = (sorted(totals, key=lambda k: totals[k]["total_s"]).index(adv) + 1
                                   if adv in totals else None)
         mixes.append(row)
     ratios = [m["ratio_to_best"] for m in mixes if m["ratio_to_best"] is not None]
+    same = [m["ratio_to_best_same_codec"] for m in mixes if m["ratio_to_best_same_codec"] is not None]
     return {"mixes": mixes, "shapes": {k: {"why": why.get(k, ""), "convert_s": v} for k, v in convert.items()},
             "read_s": {f"{k[0]} {k[1]}": v for k, v in read_s.items()}, "target": TARGET,
             "worst_ratio": max(ratios) if ratios else None,
+            "worst_ratio_same_codec": max(same) if same else None,
             "meets_target": bool(ratios) and len(ratios) == len(mixes) and max(ratios) <= TARGET,
             "n_shapes": len(convert)}
 
