@@ -91,14 +91,14 @@ def candidates(shape, itemsize, low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BY
     return out
 
 
-def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests) -> dict:
+def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests, max_visits=None) -> dict:
     sr = profile.stack(stack)
     spec = model.cache_spec(chunk_cache if chunk_cache is not None else int(sr.chunk_cache_bytes), sr)
     per = {}
     for pat in mix:
         counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
                                 cache_per_read=stack in model.DATASET_PER_READ,
-                                max_visits=SAMPLE_VISITS if max_requests == SAMPLE_REQUESTS else None,
+                                max_visits=max_visits,
                                 tasks=min(tasks, max(len(pat.reads), 1)))
         p = model.predict(layout, pat.reads, stack, profile, tasks=tasks, codec=codec if layout.compressed else "",
                           chunk_cache=spec, passes=pat.passes, counts=counts)
@@ -132,7 +132,7 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
         return Layout(shape, isz, ch, layout.compressed and ch is not None, _stored(layout, ch))
     sampled = []
     for ch in cands:
-        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS)
+        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS)
         sampled.append((sum(per.values()), ch))
     sampled.sort(key=lambda x: x[0])
     ranked = []

@@ -17,6 +17,7 @@ The warm library costs are solved from the model's own request counts for the sa
 (climio.model.predict.simulate), so the fitted profile reproduces them.
 """
 
+import functools
 import math
 import os
 import time
@@ -114,12 +115,19 @@ def storage(path, nbytes, reps, emit, pid):
 
 # --- library costs --------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _readahead_bytes(directory) -> int:
+    """The readahead of the device holding `directory` (mountinfo and sysfs read once per directory,
+    not once per calibration case)."""
+    return int((filesystem_of(directory).get("device") or {}).get("read_ahead_kb") or 0) * 1024
+
+
 def _counts_params(lay, reads, cache_bytes, path=None):
     """The model's counts of `reads`, with the readahead of the device holding `path` (the
     profile fitted from these records simulates the same kernel readahead)."""
     prof = profmod.default_profile()
     if path:
-        prof.readahead_bytes = int((filesystem_of(path).get("device") or {}).get("read_ahead_kb") or 0) * 1024
+        prof.readahead_bytes = _readahead_bytes(os.path.dirname(os.path.abspath(path)))
     c = simulate(lay, reads, cache_bytes, prof)
     return {"calls": c.calls, "pieces": c.pieces, "chunks": c.chunks_visited, "bytes_wanted": c.bytes_wanted,
             "requests": [[p, s, n] for (p, s), n in sorted(c.requests.items())],
