@@ -65,13 +65,14 @@ def make_data_cmd(
     from ..data import FILE_NAMES
     names = [n for k, n in FILE_NAMES.items() if k.split("_")[0] in kinds and (k != "4d" or "nc" in formats)]
     names += ["field4d.zarr"] if "zarr" in formats else []
+    # what a SIGKILLed make-data left: temporaries named in one line and removed, an existing file
+    # it had moved aside to replace put back (before the check below, which must then see it)
+    remove_stale([p for name in names for p in stale_temporaries(Path(outdir) / name)], info, "make-data")
     existing = [n for n in names if (Path(outdir) / n).exists()]
     if existing and not force:
         raise InputError(f"{outdir} already holds {', '.join(existing)}: add --force to replace, or choose another directory")
     created = not Path(outdir).exists()
     out = writable_dir(outdir)
-    # what a SIGKILLed make-data left under a temporary name: named in one line and removed
-    remove_stale([p for name in names for p in stale_temporaries(out / name)], info, "make-data")
     try:
         nc_kinds = tuple(k for k in kinds if k != "4d" or "nc" in formats)
         if nc_kinds:

@@ -5,7 +5,7 @@
 The same values and CF attributes as the netCDF-4 writer (climio.data.fields), variable `ta`
 over (time, lev, lat, lon) with `dimension_names`, so xarray.open_zarr reads it as the netCDF
 file. Written in blocks that are unions of whole shards (or chunks), each written once; the
-store is written under a temporary name and renamed when complete (climio.staging).
+store is written under a marked temporary name and renamed when complete (climio.staging).
 Codecs: none, deflateN (Zarr's gzip codec, level N), zstdN, blosc_*N, with shuffle as a filter
 (blosc: its own shuffle) and bitroundN as numcodecs' BitRound filter.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from .. import __version__
 from ..errors import InputError
 from ..layout import bounded_block, iter_block_slices, validate_chunks
-from ..staging import tmp_name
+from ..staging import make_marked_dir, replace_output, tmp_name
 from . import fields
 from .compression import NONE, Compression
 from .writer import _COORDS, DEFAULT_BLOCK_BYTES, check_space
@@ -93,8 +93,11 @@ def write_zarr_4d(path, shape, chunks=None, shards=None, dtype="f8", compression
     check_space([(final, nbytes)])
     codecs = zarr_codecs(compression, dt.itemsize)
     tmp = tmp_name(final)
+    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=3, attributes=_global_attrs(seed, random))
+        # marked from its creation: what a SIGKILLed run leaves is the next run's to remove
+        make_marked_dir(tmp)
+        root = zarr.open_group(str(tmp), mode="a", zarr_format=3, attributes=_global_attrs(seed, random))
         for (name, values, attrs), n in zip(_COORDS, shape):
             c = root.create_array(name, shape=(n,), dtype="f8", chunks=(n,), dimension_names=[name],
                                   attributes=attrs, compressors=None, fill_value=0.0)
@@ -108,9 +111,7 @@ def write_zarr_4d(path, shape, chunks=None, shards=None, dtype="f8", compression
             a[sel] = block
             if progress:
                 progress(block.nbytes)
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
+        replace_output(tmp, final)   # an existing store (--force) is moved aside, then removed
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -224,11 +224,13 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     """Check paths and options, clean up after killed runs, scan the input, resolve targets, plan
     every variable and warn about what the user may not want (no change, tiny chunks)."""
     in_fmt, out_fmt = io_formats(in_path, out_path, opts)
+    tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
+    # first: it may put back an output a killed --force run had moved aside, which the check must see
+    clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # (and it frees space before the space check)
     _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
     integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
     if workers < 1:
         raise InputError("--workers must be at least 1")
-    tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
     max_mem = opts.max_mem or default_max_mem()
     reader = formats.module(in_fmt)
     infos = reader.scan(in_path)
@@ -245,7 +247,6 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
                     make_plans(infos, units, stored, max_mem, workers, two_pass, profile),
                     layout_warnings(in_path, infos, targets), "".join(notes), rates, in_fmt, out_fmt,
                     reader.total_bytes(in_path))
-    clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # before the space check: it frees space
     return prep
 
 

@@ -12,7 +12,6 @@ Input: every array of the store (groups too) becomes a variable; its dimension n
 Zarr v3's dimension_names or v2's _ARRAY_DIMENSIONS attribute, as xarray reads them.
 """
 
-import os
 import shutil
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -23,7 +22,7 @@ import numpy as np
 
 from ...data.compression import Compression
 from ...errors import DataError, InputError
-from ...staging import MARKER, make_marked_dir, tmp_name
+from ...staging import make_marked_dir, replace_output, tmp_name
 from .. import blocks
 from ..model import Target, VarInfo
 
@@ -277,16 +276,9 @@ def layout_targets(infos, targets: dict, settings: Settings) -> dict:
 
 def commit(tmp: Path, final: Path) -> None:
     """Rename the complete store to its name (without the staging marker); an existing one
-    (--force) is moved aside first and removed after the rename."""
-    final = Path(final)
-    (Path(tmp) / MARKER).unlink(missing_ok=True)
-    old = None
-    if final.exists() or final.is_symlink():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(tmp, final)
-    if old is not None:
-        discard(old)
+    (--force) is moved aside first and removed after the rename, so that a run killed in between
+    leaves it for the next run to put back or remove (staging.replace_output)."""
+    replace_output(tmp, final)
 
 
 def discard(path) -> None:
