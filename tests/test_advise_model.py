@@ -273,3 +273,40 @@ def test_each_decode_costs_its_fixed_part_fitted_from_small_chunks():
     p.decode_chunk_s = 0.0
     without = predict(lay, reads, "netcdf4-python", p, codec="deflate1")
     assert with_chunk.decode_s == pytest.approx(without.decode_s + 64 * 10e-6)
+
+
+def test_a_chunk_visit_costs_more_when_one_call_visits_many_chunks():
+    """HDF5's per-chunk bookkeeping of one H5Dread outgrows the CPU's caches: the cost per chunk
+    visit is chunk_s at 256 visits per call, chunk_many_s at 8,192 (calibrate's two cases), linear
+    in log2 between and flat beyond; fitted from the two cases and used with the reads' visits per
+    call."""
+    few, many = prof_mod.CHUNK_VISITS_FEW, prof_mod.CHUNK_VISITS_MANY
+    r = StackRates(chunk_s=1e-6, chunk_many_s=5e-6)
+    assert r.chunk_visit_s(1) == r.chunk_visit_s(few) == 1e-6
+    assert r.chunk_visit_s(many) == r.chunk_visit_s(8 * many) == pytest.approx(5e-6)
+    mid = few * math.sqrt(many / few)
+    assert r.chunk_visit_s(mid) == pytest.approx(3e-6)
+    assert StackRates(chunk_s=1e-6).chunk_visit_s(many) == 1e-6     # not measured: chunk_s throughout
+
+    def rec(kind, wall, calls, chunks, pieces=None):
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": calls},
+                "params": {"kind": kind, "stack": "c-netcdf", "calls": calls, "chunks": chunks,
+                           "pieces": chunks if pieces is None else pieces, "bytes_wanted": 0, "requests": []}}
+    recs = [rec("stack-call", 1000 * 10e-6 + 1000 * 50e-9, 1000, 0, 1000),
+            rec("stack-runs", 100 * 10e-6 + 100000 * 50e-9, 100, 0, 100000),
+            rec("stack-chunks", 32 * 10e-6 + 8192 * 50e-9 + 8192 * 1e-6, 32, 8192),
+            rec("stack-chunks-many", 10e-6 + 8192 * 50e-9 + 8192 * 6e-6, 1, 8192)]
+    p = fit(recs, "pid", base=default_profile())
+    c = p.stacks["c-netcdf"]
+    assert c.chunk_s == pytest.approx(1e-6) and c.chunk_many_s == pytest.approx(6e-6)
+    # the same 8,192 chunk visits: in one read, or in 32 reads of 256
+    lay = Layout((32, 16, 16), 4, (1, 1, 16))
+    one = predict(lay, [((0, 0, 0), (32, 16, 16))], "c-netcdf", p)
+    split = predict(lay, [((t, 0, 0), (1, 16, 16)) for t in range(32)], "c-netcdf", p)
+    assert one.counts.chunks_visited == split.counts.chunks_visited == 512
+    lay = Layout((32, 16, 16), 4, (1, 1, 1))
+    one = predict(lay, [((0, 0, 0), (32, 16, 16))], "c-netcdf", p)
+    split = predict(lay, [((t, 0, 0), (1, 16, 16)) for t in range(32)], "c-netcdf", p)
+    assert one.counts.chunks_visited == split.counts.chunks_visited == 8192
+    per_visit = (one.cpu_s - split.cpu_s + 31 * c.call_s) / 8192
+    assert per_visit == pytest.approx(6e-6 - 1e-6, rel=1e-6)

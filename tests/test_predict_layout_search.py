@@ -38,7 +38,8 @@ def test_search_finds_the_least_predicted_time_of_the_mix():
     lay = Layout(SHAPE, 8, (1, 1, 16, 32), True, 100 << 10)
     free = lambda src, dst, codec: 0.0     # noqa: E731
     m = mix(lay, [("xy", 30), ("xt", 5)])
-    res = search(lay, "deflate1", m, "netcdf4-python", prof, free, low=4 << 10, high=64 << 10, refine=400)
+    res = search(lay, "deflate1", m, "netcdf4-python", prof, free, low=4 << 10, high=64 << 10, refine=400,
+                 keep_codec=True)
     # the exhaustive answer: every candidate priced on all its reads
     best = None
     for ch in candidates(SHAPE, 8, 4 << 10, 64 << 10):
@@ -49,10 +50,37 @@ def test_search_finds_the_least_predicted_time_of_the_mix():
     assert set(res.best.per_pattern) == {"xy", "xt"}
     # the answer of the mix is no worse than either pattern's own best shape, under the mix
     for only in ("xy", "xt"):
-        one = search(lay, "deflate1", mix(lay, [(only, 1)]), "netcdf4-python", prof, free, low=4 << 10, high=64 << 10)
+        one = search(lay, "deflate1", mix(lay, [(only, 1)]), "netcdf4-python", prof, free, low=4 << 10, high=64 << 10,
+                     keep_codec=True)
         lay1 = Layout(SHAPE, 8, one.best.chunks, True, 100 << 10)
         t1 = sum(predict(lay1, p.reads, "netcdf4-python", prof, codec="deflate1", passes=p.passes).seconds for p in m)
         assert res.best.reads_s <= t1 * (1 + 1e-9)
+
+
+def test_contiguous_uncompressed_is_weighed_unless_the_codec_is_kept():
+    """Maps read whole from a compressed variable: contiguous storage (one request per map, no
+    decode) is a candidate with its disk size, ranked against the chunk shapes by the same model;
+    keep_codec leaves it out."""
+    prof = default_profile()
+    lay = Layout(SHAPE, 8, (1, 1, 16, 32), True, 100 << 10)
+    free = lambda src, dst, codec: 0.0     # noqa: E731
+    m = mix(lay, [("xy", 30)])
+    res = search(lay, "deflate1", m, "netcdf4-python", prof, free, low=4 << 10, high=64 << 10, refine=400)
+    contig = Layout(SHAPE, 8, None)
+    t_contig = predict(contig, m[0].reads, "netcdf4-python", prof, passes=30).seconds
+    ranked = {c.chunks: c for c in res.ranked}
+    assert None in ranked and ranked[None].reads_s == pytest.approx(t_contig, rel=1e-9)
+    assert ranked[None].codec == "none" and ranked[None].stored_bytes == contig.nbytes
+    kept = search(lay, "deflate1", m, "netcdf4-python", prof, free, low=4 << 10, high=64 << 10, refine=400,
+                  keep_codec=True)
+    assert all(c.chunks is not None and c.codec == "deflate1" for c in kept.ranked)
+    assert res.best.total_s <= kept.best.total_s * (1 + 1e-9)
+    if res.best.chunks is None:
+        assert any("uncompressed" in n for n in res.notes)
+    # an uncompressed variable: contiguous is always in the search
+    plain = search(Layout(SHAPE, 8, (1, 1, 16, 32)), "", m, "netcdf4-python", prof, free, low=4 << 10,
+                   high=64 << 10, refine=400, keep_codec=True)
+    assert None in {c.chunks for c in plain.ranked}
 
 
 def test_a_costly_conversion_keeps_the_current_layout():
@@ -85,6 +113,45 @@ def test_advise_a_mix_prints_one_layout_and_its_command(tmp_path):
     assert set(d["best"]["per_pattern_s"]) == {"xy", "xt"} and d["searched"] > 10
     assert d["best"]["total_s"] <= d["current"]["total_s"]
     if d["best"]["chunks"] != [1, 1, 32, 64]:
-        assert d["command"].startswith(f"climio rechunk {src}") and "-c ta:" in d["command"]
+        assert d["command"].startswith(f"climio rechunk {src}")
+        assert ("-c ta:" in d["command"]) != (d["best"]["chunks"] == "contiguous" and "--contiguous" in d["command"])
     assert any(line.startswith("one layout for the 2 read patterns") for line in a.lines())
     assert a.to_dict()["layout_search"] == d
+
+
+def test_advised_layout_command_runs_and_respects_unlimited_dimensions(tmp_path):
+    """The command advice prints converts the file (contiguous storage of a compressed variable
+    needs --compression none); a variable along an unlimited dimension is never advised contiguous
+    (HDF5 needs chunks there)."""
+    import subprocess
+    import netCDF4
+    import numpy as np
+    from climio.advise.recommend import advise
+    from climio.data import write_4d
+    src = tmp_path / "maps.nc"
+    write_4d(src, [48, 2, 32, 64], chunks=[8, 1, 8, 16], deflate=1, shuffle=True, seed=2)
+    a = advise(src, var="ta", reads=["xy", "xt"], passes=[50, 1], profile=default_profile())
+    d = a.layout
+    if d["best"]["chunks"] == "contiguous":
+        assert "--contiguous --compression none" in d["command"]
+    argv = d["command"].split()
+    assert argv[:2] == ["climio", "rechunk"]
+    import os
+    import sys
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "climio"), *argv[1:]], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    with netCDF4.Dataset(argv[3]) as a_, netCDF4.Dataset(src) as b_:
+        assert np.array_equal(a_["ta"][:], b_["ta"][:])
+        want = "contiguous" if d["best"]["chunks"] == "contiguous" else d["best"]["chunks"]
+        assert a_["ta"].chunking() == want
+    # unlimited time: contiguous is not a candidate
+    ul = tmp_path / "ul.nc"
+    with netCDF4.Dataset(ul, "w") as ds:
+        for n, size in (("time", None), ("lev", 2), ("lat", 32), ("lon", 64)):
+            ds.createDimension(n, size)
+        v = ds.createVariable("ta", "f4", ("time", "lev", "lat", "lon"), zlib=True, complevel=1,
+                              chunksizes=(8, 1, 8, 16))
+        v[:] = np.random.default_rng(1).random((48, 2, 32, 64), dtype=np.float32)
+    a = advise(ul, var="ta", reads=["xy", "xt"], passes=[50, 1], profile=default_profile())
+    assert all(c["chunks"] != "contiguous" for c in a.layout["ranked"]) and a.layout["best"]["chunks"] != "contiguous"

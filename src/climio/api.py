@@ -145,7 +145,8 @@ def load_records(run_dir):
 
 
 
-def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None):
+def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
+           keep_codec=False):
     """Ranked advice, as `climio advise` gives it: for a netCDF file with its reads (`read`,
     `passes` as climio.predict), a workflow YAML/JSON, a climio trace directory or a Darshan log.
 
@@ -154,6 +155,8 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
         a.best                     # the first recommendation: rule, before_s, after_s, gain_s, command
         a.ranked()                 # every recommendation, by predicted gain
         a.to_dict()                # the same as `climio advise --json`
+    With several read patterns of one variable, a.layout is the one layout for all of them (the
+    search also weighs contiguous, uncompressed storage unless `keep_codec`).
     Warnings (another platform's profile, the built-in defaults) go to warnings.warn.
     """
     import warnings
@@ -170,7 +173,7 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     from .advise.recommend import advise as advise_file
     reads = [read] if isinstance(read, str) else read
     return advise_file(target, var=var, reads=reads, passes=passes, tasks=tasks, stack=stack,
-                       chunk_cache=_size(chunk_cache), profile=profile, warn=warn)
+                       chunk_cache=_size(chunk_cache), profile=profile, warn=warn, keep_codec=keep_codec)
 
 
 def _size(value):

@@ -156,16 +156,16 @@ def workflow_facts(wf, profile: Profile) -> tuple:
     return wp, Facts("workflow", workflow=wff, profile=profile, tasks=wf.tasks)
 
 
-def advise_workflow(wf, profile: Profile, source="") -> Advice:
+def advise_workflow(wf, profile: Profile, source="", keep_codec: bool = False) -> Advice:
     wp, facts = workflow_facts(wf, profile)
     adv = Advice(source or str(wf.file), "workflow", rules.judge(facts), wp, profile.platform_id)
     items = facts.workflow.items
     if len(items) > 1 and len({(it.path, it.var) for it in items}) == 1 and len(items[0].layout.shape) >= 2:
-        adv.layout = search_layout(wf, profile, items)
+        adv.layout = search_layout(wf, profile, items, keep_codec)
     return adv
 
 
-def search_layout(wf, profile: Profile, items) -> dict:
+def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict:
     """One chunk shape for the workflow's read patterns of one variable (model.layout_search):
     the searched shape with the least predicted reads plus conversion, each pattern's time under
     it and now, and the `climio rechunk` command."""
@@ -174,11 +174,21 @@ def search_layout(wf, profile: Profile, items) -> dict:
                    else x.spec.read, x.reads, x.spec.passes) for x in items]
     cache = it.prediction.chunk_cache
     res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
-                               chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None)
+                               chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None,
+                               keep_codec=keep_codec, contiguous_ok=not _unlimited(it.path, it.var))
     d = res.to_dict()
-    if res.best is not res.current and res.best.chunks is not None:
-        d["command"] = f"climio rechunk {it.path} {_out_name(it.path)} -c {it.var}:{','.join(map(str, res.best.chunks))}"
+    if res.best is not res.current:
+        target = ("--contiguous" + (" --compression none" if it.layout.compressed else "") if res.best.chunks is None
+                  else f"-c {it.var}:{','.join(map(str, res.best.chunks))}")
+        d["command"] = f"climio rechunk {it.path} {_out_name(it.path)} {target}"
     return d
+
+
+def _unlimited(path, var) -> bool:
+    """Whether `var` spans an unlimited dimension (HDF5 then needs chunks: no contiguous layout)."""
+    from ..data.source import open_netcdf
+    with open_netcdf(str(path)) as ds:
+        return any(ds.dimensions[d].isunlimited() for d in ds.variables[var].dimensions)
 
 
 def layout_lines(d) -> list:
@@ -186,7 +196,9 @@ def layout_lines(d) -> list:
         return []
     b, now = d["best"], d["current"]
     out = [f"one layout for the {len(b['per_pattern_s'])} read patterns ({d['searched']} chunk shapes searched, "
-           f"{d['chunk_bytes'][0] >> 10} KiB to {d['chunk_bytes'][1] >> 20} MiB a chunk): chunks {b['chunks']}: "
+           f"{d['chunk_bytes'][0] >> 10} KiB to {d['chunk_bytes'][1] >> 20} MiB a chunk): "
+           f"chunks {b['chunks']}" + (f" ({b['codec']}, {b['stored_bytes'] / 2**20:.0f} MiB on disk)" if b.get('codec') else "")
+           + f": "
            f"{b['reads_s']:.3g} s of reads + {b['convert_s']:.3g} s to convert = {b['total_s']:.3g} s "
            f"(now {now['reads_s']:.3g} s in {now['chunks']})"]
     out += [f"   {name}: {b['per_pattern_s'][name]:.3g} s (now {now['per_pattern_s'][name]:.3g} s)"
@@ -198,7 +210,7 @@ def layout_lines(d) -> list:
 
 
 def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
-           warn=None) -> Advice:
+           warn=None, keep_codec: bool = False) -> Advice:
     """Advice for a workflow file, or a netCDF file with its reads. A trace directory or a Darshan
     log is read by climio.trace (its Facts) and advised by advise.measured.advise_measured: the
     caller composes the two (cli/advise.py), as the studies do not import each other."""
@@ -219,4 +231,4 @@ def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk
                             stack or wfmod.DEFAULT_STACK, chunk_cache)
     workflow_checked(wf)
     prof = wfmod.profile_for(wf.file, profile, warn)
-    return advise_workflow(wf, prof, str(target))
+    return advise_workflow(wf, prof, str(target), keep_codec)

@@ -234,6 +234,7 @@ def advise_cmd(
     profile: ProfileOpt = None,
     json_out: JsonOpt = False,
     endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// TARGET (else AWS_ENDPOINT_URL)."),
+    keep_codec: bool = typer.Option(False, "--keep-codec", help="With several --read patterns: search only layouts that keep the variable's compression (else contiguous, uncompressed storage is weighed too, with its disk size)."),
 ):
     """What to change, ranked by predicted gain: each with its evidence, the predicted time before
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
@@ -256,7 +257,7 @@ def advise_cmd(
     else:
         adv = advise(target, var=var, reads=read, passes=passes or [1], tasks=tasks, stack=stack,
                      chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
-                     profile=str(profile) if profile else None, warn=warnings.append)
+                     profile=str(profile) if profile else None, warn=warnings.append, keep_codec=keep_codec)
     _warn(warnings)
     if json_out:
         print(json.dumps(adv.to_dict(), default=str))

@@ -11,6 +11,12 @@ chunk cache) plus the one-off conversion (the rechunk planner's prediction, the 
 The search is two-stage to stay fast on large variables: every candidate is first priced on a
 sample of each pattern's reads (SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits
 simulated, counts scaled, as the model does beyond its window), the best `refine` are then priced on all reads and ranked.
+
+Contiguous storage is a candidate too (HDF5 stores it uncompressed): for maps read whole it makes
+one request per map and decodes nothing, and on this machine's measurements it beat every chunk
+shape that kept deflate on map-heavy mixes. Storing a compressed variable uncompressed trades disk
+for speed, so each candidate carries its stored bytes, and `keep_codec` leaves contiguous out of
+a compressed variable's search.
 """
 
 import itertools
@@ -40,6 +46,8 @@ class Candidate:
     per_pattern: dict       # name -> predicted seconds over its passes
     reads_s: float
     convert_s: float
+    codec: str = ""         # the candidate's stored codec ("none": uncompressed)
+    stored_bytes: int = 0   # the variable's bytes on disk in this layout (estimated at the source's ratio)
 
     @property
     def total_s(self) -> float:
@@ -47,7 +55,8 @@ class Candidate:
 
     def to_dict(self) -> dict:
         return {"chunks": list(self.chunks) if self.chunks else "contiguous", "per_pattern_s": self.per_pattern,
-                "reads_s": self.reads_s, "convert_s": self.convert_s, "total_s": self.total_s}
+                "reads_s": self.reads_s, "convert_s": self.convert_s, "total_s": self.total_s,
+                "codec": self.codec, "stored_bytes": self.stored_bytes}
 
 
 @dataclass
@@ -115,9 +124,12 @@ def _stored(src: Layout, chunks) -> int:
 
 
 def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
-           low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12) -> SearchResult:
-    """The chunk shape minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the
-    one-off conversion (0 for the current layout)."""
+           low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12, keep_codec: bool = False,
+           contiguous_ok: bool = True) -> SearchResult:
+    """The chunk shape (or contiguous storage, unless `keep_codec` and the variable is compressed)
+    minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the one-off conversion
+    (0 for the current layout). `contiguous_ok` False: the variable cannot be stored contiguously
+    (HDF5 needs chunks along an unlimited dimension)."""
     if not mix:
         raise InputError("a layout search needs at least one read pattern")
     names = [p.name for p in mix]
@@ -128,8 +140,17 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
     if not cands:
         raise InputError(f"no chunk shape of {format_chunks(shape)} x {isz} B lies between {low} and {high} bytes")
 
+    if contiguous_ok and not (keep_codec and layout.compressed):
+        cands = cands + [None]
+
     def lay_of(ch):
-        return Layout(shape, isz, ch, layout.compressed and ch is not None, _stored(layout, ch))
+        if ch is None:
+            return Layout(shape, isz, None)
+        return Layout(shape, isz, ch, layout.compressed, _stored(layout, ch))
+
+    def candidate(lay, per, convert):
+        return Candidate(lay.chunks, per, sum(per.values()), convert, codec if lay.compressed else "none",
+                         int(lay.stored if lay.compressed else lay.allocated_bytes))
     sampled = []
     for ch in cands:
         per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS)
@@ -139,13 +160,18 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
     for _, ch in sampled[:refine]:
         lay = lay_of(ch)
         per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
-        same = layout.chunks is not None and tuple(layout.chunks) == tuple(ch)
-        ranked.append(Candidate(ch, per, sum(per.values()), 0.0 if same else float(convert_s(layout, lay, codec))))
+        same = (layout.chunks is None and ch is None) or (
+            layout.chunks is not None and ch is not None and tuple(layout.chunks) == tuple(ch))
+        ranked.append(candidate(lay, per, 0.0 if same else float(convert_s(layout, lay, codec))))
     ranked.sort(key=lambda c: c.total_s if math.isfinite(c.total_s) else math.inf)
     now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
-    current = Candidate(layout.chunks, now, sum(now.values()), 0.0)
+    current = candidate(layout, now, 0.0)
     best = ranked[0] if ranked and ranked[0].total_s < current.total_s else current
     notes = []
     if best is current:
         notes.append("no searched shape beats the current layout once its conversion is paid")
+    elif best.codec == "none" and layout.compressed:
+        notes.append(f"stores the variable uncompressed: {best.stored_bytes / 2**20:.0f} MiB on disk instead of "
+                     f"{current.stored_bytes / 2**20:.0f} MiB (keep_codec / --keep-codec searches only shapes that "
+                     f"keep {codec or 'its codec'})")
     return SearchResult(best, current, ranked, len(cands), (low, high), notes)

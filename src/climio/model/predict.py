@@ -5,7 +5,8 @@ One explicit formula, evaluated on the requests the HDF5 library makes for the r
     time = sum over storage requests  (latency(pattern) + size / rate(size, pattern))      I/O
                                       (+ cold_extra_s per strided cold request the library makes)
          + bytes decoded / decode rate(codec) + decodes x decode_chunk_s                   decode
-         + calls x call_s + chunks visited x chunk_s + runs x piece_s + bytes / copy_Bps   CPU
+         + calls x call_s + chunks visited x chunk_s(visits per call) + runs x piece_s
+         + bytes / copy_Bps                                                                CPU
     with N tasks:  I/O_storage / S_io(N) + (I/O_page-cache + decode + CPU) / S_cpu(N) + open
     on M nodes of N tasks each:  max(I/O / (M S_io(N)), cold bytes / B) + (decode + CPU) / (M S_cpu(N)) + open
                    B: the shared file system's aggregate bandwidth, profile.parallel["shared_fs_Bps"]
@@ -467,7 +468,8 @@ def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> di
             warm += t
     decode = (counts.bytes_decoded / profile.decode(codec) + counts.decodes * profile.decode_chunk_s
               if counts.bytes_decoded else 0.0)
-    cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_s + counts.pieces * sr.piece_s
+    per_call = counts.chunks_visited / counts.calls if counts.calls else 0.0
+    cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_visit_s(per_call) + counts.pieces * sr.piece_s
            + counts.bytes_wanted / sr.copy_Bps)
     # io_warm_s: the part served by the page cache, a copy by the CPU (it scales with cores, not storage)
     return {"io_s": io, "io_warm_s": warm, "decode_s": decode, "cpu_s": cpu, "open_s": sr.open_s}

@@ -37,6 +37,8 @@ PAGE_BYTES = 4096
 # Delivering a single-run read costs almost nothing beyond the pread into the user's buffer; the
 # fitted copy rate is bounded to memory speeds so that noise does not make it infinite.
 COPY_MIN_BPS, COPY_MAX_BPS = 0.5e9, 20e9
+# chunk visits per library call of calibrate's two per-chunk cases (StackRates.chunk_s, chunk_many_s)
+CHUNK_VISITS_FEW, CHUNK_VISITS_MANY = 256, 8192
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,18 @@ class StackRates:
     # profiles calibrated before these were kept load with 0 slots: HDF5's default (521) is then used
     chunk_cache_nslots: int = 0
     chunk_cache_w0: float = 0.75
+    # per chunk visit when one call visits CHUNK_VISITS_MANY chunks (chunk_s is at CHUNK_VISITS_FEW):
+    # HDF5's per-chunk bookkeeping of one H5Dread outgrows the CPU's caches (measured 1.0 us per
+    # visit at 256 visits per call, 5.7 us at 8,192, flat beyond); 0: not measured, chunk_s throughout
+    chunk_many_s: float = 0.0
+
+    def chunk_visit_s(self, visits_per_call: float) -> float:
+        """The cost of one chunk visit in a call visiting `visits_per_call` chunks: chunk_s up to
+        CHUNK_VISITS_FEW, chunk_many_s from CHUNK_VISITS_MANY, linear in log2(visits) between."""
+        if not self.chunk_many_s or visits_per_call <= CHUNK_VISITS_FEW:
+            return self.chunk_s
+        f = min(math.log2(visits_per_call / CHUNK_VISITS_FEW) / math.log2(CHUNK_VISITS_MANY / CHUNK_VISITS_FEW), 1.0)
+        return self.chunk_s + f * (self.chunk_many_s - self.chunk_s)
 
     @classmethod
     def from_dict(cls, d) -> "StackRates":
@@ -168,7 +182,9 @@ class Profile:
         if self.cold_extra_s:
             out.append(f"  a library's strided cold request costs {1e6 * self.cold_extra_s:.0f} us more than a raw pread")
         for name, s in sorted(self.stacks.items()):
-            out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk, "
+            out.append(f"  {name}: {1e6 * s.call_s:.1f} us/call, {1e6 * s.chunk_s:.2f} us/chunk"
+                       + (f" ({1e6 * s.chunk_many_s:.2f} at {CHUNK_VISITS_MANY} per call)" if s.chunk_many_s else "")
+                       + f", "
                        f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
                        f"chunk cache {_size(s.chunk_cache_bytes)}"
                        + (f", {s.chunk_cache_nslots} slots, w0 {s.chunk_cache_w0:g}" if s.chunk_cache_nslots else ""))
@@ -320,6 +336,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             k = next((k for k in groups if k[0] == kind and k[1] == name), None)
             return (fast[k] - warm_io(prof, one[k]["params"]), one[k]["params"]) if k else None
         call, runs, copy, chunks = get("stack-call"), get("stack-runs"), get("stack-copy"), get("stack-chunks")
+        many = get("stack-chunks-many")
         for _ in range(3):   # the copy term is small in the call/run cases: iterate the two solutions
             if call and runs:
                 (r1, p1), (r2, p2) = call, runs
@@ -342,6 +359,10 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             r, p = chunks
             rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"] - p["bytes_wanted"] / vals["copy_Bps"]
             vals["chunk_s"] = max(rest, 0.0) / max(p["chunks"], 1)
+        if many:
+            r, p = many
+            rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"] - p["bytes_wanted"] / vals["copy_Bps"]
+            vals["chunk_many_s"] = max(rest / max(p["chunks"], 1), vals["chunk_s"])
         opk = next((k for k in groups if k[0] == "stack-open" and k[1] == name), None)
         if opk:
             vals["open_s"] = med[opk]
@@ -431,7 +452,7 @@ def _share_library_costs(prof: "Profile", solved) -> None:
         if not ref or ref == name or ref not in solved:
             continue
         r, base = prof.stacks[ref], asdict(prof.stacks[name])
-        base.update(piece_s=r.piece_s, chunk_s=r.chunk_s)
+        base.update(piece_s=r.piece_s, chunk_s=r.chunk_s, chunk_many_s=r.chunk_many_s)
         if call:
             t, p = call
             t -= p["bytes_wanted"] / base["copy_Bps"]

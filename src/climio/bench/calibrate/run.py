@@ -6,6 +6,7 @@
   stack-runs    reads of 64 runs of one element each inside one sieve window: per run   (warm)
   stack-copy    1 MiB single-run reads: bytes delivered per second                        (warm)
   stack-chunks  half-chunk strips of a file with 1 KiB chunks: per (partial) chunk visited (warm)
+  stack-chunks-many  that file in one read (8,192 chunk visits per call): per chunk visited (warm)
   stack-open    open + close; the chunk cache the stack opens a variable with
   decode        whole-chunk reads of a compressed file and of its uncompressed twin, chunk cache
                 off, warm: decoded bytes per extra second                                  (per codec)
@@ -44,6 +45,8 @@ DECODE_SHAPE = (64, 4, 64, 128)   # 16 MiB: the decode files
 DECODE_CHUNKS = (4, 1, 64, 128)   # 256 KiB chunks
 DECODE_SMALL_CHUNKS = (4, 1, 8, 16)   # 4 KiB chunks: the per-chunk cost of the filter pipeline
 SMALL_CHUNKS = (1, 1, 8, 16)      # 1 KiB chunks
+# the stack-chunks-many case reads every small chunk in one call: the visits the model's chunk_many_s is at
+assert math.prod(s // c for s, c in zip(SHAPE, SMALL_CHUNKS)) == profmod.CHUNK_VISITS_MANY
 SEQ_SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
 STRIDED_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
 WARM_SIZES = (4 << 10, 64 << 10, 1 << 20)
@@ -185,6 +188,9 @@ def library(stack, files, reps, emit, pid):
         "stack-copy": (contig, lay_c, [((t, 0, 0, 0), (4, Z, Y, X)) for t in range(0, T, 4)]),
         # half-chunk map strips of 1 KiB chunks: 256 partial chunk visits per call, so the call cost is small
         "stack-chunks": (small, lay_s, [((0, z, y, 0), (T, 1, 4, X)) for z in range(Z) for y in range(2, Y, 8)]),
+        # the whole file in one call: 8,192 chunk visits (CHUNK_VISITS_MANY), HDF5's per-chunk
+        # bookkeeping beyond the CPU's caches
+        "stack-chunks-many": (small, lay_s, [((0, 0, 0, 0), (T, Z, Y, X))]),
     }
     for kind, (path, lay, reads) in cases.items():
         params = {"kind": kind, "stack": stack, "file": os.path.basename(path),
