@@ -310,3 +310,36 @@ def test_a_chunk_visit_costs_more_when_one_call_visits_many_chunks():
     assert one.counts.chunks_visited == split.counts.chunks_visited == 8192
     per_visit = (one.cpu_s - split.cpu_s + 31 * c.call_s) / 8192
     assert per_visit == pytest.approx(6e-6 - 1e-6, rel=1e-6)
+
+
+def test_the_decode_rate_follows_the_datas_compression_ratio():
+    """deflate stores what it cannot compress and its decoder then copies: calibrate measures each
+    codec on smooth data and on random values (two compression ratios); the model's cost per
+    decoded byte is linear in 1 / ratio between them, flat outside, and the ratio is the variable's
+    own (decoded over stored bytes of the chunks decoded)."""
+    def rec(kind, codec, wall, stored=None):
+        p = {"kind": kind, "stack": "netcdf4-python", "codec": codec, "calls": 4, "pieces": 4, "chunks": 64,
+             "bytes_wanted": 16e6, "bytes_decoded": 16e6, "requests": []}
+        if stored:
+            p["bytes_stored"] = stored
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": 4}, "params": p}
+    recs = [rec("decode", "none", 0.01), rec("decode", "deflate1", 0.01 + 16e6 / 250e6, 4e6),
+            rec("decode-random", "deflate1", 0.01 + 16e6 / 1000e6, 15e6)]
+    p = fit(recs, "pid", base=default_profile())
+    assert p.decode("deflate1") == pytest.approx(250e6)
+    assert p.decode_ratio["deflate1"] == pytest.approx(4.0)
+    assert p.decode_random["deflate1"] == [pytest.approx(16 / 15), pytest.approx(1000e6)]
+    assert p.decode("deflate1", 4.0) == pytest.approx(250e6) and p.decode("deflate1", 40.0) == pytest.approx(250e6)
+    assert p.decode("deflate1", 16 / 15) == pytest.approx(1000e6) and p.decode("deflate1", 1.0) == pytest.approx(1000e6)
+    mid = 1 / ((1 / 4 + 15 / 16) / 2)       # halfway in 1 / ratio
+    assert p.decode("deflate1", mid) == pytest.approx(1 / (0.5 / 250e6 + 0.5 / 1000e6))
+    assert p.decode("zstd3", 1.0) == p.decode("zstd3")      # one ratio measured: one rate
+    # the model takes the ratio from the layout's stored bytes; unknown stored bytes: the base rate
+    reads = [((0, 0), (64, 64))]
+    squeezed = predict(Layout((64, 64), 8, (8, 8), True, 64 * 64 * 8 // 4), reads, "netcdf4-python", p, codec="deflate1")
+    loose = predict(Layout((64, 64), 8, (8, 8), True, 64 * 64 * 8 * 15 // 16), reads, "netcdf4-python", p,
+                    codec="deflate1")
+    unknown = predict(Layout((64, 64), 8, (8, 8), True), reads, "netcdf4-python", p, codec="deflate1")
+    per = lambda pr: (pr.decode_s - pr.counts.decodes * p.decode_chunk_s) / pr.counts.bytes_decoded   # noqa: E731
+    assert per(squeezed) == pytest.approx(1 / 250e6) and per(loose) == pytest.approx(1 / 1000e6, rel=1e-3)
+    assert per(unknown) == pytest.approx(1 / 250e6)

@@ -57,6 +57,18 @@ def test_chunk_cache_of_is_what_each_library_reports(maps):
     before = netCDF4.get_chunk_cache()
     chunk_cache_of("xarray", maps, "v", asked)
     assert netCDF4.get_chunk_cache() == before
+    # and by the xarray reader itself: a sized open (a validation run's sized configuration) does not
+    # size the files this process opens later (it did: the next default configuration was predicted
+    # with the 1 MiB cache of the sized one while its reads ran with netCDF-C's own default)
+    from climio.stacks import STACKS
+    r = STACKS["xarray"]()
+    r.open(str(maps), "v", (1 << 20, 521, 0.75))
+    try:
+        assert r.chunk_cache_info()["size"] == 1 << 20
+    finally:
+        r.close()
+    assert netCDF4.get_chunk_cache() == before
+    assert chunk_cache_of("xarray", maps, "v") == want_nc
 
 
 def test_c_netcdf_cache_comes_from_the_probe_record(maps):

@@ -155,3 +155,25 @@ def test_advised_layout_command_runs_and_respects_unlimited_dimensions(tmp_path)
         v[:] = np.random.default_rng(1).random((48, 2, 32, 64), dtype=np.float32)
     a = advise(ul, var="ta", reads=["xy", "xt"], passes=[50, 1], profile=default_profile())
     assert all(c["chunks"] != "contiguous" for c in a.layout["ranked"]) and a.layout["best"]["chunks"] != "contiguous"
+
+
+def test_searches_sharing_a_memo_price_each_shape_and_pattern_once(monkeypatch):
+    """Several mixes of the same patterns (climio bench layouts): with a shared memo the answers are
+    the same as without, and a mix whose shapes were all priced before (here the same weights
+    doubled: the same ranking) simulates nothing again."""
+    import climio.model.predict as model
+    prof = default_profile()
+    lay = Layout(SHAPE, 8, (1, 1, 16, 32), True, 100 << 10)
+    cost = lambda src, dst, codec: 0.05     # noqa: E731
+    kw = dict(low=4 << 10, high=64 << 10)
+    memo = {}
+    a = search(lay, "deflate1", mix(lay, [("xy", 30), ("xt", 5)]), "netcdf4-python", prof, cost, memo=memo, **kw)
+    calls = []
+    real = model.simulate
+    monkeypatch.setattr(model, "simulate", lambda *x, **k: calls.append(1) or real(*x, **k))
+    b = search(lay, "deflate1", mix(lay, [("xy", 60), ("xt", 10)]), "netcdf4-python", prof, cost, memo=memo, **kw)
+    assert calls == []
+    monkeypatch.setattr(model, "simulate", real)
+    b0 = search(lay, "deflate1", mix(lay, [("xy", 60), ("xt", 10)]), "netcdf4-python", prof, cost, **kw)
+    assert [c.to_dict() for c in b.ranked] == [c.to_dict() for c in b0.ranked]
+    assert b.best.to_dict() == b0.best.to_dict() and a.searched == b.searched

@@ -243,17 +243,23 @@ class H5netcdf(_Variable):
 class Xarray(_Variable):
     """xarray over netCDF4-python, uncached: every slice goes to the file, as an analysis script
     streaming data does. xarray has no per-variable chunk-cache option, so a chunk cache is set
-    as netCDF-C's default for files opened afterwards (netCDF4.set_chunk_cache) before the open."""
+    as netCDF-C's default (netCDF4.set_chunk_cache) for the open, and the default put back after."""
 
     api = "DataArray[slice].values"
 
     def open(self, path, var, chunk_cache=None):
         import netCDF4
         import xarray as xr
-        if chunk_cache is not None:
-            netCDF4.set_chunk_cache(*chunk_cache)
-        self.ds = xr.open_dataset(path, engine="netcdf4", cache=False)
-        self.var = self.ds[var]
+        before = netCDF4.get_chunk_cache()
+        try:
+            if chunk_cache is not None:
+                netCDF4.set_chunk_cache(*chunk_cache)
+            self.ds = xr.open_dataset(path, engine="netcdf4", cache=False)
+            self.var = self.ds[var]
+        finally:
+            # netCDF-C applies the default when it opens the file; left set, it would size every file
+            # this process opens later (a sized run's cache became the next default run's)
+            netCDF4.set_chunk_cache(*before)
         self.path, self.name = path, var
 
     def read_bytes(self, offset, nbytes):

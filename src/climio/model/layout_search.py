@@ -100,18 +100,27 @@ def candidates(shape, itemsize, low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BY
     return out
 
 
-def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests, max_visits=None) -> dict:
+def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests, max_visits=None, memo=None) -> dict:
+    """Predicted seconds of each pattern over its passes. A prediction is linear in the passes, so
+    `memo` (a dict the caller keeps) holds one pass per (layout, pattern, stage): searches of several
+    mixes of the same patterns (climio bench layouts) simulate each pattern once per shape."""
     sr = profile.stack(stack)
     spec = model.cache_spec(chunk_cache if chunk_cache is not None else int(sr.chunk_cache_bytes), sr)
     per = {}
     for pat in mix:
-        counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
-                                cache_per_read=stack in model.DATASET_PER_READ,
-                                max_visits=max_visits,
-                                tasks=min(tasks, max(len(pat.reads), 1)))
-        p = model.predict(layout, pat.reads, stack, profile, tasks=tasks, codec=codec if layout.compressed else "",
-                          chunk_cache=spec, passes=pat.passes, counts=counts)
-        per[pat.name] = p.seconds
+        key = (layout, pat.name, len(pat.reads), tuple(map(tuple, pat.reads[0])) if pat.reads else (),
+               max_requests, max_visits, codec, stack, tasks, spec)
+        one = memo.get(key) if memo is not None else None
+        if one is None:
+            counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
+                                    cache_per_read=stack in model.DATASET_PER_READ,
+                                    max_visits=max_visits,
+                                    tasks=min(tasks, max(len(pat.reads), 1)))
+            one = model.predict(layout, pat.reads, stack, profile, tasks=tasks,
+                                codec=codec if layout.compressed else "", chunk_cache=spec, counts=counts).seconds
+            if memo is not None:
+                memo[key] = one
+        per[pat.name] = one * pat.passes
     return per
 
 
@@ -125,11 +134,12 @@ def _stored(src: Layout, chunks) -> int:
 
 def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
            low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12, keep_codec: bool = False,
-           contiguous_ok: bool = True) -> SearchResult:
+           contiguous_ok: bool = True, memo=None) -> SearchResult:
     """The chunk shape (or contiguous storage, unless `keep_codec` and the variable is compressed)
     minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the one-off conversion
     (0 for the current layout). `contiguous_ok` False: the variable cannot be stored contiguously
-    (HDF5 needs chunks along an unlimited dimension)."""
+    (HDF5 needs chunks along an unlimited dimension). `memo`: a dict shared by searches of the same
+    variable and profile, to price each (shape, pattern) once (see _price)."""
     if not mix:
         raise InputError("a layout search needs at least one read pattern")
     names = [p.name for p in mix]
@@ -153,18 +163,18 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
                          int(lay.stored if lay.compressed else lay.allocated_bytes))
     sampled = []
     for ch in cands:
-        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS)
+        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS, memo)
         sampled.append((sum(per.values()), ch))
     sampled.sort(key=lambda x: x[0])
     ranked = []
     for _, ch in sampled[:refine]:
         lay = lay_of(ch)
-        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
+        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, memo=memo)
         same = (layout.chunks is None and ch is None) or (
             layout.chunks is not None and ch is not None and tuple(layout.chunks) == tuple(ch))
         ranked.append(candidate(lay, per, 0.0 if same else float(convert_s(layout, lay, codec))))
     ranked.sort(key=lambda c: c.total_s if math.isfinite(c.total_s) else math.inf)
-    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS)
+    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, memo=memo)
     current = candidate(layout, now, 0.0)
     best = ranked[0] if ranked and ranked[0].total_s < current.total_s else current
     notes = []

@@ -4,7 +4,7 @@ One explicit formula, evaluated on the requests the HDF5 library makes for the r
 
     time = sum over storage requests  (latency(pattern) + size / rate(size, pattern))      I/O
                                       (+ cold_extra_s per strided cold request the library makes)
-         + bytes decoded / decode rate(codec) + decodes x decode_chunk_s                   decode
+         + bytes decoded / decode rate(codec, compression ratio) + decodes x decode_chunk_s  decode
          + calls x call_s + chunks visited x chunk_s(visits per call) + runs x piece_s
          + bytes / copy_Bps                                                                CPU
     with N tasks:  I/O_storage / S_io(N) + (I/O_page-cache + decode + CPU) / S_cpu(N) + open
@@ -73,6 +73,7 @@ class Counts:
     decodes: float = 0
     bytes_wanted: float = 0
     bytes_decoded: float = 0
+    bytes_stored_decoded: float = 0    # the compressed bytes of those decodes (the data's compression ratio)
     requests: dict = field(default_factory=dict)   # (pattern, size) -> count
     max_touched_bytes: int = 0         # most chunk bytes one read touches (chunk cache sizing)
 
@@ -370,6 +371,8 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
                 if layout.compressed:
                     cnt.decodes += 1
                     cnt.bytes_decoded += cbytes
+                    if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
+                        cnt.bytes_stored_decoded += stored_chunk
             else:   # uncompressed, too large for the cache: direct reads of the runs needed
                 m = [x for _, x in combo]
                 rl, lst = _run_shape(m, chunks)
@@ -382,7 +385,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
     scale = len(reads) / simulated if simulated else 0.0
     if scale != 1.0:
         for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "chunk_cache_collisions", "partial_chunks",
-                  "decodes", "bytes_wanted", "bytes_decoded"):
+                  "decodes", "bytes_wanted", "bytes_decoded", "bytes_stored_decoded"):
             setattr(cnt, k, getattr(cnt, k) * scale)
     cnt.requests = {k: v * scale for k, v in st.req.items()}
     return cnt
@@ -466,7 +469,8 @@ def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> di
         io += t
         if p == "warm":
             warm += t
-    decode = (counts.bytes_decoded / profile.decode(codec) + counts.decodes * profile.decode_chunk_s
+    ratio = counts.bytes_decoded / counts.bytes_stored_decoded if counts.bytes_stored_decoded else None
+    decode = (counts.bytes_decoded / profile.decode(codec, ratio) + counts.decodes * profile.decode_chunk_s
               if counts.bytes_decoded else 0.0)
     per_call = counts.chunks_visited / counts.calls if counts.calls else 0.0
     cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_visit_s(per_call) + counts.pieces * sr.piece_s

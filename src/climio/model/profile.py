@@ -78,6 +78,11 @@ class Profile:
     rate_Bps: dict = field(default_factory=dict)       # pattern -> [[size, B/s], ...] ascending size
     stacks: dict = field(default_factory=dict)         # name -> StackRates
     decode_Bps: dict = field(default_factory=dict)     # codec label -> B/s of decoded output
+    # the decode rate depends on how much the data compress (deflate stores what it cannot compress
+    # and its decoder then copies): decode_Bps was measured at decode_ratio (raw / stored bytes), and
+    # decode_random holds [ratio, B/s] measured on random values; rates between are interpolated
+    decode_ratio: dict = field(default_factory=dict)   # codec label -> raw / stored of decode_Bps's data
+    decode_random: dict = field(default_factory=dict)  # codec label -> [raw / stored, B/s]
     write_Bps: float = 0.0                             # chunk writes of a new HDF5 file; 0: not measured
     codec_Bps: dict = field(default_factory=dict)      # codec label -> {"encode": B/s, "decode": B/s}
     parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
@@ -115,11 +120,23 @@ class Profile:
             raise InputError(f"profile {self.platform_id} has no {pattern} rates")
         return interp_loglog(table, size)
 
-    def decode(self, codec: str) -> float:
+    def decode(self, codec: str, ratio: float = None) -> float:
         """Decode rate for a codec label; an unknown codec takes the closest calibrated one by
-        family (deflateN -> the deflate rates, zstdN -> zstd), else the slowest calibrated."""
+        family (deflateN -> the deflate rates, zstdN -> zstd), else the slowest calibrated. With the
+        data's compression `ratio` (raw / stored) and two calibrated ratios for the codec: the cost
+        per byte linear in 1 / ratio between them, flat outside."""
         if not codec or codec == "none":
             return math.inf
+        base = self._decode_base(codec)
+        if ratio and codec in self.decode_random and self.decode_ratio.get(codec):
+            (r_rand, b_rand), r_base = self.decode_random[codec], float(self.decode_ratio[codec])
+            x, x0, x1 = 1.0 / float(ratio), 1.0 / r_base, 1.0 / float(r_rand)
+            if x1 != x0 and b_rand > 0:
+                f = min(max((x - x0) / (x1 - x0), 0.0), 1.0)
+                return 1.0 / ((1.0 - f) / base + f / float(b_rand))
+        return base
+
+    def _decode_base(self, codec: str) -> float:
         if codec in self.decode_Bps:
             return float(self.decode_Bps[codec])
         fam = codec_family(codec)
@@ -194,7 +211,11 @@ class Profile:
             out.append("  converter encode / decode MB/s: " + ", ".join(
                 f"{k} {v.get('encode', 0) / 1e6:.0f} / {v.get('decode', 0) / 1e6:.0f}" for k, v in sorted(self.codec_Bps.items())))
         if self.decode_Bps:
-            out.append("  decode MB/s: " + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted(self.decode_Bps.items())))
+            out.append("  decode MB/s: " + ", ".join(
+                f"{k} {v / 1e6:.0f}" + (f" at {self.decode_ratio[k]:.2f}x" if self.decode_ratio.get(k) else "")
+                + (f", {self.decode_random[k][1] / 1e6:.0f} at {self.decode_random[k][0]:.2f}x"
+                   if k in self.decode_random else "")
+                for k, v in sorted(self.decode_Bps.items())))
         for kind in ("io", "cpu"):
             if self.parallel.get(kind):
                 out.append(f"  parallel {kind} speed-up: " + ", ".join(
@@ -378,7 +399,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     # any codec is measured, the base's unmeasured ones go (a codec not measured then takes its
     # family's measured rate, not a built-in laptop figure)
     if any(k[0] == "decode" and k[4] and k[4] != "none" for k in groups):
-        prof.decode_Bps = {}
+        prof.decode_Bps, prof.decode_ratio, prof.decode_random = {}, {}, {}
     for k in groups:
         if k[0] == "decode" and k[4] and k[4] != "none":
             p = one[k]["params"]
@@ -390,6 +411,9 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
                 sr = prof.stacks.get(k[1], StackRates())
                 extra -= p["calls"] * sr.call_s + p["chunks"] * sr.chunk_s + p["bytes_wanted"] / sr.copy_Bps
             prof.decode_Bps[k[4]] = p["bytes_decoded"] / max(extra, 1e-6)
+            if p.get("bytes_stored"):
+                prof.decode_ratio[k[4]] = p["bytes_decoded"] / p["bytes_stored"]
+    _fit_decode_random(prof, groups, med, one)
     _fit_decode_chunk(prof, groups, fast)
     _fit_convert(prof, groups, one)
     # parallel speed-ups: time of the same total work with 1 task over time with n tasks
@@ -458,6 +482,18 @@ def _share_library_costs(prof: "Profile", solved) -> None:
             t -= p["bytes_wanted"] / base["copy_Bps"]
             base["call_s"] = max(t - p["pieces"] * r.piece_s, 0.0) / max(p["calls"], 1)
         prof.stacks[name] = StackRates(**base)
+
+
+def _fit_decode_random(prof: "Profile", groups, med, one) -> None:
+    """The decode rate on random values (a second compression ratio per codec), beyond the
+    uncompressed twin as for decode_Bps."""
+    twin = next((k for k in groups if k[0] == "decode" and k[4] == "none"), None)
+    for k in groups:
+        if k[0] != "decode-random" or not k[4] or twin is None:
+            continue
+        p = one[k]["params"]
+        extra = med[k] - warm_io(prof, p) - (med[twin] - warm_io(prof, one[twin]["params"]))
+        prof.decode_random[k[4]] = [p["bytes_decoded"] / p["bytes_stored"], p["bytes_decoded"] / max(extra, 1e-6)]
 
 
 def _fit_decode_chunk(prof: "Profile", groups, fast) -> None:

@@ -71,9 +71,10 @@ def _write_raw(path, nbytes):
     os.replace(tmp, path)
 
 
-def _nc(path, shape, chunks=None, compression="none"):
+def _nc(path, shape, chunks=None, compression="none", random=False):
     if not os.path.exists(path):
-        write_4d(path, shape, chunks=chunks if chunks else "contiguous", compression=parse_compression(compression))
+        write_4d(path, shape, chunks=chunks if chunks else "contiguous", compression=parse_compression(compression),
+                 random=random)
     return path
 
 
@@ -245,6 +246,16 @@ def decode(files, codecs, reps, emit, pid):
         params = {"kind": "decode", "stack": "netcdf4-python", "codec": codec,
                   **_counts_params(lay, reads, NOCACHE, path)}
         params["bytes_decoded"] = lay.nbytes
+        params["bytes_stored"] = lay.stored
+        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
+            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+    # the same reads of random values, which compress far less (deflate keeps them nearly as they are,
+    # and its decoder then mostly copies): the decode rate at a second compression ratio
+    for codec in codecs:
+        path = files[f"decode-random-{codec}"]
+        lay = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS, True, _stored(path))
+        params = {"kind": "decode-random", "stack": "netcdf4-python", "codec": codec,
+                  **_counts_params(lay, reads, NOCACHE, path), "bytes_decoded": lay.nbytes, "bytes_stored": lay.stored}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
             emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
     # the same reads of 4 KiB chunks, uncompressed and with the first codec: what each decode costs
@@ -340,6 +351,9 @@ def make_files(grid, data_dir) -> dict:
     files["small"] = _nc(os.path.join(d, "small-chunks.nc"), SHAPE, SMALL_CHUNKS)
     for codec in ["none", *grid.codec_list]:
         files[f"decode-{codec}"] = _nc(os.path.join(d, f"decode-{codec}.nc"), DECODE_SHAPE, DECODE_CHUNKS, codec)
+    for codec in grid.codec_list:
+        files[f"decode-random-{codec}"] = _nc(os.path.join(d, f"decode-random-{codec}.nc"), DECODE_SHAPE,
+                                              DECODE_CHUNKS, codec, random=True)
     for codec in ["none", *grid.codec_list[:1]]:
         files[f"decode-small-{codec}"] = _nc(os.path.join(d, f"decode-small-{codec}.nc"), DECODE_SHAPE,
                                              DECODE_SMALL_CHUNKS, codec)

@@ -48,9 +48,10 @@ def shape_grid(lay, codec, grid, prof, reads_of, cache) -> tuple:
     (topped up from the mixes' rankings to MIN_SHAPES)."""
     cost = rechunk_cost(prof)
     searches = {}
+    memo = {}    # each (shape, pattern) priced once across the mixes' searches
     for name, parts in grid.mix_list:
         mix = [Pattern(p, reads_of[p], n) for p, n in parts]
-        searches[name] = layout_search.search(lay, codec, mix, grid.stack, prof, cost, chunk_cache=cache)
+        searches[name] = layout_search.search(lay, codec, mix, grid.stack, prof, cost, chunk_cache=cache, memo=memo)
     shapes = {}
 
     def add(chunks, why):
@@ -61,7 +62,7 @@ def shape_grid(lay, codec, grid, prof, reads_of, cache) -> tuple:
     add(balanced_chunks(lay.shape, lay.itemsize), "Rew's balanced")
     for p in _patterns(grid):
         res = layout_search.search(lay, codec, [Pattern(p, reads_of[p], 1)], grid.stack, prof, lambda *a: 0.0,
-                                   chunk_cache=cache)
+                                   chunk_cache=cache, memo=memo)
         add(res.ranked[0].chunks, f"best for {p}")
     for name, res in searches.items():
         add(res.best.chunks, f"advised for {name}")
