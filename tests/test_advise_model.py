@@ -343,3 +343,32 @@ def test_the_decode_rate_follows_the_datas_compression_ratio():
     per = lambda pr: (pr.decode_s - pr.counts.decodes * p.decode_chunk_s) / pr.counts.bytes_decoded   # noqa: E731
     assert per(squeezed) == pytest.approx(1 / 250e6) and per(loose) == pytest.approx(1 / 1000e6, rel=1e-3)
     assert per(unknown) == pytest.approx(1 / 250e6)
+
+
+def test_direct_chunk_reads_through_the_sieve_or_one_pread_per_piece():
+    """An uncompressed chunk too large for the chunk cache is read directly: some HDF5 builds go
+    through the 64 KiB sieve, others issue one pread per piece (contiguous in the chunk and in the
+    read's buffer). The simulation counts either; the fit keeps the one the measured time fits."""
+    prof = default_profile()
+    prof.readahead_bytes = 0
+    lay = Layout((64, 4, 64, 128), 8, (4, 1, 64, 128))
+    reads = [((0, 0, 0, 16), (64, 1, 64, 16))]      # 16 chunks, each 64 rows x 4 steps of 128-byte pieces
+    sieve = simulate(lay, reads, 0, prof)
+    runs = simulate(lay, reads, 0, prof, direct_sieve=False)
+    n_runs = sum(runs.requests.values())
+    assert n_runs == 16 * 4 * 64 and all(size == 128 for _, size in runs.requests)
+    # 64 KiB windows from the first piece on, over each 256 KiB chunk (a window's page already read
+    # counts apart): a few requests per chunk, the chunk's bytes
+    assert sum(sieve.requests.values()) <= 16 * 6
+    assert sum(n * s for (_, s), n in sieve.requests.items()) == pytest.approx(16 * (256 << 10), rel=0.01)
+    # the fit: a measured time near the per-piece prediction picks it, near the sieve's the sieve
+    lat, rate = prof.latency("warm"), prof.rate("warm", 128)
+
+    def rec(wall):
+        p = {"kind": "stack-direct", "stack": "h5py", "calls": 1, "pieces": 4096, "chunks": 16, "bytes_wanted": 0,
+             "requests": [["warm", s, n] for (_, s), n in sieve.requests.items()],
+             "requests_runs": [["warm", s, n] for (_, s), n in runs.requests.items()]}
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": 1}, "params": p}
+    t_runs = n_runs * (lat + 128 / rate)
+    assert fit([rec(t_runs)], "pid", base=prof).stacks["h5py"].direct_sieve is False
+    assert fit([rec(t_runs / 50)], "pid", base=prof).stacks["h5py"].direct_sieve is True

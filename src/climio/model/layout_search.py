@@ -113,7 +113,7 @@ def _price(layout, codec, mix, stack, profile, tasks, chunk_cache, max_requests,
         one = memo.get(key) if memo is not None else None
         if one is None:
             counts = model.simulate(layout, pat.reads, spec, profile, max_requests=max_requests,
-                                    cache_per_read=stack in model.DATASET_PER_READ,
+                                    cache_per_read=stack in model.DATASET_PER_READ, direct_sieve=sr.direct_sieve,
                                     max_visits=max_visits,
                                     tasks=min(tasks, max(len(pat.reads), 1)))
             one = model.predict(layout, pat.reads, stack, profile, tasks=tasks,

@@ -302,14 +302,16 @@ def task_bounds(n: int, tasks: int) -> list:
 
 
 def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=SIM_REQUESTS, tasks: int = 1,
-             cache_per_read: bool = False, max_visits=None) -> Counts:
+             cache_per_read: bool = False, max_visits=None, direct_sieve: bool = True) -> Counts:
     """Counts of the reads (a list of (start, count)) against `layout`, in the order given, through
     the chunk cache `chunk_cache` (a CacheSpec, or its bytes with HDF5's default slots). With
     `tasks` tasks each opens the file: its consecutive share of the reads runs through a cache of
     its own (the page cache is shared). `cache_per_read`: every read starts with an empty chunk
     cache (a stack in DATASET_PER_READ). `max_visits`: also stop (and scale) past this many chunk
     visits (the layout search's first, sampled stage: reads served by the chunk cache make no
-    requests, so the request window alone does not bound the work)."""
+    requests, so the request window alone does not bound the work). `direct_sieve`: uncompressed
+    chunks too large for the cache are read through the sieve, else one request per piece
+    (StackRates.direct_sieve)."""
     shape, isz = layout.shape, layout.itemsize
     reads = list(reads)
     for s, c in reads[:1] + reads[-1:]:
@@ -375,10 +377,16 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
                         cnt.bytes_stored_decoded += stored_chunk
             else:   # uncompressed, too large for the cache: direct reads of the runs needed
                 m = [x for _, x in combo]
-                rl, lst = _run_shape(m, chunks)
                 lo = [max(j * c, s) - j * c for (j, _), s, c in zip(combo, start, chunks)]
-                offs = _run_offsets(lo, m, chunks, lst) * isz + base
-                st.contig(offs, rl * isz, base, base + cbytes)
+                rl, lst = _run_shape(m, chunks)
+                if direct_sieve:
+                    st.contig(_run_offsets(lo, m, chunks, lst) * isz + base, rl * isz, base, base + cbytes)
+                else:   # one pread per piece: contiguous both in the chunk and in the read's buffer
+                    rm, lm = _run_shape(m, count)
+                    if lm > lst:
+                        rl, lst = rm, lm
+                    for o in _run_offsets(lo, m, chunks, lst) * isz + base:
+                        st.fetch(int(o), rl * isz)
     cnt.reads_simulated = simulated
     if chunks is not None:
         cnt.chunk_cache_collisions = collisions + cache.counts.collisions
@@ -543,7 +551,7 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     cache = spec.nbytes
     if counts is None:
         counts = simulate(layout, reads, spec, profile, tasks=min(tasks, max(len(reads), 1)),
-                          cache_per_read=stack in DATASET_PER_READ)
+                          cache_per_read=stack in DATASET_PER_READ, direct_sieve=sr.direct_sieve)
     t = time_of(counts, stack, profile, codec)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])

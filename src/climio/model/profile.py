@@ -57,6 +57,11 @@ class StackRates:
     # HDF5's per-chunk bookkeeping of one H5Dread outgrows the CPU's caches (measured 1.0 us per
     # visit at 256 visits per call, 5.7 us at 8,192, flat beyond); 0: not measured, chunk_s throughout
     chunk_many_s: float = 0.0
+    # an uncompressed chunk too large for the chunk cache is read directly: through HDF5's 64 KiB
+    # sieve buffer (True), or one pread per piece (False: seen from HDF5 1.10.8 under netCDF-C 4.9
+    # and from h5py's HDF5 2.0, 128-byte preads by the hundred thousand); calibrate's stack-direct
+    # case decides which of the two the stack's measured time fits
+    direct_sieve: bool = True
 
     def chunk_visit_s(self, visits_per_call: float) -> float:
         """The cost of one chunk visit in a call visiting `visits_per_call` chunks: chunk_s up to
@@ -204,7 +209,8 @@ class Profile:
                        + f", "
                        f"{1e9 * s.piece_s:.0f} ns/run, copy {s.copy_Bps / 1e6:.0f} MB/s, open {1e3 * s.open_s:.1f} ms, "
                        f"chunk cache {_size(s.chunk_cache_bytes)}"
-                       + (f", {s.chunk_cache_nslots} slots, w0 {s.chunk_cache_w0:g}" if s.chunk_cache_nslots else ""))
+                       + (f", {s.chunk_cache_nslots} slots, w0 {s.chunk_cache_w0:g}" if s.chunk_cache_nslots else "")
+                       + ("" if s.direct_sieve else ", direct chunk reads one pread per piece"))
         if self.write_Bps:
             out.append(f"  write (chunks of a new HDF5 file): {self.write_Bps / 1e6:.0f} MB/s")
         if self.codec_Bps:
@@ -358,6 +364,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             return (fast[k] - warm_io(prof, one[k]["params"]), one[k]["params"]) if k else None
         call, runs, copy, chunks = get("stack-call"), get("stack-runs"), get("stack-copy"), get("stack-chunks")
         many = get("stack-chunks-many")
+        direct = get("stack-direct")
         for _ in range(3):   # the copy term is small in the call/run cases: iterate the two solutions
             if call and runs:
                 (r1, p1), (r2, p2) = call, runs
@@ -380,6 +387,8 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
             r, p = chunks
             rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"] - p["bytes_wanted"] / vals["copy_Bps"]
             vals["chunk_s"] = max(rest, 0.0) / max(p["chunks"], 1)
+        if direct:
+            vals["direct_sieve"] = _direct_sieve(prof, direct, vals)
         if many:
             r, p = many
             rest = r - p["calls"] * vals["call_s"] - p["pieces"] * vals["piece_s"] - p["bytes_wanted"] / vals["copy_Bps"]
@@ -482,6 +491,17 @@ def _share_library_costs(prof: "Profile", solved) -> None:
             t -= p["bytes_wanted"] / base["copy_Bps"]
             base["call_s"] = max(t - p["pieces"] * r.piece_s, 0.0) / max(p["calls"], 1)
         prof.stacks[name] = StackRates(**base)
+
+
+def _direct_sieve(prof: "Profile", direct, vals) -> bool:
+    """Whether the stack's direct chunk reads go through the sieve: the hypothesis (its request
+    counts, both in the record) whose predicted time is nearer the measured one, in ratio."""
+    (t, p) = direct
+    t += warm_io(prof, p)       # get() took the sieve hypothesis' page-cache requests off
+    cpu = p["calls"] * vals["call_s"] + p["pieces"] * vals["piece_s"] + p["bytes_wanted"] / vals["copy_Bps"]
+    sieve = cpu + warm_io(prof, p)
+    runs = cpu + warm_io(prof, {"requests": p.get("requests_runs") or []})
+    return abs(math.log(max(sieve, 1e-9) / max(t, 1e-9))) <= abs(math.log(max(runs, 1e-9) / max(t, 1e-9)))
 
 
 def _fit_decode_random(prof: "Profile", groups, med, one) -> None:

@@ -7,6 +7,8 @@
   stack-copy    1 MiB single-run reads: bytes delivered per second                        (warm)
   stack-chunks  half-chunk strips of a file with 1 KiB chunks: per (partial) chunk visited (warm)
   stack-chunks-many  that file in one read (8,192 chunk visits per call): per chunk visited (warm)
+  stack-direct  128-byte strips of uncompressed chunks, chunk cache off: through the sieve or
+                one pread per piece (warm)
   stack-open    open + close; the chunk cache the stack opens a variable with
   decode        whole-chunk reads of a compressed file and of its uncompressed twin, chunk cache
                 off, warm: decoded bytes per extra second                                  (per codec)
@@ -126,13 +128,13 @@ def _readahead_bytes(directory) -> int:
     return int((filesystem_of(directory).get("device") or {}).get("read_ahead_kb") or 0) * 1024
 
 
-def _counts_params(lay, reads, cache_bytes, path=None):
+def _counts_params(lay, reads, cache_bytes, path=None, direct_sieve=True):
     """The model's counts of `reads`, with the readahead of the device holding `path` (the
     profile fitted from these records simulates the same kernel readahead)."""
     prof = profmod.default_profile()
     if path:
         prof.readahead_bytes = _readahead_bytes(os.path.dirname(os.path.abspath(path)))
-    c = simulate(lay, reads, cache_bytes, prof)
+    c = simulate(lay, reads, cache_bytes, prof, direct_sieve=direct_sieve)
     return {"calls": c.calls, "pieces": c.pieces, "chunks": c.chunks_visited, "bytes_wanted": c.bytes_wanted,
             "requests": [[p, s, n] for (p, s), n in sorted(c.requests.items())],
             "bytes_read": sum(s * n for (p, s), n in c.requests.items()), "cold_bytes": int(c.cold_bytes()),
@@ -199,6 +201,20 @@ def library(stack, files, reps, emit, pid):
         for rep, (m, st) in enumerate(_timed(stack, path, reads, reps)):
             emit(make_record(STUDY, params, {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}, st, rep,
                              "ok", pid))
+    # direct reads: uncompressed 256 KiB chunks with the chunk cache off, 128-byte strips of their
+    # rows; the record holds the requests of both ways HDF5 versions read them (the sieve's 64 KiB
+    # windows, or one pread per piece) and the fit keeps the one the time agrees with
+    T2, Z2, Y2, X2 = DECODE_SHAPE
+    lay_d = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS)
+    reads = [((0, z, 0, x), (T2, 1, Y2, 16)) for z in range(Z2) for x in range(0, X2, 16)]
+    path = files["decode-none"]
+    runs = _counts_params(lay_d, reads, NOCACHE, path, direct_sieve=False)
+    params = {"kind": "stack-direct", "stack": stack, "file": os.path.basename(path),
+              **_counts_params(lay_d, reads, NOCACHE, path), "requests_runs": runs["requests"],
+              "chunk_cache": {"nbytes": 0, "nslots": 0, "w0": 0.75}}
+    for rep, (m, st) in enumerate(_timed(stack, path, reads, reps, chunk_cache=NOCACHE)):
+        emit(make_record(STUDY, params, {"bytes": int(params["bytes_wanted"]), "ops": len(reads), **m}, st, rep,
+                         "ok", pid))
     # open + close (Python stacks in process; c-netcdf: the probe's open_s when it reports one)
     opens = []
     if stack != "c-netcdf":
