@@ -372,3 +372,31 @@ def test_direct_chunk_reads_through_the_sieve_or_one_pread_per_piece():
     t_runs = n_runs * (lat + 128 / rate)
     assert fit([rec(t_runs)], "pid", base=prof).stacks["h5py"].direct_sieve is False
     assert fit([rec(t_runs / 50)], "pid", base=prof).stacks["h5py"].direct_sieve is True
+
+
+def test_float32_values_take_their_own_decode_rates():
+    """calibrate decodes float32 files too (smooth and random, against a float32 uncompressed twin):
+    4-byte variables take those two points, 8-byte ones the float64 ones."""
+    def rec(kind, codec, wall, stored=None, itemsize=None):
+        p = {"kind": kind, "stack": "netcdf4-python", "codec": codec, "calls": 4, "pieces": 4, "chunks": 64,
+             "bytes_wanted": 16e6, "bytes_decoded": 16e6, "requests": []}
+        if stored:
+            p["bytes_stored"] = stored
+        if itemsize:
+            p["itemsize"] = itemsize
+        return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "ops": 4}, "params": p}
+    recs = [rec("decode", "none", 0.01), rec("decode", "zstd3", 0.01 + 16e6 / 1000e6, 8e6),
+            rec("decode", "none", 0.02, itemsize=4),
+            rec("decode", "zstd3", 0.02 + 16e6 / 400e6, 4e6, itemsize=4),
+            rec("decode-random", "zstd3", 0.02 + 16e6 / 200e6, 14e6, itemsize=4)]
+    p = fit(recs, "pid", base=default_profile())
+    assert p.decode("zstd3") == pytest.approx(1000e6) and p.decode("zstd3", 2.0, 8) == pytest.approx(1000e6)
+    assert p.decode_f4["zstd3"] == [[pytest.approx(4.0), pytest.approx(400e6)], [pytest.approx(16 / 14), pytest.approx(200e6)]]
+    assert p.decode("zstd3", 4.0, 4) == pytest.approx(400e6) and p.decode("zstd3", 1.0, 4) == pytest.approx(200e6)
+    lay4 = Layout((64, 64), 4, (8, 8), True, 64 * 64 * 4 // 4)
+    lay8 = Layout((64, 64), 8, (8, 8), True, 64 * 64 * 8 // 4)
+    reads = [((0, 0), (64, 64))]
+    t4 = predict(lay4, reads, "netcdf4-python", p, codec="zstd3")
+    t8 = predict(lay8, reads, "netcdf4-python", p, codec="zstd3")
+    per = lambda pr: (pr.decode_s - pr.counts.decodes * p.decode_chunk_s) / pr.counts.bytes_decoded   # noqa: E731
+    assert per(t4) == pytest.approx(1 / 400e6) and per(t8) == pytest.approx(1 / 1000e6)

@@ -466,7 +466,7 @@ def _mib(b) -> str:
     return f"{b / 2**20:.1f} MiB"
 
 
-def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> dict:
+def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "", itemsize: int = None) -> dict:
     """The formula on counts: seconds per component (serial, one pass)."""
     sr = profile.stack(stack)
     io = warm = 0.0
@@ -478,7 +478,7 @@ def time_of(counts: Counts, stack: str, profile: Profile, codec: str = "") -> di
         if p == "warm":
             warm += t
     ratio = counts.bytes_decoded / counts.bytes_stored_decoded if counts.bytes_stored_decoded else None
-    decode = (counts.bytes_decoded / profile.decode(codec, ratio) + counts.decodes * profile.decode_chunk_s
+    decode = (counts.bytes_decoded / profile.decode(codec, ratio, itemsize) + counts.decodes * profile.decode_chunk_s
               if counts.bytes_decoded else 0.0)
     per_call = counts.chunks_visited / counts.calls if counts.calls else 0.0
     cpu = (counts.calls * sr.call_s + counts.chunks_visited * sr.chunk_visit_s(per_call) + counts.pieces * sr.piece_s
@@ -552,7 +552,7 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     if counts is None:
         counts = simulate(layout, reads, spec, profile, tasks=min(tasks, max(len(reads), 1)),
                           cache_per_read=stack in DATASET_PER_READ, direct_sieve=sr.direct_sieve)
-    t = time_of(counts, stack, profile, codec)
+    t = time_of(counts, stack, profile, codec, layout.itemsize)
     s_io, s_cpu = profile.speedup("io", tasks), profile.speedup("cpu", tasks)
     serial = passes * (t["io_s"] + t["decode_s"] + t["cpu_s"])
     # per pass: storage requests scale with the storage's parallel speed-up, page-cache copies with the CPU's

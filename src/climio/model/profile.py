@@ -88,6 +88,9 @@ class Profile:
     # decode_random holds [ratio, B/s] measured on random values; rates between are interpolated
     decode_ratio: dict = field(default_factory=dict)   # codec label -> raw / stored of decode_Bps's data
     decode_random: dict = field(default_factory=dict)  # codec label -> [raw / stored, B/s]
+    # the same two measurements on 4-byte values (float32, most model output): shuffle and deflate
+    # see other byte planes, and random float32 decoded 1.6x slower per byte than float64 here
+    decode_f4: dict = field(default_factory=dict)      # codec label -> [[raw / stored, B/s], ...]
     write_Bps: float = 0.0                             # chunk writes of a new HDF5 file; 0: not measured
     codec_Bps: dict = field(default_factory=dict)      # codec label -> {"encode": B/s, "decode": B/s}
     parallel: dict = field(default_factory=dict)       # {"cores": n, "io": {n: S}, "cpu": {n: S}}
@@ -125,20 +128,21 @@ class Profile:
             raise InputError(f"profile {self.platform_id} has no {pattern} rates")
         return interp_loglog(table, size)
 
-    def decode(self, codec: str, ratio: float = None) -> float:
+    def decode(self, codec: str, ratio: float = None, itemsize: int = None) -> float:
         """Decode rate for a codec label; an unknown codec takes the closest calibrated one by
         family (deflateN -> the deflate rates, zstdN -> zstd), else the slowest calibrated. With the
         data's compression `ratio` (raw / stored) and two calibrated ratios for the codec: the cost
-        per byte linear in 1 / ratio between them, flat outside."""
+        per byte linear in 1 / ratio between them, flat outside; 4-byte values (`itemsize` 4) take
+        their own two points when calibrated."""
         if not codec or codec == "none":
             return math.inf
+        if itemsize == 4 and len(self.decode_f4.get(codec) or ()) == 2:
+            (r0, b0), (r1, b1) = self.decode_f4[codec]
+            return _between(ratio or r0, float(r0), float(b0), float(r1), float(b1))
         base = self._decode_base(codec)
         if ratio and codec in self.decode_random and self.decode_ratio.get(codec):
             (r_rand, b_rand), r_base = self.decode_random[codec], float(self.decode_ratio[codec])
-            x, x0, x1 = 1.0 / float(ratio), 1.0 / r_base, 1.0 / float(r_rand)
-            if x1 != x0 and b_rand > 0:
-                f = min(max((x - x0) / (x1 - x0), 0.0), 1.0)
-                return 1.0 / ((1.0 - f) / base + f / float(b_rand))
+            return _between(ratio, r_base, base, float(r_rand), float(b_rand))
         return base
 
     def _decode_base(self, codec: str) -> float:
@@ -221,6 +225,8 @@ class Profile:
                 f"{k} {v / 1e6:.0f}" + (f" at {self.decode_ratio[k]:.2f}x" if self.decode_ratio.get(k) else "")
                 + (f", {self.decode_random[k][1] / 1e6:.0f} at {self.decode_random[k][0]:.2f}x"
                    if k in self.decode_random else "")
+                + (" (float32: " + ", ".join(f"{b / 1e6:.0f} at {r:.2f}x" for r, b in self.decode_f4[k]) + ")"
+                   if self.decode_f4.get(k) else "")
                 for k, v in sorted(self.decode_Bps.items())))
         for kind in ("io", "cpu"):
             if self.parallel.get(kind):
@@ -310,6 +316,16 @@ def fit_storage(points) -> tuple:
     return lat, table
 
 
+def _between(ratio, r0, b0, r1, b1) -> float:
+    """The decode rate at compression `ratio` from two measured (ratio, B/s): the cost per byte
+    linear in 1 / ratio between them, flat outside."""
+    x, x0, x1 = 1.0 / float(ratio), 1.0 / r0, 1.0 / r1
+    if x1 == x0 or b0 <= 0 or b1 <= 0:
+        return b0
+    f = min(max((x - x0) / (x1 - x0), 0.0), 1.0)
+    return 1.0 / ((1.0 - f) / b0 + f / b1)
+
+
 def _median(xs):
     xs = sorted(xs)
     if not xs:
@@ -340,7 +356,7 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     for r in ok:
         p = r["params"]
         key = (p.get("kind"), p.get("stack"), p.get("pattern"), p.get("request_bytes"), p.get("codec"),
-               p.get("what"), p.get("tasks"), p.get("case"))
+               p.get("what"), p.get("tasks"), p.get("case"), p.get("itemsize"))
         groups.setdefault(key, []).append(r)
     med = {k: _median([r["metrics"]["wall_s"] for r in v]) for k, v in groups.items()}
     fast = {k: min(r["metrics"]["wall_s"] for r in v) for k, v in groups.items()}
@@ -408,11 +424,12 @@ def fit(records, platform_id: str, platform: Optional[dict] = None, source="cali
     # any codec is measured, the base's unmeasured ones go (a codec not measured then takes its
     # family's measured rate, not a built-in laptop figure)
     if any(k[0] == "decode" and k[4] and k[4] != "none" for k in groups):
-        prof.decode_Bps, prof.decode_ratio, prof.decode_random = {}, {}, {}
+        prof.decode_Bps, prof.decode_ratio, prof.decode_random, prof.decode_f4 = {}, {}, {}, {}
     for k in groups:
-        if k[0] == "decode" and k[4] and k[4] != "none":
+        if k[0] == "decode" and k[4] and k[4] != "none" and k[8] != 4:
             p = one[k]["params"]
-            twin = next((kk for kk in groups if kk[0] == "decode" and kk[4] == "none" and kk[1] == k[1]), None)
+            twin = next((kk for kk in groups if kk[0] == "decode" and kk[4] == "none" and kk[1] == k[1]
+                         and kk[8] != 4), None)
             extra = med[k] - warm_io(prof, p)
             if twin:
                 extra -= med[twin] - warm_io(prof, one[twin]["params"])
@@ -507,13 +524,23 @@ def _direct_sieve(prof: "Profile", direct, vals) -> bool:
 def _fit_decode_random(prof: "Profile", groups, med, one) -> None:
     """The decode rate on random values (a second compression ratio per codec), beyond the
     uncompressed twin as for decode_Bps."""
-    twin = next((k for k in groups if k[0] == "decode" and k[4] == "none"), None)
-    for k in groups:
-        if k[0] != "decode-random" or not k[4] or twin is None:
-            continue
+    def point(k, twin):
         p = one[k]["params"]
         extra = med[k] - warm_io(prof, p) - (med[twin] - warm_io(prof, one[twin]["params"]))
-        prof.decode_random[k[4]] = [p["bytes_decoded"] / p["bytes_stored"], p["bytes_decoded"] / max(extra, 1e-6)]
+        return [p["bytes_decoded"] / p["bytes_stored"], p["bytes_decoded"] / max(extra, 1e-6)]
+    twin = next((k for k in groups if k[0] == "decode" and k[4] == "none" and k[8] != 4), None)
+    twin4 = next((k for k in groups if k[0] == "decode" and k[4] == "none" and k[8] == 4), None)
+    f4 = {}
+    for k in groups:
+        if k[0] not in ("decode", "decode-random") or not k[4] or k[4] == "none":
+            continue
+        if k[8] == 4 and twin4 is not None:     # float32: smooth first, random second
+            f4.setdefault(k[4], {})[k[0]] = point(k, twin4)
+        elif k[8] != 4 and k[0] == "decode-random" and twin is not None:
+            prof.decode_random[k[4]] = point(k, twin)
+    for codec, pts in f4.items():
+        if len(pts) == 2:
+            prof.decode_f4[codec] = [pts["decode"], pts["decode-random"]]
 
 
 def _fit_decode_chunk(prof: "Profile", groups, fast) -> None:

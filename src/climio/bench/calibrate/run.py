@@ -73,10 +73,10 @@ def _write_raw(path, nbytes):
     os.replace(tmp, path)
 
 
-def _nc(path, shape, chunks=None, compression="none", random=False):
+def _nc(path, shape, chunks=None, compression="none", random=False, dtype="f8"):
     if not os.path.exists(path):
         write_4d(path, shape, chunks=chunks if chunks else "contiguous", compression=parse_compression(compression),
-                 random=random)
+                 random=random, dtype=dtype)
     return path
 
 
@@ -274,6 +274,14 @@ def decode(files, codecs, reps, emit, pid):
                   **_counts_params(lay, reads, NOCACHE, path), "bytes_decoded": lay.nbytes, "bytes_stored": lay.stored}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
             emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+    # float32 (most model output): its own two points per codec, against its own uncompressed twin
+    for kind, name in [("decode", "none")] + [(k, c) for c in codecs for k in ("decode", "decode-random")]:
+        path = files[f"{kind}-f4-{name}"]
+        lay = Layout(DECODE_SHAPE, 4, DECODE_CHUNKS, name != "none", _stored(path) if name != "none" else None)
+        params = {"kind": kind, "stack": "netcdf4-python", "codec": name, "itemsize": 4,
+                  **_counts_params(lay, reads, NOCACHE, path), "bytes_decoded": lay.nbytes, "bytes_stored": lay.stored}
+        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
+            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
     # the same reads of 4 KiB chunks, uncompressed and with the first codec: what each decode costs
     # beyond its bytes (the filter pipeline's set-up per chunk), which 256 KiB chunks hide
     for codec in ["none", *codecs[:1]]:
@@ -370,6 +378,12 @@ def make_files(grid, data_dir) -> dict:
     for codec in grid.codec_list:
         files[f"decode-random-{codec}"] = _nc(os.path.join(d, f"decode-random-{codec}.nc"), DECODE_SHAPE,
                                               DECODE_CHUNKS, codec, random=True)
+    for codec in ["none", *grid.codec_list]:
+        files[f"decode-f4-{codec}"] = _nc(os.path.join(d, f"decode-f4-{codec}.nc"), DECODE_SHAPE, DECODE_CHUNKS,
+                                          codec, dtype="f4")
+        if codec != "none":
+            files[f"decode-random-f4-{codec}"] = _nc(os.path.join(d, f"decode-random-f4-{codec}.nc"), DECODE_SHAPE,
+                                                     DECODE_CHUNKS, codec, random=True, dtype="f4")
     for codec in ["none", *grid.codec_list[:1]]:
         files[f"decode-small-{codec}"] = _nc(os.path.join(d, f"decode-small-{codec}.nc"), DECODE_SHAPE,
                                              DECODE_SMALL_CHUNKS, codec)
