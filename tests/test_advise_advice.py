@@ -10,6 +10,7 @@ import pytest
 from climio.access import slice_starts
 from climio.options import parse_read
 from climio.model import profile as profmod
+from climio.model.fit import fit as fit_records
 from climio import rules
 from climio.advise import recommend
 from climio.advise.measured import advise_measured
@@ -242,7 +243,7 @@ def _mpiio_profile(independent=100.0, collective=400.0) -> Profile:
 def test_profile_carries_the_parallel_read_mpiio_rates():
     """calibrate --from a parallel-read run: its cold MPI-IO records become the per (access, pattern,
     ranks) median rates the collective-vs-independent rule reads; warm or page-cache ones do not."""
-    from climio.model.profile import fit
+    from climio.model.fit import fit
 
     def rec(access, rate, state="cold", effective=None, pattern="striding"):
         cache = {"state": state, **({"effective": effective} if effective else {})}
@@ -386,7 +387,7 @@ def test_calibrate_says_what_it_measured_and_which_stacks_are_defaults(tmp_path,
         rec = {"study": "calibrate", "status": "ok", "params": {"kind": "stack-call", "stack": "netcdf4-python",
                                                                   "calls": 1000, "pieces": 1000, "bytes_wanted": 0,
                                                                   "requests": []}, "metrics": {"wall_s": 0.01}}
-        prof = profmod.fit([rec], "pid-q", base=profmod.default_profile("pid-q"))
+        prof = fit_records([rec], "pid-q", base=profmod.default_profile("pid-q"))
         profmod.save(prof, tmp_path / "run" / profmod.PROFILE_NAME)
         return tmp_path / "run"
     monkeypatch.setattr(climio.api, "run_study", fake_run_study)

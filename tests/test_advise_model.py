@@ -10,7 +10,8 @@ from climio.access import slice_starts
 from climio.options import parse_read
 from climio.model import profile as prof_mod
 from climio.model.predict import predict, simulate
-from climio.model.profile import Profile, StackRates, default_profile, fit, fit_storage
+from climio.model.fit import fit, fit_storage
+from climio.model.profile import Profile, StackRates, default_profile
 from climio.errors import InputError
 from climio.layout import Layout
 

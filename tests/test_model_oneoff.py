@@ -155,7 +155,7 @@ def test_calibration_records_give_the_converter_rates():
     rates: a line through the two chunk sizes' write times gives the bandwidth, the conversions
     beyond their uncompressed twin give encode and decode (the fastest repetition of each), and
     the planner then prices with them."""
-    from climio.model.profile import fit
+    from climio.model.fit import fit
     n = 100e6                                      # bytes of the variable
     recs = []
     for rep, noise in enumerate((0.0, 0.3)):       # a slower second repetition is not taken

@@ -6,7 +6,7 @@ system where the data lives, and write the platform's profile.
                 cache), decode rates per codec, the chunk-cache effect, parallel scaling
     codecs.py   what the conversion planner needs: chunk writes of a new file, and the
                 converter's (climio rechunk's) encode and decode rates per codec
-    summary.py  the profile fitted from the records (pure: climio.model.profile.fit)
+    summary.py  the profile fitted from the records (pure: climio.model.fit.fit)
     section.py  the profile in the report
 
 `climio calibrate` runs it (about 5 minutes; --quick about 1) and saves the profile under

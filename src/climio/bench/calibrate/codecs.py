@@ -14,7 +14,7 @@ which the converter encodes and decodes.
 The converter runs as a user runs it (its own process, its --json summary; the time is the
 summary's `seconds`, without the interpreter's start), so the rates are those of the code that
 converts: libdeflate and climio's shuffle for deflate, HDF5 and its filter plugins otherwise.
-The profile's fit (climio.model.profile.fit) takes write = the bandwidth of a line through the
+The profile's fit (climio.model.fit.fit) takes write = the bandwidth of a line through the
 two chunk sizes' times per write, encode = encoded bytes / (time - the twin's time + what writing
 the fewer compressed bytes saved), decode = decoded bytes / (time - the twin's time). Every
 conversion record carries the planner's counts and the bytes its output variable took.

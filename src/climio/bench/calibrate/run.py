@@ -253,45 +253,35 @@ def cold_extra(files, reps, emit, pid):
                 emit(make_record(STUDY, {**params, "what": state}, m, st, rep, "ok", pid))
 
 
+def _decode_case(kind, codec, path, itemsize, chunks, reads, reps, emit, pid, decoded=None):
+    """Records of `reads` of one decode file through netCDF4-python, chunk cache off."""
+    comp = codec != "none"
+    lay = Layout(DECODE_SHAPE, itemsize, chunks, comp, _stored(path) if comp else None)
+    params = {"kind": kind, "stack": "netcdf4-python", "codec": codec, **({"itemsize": 4} if itemsize == 4 else {}),
+              **_counts_params(lay, reads, NOCACHE, path),
+              "bytes_decoded": lay.nbytes if decoded is None else decoded, "bytes_stored": lay.stored}
+    for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
+        emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+
+
 def decode(files, codecs, reps, emit, pid):
     T, Z, Y, X = DECODE_SHAPE
     reads = [((0, z, 0, 0), (T, 1, Y, X)) for z in range(Z)]
-    for codec in ["none", *codecs]:
-        path = files[f"decode-{codec}"]
-        lay = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS, codec != "none", _stored(path) if codec != "none" else None)
-        params = {"kind": "decode", "stack": "netcdf4-python", "codec": codec,
-                  **_counts_params(lay, reads, NOCACHE, path)}
-        params["bytes_decoded"] = lay.nbytes
-        params["bytes_stored"] = lay.stored
-        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
-            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
-    # the same reads of random values, which compress far less (deflate keeps them nearly as they are,
-    # and its decoder then mostly copies): the decode rate at a second compression ratio
-    for codec in codecs:
-        path = files[f"decode-random-{codec}"]
-        lay = Layout(DECODE_SHAPE, 8, DECODE_CHUNKS, True, _stored(path))
-        params = {"kind": "decode-random", "stack": "netcdf4-python", "codec": codec,
-                  **_counts_params(lay, reads, NOCACHE, path), "bytes_decoded": lay.nbytes, "bytes_stored": lay.stored}
-        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
-            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
-    # float32 (most model output): its own two points per codec, against its own uncompressed twin
-    for kind, name in [("decode", "none")] + [(k, c) for c in codecs for k in ("decode", "decode-random")]:
-        path = files[f"{kind}-f4-{name}"]
-        lay = Layout(DECODE_SHAPE, 4, DECODE_CHUNKS, name != "none", _stored(path) if name != "none" else None)
-        params = {"kind": kind, "stack": "netcdf4-python", "codec": name, "itemsize": 4,
-                  **_counts_params(lay, reads, NOCACHE, path), "bytes_decoded": lay.nbytes, "bytes_stored": lay.stored}
-        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
-            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+    # smooth values per codec and their uncompressed twin; then random values, which compress far
+    # less (deflate keeps them nearly as they are, and its decoder then mostly copies): the decode
+    # rate at a second compression ratio; then both for float32 (most model output), against its
+    # own uncompressed twin
+    cases = ([("decode", c, f"decode-{c}", 8) for c in ["none", *codecs]]
+             + [("decode-random", c, f"decode-random-{c}", 8) for c in codecs]
+             + [("decode", "none", "decode-f4-none", 4)]
+             + [(k, c, f"{k}-f4-{c}", 4) for c in codecs for k in ("decode", "decode-random")])
+    for kind, codec, key, itemsize in cases:
+        _decode_case(kind, codec, files[key], itemsize, DECODE_CHUNKS, reads, reps, emit, pid)
     # the same reads of 4 KiB chunks, uncompressed and with the first codec: what each decode costs
     # beyond its bytes (the filter pipeline's set-up per chunk), which 256 KiB chunks hide
     for codec in ["none", *codecs[:1]]:
-        path = files[f"decode-small-{codec}"]
-        lay = Layout(DECODE_SHAPE, 8, DECODE_SMALL_CHUNKS, codec != "none", _stored(path) if codec != "none" else None)
-        params = {"kind": "decode-chunk", "stack": "netcdf4-python", "codec": codec,
-                  **_counts_params(lay, reads, NOCACHE, path)}
-        params["bytes_decoded"] = lay.nbytes if codec != "none" else 0
-        for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=NOCACHE)):
-            emit(make_record(STUDY, params, {"bytes": lay.nbytes, "ops": len(reads), **m}, st, rep, "ok", pid))
+        _decode_case("decode-chunk", codec, files[f"decode-small-{codec}"], 8, DECODE_SMALL_CHUNKS, reads, reps,
+                     emit, pid, decoded=None if codec != "none" else 0)
 
 
 def cache_effect(files, codec, reps, emit, pid):

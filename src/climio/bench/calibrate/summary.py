@@ -1,6 +1,7 @@
 """The calibration's numbers (pure): the profile fitted from the records."""
 
-from ...model.profile import Profile, default_profile, fit
+from ...model.fit import fit
+from ...model.profile import Profile, default_profile
 
 
 def platform_of(records) -> str:
