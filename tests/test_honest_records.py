@@ -95,7 +95,8 @@ def test_calibrate_marks_page_cache_reads_and_the_fit_leaves_them_out(calib_file
         assert c["effective"] == "effectively-warm" and c["storage_share"] < 0.1, r["params"]
         assert r["metrics"]["storage_needed_bytes"] == r["metrics"]["bytes"]
     # the fit: page-cache "cold" records would make storage look far faster; they are left out
-    from climio.model.profile import default_profile, fit
+    from climio.model.fit import fit
+    from climio.model.profile import default_profile
     both = profile_from_records(honest + served, "pid0")
     alone = profile_from_records(honest, "pid0")
     assert both.rate_Bps["sequential"] == alone.rate_Bps["sequential"]
