@@ -15,7 +15,7 @@ from typing import Optional
 from .. import integrity
 from ..data.writer import check_space
 from ..staging import remove_stale, stale_temporaries
-from ..errors import DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
+from ..errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from ..units import format_size, rate_MBps
 from . import execute, formats, spec
@@ -322,6 +322,30 @@ def say_plans(prep: Prepared, say) -> None:
 def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
     """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
     in_path, out_path = Path(in_path), Path(out_path)
+    if not dry_run and _pool_likely(in_path, out_path, opts):
+        execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
+    try:
+        return _rechunk(in_path, out_path, opts, dry_run, progress_factory, say)
+    finally:
+        execute.discard_early()   # not taken: the plan wanted another pool, or the command failed first
+
+
+EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _pool_likely)
+
+
+def _pool_likely(in_path: Path, out_path: Path, opts: Options) -> bool:
+    """Whether to start the worker pool before planning: several workers asked for, netCDF in and
+    out (with Zarr, the output is defined in a child process before the pool starts, see
+    define_and_start), and an input large enough to be cut into several blocks. A wrong guess
+    costs the workers' start-up CPU once; the Runner stops a pool its plan does not want."""
+    try:
+        return (opts.workers > 1 and formats.output_format(out_path, opts.out_format) == "netcdf4"
+                and in_path.is_file() and in_path.stat().st_size >= EARLY_POOL_BYTES)
+    except (OSError, ClimioError):
+        return False   # the checks in prepare say what is wrong
+
+
+def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_factory, say) -> dict:
     prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
