@@ -118,6 +118,7 @@ def test_rechunk_with_an_early_pool_converts_and_leaves_no_process(tmp_path, mon
         assert b["ta"].chunking() == [40, 1, 64]
         np.testing.assert_array_equal(a["ta"][:], b["ta"][:])
     assert _children() == before and execute._early == {}
+    assert not list(Path("/dev/shm").glob(f".climio-rechunk-{os.getpid()}-*"))   # slots removed
 
 
 def test_a_failure_before_the_plan_stops_the_early_pool(tmp_path, monkeypatch):
@@ -173,3 +174,68 @@ def test_a_command_line_imports_only_its_command(tmp_path):
     assert res.returncode == 0
     for name in ("rechunk", "bench", "stsa", "trace", "make-data", "survey"):
         assert name in res.stdout
+
+
+def test_a_slot_is_reused_and_kept_a_file_of_its_own_is_removed(tmp_path):
+    rng = np.random.default_rng(5)
+    big = [((i, 0), rng.bytes(50_000)) for i in range(3)]
+    small = [((i, 1), rng.bytes(700)) for i in range(2)]
+    slot = str(tmp_path / "slot0")
+    for chunks in (big, small):            # the second payload is shorter than what the slot holds
+        spilled = blocks._spill(iter(chunks), slot)
+        assert spilled.slot and os.path.exists(slot)
+        with blocks.chunks_of(spilled) as got:
+            assert [(o, bytes(d)) for o, d in got] == chunks
+        assert os.path.exists(slot)        # kept for the next task
+    blocks._spill_to.update(prefix=str(tmp_path / "own"), seq=0)
+    try:
+        spilled = blocks._spill(iter(small))
+        assert not spilled.slot
+        with blocks.chunks_of(spilled) as got:
+            assert [(o, bytes(d)) for o, d in got] == small
+        assert not os.path.exists(spilled.path)
+    finally:
+        blocks._spill_to.clear()
+
+
+def test_a_worker_heap_serves_every_encoded_chunk_without_new_page_faults(tmp_path):
+    """Encoded chunks are codec-bound buffers shrunk to size; in a process that imported what a
+    pool worker imports, each was a fresh mapping above glibc's mmap threshold, faulted in page by
+    page for every chunk of every block. After _keep_heap (what every pool worker runs) the same
+    heap memory serves them. The tasks are the executor's own, run in a fresh process each way."""
+    import dataclasses
+    import pickle
+
+    import h5py
+    path = tmp_path / "in.nc"
+    t = np.linspace(0, 20, 200)[:, None, None, None]
+    y = np.linspace(0, 3, 24)[None, None, :, None]
+    x = np.linspace(0, 6, 240)[None, None, None, :]
+    field = (np.sin(t + y) * np.cos(x) * 10 + np.random.default_rng(1).standard_normal((200, 2, 24, 240)) * 0.01)
+    with netCDF4.Dataset(path, "w") as ds:
+        for d, n in zip(("time", "lev", "lat", "lon"), field.shape):
+            ds.createDimension(d, n)
+        ds.createVariable("ta", "f4", ("time", "lev", "lat", "lon"), chunksizes=(1, 1, 24, 240), zlib=True,
+                          complevel=1, shuffle=True)[:] = field.astype("f4")
+    info = next(v for v in nc_format.scan(path) if v.name == "ta")
+    with h5py.File(path, "r") as h5:
+        src, index = nc_format.input_source(info, str(path), h5, 1 << 20)
+    sink = blocks.Sink("chunks", (200, 1, 1, 240), True, 1)     # 192 KB target chunks
+    slot = str(tmp_path / "slot")
+    tasks = [dataclasses.replace(t, spill=slot) for t in execute.tasks(src, sink, (200, 1, 24, 240), index)]
+    (tmp_path / "tasks.pkl").write_bytes(pickle.dumps(tasks))
+    code = ("import pickle, resource, sys\n"
+            "from climio.rechunk import blocks\n"
+            "if sys.argv[1] == 'keep':\n    blocks._keep_heap()\n"
+            "tasks = pickle.load(open(sys.argv[2], 'rb'))\n"
+            "blocks.run_task(tasks[0])\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "blocks.run_task(tasks[1])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n")
+    faults = {}
+    for mode in ("default", "keep"):
+        out = subprocess.run([sys.executable, "-c", code, mode, str(tmp_path / "tasks.pkl")], capture_output=True,
+                             text=True, check=True)
+        faults[mode] = int(out.stdout)
+    assert faults["default"] > 24 * 10, faults    # pages of each of the 24 encoded chunks, again
+    assert faults["keep"] < faults["default"] / 10, faults

@@ -2,8 +2,9 @@
 parent writes the results in file order (one HDF5 file, and HDF5 has one writer without MPI), for
 Zarr output each worker writes its block's chunks into the store itself (disjoint chunk objects).
 Reading and writing go through the format modules (rechunk.formats). Hand-offs copy as little as
-they can: workers leave encoded chunks in shared-memory files the parent maps (blocks.Spilled), and
-read and write a two-pass plan's contiguous intermediate themselves.
+they can: workers leave encoded chunks in shared-memory files the parent maps (blocks.Spilled; one
+slot per task in flight, handed out again, removed at the end of the pass), and read and write a
+two-pass plan's contiguous intermediate themselves.
 
 Memory follows plan.peak_memory: each worker holds one block, and at most 2 x `workers` tasks are
 handed out at a time (a new one only when the oldest result has been written), so at most that
@@ -13,6 +14,7 @@ next task ready in each worker's pipe while the parent writes, instead of the wo
 """
 
 import collections
+import dataclasses
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -88,18 +90,32 @@ class Runner:
                 t = following
             blocks.close_handles()
             return
+        window = IN_FLIGHT_PER_WORKER * workers
+        # one shared-memory slot per task in flight, handed out again once its result is written
+        slots = collections.deque(f"{self.spill}-slot{k}" for k in range(window)) if self.spill else None
         pending, unfetched = collections.deque(), []
         for t in tasks:
-            pending.append(self.pool.apply_async(blocks.run_task, (t,)))
+            if slots is not None:
+                t = dataclasses.replace(t, spill=slots.popleft())
+            pending.append((self.pool.apply_async(blocks.run_task, (t,)), t.spill))
             unfetched.append(t)
-            if len(pending) >= IN_FLIGHT_PER_WORKER * workers:
+            if len(pending) >= window:
                 _prefetch(unfetched)
-                self._done(pending.popleft().get(), write, progress)
+                self._take(pending, write, progress, slots)
         _prefetch(unfetched)
         while pending:
-            self._done(pending.popleft().get(), write, progress)
+            self._take(pending, write, progress, slots)
+        for slot in slots or ():   # their pages are this pass's memory, not the next one's
+            Path(slot).unlink(missing_ok=True)
         # workers cache file handles; the next pass may read a file this one wrote
         self.pool.starmap(_close_in_worker, [()] * self.workers, chunksize=1)
+
+    def _take(self, pending, write, progress, slots) -> None:
+        """Wait for the oldest task handed out, write its result, free its slot."""
+        result, slot = pending.popleft()
+        self._done(result.get(), write, progress)
+        if slots is not None:
+            slots.append(slot)
 
     def _done(self, result, write, progress) -> None:
         self.stats.add(result)
