@@ -13,7 +13,8 @@ Runs (each cold: input evicted with posix_fadvise and checked with mincore, outp
              shuffled + deflated with libdeflate (the converter's own codec calls) on --workers
              forked processes from memory (no file I/O, no copies between processes), wall and
              CPU; the report prints climio/floor and climio's non-codec CPU share,
-             1 - floor CPU / climio's CPU (--climio-only --floor: climio and this floor alone)
+             1 - floor CPU / climio's CPU (--climio-only --floor: climio and this floor alone;
+             --reps N: N rounds of floor, climio a and b, medians and each round's ratios)
   case (a)   same memory budget B (--max-mem, default 64MiB):
                climio rechunk --max-mem B --workers W   vs   nccopy -h B
              and nccopy held to the budget for real: -h B -e N (N = B / output chunk bytes)
@@ -401,6 +402,9 @@ def main():
     ap.add_argument("--floor", action="store_true", help="with --climio-only: measure the codec floor too")
     ap.add_argument("--climio-only", action="store_true",
                     help="climio's two runs alone (its prediction against its time), no floors and no peers")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="with --climio-only: rounds of (floor,) climio a, climio b (b before a in every other "
+                         "round); the table gives medians and the ratio lines each round's ratio (default 1)")
     a = ap.parse_args()
 
     budget_s = a.budget if a.budget is not None else (120.0 if a.quick else 600.0)
@@ -544,7 +548,7 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
                          "note": f"inflate+unshuffle+shuffle+deflate({L}) per input chunk, raw chunk reads "
                                  f"({fl['read_s']:.1f} s) not included", "cmd": "in-process"})
             print(f"  -> {codec}: {s:.1f} s ({nbytes / s / 1e6:.0f} MB/s); chunk reads {fl['read_s']:.1f} s")
-    if not a.climio_only or a.floor:
+    def floor_run():
         print(f"\n[codec floor, {a.workers} workers] from memory: inflate+unshuffle every source chunk, "
               f"shuffle+deflate({L}) every target chunk [T,1,1,X] with libdeflate", flush=True)
         pf = parallel_codec_floor(inp, var, L, a.workers)
@@ -554,6 +558,9 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
                              f"{pf['target_chunks']} encoded, no file I/O", "cmd": "in-process (forked workers)"})
         print(f"  -> {pf['wall_s']:.2f} s wall, {pf['cpu_s']:.2f} s CPU over {pf['workers']} workers "
               f"({nbytes / pf['wall_s'] / 1e6:.0f} MB/s)")
+
+    if not a.climio_only:
+        floor_run()
 
     # case (a): same budget --------------------------------------------------
     climio_cmd = [CLIMIO, "rechunk", str(inp), str(out), "-c", spec]
@@ -580,13 +587,23 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
                   + f": predicted/measured {predicted / row['wall_s']:.2f}"
                   + (f" ({predicted / row['convert_s']:.2f} of the conversion)" if row["convert_s"] else ""))
 
-    if have_climio:
-        climio_run("a", ["--max-mem", str(mem_b), "--workers", str(a.workers)])
+    extra = {"a": ["--max-mem", str(mem_b), "--workers", str(a.workers)], "b": []}
     if a.climio_only:
-        if have_climio:
-            climio_run("b", [])
+        for k in range(max(1, a.reps)):   # rounds; b before a in every other one
+            if a.reps > 1:
+                print(f"\n======== round {k + 1} of {a.reps}", flush=True)
+            if a.floor:
+                floor_run()
+            for case in (("a", "b") if k % 2 == 0 else ("b", "a")) if have_climio else ():
+                climio_run(case, extra[case])
+                rows[-1]["round"] = k
+        if a.reps > 1:
+            round_ratios(rows)
+            rows = median_rows(rows)
         report(a, rows, var, nbytes, in_size, mem_b, budget_s)
-        return 0 if all(r["finished"] and r.get("valid") for r in rows) else 1
+        return 0 if all(r["finished"] and r.get("valid", True) for r in rows) else 1
+    if have_climio:
+        climio_run("a", extra["a"])
     run("nccopy", "a", ["nccopy", "-c", spec, "-d", str(L), "-s", "-h", str(mem_b), str(inp), str(out)],
         note="-h alone (as users write it)", as_limit=c_limit)
     run("nccopy -e", "a", ["nccopy", "-c", spec, "-d", str(L), "-s", "-h", str(mem_b), "-e", str(nslots),
@@ -605,6 +622,48 @@ def bench(a, workdir, inp, var, in_size, nbytes, mem_b, budget_s, have_climio):
     report(a, rows, var, nbytes, in_size, mem_b, budget_s)
     climio_rows = [r for r in rows if r["tool"] == "climio"]
     return 0 if all(r["finished"] and r.get("valid") for r in climio_rows) else 1
+
+
+def round_ratios(rows) -> None:
+    """Each round's climio/floor and non-codec CPU share, from the floor of the same round."""
+    floors = [r for r in rows if r["tool"] == "codec floor"]
+    print("\nper round (the floor of the same round):")
+    for k, fl in enumerate(floors):
+        for r in rows:
+            if r["tool"] == "climio" and r.get("round") == k and r["finished"] and r.get("cpu_s"):
+                print(f"  round {k + 1} case ({r['case']}): climio {r['wall_s']:.2f} s, floor {fl['wall_s']:.2f} s, "
+                      f"climio/floor {r['wall_s'] / fl['wall_s']:.2f}, non-codec CPU "
+                      f"{100 * (1 - fl['cpu_s'] / r['cpu_s']):.0f} %")
+
+
+def median_rows(rows) -> list:
+    """One row per (tool, case): median wall and CPU time, the largest peak memory, all rounds'
+    checks; the table and the ratio lines then speak of medians."""
+    import statistics
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["tool"], r["case"]), []).append(r)
+    out = []
+    for (tool, case), rs in groups.items():
+        done = [r for r in rs if r["finished"]]
+        if len(done) < len(rs):
+            out.append(next(r for r in rs if not r["finished"]))   # a failed round is the row
+            continue
+        m = dict(done[0])
+        for key in ("wall_s", "cpu_s", "rate_MBps", "convert_s", "predicted_s"):
+            vals = [r[key] for r in done if r.get(key) is not None]
+            if vals:
+                m[key] = statistics.median(vals)
+        for key in ("peak_tree_MiB", "maxrss_MiB"):
+            vals = [r[key] for r in done if r.get(key) is not None]
+            if vals:
+                m[key] = max(vals)
+        if m.get("predicted_s") and m.get("wall_s"):
+            m["predicted_over_measured"] = m["predicted_s"] / m["wall_s"]
+        m["valid"] = all(r.get("valid", True) for r in done)
+        m["status"] = f"{done[0]['status']}, median of {len(done)}"
+        out.append(m)
+    return out
 
 
 def report(a, rows, var, nbytes, in_size, mem_b, budget_s):
