@@ -14,7 +14,8 @@ from climio import layout as L
 from climio.errors import InputError
 from climio.model import convert as P
 from climio.layout import iter_blocks
-from climio.model.convert import Layout, chunks_in, peak_memory, plan_variable
+from climio.layout import chunks_in
+from climio.model.convert import Layout, peak_memory, plan_variable
 from climio.model.rates import Rates
 from climio.units import format_size
 

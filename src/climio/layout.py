@@ -231,6 +231,15 @@ def amplification(shape, chunks, start, count, itemsize) -> float:
 
 # --- blocks: an array in pieces that fit in memory --------------------------------------------------
 
+def chunks_in(start, count, chunks):
+    """Index tuples of the chunks the box (start, count) touches, C order. Nothing for an empty box
+    or a contiguous layout (chunks None)."""
+    if chunks is None or any(int(n) == 0 for n in count):
+        return
+    ranges = [range(s // c, (s + n - 1) // c + 1) for s, n, c in zip(start, count, chunks)]
+    yield from itertools.product(*ranges)
+
+
 def iter_blocks(shape, block):
     """(start, count) of the blocks of shape `block` tiling `shape`, in C order of the block grid,
     the last block along a dimension clipped at the array's end. Nothing for an array with a

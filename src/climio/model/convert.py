@@ -44,7 +44,6 @@ allocates and decodes such chunks whole.
 
 import dataclasses
 import functools
-import itertools
 import math
 import os
 from dataclasses import dataclass, fields
@@ -187,15 +186,6 @@ def peak_memory(block_bytes: int, scratch_bytes: int, workers: int) -> int:
     if workers <= 1:
         return 2 * block_bytes + scratch_bytes
     return workers * (3 * block_bytes + scratch_bytes) + workers * block_bytes
-
-
-def chunks_in(start, count, chunks):
-    """Index tuples of the chunks the box (start, count) touches, C order. Nothing for an empty box
-    or a contiguous layout (chunks None)."""
-    if chunks is None or any(int(n) == 0 for n in count):
-        return
-    ranges = [range(s // c, (s + n - 1) // c + 1) for s, n, c in zip(start, count, chunks)]
-    yield from itertools.product(*ranges)
 
 
 # --- per-axis closed forms --------------------------------------------------------------------------

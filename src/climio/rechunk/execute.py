@@ -25,8 +25,8 @@ import numpy as np
 from .. import spawning
 from . import blocks, formats
 from .model import Target, VarInfo
-from ..model.convert import Plan, chunks_in
-from ..layout import iter_blocks
+from ..layout import chunks_in, iter_blocks
+from ..model.convert import Plan
 
 
 @dataclass
