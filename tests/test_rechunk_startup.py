@@ -131,17 +131,12 @@ def test_a_failure_before_the_plan_stops_the_early_pool(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.nc"]
 
 
-def test_no_early_pool_for_small_inputs_zarr_output_or_one_worker(tmp_path):
+def test_nothing_starts_early_for_small_or_missing_inputs(tmp_path):
     path = _chunked(tmp_path / "in.nc")
     opts = command.Options(workers=2)
-    assert not command._pool_likely(path, tmp_path / "out.nc", opts)      # far below EARLY_POOL_BYTES
-    big = tmp_path / "big.nc"
-    with open(big, "wb") as fh:
-        fh.truncate(command.EARLY_POOL_BYTES)
-    assert command._pool_likely(big, tmp_path / "out.nc", opts)
-    assert not command._pool_likely(big, tmp_path / "out.zarr", opts)
-    assert not command._pool_likely(big, tmp_path / "out.nc", command.Options(workers=1))
-    assert not command._pool_likely(tmp_path / "missing.nc", tmp_path / "out.nc", opts)
+    assert command._early_start(path, tmp_path / "out.nc", opts) == ""      # far below EARLY_POOL_BYTES
+    assert command._early_start(path, tmp_path / "out.zarr", opts) == ""
+    assert command._early_start(tmp_path / "missing.nc", tmp_path / "out.nc", opts) == ""
 
 
 def test_each_command_name_maps_to_the_module_that_registers_it():
@@ -239,3 +234,62 @@ def test_a_worker_heap_serves_every_encoded_chunk_without_new_page_faults(tmp_pa
         faults[mode] = int(out.stdout)
     assert faults["default"] > 24 * 10, faults    # pages of each of the 24 encoded chunks, again
     assert faults["keep"] < faults["default"] / 10, faults
+
+
+def test_the_early_define_child_does_the_work_and_says_its_failures():
+    from climio.rechunk import child
+    before = _children()
+    child.start_early()
+    early = child._early["child"][0]
+    assert child.run(os.getpid, ()) == early.pid                 # the child started early did it
+    assert child._early == {} and _children() == before
+    child.start_early()
+    with pytest.raises(ValueError, match="invalid literal"):
+        child.run(int, ("not a number",))
+    assert _children() == before
+    assert child.run(os.getpid, ()) not in (os.getpid(), early.pid)   # none early: a new child
+    child.start_early()
+    child.discard()
+    assert child._early == {} and _children() == before
+
+
+def test_what_starts_before_the_plan(tmp_path):
+    big = tmp_path / "big.nc"
+    with open(big, "wb") as fh:
+        fh.truncate(command.EARLY_POOL_BYTES)
+    opts = command.Options(workers=2)
+    assert command._early_start(big, tmp_path / "out.nc", opts) == "pool"
+    assert command._early_start(big, tmp_path / "out.zarr", opts) == "define"
+    assert command._early_start(big, tmp_path / "out.nc", command.Options(workers=1)) == ""
+    store = tmp_path / "in.zarr"
+    (store / "ta" / "c").mkdir(parents=True)
+    (store / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", "attributes": {}}')
+    for k in range(3):
+        with open(store / "ta" / "c" / str(k), "wb") as fh:
+            fh.truncate(command.EARLY_POOL_BYTES // 3 + 1)
+    assert command._at_least(store, command.EARLY_POOL_BYTES)
+    assert command._early_start(store, tmp_path / "out.nc", opts) == "define"
+    (store / "ta" / "c" / "2").unlink()
+    assert not command._at_least(store, command.EARLY_POOL_BYTES)
+    assert command._early_start(store, tmp_path / "out.nc", opts) == ""
+
+
+def test_zarr_output_through_the_early_define_child(tmp_path):
+    import xarray as xr
+    src, out = _chunked(tmp_path / "in.nc"), tmp_path / "out.zarr"
+    code = ("import sys, importlib\n"
+            "command = importlib.import_module('climio.rechunk.command')\n"
+            "child = importlib.import_module('climio.rechunk.child')\n"
+            "command.EARLY_POOL_BYTES = 1\n"
+            "used = []\n"
+            "real = child.start_early\n"
+            "child.start_early = lambda: (used.append(1), real())\n"
+            f"s = command.convert({str(src)!r}, {str(out)!r}, chunks='time/40,lat/1,lon/64',"
+            " compression='zstd3+shuffle', workers=2, max_mem='256KiB')\n"
+            "print(len(used), 'xarray' in sys.modules, child._early == {})\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["1", "False", "True"]
+    with xr.open_dataset(src) as a, xr.open_zarr(out) as b:
+        assert b["ta"].encoding["chunks"] == (40, 1, 64)
+        np.testing.assert_array_equal(a["ta"].values, b["ta"].values)

@@ -18,7 +18,7 @@ from ..staging import remove_stale, stale_temporaries
 from ..errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from ..units import format_size, rate_MBps
-from . import execute, formats, spec
+from . import child, execute, formats, spec
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
 MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
@@ -322,27 +322,47 @@ def say_plans(prep: Prepared, say) -> None:
 def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
     """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
     in_path, out_path = Path(in_path), Path(out_path)
-    if not dry_run and _pool_likely(in_path, out_path, opts):
+    early = "" if dry_run else _early_start(in_path, out_path, opts)
+    if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
+    elif early == "define":
+        child.start_early()   # it imports xarray while the input is scanned and planned
     try:
         return _rechunk(in_path, out_path, opts, dry_run, progress_factory, say)
     finally:
         execute.discard_early()   # not taken: the plan wanted another pool, or the command failed first
+        child.discard()
 
 
-EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _pool_likely)
+EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _early_start)
 
 
-def _pool_likely(in_path: Path, out_path: Path, opts: Options) -> bool:
-    """Whether to start the worker pool before planning: several workers asked for, netCDF in and
-    out (with Zarr, the output is defined in a child process before the pool starts, see
-    define_and_start), and an input large enough to be cut into several blocks. A wrong guess
-    costs the workers' start-up CPU once; the Runner stops a pool its plan does not want."""
+def _early_start(in_path: Path, out_path: Path, opts: Options) -> str:
+    """What to start before planning, when several workers are asked for and the input is large
+    enough to be cut into several blocks: "pool" (netCDF in and out: the workers) or "define"
+    (Zarr in or out: the child that defines the output through xarray; the pool starts after it
+    has exited, see define_and_start); "" otherwise. A wrong guess costs that process's start-up
+    CPU once; what the plan does not want is stopped."""
     try:
-        return (opts.workers > 1 and formats.output_format(out_path, opts.out_format) == "netcdf4"
-                and in_path.is_file() and in_path.stat().st_size >= EARLY_POOL_BYTES)
+        if opts.workers < 2 or "xarray" in sys.modules or not _at_least(in_path, EARLY_POOL_BYTES):
+            return ""
+        zarr = "zarr" in (formats.output_format(out_path, opts.out_format), formats.input_format(in_path))
     except (OSError, ClimioError):
-        return False   # the checks in prepare say what is wrong
+        return ""   # the checks in prepare say what is wrong
+    return "define" if zarr else "pool"
+
+
+def _at_least(path: Path, nbytes: int) -> bool:
+    """Whether a file, or the files under a directory (a Zarr store), hold at least `nbytes`."""
+    if path.is_file():
+        return path.stat().st_size >= nbytes
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            total += os.stat(os.path.join(root, name)).st_size
+            if total >= nbytes:
+                return True
+    return False
 
 
 def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_factory, say) -> dict:
@@ -419,7 +439,7 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
     runner = None if apart else execute.Runner(size)
     try:
         if apart:
-            jobs = _in_child(_define_output, args)
+            jobs = child.run(_define_output, args)
             runner = execute.Runner(size)
         else:
             jobs = _define_output(*args)
@@ -439,44 +459,6 @@ def _define_output(prep: Prepared, in_path, tmp, settings, check: bool) -> list:
     if check:
         writer.check_written(tmp, jobs)
     return jobs
-
-
-def _in_child(fn, args):
-    """fn(*args) in a spawned child process (climio.spawning), which then exits; its exception is
-    raised here. A pipe and not a pool: no semaphores for the resource tracker to report as leaked."""
-    from .. import spawning
-    ctx = spawning.context()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child_main, args=(send, fn, args), daemon=True)
-    proc.start()
-    send.close()
-    try:
-        try:
-            ok, value = recv.recv()
-        except EOFError:
-            raise DataError(f"defining the output failed: its process ended with exit code {proc.exitcode}") from None
-    finally:
-        recv.close()
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join()
-    if not ok:
-        raise value
-    return value
-
-
-def _child_main(conn, fn, args) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this process
-    try:
-        result = (True, fn(*args))
-    except BaseException as exc:   # handed to the parent, which raises it
-        result = (False, exc)
-    try:
-        conn.send(result)
-    except Exception as exc:       # an exception that does not pickle: its text
-        conn.send((False, DataError(f"defining the output failed: {result[1] if not result[0] else exc}")))
-    conn.close()
 
 
 def _target_label(t) -> str:
