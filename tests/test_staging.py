@@ -282,3 +282,30 @@ def test_make_data_removes_the_store_a_killed_run_left(tmp_path):
     assert [p.name for p in d.iterdir()] == ["field4d.zarr"] and not (out / MARKER).exists()
     assert np.array_equal(zarr.open_group(str(out), mode="r")["ta"][...],
                           fields.values_4d([4, 2, 8, 16], dtype="f4"))
+
+
+KILLED_STAGED = textwrap.dedent("""
+    import os, signal, sys
+    from climio.staging import staged_dir
+    with staged_dir(sys.argv[1]) as stage:
+        (stage / "spectra.nc").write_text("half")
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_staged_directory_a_killed_run_left_is_removed_by_the_next(tmp_path):
+    """staged_dir (climio stsa's output directory): the temporary is marked, so the next run
+    knows it as climio's and removes it; a directory without the marker is never touched."""
+    from climio.staging import staged_dir
+    out = tmp_path / "spectra"
+    left = tmp_path / f".spectra.tmp-{killed('-c', KILLED_STAGED, out)}"
+    assert (left / MARKER).is_file() and (left / "spectra.nc").read_text() == "half"
+    foreign = tmp_path / f".spectra.tmp-{dead_pid()}"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("not climio's")
+    said = []
+    with staged_dir(out, say=said.append, what="climio stsa") as stage:
+        (stage / "spectra.nc").write_text("whole")
+    assert not left.exists() and (foreign / "mine.txt").read_text() == "not climio's"
+    assert len(said) == 1 and said[0].startswith(f"removed what an interrupted climio stsa left (its process is gone): {left} (")
+    assert sorted(p.name for p in out.iterdir()) == ["spectra.nc"] and (out / "spectra.nc").read_text() == "whole"

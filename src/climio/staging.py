@@ -41,7 +41,12 @@ def make_marked_dir(tmp) -> Path:
     """Create the temporary directory `tmp` (tmp_name) with the marker that makes it climio's."""
     tmp = Path(tmp)
     tmp.mkdir()
-    (tmp / MARKER).write_text(f"{os.getpid()}\n")
+    try:
+        (tmp / MARKER).write_text(f"{os.getpid()}\n")
+    except BaseException:   # a full disk: nothing left behind
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return tmp
 
 
@@ -84,15 +89,19 @@ def check_output_dir(path, force: bool = False) -> Path:
 
 
 @contextmanager
-def staged_dir(path, force: bool = False):
+def staged_dir(path, force: bool = False, say=None, what: str = "run"):
     """A directory of outputs written whole or not at all: yield a temporary directory beside
-    `path`, put in its place on success (replacing it whole), removed on any failure."""
+    `path` (marked as climio's: a run killed meanwhile leaves it to the next one, which removes it
+    first, saying so with `say`), put in its place on success (replacing it whole), removed on
+    any failure."""
     import shutil
+    path = Path(path)
+    remove_stale(stale_temporaries(path), say or (lambda *_: None), what)   # may put back an output
     final = check_output_dir(path, force)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_name(final)
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    make_marked_dir(tmp)
     try:
         yield tmp
         replace_output(tmp, final)

@@ -92,7 +92,7 @@ def stsa_cmd(
     t = result.timings()
     outdir = Path(out)
     try:
-        with staged_dir(outdir, force) as stage:     # the whole directory appears at once, or nothing
+        with staged_dir(outdir, force, say=info, what="climio stsa") as stage:   # all at once, or nothing
             written = _write_outputs(result, stage, plots, f"climio stsa — {method} of {inp.description['variable']}")
         written = [outdir / Path(p).name for p in written]
     except Exception as exc:   # a full disk: netCDF-C says "HDF error" or "Permission denied", not ENOSPC
