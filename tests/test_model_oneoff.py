@@ -108,6 +108,21 @@ def test_rates_come_from_one_profile_and_say_which_are_defaults():
     # deflate9+shuffle is not calibrated: the same family and shuffle at the nearest level, said so
     near = Rates.from_profile(prof, "deflate4+shuffle", "deflate9+shuffle")
     assert near.encode_Bps == 70e6 and "deflate4+shuffle for deflate9+shuffle" in dict(near.origin)["encode_Bps"]
+    # no deflate9 with shuffle... and none without: deflate4+shuffle stays nearest; deflate2+shuffle
+    # is uncalibrated but its family is, with and without shuffle: the same shuffle wins
+    assert Rates.from_profile(prof, "none", "deflate2+shuffle").encode_Bps == 70e6
+    # deflate1+shuffle: no deflate with shuffle at level 1, deflate4+shuffle is of the same shuffle
+    assert Rates.from_profile(prof, "none", "deflate1+shuffle").encode_Bps == 70e6
+    # a family calibrated only without shuffle stands in for its shuffled form, said so
+    prof_z = calibrated("pid-z")
+    prof_z.codec_Bps = {**prof_z.codec_Bps, "zstd3": {"encode": 270e6, "decode": 650e6}}
+    zs = Rates.from_profile(prof_z, "zstd3+shuffle", "zstd3+shuffle")
+    assert zs.encode_Bps == 270e6 and "encode_Bps" not in zs.defaulted
+    assert "zstd3 for zstd3+shuffle" in dict(zs.origin)["encode_Bps"]
+    # decoding: the read studies' rate of the codec itself comes before the other shuffle's
+    assert zs.decode_Bps == prof_z.decode("zstd3+shuffle") != 650e6
+    prof_z.decode_Bps = {}
+    assert Rates.from_profile(prof_z, "zstd3+shuffle").decode_Bps == 650e6
     # zstd3 has no calibrated family member: the built-in encode rate, flagged as a default
     z = Rates.from_profile(prof, "none", "zstd3")
     assert z.encode_Bps == Rates().encode_Bps and "encode_Bps" in z.defaulted and "write_Bps" not in z.defaulted

@@ -59,20 +59,22 @@ def _split(key: str) -> tuple:
     return name, level, shuffle
 
 
-def codec_rate(profile, label: str, kind: str) -> tuple:
+def codec_rate(profile, label: str, kind: str, cross_shuffle: bool = True) -> tuple:
     """(B/s, which calibrated codec it is) of `kind` (encode | decode) for `label` from the profile's
-    codec runs: the label itself, else the same family and shuffle at the nearest level; (None, "")
-    when the profile has none."""
+    codec runs: the label itself, else the same family and shuffle at the nearest level, else the
+    same family at the nearest level with or without shuffle (zstd3 for zstd3+shuffle: the byte
+    shuffle is a copy beside the codec's work, and a family member's rate is nearer the truth than
+    the built-in 90 MB/s); (None, "") when the profile has none of the family."""
     table = getattr(profile, "codec_Bps", None) or {}
     key = codec_key(label)
     if key in table and table[key].get(kind):
         return float(table[key][kind]), key
     name, level, shuffle = _split(key)
-    near = [(abs(lvl - level), k) for k, v in table.items() if v.get(kind)
-            for n, lvl, s in [_split(k)] if n == name and s == shuffle]
+    near = [(s != shuffle, abs(lvl - level), k) for k, v in table.items() if v.get(kind)
+            for n, lvl, s in [_split(k)] if n == name and (cross_shuffle or s == shuffle)]
     if not near:
         return None, ""
-    k = min(near)[1]
+    k = min(near)[2]
     return float(table[k][kind]), k
 
 
@@ -119,7 +121,11 @@ class Rates:
             vals["write_Bps"] = base.write_Bps * read / base.read_Bps
             origin.append(("write_Bps", f"built-in default {base.write_Bps / 1e6:.0f} MB/s scaled by the calibrated "
                                         "read rate (the profile has no write rate: run `climio calibrate`)"))
-        dec, dec_from = codec_rate(profile, codec or "deflate4+shuffle", "decode")
+        # the converter's own decoding of this codec (or its family, same shuffle), else the read
+        # studies' decode rate, else the converter's family member with the other shuffle
+        dec, dec_from = codec_rate(profile, codec or "deflate4+shuffle", "decode", cross_shuffle=False)
+        if not dec and not (profile.decode_Bps and profile.decode(codec or "deflate4+shuffle") != float("inf")):
+            dec, dec_from = codec_rate(profile, codec or "deflate4+shuffle", "decode")
         if dec:
             vals["decode_Bps"] = dec
             origin.append(("decode_Bps", f"{CALIBRATED} ({_as(dec_from, codec)}, the converter's own decoding)"))
