@@ -253,11 +253,16 @@ def test_the_early_define_child_does_the_work_and_says_its_failures():
     assert child._early == {} and _children() == before
 
 
-def test_what_starts_before_the_plan(tmp_path):
+def test_what_starts_before_the_plan(tmp_path, monkeypatch):
+    import xarray  # noqa: F401
     big = tmp_path / "big.nc"
     with open(big, "wb") as fh:
         fh.truncate(command.EARLY_POOL_BYTES)
     opts = command.Options(workers=2)
+    assert command._early_start(big, tmp_path / "out.nc", opts) == "pool"
+    # xarray loaded here (a notebook): it defines a Zarr output in this process, after the pool
+    assert command._early_start(big, tmp_path / "out.zarr", opts) == "pool"
+    monkeypatch.delitem(sys.modules, "xarray")      # a command line: xarray only in the child
     assert command._early_start(big, tmp_path / "out.nc", opts) == "pool"
     assert command._early_start(big, tmp_path / "out.zarr", opts) == "define"
     assert command._early_start(big, tmp_path / "out.nc", command.Options(workers=1)) == ""

@@ -339,17 +339,18 @@ EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several bl
 
 def _early_start(in_path: Path, out_path: Path, opts: Options) -> str:
     """What to start before planning, when several workers are asked for and the input is large
-    enough to be cut into several blocks: "pool" (netCDF in and out: the workers) or "define"
-    (Zarr in or out: the child that defines the output through xarray; the pool starts after it
-    has exited, see define_and_start); "" otherwise. A wrong guess costs that process's start-up
-    CPU once; what the plan does not want is stopped."""
+    enough to be cut into several blocks: "define" (Zarr in or out, xarray not loaded here: the
+    child that defines the output through xarray; the pool starts after it has exited, see
+    define_and_start) or "pool" (the workers: netCDF in and out, or xarray already loaded, which
+    then defines the output in this process); "" otherwise. A wrong guess costs that process's
+    start-up CPU once; what the plan does not want is stopped."""
     try:
-        if opts.workers < 2 or "xarray" in sys.modules or not _at_least(in_path, EARLY_POOL_BYTES):
+        if opts.workers < 2 or not _at_least(in_path, EARLY_POOL_BYTES):
             return ""
         zarr = "zarr" in (formats.output_format(out_path, opts.out_format), formats.input_format(in_path))
     except (OSError, ClimioError):
         return ""   # the checks in prepare say what is wrong
-    return "define" if zarr else "pool"
+    return "define" if zarr and "xarray" not in sys.modules else "pool"
 
 
 def _at_least(path: Path, nbytes: int) -> bool:
