@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,16 +20,27 @@ def _field(tmp_path) -> Path:
     return tmp_path / "field4d.nc"
 
 
-def test_zarr_output_with_workers_keeps_xarray_out_of_the_converting_process(tmp_path):
+@pytest.mark.parametrize("early", [False, True], ids=["child-when-needed", "child-started-early"])
+def test_zarr_output_with_workers_keeps_xarray_out_of_the_converting_process(tmp_path, early):
+    """Also through the child started before the plan (rechunk.child.start_early), which a small
+    input does not get unless EARLY_POOL_BYTES says so."""
     src, out = _field(tmp_path), tmp_path / "out.zarr"
-    code = ("import sys\n"
+    code = ("import sys, importlib\n"
             "from climio.rechunk import convert\n"
+            "command = importlib.import_module('climio.rechunk.command')\n"
+            "child = importlib.import_module('climio.rechunk.child')\n"
+            f"command.EARLY_POOL_BYTES = {1 if early else 'command.EARLY_POOL_BYTES'}\n"
+            "used = []\n"
+            "real = child.start_early\n"
+            "child.start_early = lambda: (used.append(1), real())\n"
             f"s = convert({str(src)!r}, {str(out)!r}, chunks='time/20,lev/1,lat/1,lon/40',"
             " compression='zstd3+shuffle', workers=2, max_mem='256KiB')\n"
-            "print(max(p['workers'] for v in s['plans'].values() for p in v['passes']), 'xarray' in sys.modules)\n")
+            "print(max(p['workers'] for v in s['plans'].values() for p in v['passes']), 'xarray' in sys.modules,"
+            " len(used), child._early == {})\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["2", "False"]      # two workers ran; xarray was never imported here
+    # two workers ran; xarray was never imported here; the early child was started only when asked
+    assert res.stdout.split() == ["2", "False", "1" if early else "0", "True"]
     with xr.open_dataset(src, decode_times=False) as a, xr.open_zarr(out, decode_times=False) as b:
         assert b["ta"].encoding["chunks"] == (20, 1, 1, 40)
         np.testing.assert_array_equal(a["ta"].values, b["ta"].values)

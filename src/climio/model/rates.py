@@ -123,15 +123,15 @@ class Rates:
                                         "read rate (the profile has no write rate: run `climio calibrate`)"))
         # the converter's own decoding of this codec (or its family, same shuffle), else the read
         # studies' decode rate, else the converter's family member with the other shuffle
-        dec, dec_from = codec_rate(profile, codec or "deflate4+shuffle", "decode", cross_shuffle=False)
-        if not dec and not (profile.decode_Bps and profile.decode(codec or "deflate4+shuffle") != float("inf")):
-            dec, dec_from = codec_rate(profile, codec or "deflate4+shuffle", "decode")
+        source = codec or "deflate4+shuffle"
+        studied = float(profile.decode(source)) if profile.decode_Bps else float("inf")
+        dec, dec_from = codec_rate(profile, source, "decode", cross_shuffle=studied == float("inf"))
         if dec:
             vals["decode_Bps"] = dec
             origin.append(("decode_Bps", f"{CALIBRATED} ({_as(dec_from, codec)}, the converter's own decoding)"))
-        elif profile.decode_Bps and profile.decode(codec or "deflate4+shuffle") != float("inf"):
-            vals["decode_Bps"] = float(profile.decode(codec or "deflate4+shuffle"))
-            origin.append(("decode_Bps", f"{CALIBRATED} ({codec or 'deflate4+shuffle'})"))
+        elif studied != float("inf"):
+            vals["decode_Bps"] = studied
+            origin.append(("decode_Bps", f"{CALIBRATED} ({source})"))
         enc, enc_from = codec_rate(profile, target or "deflate4+shuffle", "encode")
         if enc:
             vals["encode_Bps"] = enc

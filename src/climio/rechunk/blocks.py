@@ -81,7 +81,6 @@ class Result:
 
 _handles = {}
 _scratch = {}                 # this process's reusable block buffer
-_spill_to = {}                # set in pool workers: where encoded chunks go (Spilled)
 
 
 def _open(kind: str, path: str):
@@ -358,70 +357,55 @@ def encoded_chunks(block: np.ndarray, start, sink: Sink):
 class Spilled:
     """Encoded chunks a worker left in a file in shared memory (/dev/shm) instead of sending them
     through the pool's pipe: the parent maps the file and hands HDF5 slices of it (chunks_of), so
-    the bytes are copied once, not pickled, piped and unpickled. `slot`: the file is one the parent
-    hands out again (it stays; the executor removes it at the end), else a file of its own."""
+    the bytes are copied once, not pickled, piped and unpickled. The file is a slot the executor
+    hands out again and removes at the end of the pass."""
     path: str
     pieces: tuple             # (chunk offset in elements, byte offset in the file, size)
-    slot: bool = False
 
 
-def _spill(chunks, slot: str = "") -> Spilled:
-    """Write encoded chunks, each as it is made, into the task's slot (a file the parent hands
-    out again: its shared-memory pages stay allocated from one block to the next, where a new file
+def _spill(chunks, slot: str) -> Spilled:
+    """Write encoded chunks, each as it is made, into the task's slot: a shared-memory file the
+    executor hands out again, so its pages stay allocated from one block to the next (a new file
     per block allocated and freed them every time: 0.2 s against 0.1 s of system time for the
-    bench's 427 MiB) or into a new file. Written at once, a chunk's bytes are freed before the next
-    is encoded: the worker never holds a block's worth of encoded chunks."""
-    if slot:
-        path, flags = slot, os.O_WRONLY | os.O_CREAT
-    else:
-        path, flags = f"{_spill_to['prefix']}-{os.getpid()}-{_spill_to['seq']}", os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        _spill_to["seq"] += 1
+    bench's 427 MiB). Written at once, a chunk's bytes are freed before the next is encoded: the
+    worker never holds a block's worth of encoded chunks."""
     pieces, pos = [], 0
-    fd = os.open(path, flags, 0o600)
+    fd = os.open(slot, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         for origin, data in chunks:
             if os.pwrite(fd, data, pos) != len(data):
-                raise OSError(f"short write to {path}")
+                raise OSError(f"short write to {slot}")
             pieces.append((origin, pos, len(data)))
             pos += len(data)
-    except BaseException:
+    finally:
         os.close(fd)
-        if not slot:
-            os.unlink(path)
-        raise
-    os.close(fd)
-    return Spilled(path, tuple(pieces), bool(slot))
+    return Spilled(slot, tuple(pieces))
 
 
 @contextmanager
 def chunks_of(payload):
-    """(chunk offset, bytes-like) of a "chunks" result, whether sent whole or Spilled; a spilled
-    file is removed when the caller is done with it."""
+    """(chunk offset, bytes-like) of a "chunks" result, whether sent whole or Spilled."""
     if not isinstance(payload, Spilled):
         yield payload
         return
-    try:
-        size = max((off + n for _, off, n in payload.pieces), default=0)   # a slot may hold more, from before
-        # MAP_POPULATE: the pages mapped in one call, not faulted in one at a time (about 0.1 s of
-        # the parent's system time for 427 MiB of encoded chunks)
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        with open(payload.path, "rb") as fh, (mmap.mmap(fh.fileno(), size, flags=flags, prot=mmap.PROT_READ) if size
-                                              else nullcontext(b"")) as mapped:
-            view = memoryview(mapped)
-            pieces = [(origin, view[off:off + n]) for origin, off, n in payload.pieces]
-            try:
-                yield pieces
-            finally:
-                for _, piece in pieces:   # the map closes only once no view of it is left
-                    piece.release()
-                view.release()
-    finally:
-        if not payload.slot:
-            os.unlink(payload.path)
+    size = max((off + n for _, off, n in payload.pieces), default=0)   # a slot may hold more, from before
+    # MAP_POPULATE: the pages mapped in one call, not faulted in one at a time (about 0.1 s of the
+    # parent's system time for 427 MiB of encoded chunks)
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    with open(payload.path, "rb") as fh, (mmap.mmap(fh.fileno(), size, flags=flags, prot=mmap.PROT_READ) if size
+                                          else nullcontext(b"")) as mapped:
+        view = memoryview(mapped)
+        pieces = [(origin, view[off:off + n]) for origin, off, n in payload.pieces]
+        try:
+            yield pieces
+        finally:
+            for _, piece in pieces:   # the map closes only once no view of it is left
+                piece.release()
+            view.release()
 
 
 def remove_spilled(prefix: str) -> None:
-    """Remove what workers spilled under `prefix` and nobody wrote (a stopped or failed run)."""
+    """Remove the slots under `prefix` (the end of a pass, a stopped or failed run)."""
     import glob
     for path in glob.glob(glob.escape(prefix) + "-*"):
         try:
@@ -434,7 +418,7 @@ def run_task(task: Task) -> Result:
     block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
     if task.sink.kind == "chunks":
         chunks = encoded_chunks(block, task.start, task.sink)
-        payload = _spill(chunks, task.spill) if (task.spill or _spill_to.get("prefix")) else list(chunks)
+        payload = _spill(chunks, task.spill) if task.spill else list(chunks)
         del block
     elif task.sink.kind == "raw":
         _raw_io(os.pwritev, _open("fdw", task.sink.path), task.sink.offset, task.sink.chunks, task.start, block)
@@ -451,12 +435,10 @@ def run_task(task: Task) -> Result:
                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, os.getpid())
 
 
-def init_worker(spill_prefix: str = "") -> None:
-    """Workers leave SIGINT to the parent, which stops the pool and cleans up; with `spill_prefix`
-    they hand encoded chunks over in shared-memory files of that prefix (Spilled)."""
+def init_worker() -> None:
+    """Workers leave SIGINT to the parent, which stops the pool and cleans up, and keep their heap."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _spill_to.update(prefix=spill_prefix, seq=0)
     _keep_heap()
 
 

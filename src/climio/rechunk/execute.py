@@ -78,16 +78,14 @@ class Runner:
     def run(self, tasks, write, workers: int, progress=None) -> None:
         """`workers` = the pass's planned parallelism: its memory bound assumes that many blocks in flight."""
         if self.pool is None or workers <= 1:
-            tasks = iter(tasks)
-            t = next(tasks, None)
-            if t is not None:
-                blocks.prefetch(t)
-            while t is not None:
-                following = next(tasks, None)
-                if following is not None:
-                    blocks.prefetch(following)   # read while this one is decoded and encoded
-                self._done(blocks.run_task(t), write, progress)
-                t = following
+            previous = None
+            for t in tasks:
+                blocks.prefetch(t)   # read while the one before it is decoded and encoded
+                if previous is not None:
+                    self._done(blocks.run_task(previous), write, progress)
+                previous = t
+            if previous is not None:
+                self._done(blocks.run_task(previous), write, progress)
             blocks.close_handles()
             return
         window = IN_FLIGHT_PER_WORKER * workers
@@ -140,9 +138,7 @@ def _prefetch(handed_out: list) -> None:
 def _start(workers: int) -> tuple:
     """(pool, spill prefix): `workers` spawned processes (a forked child would inherit the
     parent's open HDF5 state), started without re-running a user's script (climio.spawning)."""
-    spill = spill_prefix()
-    pool = spawning.context().Pool(workers, initializer=blocks.init_worker, initargs=(spill,))
-    return pool, spill
+    return spawning.context().Pool(workers, initializer=blocks.init_worker), spill_prefix()
 
 
 def _stop(pool, spill: str, abort: bool) -> None:
