@@ -68,6 +68,20 @@ def test_calibrate_cold_records_read_what_they_need_from_storage(calib_files):
     assert warm and all(r["cache"]["effective"] == "warm" for r in warm)
 
 
+def test_calibrate_warm_rate_is_of_pages_a_cold_read_brought_in(calib_files, monkeypatch):
+    # the page-cache copy rate depends on how the pages entered the cache (large folios): the warm
+    # storage records evict the file and read it in sequentially before timing, as a cold read would
+    evicted = []
+    real_evict = calib.cache.evict
+    monkeypatch.setattr(calib.cache, "evict", lambda p: (evicted.append(p), real_evict(p)))
+    recs, emit = collect()
+    calib.storage(calib_files["raw"], 4 << 20, 1, emit, "pid0")
+    warm = [r for r in recs if r["params"]["pattern"] == "warm"]
+    assert warm and all(r["cache"]["state"] == "warm" and "evicted, then read in" in r["cache"]["method"]
+                        for r in warm)
+    assert len(evicted) == len(recs)        # one eviction per record, cold or warm
+
+
 def test_calibrate_cache_effect_records_read_what_they_need(tmp_path, monkeypatch):
     # the study's decode file at a smaller shape (its x-t reads decode every chunk many times)
     monkeypatch.setattr(calib, "DECODE_SHAPE", (16, 2, 32, 128))
