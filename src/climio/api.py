@@ -76,21 +76,8 @@ def claim_run_dir(run_dir, append=False, force=False) -> None:
     """A run directory that already holds a run is refused before anything runs (a script run twice
     appended its records to the first run's, and the findings compared the two): `append` adds to it,
     `force` replaces it whole (only a run directory: records.jsonl or platform.json in it)."""
-    from .errors import InputError
-    p = Path(run_dir)
-    if append and force:
-        raise InputError("--append and --force contradict each other: give one")
-    if not p.is_dir() or not any(p.iterdir()):
-        return
-    is_run = (p / "records.jsonl").is_file() or (p / "platform.json").is_file()
-    if append and is_run:
-        return
-    if force and is_run:
-        shutil.rmtree(p)
-        return
-    what = "a run" if is_run else "files that are not a climio run"
-    raise InputError(f"{p} already holds {what}: choose another output directory"
-                     + (", --append (append=True) to add to it, or --force (force=True) to replace it" if is_run else ""))
+    from .rundir import claim_dir
+    claim_dir(run_dir, append, force)
 
 
 def _render_partial(run_dir, report: bool) -> None:
