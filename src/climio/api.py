@@ -110,18 +110,27 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     return run_dir
 
 
+PLATFORM_TITLE = "This platform"
+
+
 def results_table(run_dir) -> str:
-    """The short results block a study prints on stdout at its end, as fio and IOR do: each
-    study's key findings (peak rate per stack, best chunk shape per read shape, best backend per
-    strategy, reproduction verdicts), one per line."""
+    """The short results block a study or the survey prints on stdout at its end, as fio and IOR
+    do, grouped as the report's first screen (render.finding_groups): what was measured on this
+    platform first (peak rate per stack, best chunk shape per read shape ...), then what the run
+    decided, one finding a line; the checks it could not decide, one line per study with a count."""
     from .records import read_records
+    from .render import finding_groups, undecided_groups
     from .stats import by_study
-    lines = []
+    findings = []
     for name, recs in by_study(read_records(run_dir)).items():
         st = base.find(name)
-        for f in (st.findings(recs) if st else []):
-            lines.append(f"{name}: " + (f"[{f.verdict}] " if f.verdict else "") + f.text)
-    return "\n".join(lines)
+        findings += st.findings(recs) if st else []
+    groups = sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)
+    undecided = undecided_groups(findings)
+    if undecided:
+        groups.append(("Not decided by this run", [line for line, _ in undecided]))
+    return "\n".join(f"{title}:\n" + "\n".join(f"  {f if isinstance(f, str) else f'{f.study}: {f.text}'}" for f in items)
+                     for title, items in groups)
 
 
 def load_records(run_dir):
