@@ -1,5 +1,6 @@
 """Issue 27 item 9: what a new user reads first (help, progress lines, version, space check)."""
 
+import math
 import os
 import subprocess
 import sys
@@ -47,16 +48,59 @@ def test_make_data_progress_counts_the_shapes_bytes(tmp_path):
     assert "64KiB/64KiB" in out.stderr and "256MiB" not in out.stderr
 
 
+def fake_free(monkeypatch, free):
+    """shutil.disk_usage reports `free` bytes free everywhere."""
+    import collections
+    import shutil
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(free * 2, free, free))
+
+
 def test_the_space_check_asks_for_what_it_writes_and_can_be_turned_off(tmp_path, monkeypatch):
     from climio.data.writer import check_space
     from climio.errors import DiskSpaceError
-    import shutil
-    free = shutil.disk_usage(tmp_path).free
+    fake_free(monkeypatch, 9_000_000)
     check_space([(tmp_path / "a.nc", 7_000_000)])          # 7 MB asks for about 8.4 MB, not 23.6 MiB
     with pytest.raises(DiskSpaceError, match="CLIMIO_SPACE_CHECK=off"):
-        check_space([(tmp_path / "a.nc", free * 2)])
+        check_space([(tmp_path / "a.nc", 9_000_000)])
     monkeypatch.setenv("CLIMIO_SPACE_CHECK", "off")
-    check_space([(tmp_path / "a.nc", free * 2)])
+    check_space([(tmp_path / "a.nc", 9_000_000)])
+
+
+def _study_space_cases():
+    """(name, check(data_dir), bytes it writes) of the studies whose checks are their own sums."""
+    from climio.bench.layouts import build_grid as layouts_grid
+    from climio.bench.layouts import run as layouts_run
+    from climio.bench.parallel_read import build_grid as read_grid
+    from climio.bench.parallel_read import run as read_run
+    from climio.bench.parallel_write import build_grid as write_grid
+    from climio.bench.parallel_write import run as write_run
+    from climio.layout import Layout
+    lg = layouts_grid("quick", shape="64,2,32,32")
+    rg = read_grid("quick", ranks="2", size="4MiB", experiments="tasks")
+    wg = write_grid("quick")
+    return [("layouts", lambda d: layouts_run.check_space(lg, d), 2 * Layout(lg.dims, 4, None).nbytes),
+            ("parallel-read", lambda d: read_run.check_space(rg, d), read_run.space_needed(rg)),
+            ("parallel-write", lambda d: write_run.check_space(wg, d), 2 * max(wg.bytes_per_job(r) for r in wg.ranks))]
+
+
+@pytest.mark.parametrize("case", range(3), ids=["layouts", "parallel-read", "parallel-write"])
+def test_every_study_space_check_is_the_common_one(tmp_path, monkeypatch, case):
+    """Same margin (5 % + 1 MiB over what is written), same override, exit 4, one line."""
+    from climio.errors import DiskSpaceError, Exit
+    name, check, nbytes = _study_space_cases()[case]
+    data_dir = tmp_path / "not-yet"
+    need = math.ceil(nbytes * 1.05) + (1 << 20)
+    fake_free(monkeypatch, need)
+    check(data_dir)                                          # no margin of its own on top
+    fake_free(monkeypatch, need - 1)
+    with pytest.raises(DiskSpaceError) as exc:
+        check(data_dir)
+    assert exc.value.exit_code == Exit.DISK and "\n" not in str(exc.value), name
+    assert "CLIMIO_SPACE_CHECK=off" in str(exc.value) and "--data-dir" in str(exc.value), str(exc.value)
+    monkeypatch.setenv("CLIMIO_SPACE_CHECK", "off")
+    check(data_dir)
+    assert not data_dir.exists()
 
 
 def test_version_names_both_library_layers():

@@ -93,6 +93,7 @@ COMMANDS = {
              "--no-plots", "--no-progress", "-o", "OUT/s"],
     "chunking --source": ["bench", "chunking", "--source", "F:ta", "--quick", "-o", "OUT/r", "--no-report"],
     "bench stsa --source": ["bench", "stsa", "--source", "F:ta", "--quick", "-o", "OUT/r", "--no-report"],
+    "make-refs": ["make-refs", "F", "-o", "OUT/o.nc.json"],
 }
 
 

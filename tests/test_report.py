@@ -329,3 +329,31 @@ def test_no_records_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="no records"):
         render_report(run)
     assert not (run / "report.html").exists()
+
+
+def test_the_terminal_results_lead_with_the_platform_and_collapse_the_undecided(tmp_path, monkeypatch):
+    """Issue 27 item 9: `climio survey` and `climio bench` print what was learned first, the checks the
+    run could not decide as one line per study with a count (as the report's first screen)."""
+    from climio.api import results_table
+    from climio.sections import Finding
+    run, _ = synthetic_run(tmp_path)
+
+    class Checks(base.Study):
+        name = "future-study"
+
+        def findings(self, records):
+            return ([Finding("future-study", f"check F{i} needs 64 ranks", "not decidable") for i in range(5)]
+                    + [Finding("future-study", "check F9 is not run", "not measured"),
+                       Finding("future-study", "mpiio beats posix 2x", "reproduced"),
+                       Finding("future-study", "mpiio reads 8.4 MB/s at 4 ranks")])
+
+    base.studies()
+    monkeypatch.setitem(base._REGISTRY, "future-study", Checks())
+    lines = results_table(run).splitlines()
+    assert lines[0] == "This platform:" and lines[1].startswith("  read-stack: ")
+    assert lines.index("  future-study: mpiio reads 8.4 MB/s at 4 ranks") < lines.index("Reproduced:")
+    assert "  future-study: mpiio beats posix 2x" in lines
+    open_block = lines[lines.index("Not decided by this run:") + 1:]
+    assert "  future-study: 6 findings open (5 not decidable at this size, 1 not measured)" in open_block
+    assert all(line.startswith("  ") and " open (" in line for line in open_block)
+    assert not any("F1" in line or "[not decidable]" in line for line in lines)

@@ -213,9 +213,24 @@ def test_trace_run_refuses_a_non_empty_directory(tmp_path):
     d = tmp_path / "t"
     d.mkdir()
     (d / "something").write_text("x")
-    res = run_cli("trace", "run", "-o", d, "--", "true")
-    assert res.returncode == 2 and "is not empty" in res.stderr and "--force" in res.stderr
+    res = run_cli("trace", "run", "-o", d, "--force", "--", "true")
+    assert res.returncode == 2 and "not a climio trace" in res.stderr     # never removes what is not a trace
     assert sorted(p.name for p in d.iterdir()) == ["something"]
+
+
+def test_trace_run_force_replaces_the_directory_whole_and_append_adds(tmp_path):
+    d = tmp_path / "t"
+    assert run_cli("trace", "run", "-o", d, "--", "cat", "/etc/hostname").returncode == 0
+    (d / "old-note.txt").write_text("from the first run")
+    first = sorted(p.name for p in d.iterdir())
+    res = run_cli("trace", "run", "-o", d, "--", "true")
+    assert res.returncode == 2 and "--force" in res.stderr and "--append" in res.stderr
+    assert sorted(p.name for p in d.iterdir()) == first
+    assert run_cli("trace", "run", "-o", d, "--append", "--", "cat", "/etc/hostname").returncode == 0
+    assert "old-note.txt" in {p.name for p in d.iterdir()} and len(list(d.iterdir())) > len(first)
+    assert run_cli("trace", "run", "-o", d, "--force", "--", "true").returncode == 0
+    assert not (d / "old-note.txt").exists()
+    assert not (set(first) - {"meta.json"}) & {p.name for p in d.iterdir()}   # the first run's traces are gone
 
 
 def test_make_data_speaks_climio_compression_and_refuses_conflicts(tmp_path):

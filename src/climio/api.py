@@ -76,21 +76,8 @@ def claim_run_dir(run_dir, append=False, force=False) -> None:
     """A run directory that already holds a run is refused before anything runs (a script run twice
     appended its records to the first run's, and the findings compared the two): `append` adds to it,
     `force` replaces it whole (only a run directory: records.jsonl or platform.json in it)."""
-    from .errors import InputError
-    p = Path(run_dir)
-    if append and force:
-        raise InputError("--append and --force contradict each other: give one")
-    if not p.is_dir() or not any(p.iterdir()):
-        return
-    is_run = (p / "records.jsonl").is_file() or (p / "platform.json").is_file()
-    if append and is_run:
-        return
-    if force and is_run:
-        shutil.rmtree(p)
-        return
-    what = "a run" if is_run else "files that are not a climio run"
-    raise InputError(f"{p} already holds {what}: choose another output directory"
-                     + (", --append (append=True) to add to it, or --force (force=True) to replace it" if is_run else ""))
+    from .rundir import claim_dir
+    claim_dir(run_dir, append, force)
 
 
 def _render_partial(run_dir, report: bool) -> None:
@@ -123,18 +110,27 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     return run_dir
 
 
+PLATFORM_TITLE = "This platform"
+
+
 def results_table(run_dir) -> str:
-    """The short results block a study prints on stdout at its end, as fio and IOR do: each
-    study's key findings (peak rate per stack, best chunk shape per read shape, best backend per
-    strategy, reproduction verdicts), one per line."""
+    """The short results block a study or the survey prints on stdout at its end, as fio and IOR
+    do, grouped as the report's first screen (render.finding_groups): what was measured on this
+    platform first (peak rate per stack, best chunk shape per read shape ...), then what the run
+    decided, one finding a line; the checks it could not decide, one line per study with a count."""
     from .records import read_records
+    from .render import finding_groups, undecided_groups
     from .stats import by_study
-    lines = []
+    findings = []
     for name, recs in by_study(read_records(run_dir)).items():
         st = base.find(name)
-        for f in (st.findings(recs) if st else []):
-            lines.append(f"{name}: " + (f"[{f.verdict}] " if f.verdict else "") + f.text)
-    return "\n".join(lines)
+        findings += st.findings(recs) if st else []
+    groups = sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)
+    undecided = undecided_groups(findings)
+    if undecided:
+        groups.append(("Not decided by this run", [line for line, _ in undecided]))
+    return "\n".join(f"{title}:\n" + "\n".join(f"  {f if isinstance(f, str) else f'{f.study}: {f.text}'}" for f in items)
+                     for title, items in groups)
 
 
 def load_records(run_dir):

@@ -25,6 +25,28 @@ def writable_dir(path, create=True) -> Path:
     return p
 
 
+def claim_dir(path, append=False, force=False, marks=("records.jsonl", "platform.json"), what="run",
+              options="--append (append=True) to add to it, or --force (force=True) to replace it") -> None:
+    """An output directory that already holds output is refused before anything runs (a second run
+    added to the first, and the report mixed the two): `append` adds to it, `force` replaces it
+    whole; only a directory holding one of `marks` (climio's own output: a `what`) is either."""
+    import shutil
+    from .errors import InputError
+    p = Path(path)
+    if append and force:
+        raise InputError("--append and --force contradict each other: give one")
+    if not p.is_dir() or not any(p.iterdir()):
+        return
+    ours = any((p / m).is_file() for m in marks)
+    if append and ours:
+        return
+    if force and ours:
+        shutil.rmtree(p)
+        return
+    held = f"a {what}" if ours else f"files that are not a climio {what}"
+    raise InputError(f"{p} already holds {held}: choose another output directory" + (f", {options}" if ours else ""))
+
+
 def default_run_dir(study: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("climio-runs") / f"{study}-{stamp}"

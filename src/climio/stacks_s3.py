@@ -27,6 +27,7 @@ import numpy as np
 from .stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
 from .errors import DataError
 from .integrity import HDF5_SIGNATURE
+from .integrity import check as check_whole
 from .stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 H5_BLOCK_BYTES = 4 << 20
@@ -224,7 +225,7 @@ def _check_hdf5(fh, source: str) -> None:
 def make_reference(endpoint: Optional[Endpoint], url) -> dict:
     """A kerchunk reference set (Zarr v2 metadata + byte ranges) of the netCDF-4 file at `url`: an
     s3://BUCKET/KEY object (read through s3fs with a 4 MiB block cache) or a local path (the
-    references then name its absolute path). One-line DataError for a missing or non-HDF5 file."""
+    references then name its absolute path). One-line DataError for a missing, damaged or non-HDF5 file."""
     import os
     from kerchunk.hdf import SingleHdf5ToZarr
     fs = None
@@ -238,6 +239,7 @@ def make_reference(endpoint: Optional[Endpoint], url) -> dict:
         name = os.path.abspath(url)
         if os.path.isdir(name):
             raise DataError(f"{url}: a directory, not a netCDF-4 file")
+        check_whole(url)    # a cut or zeroed file: the one line every reader gives, not HDF5's text
         opener = lambda: open(name, "rb")  # noqa: E731
     try:
         with opener() as fh:

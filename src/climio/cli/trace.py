@@ -21,7 +21,8 @@ def trace_run_cmd(
     layers: Optional[str] = typer.Option(None, metavar="LIST", help="Comma list of posix, mpiio, netcdf, hdf5 (default all; stdio counts as posix)."),
     exclude: Optional[list[str]] = typer.Option(None, "--exclude", metavar="PATH", help="Do not trace files under this path prefix; repeatable (always excluded: /proc, /sys, /dev, Python's prefix)."),
     max_events: Optional[int] = typer.Option(None, "--max-events", metavar="N", help="Events kept per process; beyond, calls are counted in counters (the report says from when)."),
-    force: bool = typer.Option(False, "--force", help="Trace into a non-empty trace directory (its traces merge into one report)."),
+    force: bool = typer.Option(False, "--force", help="Replace the trace directory -o names, whole, when it already holds a trace."),
+    append: bool = typer.Option(False, "--append", help="Add to the trace directory -o names when it already holds a trace (the traces merge into one report)."),
     mode: str = typer.Option("full", "--mode", metavar="full|counters[:N]", help="full (an event per call) or counters (Darshan-style counters per file, function and rank, bounded memory, any run length); counters:N also keeps every Nth call as an event."),
 ):
     """Run COMMAND with the tracer preloaded; exit with COMMAND's exit status.
@@ -29,7 +30,8 @@ def trace_run_cmd(
     Under MPI either `climio trace run -o DIR -- mpirun -n 4 prog` (the variables are handed to the
     ranks with -x / -genv) or `mpirun -n 4 climio trace run -o DIR -- prog` (every rank traces itself)."""
     from ..trace.run import run_trace
-    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info, force=force, mode=mode))
+    sys.exit(run_trace(command, out, layers, exclude or (), max_events, say=info, force=force, mode=mode,
+                       append=append))
 
 
 @trace_app.command("report")

@@ -39,11 +39,11 @@ def check_dir(directory) -> Path:
     return d
 
 
-def check_space(plans) -> None:
+def check_space(plans, hint: str = "") -> None:
     """plans: (path, bytes) of files to write. Raise DiskSpaceError if any file system lacks room.
     CLIMIO_SPACE_CHECK=off skips the check (a file system whose free space is not what it says:
     quotas elsewhere, compression); a full disk then still stops the write with one line."""
-    if os.environ.get("CLIMIO_SPACE_CHECK", "").lower() in ("off", "0", "no"):
+    if _space_check_off():
         return
     per_fs = {}
     for path, nbytes in plans:
@@ -52,11 +52,30 @@ def check_space(plans) -> None:
         first_dir, total = per_fs.get(dev, (d, 0))
         per_fs[dev] = (first_dir, total + nbytes)
     for d, total in per_fs.values():
-        need = math.ceil(total * (1 + SPACE_MARGIN_FRACTION)) + SPACE_MARGIN_BYTES
-        free = shutil.disk_usage(d).free
-        if free < need:
-            raise DiskSpaceError(f"need {format_size(need)}, only {format_size(free)} free in {d} "
-                                 "(CLIMIO_SPACE_CHECK=off to try anyway)")
+        _check_room(d, total, hint)
+
+
+def check_room(directory, nbytes, hint: str = "") -> None:
+    """check_space for `nbytes` under a directory that may not exist yet (a study's data directory,
+    made later): its nearest existing ancestor's file system. `hint` says how to need less."""
+    if _space_check_off():
+        return
+    p = Path(directory).expanduser().absolute()
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    _check_room(p, nbytes, hint)
+
+
+def _space_check_off() -> bool:
+    return os.environ.get("CLIMIO_SPACE_CHECK", "").lower() in ("off", "0", "no")
+
+
+def _check_room(d: Path, nbytes, hint: str) -> None:
+    need = math.ceil(nbytes * (1 + SPACE_MARGIN_FRACTION)) + SPACE_MARGIN_BYTES
+    free = shutil.disk_usage(d).free
+    if free < need:
+        raise DiskSpaceError(f"need {format_size(need)}, only {format_size(free)} free in {d}"
+                             + (f": {hint}" if hint else "") + " (CLIMIO_SPACE_CHECK=off to try anyway)")
 
 
 def _check_block(max_block_bytes) -> int:

@@ -32,14 +32,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from .. import __version__
 from ..errors import ClimioError, InputError
 from ..options import parse_choice, parse_mode
 from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
 from ..records import atomic_write_text, iso_utc
-from ..rundir import default_run_dir, writable_dir
+from ..rundir import claim_dir, default_run_dir, writable_dir
 
 TRACEABLE_LAYERS = ("posix", "mpiio", "netcdf", "hdf5")  # what --layers may name (stdio counts as posix)
 
@@ -157,11 +156,12 @@ def _resolve(command) -> str:
 
 
 def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=None, force=False,
-              mode="full") -> int:
+              mode="full", append=False) -> int:
     """Trace `command`; return its exit status. `say(msg)` reports where the trace went.
 
-    A non-empty trace directory is refused unless `force` (two runs would merge into one report);
-    under an MPI launcher every rank writes into the same directory, so the ranks do not check."""
+    A non-empty trace directory is refused (two runs would merge into one report) unless `force`
+    (it is replaced whole) or `append` (the traces merge); under an MPI launcher every rank writes
+    into the same directory, so the ranks neither check nor remove."""
     command = list(command or [])
     if not command:
         raise InputError("no command to trace: use climio trace run [-o DIR] -- COMMAND [ARGS ...]")
@@ -175,9 +175,9 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
         raise InputError("running under an MPI launcher: give -o DIR so that every rank writes into the "
                          "same trace directory")
     lib = tracer_library()
-    if out is not None and rank is None and not force and Path(out).is_dir() and any(Path(out).iterdir()):
-        raise InputError(f"trace directory {out} is not empty: a second trace would merge into its report; "
-                         "choose another -o DIR or add --force to add to it")
+    if out is not None and rank is None:
+        claim_dir(out, append, force, marks=("meta.json",), what="trace",
+                  options="--append to merge a second trace into its report, or --force to replace it")
     out_dir = writable_dir(out or default_run_dir("trace")).resolve()
     excl = outermost([*default_excludes(), *interpreter_excludes(command), *excludes])
     env = dict(os.environ)

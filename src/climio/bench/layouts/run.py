@@ -13,9 +13,9 @@ import subprocess
 import time
 
 from ... import native
-from ...errors import ClimioError, InputError, NativeError
+from ...errors import ClimioError, NativeError
 from ...layout import Layout, balanced_chunks, format_chunks, library_default_chunks
-from ...data.writer import write_4d
+from ...data.writer import check_room, write_4d
 from ...measure.procs import failure_line, kill_group
 from ...measure.progress import info
 from ...measure.tasks import measure
@@ -180,8 +180,4 @@ def _read_all(ctx, grid, prof, path, lab, why, reads_of, pid, say) -> int:
 
 def check_space(grid, data_dir) -> None:
     """The source and one converted copy at a time (uncompressed bound)."""
-    import shutil
-    need = 2 * Layout(grid.dims, 4, None).nbytes + (64 << 20)
-    free = shutil.disk_usage(data_dir if os.path.isdir(data_dir) else os.path.dirname(data_dir) or ".").free
-    if free < need:
-        raise InputError(f"layouts needs about {need >> 20} MiB free in {data_dir}, {free >> 20} MiB are")
+    check_room(data_dir, 2 * Layout(grid.dims, 4, None).nbytes, "use a smaller --shape or another --data-dir")

@@ -12,14 +12,14 @@ C POSIX, netCDF-4 contiguous for the others.
 """
 
 import os
-import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import DiskSpaceError, InputError
+from ...data.writer import check_room
+from ...errors import InputError
 from ...staging import staged
 from ...measure import probes
 from ...measure.mpi import stream_mpi
@@ -58,19 +58,14 @@ def planned_files(grid) -> dict:
 
 
 def space_needed(grid) -> int:
+    """Bytes the file sets and experiment B's file take (the common check adds its margin)."""
     data = sum(planned_files(grid).values())
     mpiio = grid.size if "mpiio" in grid.experiments else 0
-    return int((data + mpiio) * 1.05) + (16 << 20)
+    return data + mpiio
 
 
 def check_space(grid, data_dir) -> None:
-    p = Path(data_dir).expanduser().absolute()
-    while not p.exists() and p.parent != p:
-        p = p.parent
-    need, free = space_needed(grid), shutil.disk_usage(p).free
-    if need > free:
-        raise DiskSpaceError(f"the parallel-read file sets need about {format_size(need)} in {data_dir}, which has "
-                             f"{format_size(free)} free: use a smaller --size, fewer --ranks or another --data-dir")
+    check_room(data_dir, space_needed(grid), "use a smaller --size, fewer --ranks or another --data-dir")
 
 
 def write_file(path: Path, nbytes: int) -> None:

@@ -11,16 +11,14 @@ aggregates their bandwidth from the wall-clock start and end every record carrie
 """
 
 import os
-import shutil
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 from ... import native, stripes
-from ...errors import DiskSpaceError
+from ...data.writer import check_room
 from ...measure.mpi import Launcher, cores, stream_mpi
 from ...measure.progress import StudyProgress, info
-from ...units import format_size
 from .summary import aggregate_instances
 
 
@@ -30,22 +28,11 @@ def all_backends() -> tuple:
     return native.pario_backends()
 
 
-def _existing(path) -> Path:
-    """`path` or its nearest existing ancestor (the data directory may not exist yet)."""
-    p = Path(path).expanduser().absolute()
-    while not p.exists() and p.parent != p:
-        p = p.parent
-    return p
-
-
 def check_space(grid, data_dir, instances=1) -> None:
-    """One job's files must fit twice over (the program removes a repetition's files before the next;
-    the margin covers file-system metadata and the netCDF-4/HDF5 chunk index), per instance."""
+    """One job's files must fit twice over (the program removes a repetition's files before the
+    next), per instance; the common check adds the margin for metadata and the chunk index."""
     need = 2 * max(grid.bytes_per_job(r) for r in grid.ranks) * instances
-    free = shutil.disk_usage(_existing(data_dir)).free
-    if need > free:
-        raise DiskSpaceError(f"the parallel-write study needs about {format_size(need)} in {data_dir}, "
-                             f"which has {format_size(free)} free: use smaller --local/--grid or another --data-dir")
+    check_room(data_dir, need, "use smaller --local/--grid or another --data-dir")
 
 
 def run_study(run, grid, data_dir, launcher: Launcher = None, progress=True, label=None) -> list:
