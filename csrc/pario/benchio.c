@@ -68,6 +68,7 @@ struct run {
     int collective;                  /* the put's collective flag */
 };
 
+/* long: the process grid and halo array, then one switch case per strategy setting the same fields of struct run */
 static int setup(struct run *r, struct pario_outcome *out)
 {
     const struct pario_job *job = r->job;
@@ -316,6 +317,8 @@ static void verify(struct run *r, struct pario_outcome *out)
     }
 }
 
+/* long: the timed region (gather, create, define, write, fsync, close) is one block with no barrier inside, where
+ * every rank still makes the same collective calls after a failure; kept whole so its start and end show */
 int benchio_run(const struct pario_job *job, struct pario_outcome *out)
 {
     struct run r;

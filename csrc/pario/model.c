@@ -133,6 +133,7 @@ static void chunk_xy(const struct pario_options *opt, uint64_t *ckx, uint64_t *c
 }
 
 /* Resolve decomposition and I/O layout; one-line error in err. Local (no communication). */
+/* long: a straight run of checks, each with its own one-line error, then the geometry fields in dependency order */
 static int resolve(const struct pario_job *job, struct geom *g, char *err)
 {
     const struct pario_options *opt = job->opt;
@@ -718,6 +719,7 @@ static int define_file(struct ctx *c)
 
 /* The write phase: small variables, then record by record time, written_ flags, 3-D and 2-D
  * diagnostics, then the restart variables. Every rank takes part (gathers); writers put. */
+/* long: the file's write order is what is measured: one block per kind of variable, in that order */
 static void write_all(struct ctx *c)
 {
     const struct pario_options *opt = c->opt;
@@ -802,6 +804,7 @@ static void write_all(struct ctx *c)
 
 /* Verification (after close, untimed): every writer re-opens its file and reads back what it
  * wrote, comparing with the formula exactly. Returns mismatches; -1 on a backend error. */
+/* long: one block per kind of variable in write_all's order, sharing the read buffers and the one error exit */
 static long long verify_file(struct ctx *c)
 {
     const struct pario_backend *b = c->job->backend;
@@ -920,6 +923,8 @@ static const char *strategy_tag(enum pario_strategy s)
     return s == STRATEGY_SERIAL ? "serial" : s == STRATEGY_FILE_PER_PROCESS ? "fpp" : "shared";
 }
 
+/* long: the rank-wide sequence (set-up, timed create/define/write/fsync/close, verify, metrics) whose
+ * agree_failed() exits jump to the close and cleanup labels at the same step on every rank */
 int model_run(const struct pario_job *job, struct pario_outcome *out)
 {
     const struct pario_options *opt = job->opt;

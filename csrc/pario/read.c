@@ -515,6 +515,8 @@ static int write_file(const struct pario_backend *b, const char *path, uint64_t 
     return rc;
 }
 
+/* long: the loop (backend x pattern x access x rep) every rank walks in step: write, evict, time open/read/close,
+ * verify, emit; each agree() exit (which unlinks the file) must come at the same step on all ranks */
 static int run_mpiio(const struct cli *cl, struct world *w, MPI_Info hints)
 {
     const struct pario_read_options *c = &cl->rd;
@@ -709,6 +711,8 @@ static int task_elems(const struct pario_read_options *c, const char *path, uint
     return 0;
 }
 
+/* long: one repetition's open/read/close of both stacks timed between two barriers, with agreed exits; the
+ * timestamps t0-t3 and the record they fill stay in one place */
 static int run_tasks(const struct cli *cl, struct world *w)
 {
     const struct pario_read_options *c = &cl->rd;

@@ -3,12 +3,11 @@
 The store's layout (shape, chunks, shards, codecs) is read from its metadata; the reads are every
 hyperslab of the named read shapes; the rates are the endpoint's, kept in this machine's profile
 by `climio calibrate --store` (model.object_store). --check reads the same hyperslabs through the
-stack and prints predicted against measured. advise: each change's predicted time (bigger chunks,
+stack (measure.object_reads) and prints predicted against measured. advise: each change's predicted time (bigger chunks,
 shards over time for time-series reads, more GETs in flight, obstore over fsspec), with the command.
 """
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 from statistics import median
 
@@ -208,25 +207,6 @@ def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack:
     return out
 
 
-def measure(endpoint, layout: StoreLayout, read: str, stack: str, reps: int) -> list:
-    """Wall seconds of reading every hyperslab of `read` through `stack`, per repetition (the store
-    is not evicted: a remote store's caches are not climio's)."""
-    from ..stacks_s3 import OBJECT_STACKS
-    slabs = slabs_of(layout, read)
-    walls = []
-    for _ in range(reps):
-        reader = OBJECT_STACKS[stack](endpoint)
-        reader.open(layout.url, layout.var)
-        try:
-            t0 = time.perf_counter()
-            for s, c in slabs:
-                reader.read_slab(s, c)
-            walls.append(time.perf_counter() - t0)
-        finally:
-            reader.close()
-    return walls
-
-
 @dataclass
 class StorePrediction:
     layout: StoreLayout
@@ -262,6 +242,7 @@ class StorePrediction:
 def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None) -> StorePrediction:
     endpoint = Endpoint.from_env(endpoint_url)
     stack = stack or DEFAULT_OBJECT_STACK
+    from ..measure.object_reads import slab_walls
     from ..stacks_s3 import ZARR_STACKS
     if stack not in ZARR_STACKS:
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
@@ -275,7 +256,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
         p = predict_layout(layout, layout.chunks, layout.shards, read, rates, stack, dec_Bps)
         row = {"read": read, **{k: p[k] for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "slabs")}}
         if check:
-            walls = measure(endpoint, layout, read, stack, reps)
+            walls = slab_walls(endpoint, layout.url, layout.var, slabs_of(layout, read), stack, reps)
             row.update(measured_s=median(walls), reps=len(walls), error=om.error_ratio(p["time_s"], median(walls)))
         out.reads.append(row)
     return out

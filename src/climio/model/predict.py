@@ -314,10 +314,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
     (StackRates.direct_sieve)."""
     shape, isz = layout.shape, layout.itemsize
     reads = list(reads)
-    for s, c in reads[:1] + reads[-1:]:
-        if len(s) != len(shape) or any(a < 0 or b < 1 or a + b > d for a, b, d in zip(s, c, shape)):
-            raise InputError(f"read start {list(s)} count {list(c)} outside the variable of shape "
-                             f"{format_chunks(shape)}")
+    _check_reads(reads, shape)
     chunks = layout.chunks
     end = (layout.stored if layout.compressed and layout.stored else layout.allocated_bytes) if chunks is not None \
         else layout.nbytes
@@ -376,26 +373,48 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
                     if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
                         cnt.bytes_stored_decoded += stored_chunk
             else:   # uncompressed, too large for the cache: direct reads of the runs needed
-                m = [x for _, x in combo]
-                lo = [max(j * c, s) - j * c for (j, _), s, c in zip(combo, start, chunks)]
-                rl, lst = _run_shape(m, chunks)
-                if direct_sieve:
-                    st.contig(_run_offsets(lo, m, chunks, lst) * isz + base, rl * isz, base, base + cbytes)
-                else:   # one pread per piece: contiguous both in the chunk and in the read's buffer
-                    rm, lm = _run_shape(m, count)
-                    if lm > lst:
-                        rl, lst = rm, lm
-                    for o in _run_offsets(lo, m, chunks, lst) * isz + base:
-                        st.fetch(int(o), rl * isz)
+                _direct_reads(st, combo, start, count, chunks, isz, base, cbytes, direct_sieve)
     cnt.reads_simulated = simulated
     if chunks is not None:
         cnt.chunk_cache_collisions = collisions + cache.counts.collisions
-    scale = len(reads) / simulated if simulated else 0.0
+    return _scaled(cnt, st.req, len(reads), simulated)
+
+
+def _check_reads(reads, shape) -> None:
+    """A one-line InputError when the first or last read is outside the variable."""
+    for s, c in reads[:1] + reads[-1:]:
+        if len(s) != len(shape) or any(a < 0 or b < 1 or a + b > d for a, b, d in zip(s, c, shape)):
+            raise InputError(f"read start {list(s)} count {list(c)} outside the variable of shape "
+                             f"{format_chunks(shape)}")
+
+
+def _direct_reads(st, combo, start, count, chunks, isz, base, cbytes, sieve: bool) -> None:
+    """An uncompressed chunk too large for the chunk cache: direct reads of the runs of it that the
+    read (start, count) needs, through the sieve (`sieve`) or one pread per piece."""
+    m = [x for _, x in combo]
+    lo = [max(j * c, s) - j * c for (j, _), s, c in zip(combo, start, chunks)]
+    rl, lst = _run_shape(m, chunks)
+    if sieve:
+        st.contig(_run_offsets(lo, m, chunks, lst) * isz + base, rl * isz, base, base + cbytes)
+        return
+    rm, lm = _run_shape(m, count)       # a piece is contiguous both in the chunk and in the read's buffer
+    if lm > lst:
+        rl, lst = rm, lm
+    for o in _run_offsets(lo, m, chunks, lst) * isz + base:
+        st.fetch(int(o), rl * isz)
+
+
+SCALED_COUNTS = ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "chunk_cache_collisions", "partial_chunks",
+                 "decodes", "bytes_wanted", "bytes_decoded", "bytes_stored_decoded")
+
+
+def _scaled(cnt: Counts, requests: dict, n: int, simulated: int) -> Counts:
+    """`cnt` of the first `simulated` of `n` reads scaled to all n, with the storage `requests`."""
+    scale = n / simulated if simulated else 0.0
     if scale != 1.0:
-        for k in ("calls", "pieces", "chunks_visited", "chunk_cache_hits", "chunk_cache_collisions", "partial_chunks",
-                  "decodes", "bytes_wanted", "bytes_decoded", "bytes_stored_decoded"):
+        for k in SCALED_COUNTS:
             setattr(cnt, k, getattr(cnt, k) * scale)
-    cnt.requests = {k: v * scale for k, v in st.req.items()}
+    cnt.requests = {k: v * scale for k, v in requests.items()}
     return cnt
 
 

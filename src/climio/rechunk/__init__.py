@@ -1,11 +1,17 @@
-"""`climio rechunk`: memory-bounded, parallel layout conversion of netCDF-4/HDF5 files.
+"""`climio rechunk`: memory-bounded, parallel layout conversion of netCDF-4/HDF5 files (and Zarr).
 
 model    the shared nouns (a source variable, a target layout)
 meta     scan a source file; define the output file with everything but the bulk data
 spec     user chunk specs (nccopy forms, --for, --balanced, --chunk-bytes) -> target chunks
-plan     the pure planner: passes, block shapes, predicted bytes, memory and time
+plan     the face of the planner, which lives in the cost model (climio.model.convert: passes,
+         block shapes, predicted bytes, memory and time, the one-off cost the advisor states)
 codec    decode/encode whole chunks (HDF5 shuffle + deflate) outside HDF5
-execute  run a plan: read blocks, encode target chunks, write them in file order
+command  the one conversion: check, plan, define the output, convert, verify, rename
+execute  run a plan: read blocks (blocks.py, in worker processes), encode target chunks, write them
+         in file order; mpi_exec the same under mpirun/srun
+formats  one module per format behind one interface; remote: to and from object storage; many:
+         several inputs into one output directory; zarr_chunks: whole chunks of a local Zarr array;
+         child: the process that defines a Zarr output through xarray
 verify   compare every value and the metadata of two files in bounded memory
 
 `convert` is the `climio rechunk` command from Python; the package's face re-exports it as
