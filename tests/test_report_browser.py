@@ -7,19 +7,22 @@ trace of a Python program reading a netCDF file gives `climio trace report --htm
 `climio stsa` on a small generated field gives `stsa.html`. Every page is checked for: no console
 errors; every image loaded (natural width > 0); no horizontal overflow at 1,280 px; what was
 learned (the summary table or verdict, and the headline figure) within the first 900 px; every
-internal link resolving; every study section leading with its figure; printing to PDF.
+internal link resolving; every study section leading with its figure; every figure's axes
+labelled with their units and its caption one sentence (issue 28 part 2); printing to PDF.
 
 Nothing is skipped: a missing Chromium or Playwright fails these tests.
 """
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure as MplFigure
 
 from climio.bench import base
 from climio.records import make_record, read_records
@@ -46,6 +49,8 @@ FACTS_JS = """() => {
     leadText: box(lead && lead.querySelector('p')),
     leadFigure: box(lead && lead.querySelector('figure img')),
     leadFigureLoaded: !!(lead && lead.querySelector('figure img') && lead.querySelector('figure img').naturalWidth > 0),
+    captions: [...document.querySelectorAll('figure')].map(f => ({alt: (f.querySelector('img') || {}).alt,
+               text: (f.querySelector('figcaption') || {textContent: ''}).textContent.trim()})),
     studyFirst: [...document.querySelectorAll('section[id^="study-"]')].map(s => {
       const first = s.querySelector(':scope > h2 + *');
       return {id: s.id, first: first ? first.tagName.toLowerCase() : null,
@@ -75,6 +80,41 @@ def check_page(path, lead_table=True):
     assert fig is not None and facts["leadFigureLoaded"] and fig["bottom"] <= FOLD and fig["width"] > 300, fig
     assert pdf[:5] == b"%PDF-" and len(pdf) > 20_000 and pdf.count(b"/Type /Page") >= 2
     return facts
+
+
+# Issue 28 part 2: a figure's axes carry their units and its caption says in one sentence what to see.
+# A label names its unit in [] or () (MB/s, s, B/KiB/MiB, ...) unless its quantity has none: a count
+# or a name (ranks, tasks, workers, nodes, chunk shape, read mix) or a ratio ("a / b").
+UNIT = re.compile(r"[\[(][^\])]*(?<![\w/])(s|ms|MB/s|B|KiB|MiB|GiB|%|cycles per day)(?![\w])")
+UNITLESS = re.compile(r"^(MPI ranks|rank|concurrent tasks|nodes|workers|chunk shape|read mix)\b| / |\bper request\b")
+NUMBER = re.compile(r"^[−+-]?[\d.,]+$|^\$\\mathdefault\{[\d^{}.−-]+\}\$$")
+SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])")
+
+
+def axis_faults(fig) -> list:
+    """What is wrong with a drawn figure's axis labels: a label without its unit, or numbers on an
+    axis no panel of the figure labels."""
+    name = (fig._suptitle.get_text() if fig._suptitle else "") or next((a.get_title() for a in fig.axes if a.get_title()), "?")
+    faults, labelled, bare = [], set(), set()
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            label = " ".join(axis.get_label_text().split())
+            if label:
+                labelled.add(which)
+                if not (UNIT.search(label) or UNITLESS.search(label)):
+                    faults.append(f"{name!r}: {which} label {label!r} has no unit")
+            elif any(NUMBER.match(t.get_text()) for t in axis.get_ticklabels() if t.get_visible()):
+                bare.add(which)
+    faults += [f"{name!r}: numbers on the {which} axis, no label" for which in sorted(bare - labelled)]
+    return faults
+
+
+def caption_faults(captions) -> list:
+    """Captions that are missing, not one sentence, or too short to say what to see."""
+    return [f"{c['alt']!r}: {c['text']!r}" for c in captions
+            if not c["text"].endswith(".") or SENTENCE_END.search(c["text"]) or len(c["text"].split()) < 8]
 
 
 # --- the survey and one report per study ------------------------------------------------------------
@@ -137,10 +177,15 @@ NO_FIGURE_YET = {}
 
 @pytest.mark.parametrize("study", [pytest.param(s.name, marks=pytest.mark.xfail(reason=NO_FIGURE_YET[s.name], strict=True))
                                    if s.name in NO_FIGURE_YET else s.name for s in base.studies()])
-def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs):
+def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs, monkeypatch):
+    # every matplotlib figure the report draws, kept for its axis labels
+    drawn, savefig = [], MplFigure.savefig
+    monkeypatch.setattr(MplFigure, "savefig", lambda fig, *a, **k: (drawn.append(fig), savefig(fig, *a, **k))[1])
     facts = check_page(render_report(study_run(survey, tmp_path, study, quick_study_runs)))
     assert [s["id"] for s in facts["studyFirst"]] == [f"study-{study}"]
     assert facts["studyFirst"][0]["first"] == "figure" and facts["studyFirst"][0]["img"]
+    assert drawn and [f for fig in drawn for f in axis_faults(fig)] == []
+    assert caption_faults(facts["captions"]) == []
 
 
 # --- the trace report and the STSA page ---------------------------------------------------------------
