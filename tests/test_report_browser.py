@@ -19,12 +19,14 @@ import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from climio.bench import base
+from climio.cells import num
 from climio.records import make_record, read_records
 from climio.report import render_report
 from climio.report.browser import open_page
@@ -134,10 +136,15 @@ def test_survey_report_in_a_browser(survey):
     assert {f"study-{s}" for s in studies} <= set(facts["links"])
 
 
-def test_survey_screenshot_is_the_first_screen(survey):
-    png = (survey / "report-first-screen.png").read_bytes()
+def check_first_screen(png_path):
+    """A PNG of 1400 x 900 px: the first screen --screenshot keeps."""
+    png = png_path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1400, 900)
+
+
+def test_survey_screenshot_is_the_first_screen(survey):
+    check_first_screen(survey / "report-first-screen.png")
 
 
 def test_survey_first_screen_says_what_was_learned(survey):
@@ -191,20 +198,29 @@ def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_run
 # --- the trace report and the STSA page ---------------------------------------------------------------
 
 def test_trace_report_in_a_browser(files_1d, tmp_path):
+    """Issue 28 part 4: the verdict first: how much of the run is I/O, the top item with its saving."""
     prog = tmp_path / "reads.py"
+    # 16 values every 4096: reads far below the library's minimum read, so an advice item fires
     prog.write_text("import sys, netCDF4\n"
                     "with netCDF4.Dataset(sys.argv[1]) as ds:\n"
                     "    v = next(iter(ds.variables.values()))\n"
                     "    for i in range(0, v.shape[0], 4096):\n"
-                    "        v[i:i + 4096]\n")
+                    "        v[i:i + 16]\n")
     trace = tmp_path / "trace"
     out = run_cli("trace", "run", "-o", trace, "--", sys.executable, prog, files_1d["nc"])
     assert out.returncode == 0, out.stderr
-    out = run_cli("trace", "report", trace, "--html")
+    out = run_cli("trace", "report", trace, "--json")
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)["findings"][0]
+    out = run_cli("trace", "report", trace, "--html", "--screenshot")
     assert out.returncode == 0, out.stderr
     check_page(trace / "report.html", lead_table=False)
+    check_first_screen(trace / "report-first-screen.png")
     html = (trace / "report.html").read_text()
-    assert "of the run" in html.split('id="key-findings"')[0].split("<h2")[1]
+    lead = re.sub(r"<img[^>]*>", "<img>", unescape(html.split('class="lead"')[1].split("</section>")[0]))
+    assert "of the run" in lead
+    saving = f"at most {num(top['evidence']['could_save_s'])} s"
+    assert f"Top item: [{top['severity']}] {top['title']}: {saving}" in lead, lead
 
 
 def _stsa_field(path, spd=4, ndays=40, ny=8, nx=16):
