@@ -204,15 +204,21 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
 
 def test_object_chunking_small_run(tmp_path):
     """Study b at a tiny size: Zarr with and without shards over time, netCDF-4 through references;
-    every record cold and its first hyperslab equal to the generator's values (status ok)."""
+    every record cold and its first hyperslab equal to the generator's values (status ok); the STSA
+    read is the STSA job's x-t slabs; every finding carries a verdict."""
     from climio import api
+    from climio.bench.object_chunking.section import findings
     from climio.bench.object_chunking.summary import summarise
     from climio.records import read_records
     run = api.run_study("object-chunking", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
-                        progress=False, shape="8,1,20,40", chunks="E,F", reads="xt,xy", latency="0",
+                        progress=False, shape="8,1,20,40", chunks="E,F", reads="xt,xy,stsa", latency="0",
                         stacks="zarr-obstore,zarr-kerchunk", sample=2)
     recs = read_records(run)
     assert recs and all(r["status"] == "ok" for r in recs)
+    stsa = [r for r in recs if r["params"]["read"] == "stsa"]
+    assert len(stsa) == len(recs) // 3 and all(r["metrics"]["bytes"] == 2 * 8 * 40 * 4 for r in stsa)
+    found = findings(recs)
+    assert found and all(f.verdict for f in found), [(f.text, f.verdict) for f in found]
     assert all(r["cache"]["state"] == "cold" and r["cache"]["effective"] == "cold" for r in recs)
     assert {r["params"]["format"] for r in recs} == {"zarr", "netcdf4+kerchunk"}
     s = summarise(recs)
@@ -220,6 +226,21 @@ def test_object_chunking_small_run(tmp_path):
     # xt of xy chunks: one GET per time step unsharded, far fewer from one shard
     assert row["xt_gets"][0] == 2 * 8 and row["xt_gets"][1] < row["xt_gets"][0]
     assert s["references"] and all(r["zarr-obstore"] > 0 for r in s["references"])
+
+
+def test_object_chunking_smallest_chunk_verdict():
+    """The smallest chunk reaching 80% of the peak, lowest against highest latency, per read shape."""
+    from climio.bench.object_chunking.section import smallest_verdict
+
+    def rows(at20, shapes=3):
+        return [{"latency_ms": lat, "read": read, "smallest_chunk_bytes": b, "shapes": shapes}
+                for lat, got in ((0, {"xy": 16, "xt": 32}), (20, at20)) for read, b in got.items()]
+    assert smallest_verdict(rows({"xy": 64, "xt": 32})) == "reproduced"
+    assert smallest_verdict(rows({"xy": 16, "xt": 32})) == "not reproduced"
+    assert smallest_verdict(rows({"xy": 8, "xt": 32})) == "refuted"
+    assert smallest_verdict(rows({"xy": 64, "xt": 8})) == "inconclusive"
+    assert smallest_verdict(rows({"xy": 64, "xt": 32}, shapes=2)) == "not decidable"
+    assert smallest_verdict([r for r in rows({}) if r["latency_ms"] == 0]) == "not measured"
 
 
 def test_object_read_on_any_endpoint(s3_server, tmp_path, monkeypatch):

@@ -7,21 +7,26 @@ trace of a Python program reading a netCDF file gives `climio trace report --htm
 `climio stsa` on a small generated field gives `stsa.html`. Every page is checked for: no console
 errors; every image loaded (natural width > 0); no horizontal overflow at 1,280 px; what was
 learned (the summary table or verdict, and the headline figure) within the first 900 px; every
-internal link resolving; every study section leading with its figure; printing to PDF.
+internal link resolving; every study section leading with its figure; every figure's axes
+labelled with their units and its caption one sentence (issue 28 part 2); printing to PDF.
 
 Nothing is skipped: a missing Chromium or Playwright fails these tests.
 """
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure as MplFigure
 
 from climio.bench import base
+from climio.cells import num
 from climio.records import make_record, read_records
 from climio.report import render_report
 from climio.report.browser import open_page
@@ -46,6 +51,8 @@ FACTS_JS = """() => {
     leadText: box(lead && lead.querySelector('p')),
     leadFigure: box(lead && lead.querySelector('figure img')),
     leadFigureLoaded: !!(lead && lead.querySelector('figure img') && lead.querySelector('figure img').naturalWidth > 0),
+    captions: [...document.querySelectorAll('figure')].map(f => ({alt: (f.querySelector('img') || {}).alt,
+               text: (f.querySelector('figcaption') || {textContent: ''}).textContent.trim()})),
     studyFirst: [...document.querySelectorAll('section[id^="study-"]')].map(s => {
       const first = s.querySelector(':scope > h2 + *');
       return {id: s.id, first: first ? first.tagName.toLowerCase() : null,
@@ -77,6 +84,41 @@ def check_page(path, lead_table=True):
     return facts
 
 
+# Issue 28 part 2: a figure's axes carry their units and its caption says in one sentence what to see.
+# A label names its unit in [] or () (MB/s, s, B/KiB/MiB, ...) unless its quantity has none: a count
+# or a name (ranks, tasks, workers, nodes, chunk shape, read mix) or a ratio ("a / b").
+UNIT = re.compile(r"[\[(][^\])]*(?<![\w/])(s|ms|MB/s|B|KiB|MiB|GiB|%|cycles per day)(?![\w])")
+UNITLESS = re.compile(r"^(MPI ranks|rank|concurrent tasks|nodes|workers|chunk shape|read mix)\b| / |\bper request\b")
+NUMBER = re.compile(r"^[−+-]?[\d.,]+$|^\$\\mathdefault\{[\d^{}.−-]+\}\$$")
+SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])")
+
+
+def axis_faults(fig) -> list:
+    """What is wrong with a drawn figure's axis labels: a label without its unit, or numbers on an
+    axis no panel of the figure labels."""
+    name = (fig._suptitle.get_text() if fig._suptitle else "") or next((a.get_title() for a in fig.axes if a.get_title()), "?")
+    faults, labelled, bare = [], set(), set()
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            label = " ".join(axis.get_label_text().split())
+            if label:
+                labelled.add(which)
+                if not (UNIT.search(label) or UNITLESS.search(label)):
+                    faults.append(f"{name!r}: {which} label {label!r} has no unit")
+            elif any(NUMBER.match(t.get_text()) for t in axis.get_ticklabels() if t.get_visible()):
+                bare.add(which)
+    faults += [f"{name!r}: numbers on the {which} axis, no label" for which in sorted(bare - labelled)]
+    return faults
+
+
+def caption_faults(captions) -> list:
+    """Captions that are missing, not one sentence, or too short to say what to see."""
+    return [f"{c['alt']!r}: {c['text']!r}" for c in captions
+            if not c["text"].endswith(".") or SENTENCE_END.search(c["text"]) or len(c["text"].split()) < 8]
+
+
 # --- the survey and one report per study ------------------------------------------------------------
 
 @pytest.fixture(scope="session")
@@ -94,10 +136,15 @@ def test_survey_report_in_a_browser(survey):
     assert {f"study-{s}" for s in studies} <= set(facts["links"])
 
 
-def test_survey_screenshot_is_the_first_screen(survey):
-    png = (survey / "report-first-screen.png").read_bytes()
+def check_first_screen(png_path):
+    """A PNG of 1400 x 900 px: the first screen --screenshot keeps."""
+    png = png_path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1400, 900)
+
+
+def test_survey_screenshot_is_the_first_screen(survey):
+    check_first_screen(survey / "report-first-screen.png")
 
 
 def test_survey_first_screen_says_what_was_learned(survey):
@@ -137,29 +184,43 @@ NO_FIGURE_YET = {}
 
 @pytest.mark.parametrize("study", [pytest.param(s.name, marks=pytest.mark.xfail(reason=NO_FIGURE_YET[s.name], strict=True))
                                    if s.name in NO_FIGURE_YET else s.name for s in base.studies()])
-def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs):
+def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs, monkeypatch):
+    # every matplotlib figure the report draws, kept for its axis labels
+    drawn, savefig = [], MplFigure.savefig
+    monkeypatch.setattr(MplFigure, "savefig", lambda fig, *a, **k: (drawn.append(fig), savefig(fig, *a, **k))[1])
     facts = check_page(render_report(study_run(survey, tmp_path, study, quick_study_runs)))
     assert [s["id"] for s in facts["studyFirst"]] == [f"study-{study}"]
     assert facts["studyFirst"][0]["first"] == "figure" and facts["studyFirst"][0]["img"]
+    assert drawn and [f for fig in drawn for f in axis_faults(fig)] == []
+    assert caption_faults(facts["captions"]) == []
 
 
 # --- the trace report and the STSA page ---------------------------------------------------------------
 
 def test_trace_report_in_a_browser(files_1d, tmp_path):
+    """Issue 28 part 4: the verdict first: how much of the run is I/O, the top item with its saving."""
     prog = tmp_path / "reads.py"
+    # 16 values every 4096: reads far below the library's minimum read, so an advice item fires
     prog.write_text("import sys, netCDF4\n"
                     "with netCDF4.Dataset(sys.argv[1]) as ds:\n"
                     "    v = next(iter(ds.variables.values()))\n"
                     "    for i in range(0, v.shape[0], 4096):\n"
-                    "        v[i:i + 4096]\n")
+                    "        v[i:i + 16]\n")
     trace = tmp_path / "trace"
     out = run_cli("trace", "run", "-o", trace, "--", sys.executable, prog, files_1d["nc"])
     assert out.returncode == 0, out.stderr
-    out = run_cli("trace", "report", trace, "--html")
+    out = run_cli("trace", "report", trace, "--json")
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)["findings"][0]
+    out = run_cli("trace", "report", trace, "--html", "--screenshot")
     assert out.returncode == 0, out.stderr
     check_page(trace / "report.html", lead_table=False)
+    check_first_screen(trace / "report-first-screen.png")
     html = (trace / "report.html").read_text()
-    assert "of the run" in html.split('id="key-findings"')[0].split("<h2")[1]
+    lead = re.sub(r"<img[^>]*>", "<img>", unescape(html.split('class="lead"')[1].split("</section>")[0]))
+    assert "of the run" in lead
+    saving = f"at most {num(top['evidence']['could_save_s'])} s"
+    assert f"Top item: [{top['severity']}] {top['title']}: {saving}" in lead, lead
 
 
 def _stsa_field(path, spd=4, ndays=40, ny=8, nx=16):

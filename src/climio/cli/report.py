@@ -15,7 +15,8 @@ SCREENSHOT_HELP = ("Also keep a PNG of the report's first screen (headless Chrom
 
 
 def keep_screenshot(report_html) -> None:
-    """The --screenshot of `climio report`, `survey` and `bench STUDY`: the first screen as a PNG."""
+    """The --screenshot of `climio report`, `survey`, `bench STUDY`, `trace report` and `stsa`: the page's
+    first screen as a PNG beside it (NAME-first-screen.png)."""
     from ..report.browser import screenshot
     info(f"first screen: {screenshot(report_html)}")
 

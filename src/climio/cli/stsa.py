@@ -57,6 +57,8 @@ def stsa_cmd(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the PNG and HTML plots."),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory whole (else it is refused)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Dask's progress bar on a terminal, a line per task otherwise."),
+    shot: bool = typer.Option(False, "--screenshot", help="Also keep a PNG of stsa.html's first screen (headless "
+                              "Chromium, 1400 x 900 px) as DIR/stsa-first-screen.png."),
 ):
     """Wavenumber-frequency spectra of a (time, [level,] lat, lon) variable, split into latitude tasks
     that each read and compute (timed separately) on Dask workers."""
@@ -76,6 +78,8 @@ def stsa_cmd(
         raise InputError(f"--threads {threads} must be at least 1")
     if threads != 1 and scheduler:
         raise InputError("--threads applies to the LocalCluster; a --scheduler's workers have their own (dask worker --nthreads)")
+    if shot and not plots:
+        raise InputError("--screenshot is of stsa.html: not with --no-plots")
     if read_plan not in workflow.readplan.READ_PLANS:
         raise InputError(f"unknown --read-plan '{read_plan}': choose from {', '.join(workflow.readplan.READ_PLANS)}")
     check_output_dir(out, force)      # an earlier run's outputs are never mixed with this one's
@@ -106,6 +110,9 @@ def stsa_cmd(
          f"{t['equivalent_rate_MBps']:.1f} MB/s")
     for p in written:
         info(f"wrote {p}")
+    if shot:
+        from .report import keep_screenshot
+        keep_screenshot(outdir / "stsa.html")
 
 
 def _write_outputs(result, outdir, plots, title) -> list:

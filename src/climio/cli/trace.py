@@ -41,10 +41,19 @@ def trace_report_cmd(
     html: bool = typer.Option(False, "--html", help="An HTML page, DIR/report.html (or -o FILE), instead of text."),
     format: Optional[str] = typer.Option(None, "--format", hidden=True, help="Old spelling: --format json|html is --json / --html."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="FILE", help="Write the report to this file instead."),
+    shot: bool = typer.Option(False, "--screenshot", help="With --html: also keep a PNG of the page's first screen "
+                              "(headless Chromium, 1400 x 900 px) beside it: DIR/report-first-screen.png, or FILE's name + -first-screen.png."),
 ):
     """Explain a trace or a Darshan log: time per layer and function, call paths, per-rank balance, file access, advice."""
+    from ..errors import InputError
     from ..trace.report import render
-    render(trace_dir, _report_format(json_out, html, format), out, say=info)
+    fmt = _report_format(json_out, html, format)
+    if shot and fmt != "html":
+        raise InputError("--screenshot is of the HTML page: give --html")
+    page = render(trace_dir, fmt, out, say=info)
+    if shot:
+        from .report import keep_screenshot
+        keep_screenshot(page)
 
 
 def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:

@@ -289,9 +289,9 @@ def _wall_cpu(cells) -> list:
             lambda rows=rows, layer=layer: cf.wall_cpu_bars(rows, f"{layer}: wall vs CPU time per read, no compression",
                                                             "time per read [s] (log scale)"),
             f"wall vs CPU time {layer}",
-            f"{layer}: mean wall time (dark) and CPU time = user + system (light, in front) per read (one slice of "
-            "the read shape), log scale. CPU near wall: the library decoding or copying; CPU far below wall: waiting "
-            "on I/O (thesis Fig. 4.4)."))
+            f"{layer}: where a read's time goes on each chunk shape (log scale): mean wall time (dark) against CPU "
+            "time = user + system (light, in front) per read (one slice of the read shape), CPU near wall meaning "
+            "the library decoding or copying and CPU far below wall waiting on I/O (thesis Fig. 4.4)."))
     return blocks
 
 
@@ -318,7 +318,9 @@ def _cache_blocks(cells, ratios) -> list:
                 footnote="blue: the larger cache is faster; red: slower. > ×N: only 'fit' finished (a lower "
                          "bound); < ×N: only 'default' finished."),
             f"chunk cache ratio {layer}",
-            f"{layer}: rate(fit) / rate(default) per cell, one panel per compression setting."))
+            f"{layer}: where a chunk cache holding every chunk a read touches reads faster than the library's "
+            "default one (blue) or slower (red): rate(fit) / rate(default) per cell, one panel per compression "
+            "setting."))
     return blocks
 
 
@@ -344,10 +346,10 @@ def _compression_blocks(cells, comp_rows, vrange) -> list:
                     panels, f"{layer}, chunk cache {cache}: mean read rate [MB/s] per compression setting",
                     "mean read rate [MB/s] (log scale)", vrange=vrange),
                 f"compressed read rate heat maps {layer} {cache}",
-                f"{layer}, chunk cache {cache}: one heat map per compression setting, read shapes in rows and the "
-                "chunk shapes that were compressed in columns; the uncompressed panel for reference. Cells as "
-                "above: mean (colour), repetitions finished (), fastest [], < X did not finish "
-                "(thesis Figs 4.5/4.6)."))
+                f"{layer}, chunk cache {cache}: how compression changes which chunk shape serves each read shape "
+                "fastest, one heat map per compression setting (read shapes in rows, the chunk shapes that were "
+                "compressed in columns, the uncompressed panel for reference; cells as above: mean (colour), "
+                "repetitions finished (), fastest [], < X did not finish; thesis Figs 4.5/4.6)."))
     return blocks
 
 

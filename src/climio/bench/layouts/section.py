@@ -70,5 +70,5 @@ def key_figure(records, s=None):
         return None
     from . import figures
     return Figure(lambda: figures.totals_by_mix(s), "measured total per shape and mix",
-                  "Each mix's measured reads + conversion on every shape, relative to that mix's best (1 = best); "
-                  "the advised shape is boxed. A good search puts its box on the darkest cell of each column.")
+                  "Each mix's measured reads + conversion on every shape relative to that mix's best (1 = best), "
+                  "the advised shape boxed: a good search puts its box on the darkest cell of each column.")

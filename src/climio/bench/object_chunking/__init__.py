@@ -2,8 +2,8 @@
 
 A [t,z,y,x] field written as Zarr v3 with the thesis's chunk shapes (A-G, the library default),
 each with and without shards that hold the whole time axis, per codec, and the same field as
-netCDF-4 read through a kerchunk reference; read as xy, xt and xyt hyperslabs (a random sample in
-order) through zarr-python + obstore (Zarr) and zarr-python on the reference (netCDF-4), at each
+netCDF-4 read through a kerchunk reference; read as xy, xt and xyt hyperslabs and the STSA job's
+x-t slabs (a random sample in order) through zarr-python + obstore (Zarr) and zarr-python on the reference (netCDF-4), at each
 injected latency, cold (the server's volume files evicted and checked before every repetition).
 
     run.py      data (written locally, uploaded), the rounds
@@ -21,7 +21,7 @@ STUDY = "object-chunking"
 # zarr-fsspec reads the unsharded stores through s3fs, the client the references use too: the
 # reference's own cost is its rate over zarr-fsspec's, the client's is zarr-fsspec's over zarr-obstore's
 OBJECT_CHUNKING_STACKS = ("zarr-obstore", "zarr-fsspec", "zarr-kerchunk")
-READS = ("xy", "xt", "xyt")
+READS = ("xy", "xt", "xyt", "stsa")     # stsa: the STSA job's x-t slabs, latitude outer (model.workflow.stsa_reads)
 PRESETS = {
     "full": {"shape": "96,4,180,360", "chunks": "B,C,E,F,G,default", "shards": "none,t",
              "compression": "none,deflate4+shuffle", "reads": "xy,xt,xyt", "latency": "0,20,50",
@@ -38,7 +38,7 @@ class Grid:
     chunks: str = field(default="", metadata=option("--chunks", "Chunk shapes: A-G (A, contiguous, is skipped: Zarr has none), default, [t,z,y,x].", "LIST"))
     shards: str = field(default="", metadata=option("--shards", "none and/or t (a shard holds the whole time axis of its chunks).", "LIST"))
     compression: str = field(default="", metadata=option("--compression", "Codecs, e.g. none,deflate4+shuffle,zstd3 (netCDF-4 references: none and deflate).", "LIST"))
-    reads: str = field(default="", metadata=option("--reads", "Read shapes: xy, xt, xyt.", "LIST"))
+    reads: str = field(default="", metadata=option("--reads", "Read shapes: xy, xt, xyt, stsa (the STSA job's x-t slab per latitude and level, latitude outer).", "LIST"))
     latency: str = field(default="", metadata=option("--latency", "Round-trip latency added by the proxy, ms.", "LIST"))
     stacks: str = field(default="", metadata=option("--stacks", f"{', '.join(OBJECT_CHUNKING_STACKS)} (the last reads netCDF-4 through references).", "LIST"))
     sample: int = field(default=0, metadata=option("--sample", "Hyperslabs read per cell (random, in order).", "N"))
@@ -91,10 +91,10 @@ def build_grid(preset="full", **values) -> Grid:
 
 class ObjectChunking(base.Study):
     name = STUDY
-    title = "Object storage: chunk shape x shards x codec x read shape x latency, Zarr and netCDF-4 references (issue 25b)."
+    title = "Object storage: chunk shape x shards x codec x read shape x latency, Zarr and netCDF-4 references."
     description = ("The chapter 4 chunking study on SeaweedFS behind Toxiproxy: Zarr v3 stores with the thesis's "
                    "chunk shapes, with and without shards over time, and the same field as netCDF-4 read through a "
-                   "kerchunk reference, read cold as xy, xt and xyt hyperslabs at each injected latency.")
+                   "kerchunk reference, read cold as xy, xt and xyt hyperslabs and STSA x-t slabs at each injected latency.")
     Grid = Grid
     presets = PRESETS
     default_preset = "full"

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from ...plotting import COLOURS, to_png
 from ...units import format_size
+from . import READS
 
 
 def _chunks_key(c):
@@ -21,7 +22,7 @@ def rate_by_chunks(cells, stack, compression):
     if not lats:
         return None
     layouts = sorted({(c["chunk_bytes"], c["label"], c["shards"]) for c in cs}, key=lambda k: (k[0], k[1], k[2] != "none"))
-    reads = [r for r in ("xy", "xt", "xyt") if any(c["read"] == r for c in cs)]
+    reads = [r for r in READS if any(c["read"] == r for c in cs)]
     fig = Figure(figsize=(min(4.2 * len(lats), 12), 4.8))
     axes = fig.subplots(1, len(lats), sharey=True, squeeze=False)[0]
     width = 0.8 / max(1, len(reads))

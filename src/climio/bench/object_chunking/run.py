@@ -15,6 +15,7 @@ from ...data import values_4d, write_4d
 from ...data.zarr_writer import write_zarr_4d
 from ...layout import chunks_touched, format_chunks
 from ...measure.series import Timer, storage_checked
+from ...model.workflow import stsa_reads
 from ...records import make_record
 from ...stacks_s3 import OBJECT_STACKS, REFERENCE_SUFFIX, make_reference
 from ...stores.objects import put_bytes, upload
@@ -82,8 +83,9 @@ def distinct_chunks(slabs, chunks) -> int:
 
 
 def sample_slabs(shape, read, n, seed=25) -> list:
-    """`n` hyperslabs of the read shape, drawn at random and read in file order."""
-    slabs = slice_starts(shape, read_count(read, shape))
+    """`n` hyperslabs of the read shape, drawn at random and read in the pattern's order (file order;
+    stsa: the STSA job's x-t slab per latitude and level, latitude outer, as `climio predict --read stsa`)."""
+    slabs = stsa_reads(shape) if read == "stsa" else slice_starts(shape, read_count(read, shape))
     rng = np.random.default_rng(seed)
     idx = sorted(rng.choice(len(slabs), size=min(n, len(slabs)), replace=False))
     return [slabs[i] for i in idx]

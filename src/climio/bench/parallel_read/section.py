@@ -114,11 +114,15 @@ def parallel_read_section(records) -> Section:
                    "Experiment A: how the aggregate read rate changes with concurrent tasks per stack, file set and "
                    "buffer (bars: min to max of the per-task rates; thesis Figs 5.4/5.5)."),
             Figure(lambda: _fig_rate_vs_tasks(rows, "tasks", by_nodes=True), "rate vs nodes",
-                   "The same against nodes (Fig. 5.6)."),
+                   "How the aggregate read rate changes with nodes per stack, file set and buffer (bars: min to "
+                   "max of the per-task rates; thesis Fig. 5.6)."),
             Figure(lambda: _fig_rate_vs_tasks(rows, "dask"), "rate vs Dask workers",
-                   "xarray + Dask: rate vs workers, per-task times from the task stream."),
-            Figure(lambda: _fig_boxes(rows), "per-task rate box plots", "Per-task rates (Fig. 5.7)."),
-            Figure(lambda: _fig_mpiio(rows), "MPI-IO bars", "Experiment B (Fig. 5.8)."))
+                   "xarray + Dask: how the aggregate read rate changes with workers (per-task times "
+                   "from Dask's task stream)."),
+            Figure(lambda: _fig_boxes(rows), "per-task rate box plots", "How evenly the tasks of each configuration "
+                   "read: the spread of the per-task rates over every repetition (thesis Fig. 5.7)."),
+            Figure(lambda: _fig_mpiio(rows), "MPI-IO bars", "Experiment B: which MPI-IO access (sequential or "
+                   "striding, independent or collective) reads one shared file fastest (thesis Fig. 5.8)."))
     sec.add(Table(["finding", "thesis claim", "verdict", "measured here"],
                   [[f, c, v, e] for f, c, v, e in s["findings"]], caption="Chapter 5 findings", numeric=False))
     sec.add(Details("Configurations", [_config_table(rows)]))

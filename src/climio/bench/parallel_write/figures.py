@@ -62,7 +62,7 @@ def phase_times(rows, mode):
     ax.set_yticks(range(len(rs)))
     ax.set_yticklabels(labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("seconds (slowest rank in each phase, mean over repetitions)")
+    ax.set_xlabel("time [s] (slowest rank in each phase, mean over repetitions)")
     ax.set_title(f"{mode}: time per phase at {top} ranks")
     ax.legend(fontsize=7, ncol=len(phases), loc="lower right")
     fig.tight_layout()
@@ -83,7 +83,7 @@ def rank_imbalance(rows, limit=4):
         ax.set_xticks(range(len(t)) if len(t) <= 32 else range(0, len(t), max(1, len(t) // 16)))
         mean = sum(t) / len(t)
         ax.axhline(mean, color="k", linestyle="--", linewidth=0.8)
-        ax.set_ylabel("s")
+        ax.set_ylabel("total time [s]")
         ax.set_title(f"{r['mode']} {r['backend']} {r['strategy']}, {r['ranks']} ranks: max/mean {r['imbalance']:.2f}",
                      fontsize=9)
     ax.set_xlabel("rank (total time from first phase start to close; dashed: mean)")

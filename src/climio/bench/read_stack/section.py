@@ -25,11 +25,12 @@ PROFILE_TEXT = ("Profile classes as in the thesis's Tables 3.1/3.2: flat reaches
                 "first third of the buffer range (log2) and stays above 60% of it; humped peaks before the two "
                 "largest buffers and ends below 60% of the peak; steadily increasing otherwise; fewer than three "
                 "measured buffer sizes is insufficient data.")
-WALL_CAPTION = ("Mean wall time (dark) and CPU time = user + system (light, in front) per repetition, log "
-                "scale. CPU near wall: CPU-bound; CPU far below wall: waiting on I/O (thesis Fig. 3.11).")
-SYSCALL_CAPTION = ("Mean size of the read syscalls each layer issued on the data file (top) and syscalls per "
-                   "read request (bottom), from an untimed strace pass. A layer flat at 64 KiB over small "
-                   "buffers reads at least 64 KiB whatever it is asked for.")
+WALL_CAPTION = ("Where each layer's time goes per repetition (log scale): mean wall time (dark) against CPU "
+                "time = user + system (light, in front), CPU near wall meaning CPU-bound and CPU far below "
+                "wall waiting on I/O (thesis Fig. 3.11).")
+SYSCALL_CAPTION = ("How large the read syscalls each layer issued on the data file were (top) and how many it "
+                   "made per read request (bottom), from an untimed strace pass: a layer flat at 64 KiB over "
+                   "small buffers reads at least 64 KiB whatever it is asked for.")
 
 
 def profile_rows(prof) -> list:
