@@ -138,6 +138,9 @@ def check_pass(p, max_mem, workers, orig_src, rates):
     assert p.bytes_written == written
     cost = (p.bytes_read / rates.read_Bps + p.read_ops * rates.op_s
             + (p.bytes_decoded / rates.decode_Bps + p.bytes_encoded / rates.encode_Bps) / p.workers
+            * (max(math.ceil(p.n_blocks / p.workers) * p.workers / p.n_blocks,
+                   p.workers * math.prod(min(b, d) / d for b, d in zip(p.block, shape)), 1.0)
+               if p.n_blocks and p.workers > 1 else 1)
             + p.bytes_written / rates.write_Bps + p.write_ops * rates.op_s)
     assert p.predicted_s == pytest.approx(cost, rel=1e-12)
     assert p.cache_bytes >= (src.chunk_nbytes if src.chunks else 0)
@@ -463,3 +466,20 @@ def test_bad_inputs():
         Layout((4, 4), 0, None)
     with pytest.raises(InputError):
         plan_variable(Layout((4,), 4, None), Layout((4,), 4, None), 10**6, workers=0)
+
+
+def test_the_last_round_of_blocks_leaves_workers_idle():
+    from climio.model.convert import rounds_factor
+    assert [rounds_factor(n, 2) for n in (2, 3, 4, 5, 9, 40)] == [1.0, 4 / 3, 1.0, 6 / 5, 10 / 9, 1.0]
+    assert rounds_factor(7, 1) == rounds_factor(0, 4) == 1.0 and rounds_factor(5, 4) == 8 / 5
+    assert rounds_factor(2, 2, 960 / 1440) == pytest.approx(4 / 3)      # 960 + 480 rows: the larger decides
+    # plans whose blocks split unevenly over 2 workers pay for the idle worker in their codec time
+    src = Layout((1440, 1, 64, 128), 4, (1, 1, 64, 128), True, 36_000_000)
+    rates = Rates(decode_Bps=400e6, encode_Bps=150e6)
+    uneven = plan_variable(src, Layout((1440, 1, 64, 128), 4, (480, 1, 2, 128), True), 1 << 30, 2, rates)
+    even = plan_variable(src, Layout((1440, 1, 64, 128), 4, (36, 1, 64, 128), True), 1 << 30, 2, rates)
+    (pu,), (pe,) = uneven.passes, even.passes
+    assert pe.n_blocks % 2 == 0 and pe.block[0] * pe.n_blocks == 1440
+    codec = (pu.bytes_decoded / rates.decode_Bps + pu.bytes_encoded / rates.encode_Bps) / rates.speedup(2)
+    ops = (pu.read_ops + pu.write_ops - pe.read_ops - pe.write_ops) * rates.op_s
+    assert pu.predicted_s - pe.predicted_s == pytest.approx(codec / 3 + ops, rel=1e-9)

@@ -31,9 +31,10 @@ Strategies
 
 Cost model per pass (climio.model.rates.Rates, from the platform's profile or the built-in
 defaults): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
-bytes_encoded/encode_Bps)/S(w) + bytes_written/write_Bps + write_ops*op_s, where S(w) is the
+bytes_encoded/encode_Bps)/S(w)*R + bytes_written/write_Bps + write_ops*op_s, where S(w) is the
 profile's measured CPU speed-up with w processes (w when not calibrated: a shared or
-oversubscribed machine gains less), and the second pass of a two-pass plan reads the intermediate
+oversubscribed machine gains less), R >= 1 the workers left idle by the last round of blocks and
+by blocks of unequal size (rounds_factor), and the second pass of a two-pass plan reads the intermediate
 file it has just written at the page cache's rates when it fits in the memory available.
 
 Counts over all blocks (chunks decoded, read and write requests) are computed in closed form per
@@ -289,6 +290,17 @@ def _written(dst, ratio):
     return dst.nbytes
 
 
+def rounds_factor(n_blocks: int, workers: int, largest_fraction: float = 0.0) -> float:
+    """How much longer than an even split the blocks of a pass take on `workers` workers: equal
+    blocks run in ceil(n/w) rounds and the last round leaves workers idle (3 blocks on 2 workers
+    take two blocks' time, not one and a half: 4/3), and no split ends before its largest block
+    (`largest_fraction` of the array: blocks clipped at the edge are smaller, 960 + 480 rows on 2
+    workers take the 960 rows' time: 4/3)."""
+    if n_blocks <= 0 or workers <= 1:
+        return 1.0
+    return max(-(-n_blocks // workers) * workers / n_blocks, workers * largest_fraction, 1.0)
+
+
 def _evaluate(src, dst, block, workers, rates, ratio, warm=False):
     """Every count and the cost of reading src in `block`s and writing dst: a dict. `warm`: src is
     read from the page cache (the intermediate file the first pass has just written)."""
@@ -320,6 +332,7 @@ def _evaluate(src, dst, block, workers, rates, ratio, warm=False):
                            else rates.op_s) if warm else (rates.read_Bps, rates.op_s)
     seconds = (bytes_read / read_Bps + read_ops * read_op_s
                + (bytes_decoded / rates.decode_Bps + bytes_encoded / rates.encode_Bps) / rates.speedup(w)
+               * rounds_factor(n_blocks, w, math.prod(min(b, d) / d for b, d in zip(block, shape)))
                + bytes_written / rates.write_Bps + write_ops * rates.op_s)
     return dict(block=tuple(block), n_blocks=n_blocks, workers=w, block_bytes=block_bytes,
                 peak_mem=peak_memory(block_bytes, scratch, w), chunks_decoded=decoded,
