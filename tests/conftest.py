@@ -59,6 +59,29 @@ def run_cli(*args, cwd=None, timeout=600):
     return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
+def check_export(run_dir, tmp_path, name):
+    """`climio export RUN --csv` and `--parquet` read back: one row per record, in order, rates equal
+    (issue 27: every run a study can produce exports); the Parquet frame."""
+    import math
+
+    import pandas as pd
+    from climio.records import read_records
+    records = read_records(run_dir)
+    for fmt in ("csv", "parquet"):
+        target = tmp_path / f"{name}.{fmt}"
+        res = run_cli("export", run_dir, f"--{fmt}", "-o", target)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
+        df = pd.read_parquet(target) if fmt == "parquet" else pd.read_csv(target, low_memory=False)
+        assert len(df) == len(records)
+        assert list(df["study"]) == [r["study"] for r in records]
+        rates = [(r.get("metrics") or {}).get("rate_MBps") for r in records]
+        if "metrics.rate_MBps" in df:
+            got = df["metrics.rate_MBps"].tolist()
+            assert all((a is None and (b is None or math.isnan(b))) or (b is not None and math.isclose(a, b))
+                       for a, b in zip(rates, got))
+    return df
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     """A real S3 server for the object-store tests (issue 25): SeaweedFS behind Toxiproxy on free

@@ -9,7 +9,7 @@ import pytest
 
 from climio.export import flat_frame, ior_summary
 from climio.records import RecordWriter, make_record
-from conftest import run_cli
+from conftest import check_export, run_cli
 
 EPOCH = 1_700_000_000.5   # the native programs' epoch seconds (metrics.epoch_start / epoch_end)
 # IOR's summary header (src/ior-output.c, PrintLongSummaryHeader)
@@ -118,29 +118,11 @@ def produced_runs(quick_survey, quick_study_runs):
     return {"survey": quick_survey[0], **quick_study_runs}
 
 
-def _check_export(run_dir, tmp_path, name):
-    from climio.records import read_records
-    records = read_records(run_dir)
-    for fmt in ("csv", "parquet"):
-        target = tmp_path / f"{name}.{fmt}"
-        res = run_cli("export", run_dir, f"--{fmt}", "-o", target)
-        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
-        df = pd.read_parquet(target) if fmt == "parquet" else pd.read_csv(target, low_memory=False)
-        assert len(df) == len(records)
-        assert list(df["study"]) == [r["study"] for r in records]
-        rates = [(r.get("metrics") or {}).get("rate_MBps") for r in records]
-        if "metrics.rate_MBps" in df:
-            got = df["metrics.rate_MBps"].tolist()
-            assert all((a is None and (b is None or math.isnan(b))) or (b is not None and math.isclose(a, b))
-                       for a, b in zip(rates, got))
-    return df
-
-
 def test_every_produced_run_exports(produced_runs, tmp_path):
     from climio.records import RecordWriter, read_records
     studies = set()
     for name, run_dir in produced_runs.items():
-        df = _check_export(run_dir, tmp_path, name)
+        df = check_export(run_dir, tmp_path, name)
         studies |= set(df["study"])
         # each study's records alone, as `climio bench STUDY` writes them
         records = read_records(run_dir)
@@ -151,7 +133,7 @@ def test_every_produced_run_exports(produced_runs, tmp_path):
                 for r in records:
                     if r["study"] == study:
                         w.write(r)
-            _check_export(one, tmp_path, f"{name}-{study}")
+            check_export(one, tmp_path, f"{name}-{study}")
     assert {"read-stack", "chunking", "parallel-write", "parallel-read", "stsa", "calibrate", "predict"} <= studies, studies
     # the survey's chunks column mixes "contiguous" with shapes: text in Parquet, each cell readable
     pq = pd.read_parquet(tmp_path / "survey.parquet")

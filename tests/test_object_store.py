@@ -13,7 +13,7 @@ from climio.errors import InputError
 from climio.stores.endpoint import REDACTED, Endpoint, parse_s3_url
 from climio.stores.server import S3Server, process_group_alive
 
-from conftest import run_cli
+from conftest import check_export, run_cli
 
 
 def test_endpoint_from_standard_variables_hides_credentials():
@@ -197,6 +197,7 @@ def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     assert all(p["aggregate_Bps"] > 0 and set(p["sizes"]) == {str(256 << 10), str(4 << 20)} for p in prof.values())
     text = "".join(p.read_text(errors="replace") for p in run.iterdir() if p.is_file())
     assert "object-read" in text and "ratio to peer" in text
+    assert set(check_export(run, tmp_path, "object-read")["study"]) == {"object-read"}
     # the study's server made up its credentials: none of them in records, report or output
     seen = text + "".join(capfd.readouterr())
     assert started and started[0]._secret not in seen and started[0]._key not in seen
@@ -226,6 +227,7 @@ def test_object_chunking_small_run(tmp_path):
     # xt of xy chunks: one GET per time step unsharded, far fewer from one shard
     assert row["xt_gets"][0] == 2 * 8 and row["xt_gets"][1] < row["xt_gets"][0]
     assert s["references"] and all(r["zarr-obstore"] > 0 for r in s["references"])
+    assert set(check_export(run, tmp_path, "object-chunking")["study"]) == {"object-chunking"}
 
 
 def test_object_chunking_smallest_chunk_verdict():
