@@ -125,12 +125,12 @@ def results_table(run_dir) -> str:
     for name, recs in by_study(read_records(run_dir)).items():
         st = base.find(name)
         findings += st.findings(recs) if st else []
-    groups = sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)
-    undecided = undecided_groups(findings)
+    groups = [(title, [f"{f.study}: {f.text}" for f in items])
+              for title, items in sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)]
+    undecided = [line for line, _ in undecided_groups(findings)]
     if undecided:
-        groups.append(("Not decided by this run", [line for line, _ in undecided]))
-    return "\n".join(f"{title}:\n" + "\n".join(f"  {f if isinstance(f, str) else f'{f.study}: {f.text}'}" for f in items)
-                     for title, items in groups)
+        groups.append(("Not decided by this run", undecided))
+    return "\n".join(f"{title}:\n" + "\n".join(f"  {line}" for line in lines) for title, lines in groups)
 
 
 def load_records(run_dir):

@@ -96,6 +96,10 @@ def _preads(path, size, pattern, nbytes):
     n = max(1, min(MAX_OPS, (nbytes - size) // step + 1))
     buf = bytearray(size)
     fd = os.open(path, os.O_RDONLY)
+
+    def read_all():
+        for i in range(n):
+            os.preadv(fd, [buf], i * step)
     try:
         if pattern == "warm":
             # The model prices with the warm rate a cold read's re-reads of pages its readahead
@@ -104,14 +108,13 @@ def _preads(path, size, pattern, nbytes):
             # measurements or written in small pieces 6-7 GB/s. So bring them in as a cold
             # sequential read of this request size does.
             cache.evict(path)
-            for i in range(n):
-                os.preadv(fd, [buf], i * step)
-        state = cache.prepare([path], "warm" if pattern == "warm" else "cold")
-        if pattern == "warm":
+            read_all()
+            state = cache.prepare([path], "warm")
             state["method"] = "evicted, then read in by a sequential read of the request size"
+        else:
+            state = cache.prepare([path], "cold")
         with Timer() as t:
-            for i in range(n):
-                os.preadv(fd, [buf], i * step)
+            read_all()
     finally:
         os.close(fd)
     return t, n, state

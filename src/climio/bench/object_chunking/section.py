@@ -32,10 +32,12 @@ def smallest_verdict(rows) -> str:
     if all(r["shapes"] < 3 for r in rows):
         return "not decidable"
     lats = sorted({r["latency_ms"] for r in rows})
+    if len(lats) < 2:
+        return "not measured"
     at = {(r["latency_ms"], r["read"]): r["smallest_chunk_bytes"] for r in rows}
     moves = {(at[(lats[-1], read)] > b) - (at[(lats[-1], read)] < b)
              for (lat, read), b in at.items() if lat == lats[0] and (lats[-1], read) in at}
-    if len(lats) < 2 or not moves:
+    if not moves:
         return "not measured"
     if moves == {0}:
         return "not reproduced"
