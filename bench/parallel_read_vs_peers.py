@@ -18,8 +18,8 @@ All five read the file climio-pario --op read writes (raw MPI-IO backend: no hea
 element i), so they read the very same bytes at the same offsets with the same request size.
 Cold: climio evicts the file and each rank's ranges itself and checks them with mincore (its
 record says so per rank). IOR's -C/-e do not evict, so before every IOR and fio run this script
-evicts the file (climio.cache.evict: fsync + posix_fadvise DONTNEED) and checks with
-climio.cache.resident_fraction that at most 1 % is resident; fio's --invalidate=1 drops it again.
+evicts the file (climio.machine.cache.evict: fsync + posix_fadvise DONTNEED) and checks with
+climio.machine.cache.resident_fraction that at most 1 % is resident; fio's --invalidate=1 drops it again.
 
 Rounds: climio-pario --op read writes the file afresh each round (it reads only files it wrote: its raw
 MPI-IO layout lives in the process), waits --settle seconds, and reads it twice, each time cold,
@@ -53,11 +53,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _peers import PeerError, ior_executable, run_ior  # noqa: E402
 
-from climio import cache  # noqa: E402
-from climio.errors import ClimioError  # noqa: E402
+from climio.machine import cache  # noqa: E402
+from climio.base.errors import ClimioError  # noqa: E402
 from climio.measure import probes  # noqa: E402
 from climio.measure.mpi import Launcher, stream_mpi  # noqa: E402
-from climio.options import parse_size  # noqa: E402
+from climio.dataset.options import parse_size  # noqa: E402
 
 PROGRAM = probes.PARIO_READ
 TARGET = 0.9

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _peers import PeerError, ior_executable, run_ior  # noqa: E402
 
-from climio import native  # noqa: E402
+from climio.machine import native  # noqa: E402
 from climio.measure.mpi import Launcher  # noqa: E402
 
 PROGRAM = native.PARIO

@@ -25,11 +25,11 @@ import subprocess
 import sys
 import tempfile
 
-from climio import native
+from climio.machine import native
 from climio.bench.read_stack.run import prime_file
 from climio.bench.read_stack.summary import two_modes
 from climio.data import make_data
-from climio.options import parse_size
+from climio.dataset.options import parse_size
 
 MiB = 1 << 20
 TARGET = 0.9

@@ -65,8 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
-from climio import cache
-from climio.options import parse_size
+from climio.machine import cache
+from climio.dataset.options import parse_size
 
 MiB = 1 << 20
 GiB = 1 << 30

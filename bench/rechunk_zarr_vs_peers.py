@@ -46,8 +46,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rechunk_vs_peers as peers  # noqa: E402  (the case's data making and the process-tree measuring)
 
-from climio import cache  # noqa: E402
-from climio.options import parse_size  # noqa: E402
+from climio.machine import cache  # noqa: E402
+from climio.dataset.options import parse_size  # noqa: E402
 
 MiB = 1 << 20
 RECHUNKER_VERSION = "0.5.4"

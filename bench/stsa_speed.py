@@ -48,7 +48,7 @@ netCDF library's default chunks, x-t chunks [T,1,1,X] -- one file u[time, 1, lat
 climio.data.write_4d (6-hourly, so spd 4; global cell-centre latitudes, mirrored) into a temporary
 directory. WK spectra over every latitude (lat_band None), 96-day windows, the workflow's default
 16 latitude tasks. For every repetition the workers' open files are closed, the file is opened
-and evicted from the page cache (climio.cache.prepare(..., "cold"), verified by mincore):
+and evicted from the page cache (climio.machine.cache.prepare(..., "cold"), verified by mincore):
   read     climio.stsa.workflow.analyse(..., compute=False): the tasks read only
   compute  the same tasks (stsa.tasks._compute) on the field already in the workers' memory
            (the whole array scattered to every worker beforehand, untimed), on the workers'
@@ -392,7 +392,7 @@ def _compute_task(arr, spec):
 def _cold(client, path):
     import xarray as xr
 
-    from climio import cache
+    from climio.machine import cache
     from climio.stsa import workflow
     client.run(workflow.close_cached_files)
     ds = xr.open_dataset(path, engine="netcdf4")

@@ -124,7 +124,7 @@ CASES = (("4 KiB", 4096, 1.05, "4k"), ("1 MiB", 1 << 20, 1.01, "1m"))
 def find_lib(arg):
     if arg:
         return os.path.abspath(arg)
-    from climio import native
+    from climio.machine import native
     return native.library("climio-trace")
 
 

@@ -167,7 +167,7 @@ install_climio() {
 #    its binary wheel, which dlopens the system libmpi;
 #  - h5py with HDF5_MPI=ON into its own directory .venv/mpi-site, NOT the venv's site-packages,
 #    which keeps the serial h5py wheel (bundled HDF5 2.x) that the serial studies measure.
-#    climio.mpi_site.activate() puts mpi-site first on sys.path in processes started by mpirun.
+#    climio.measure.mpi_site.activate() puts mpi-site first on sys.path in processes started by mpirun.
 # h5py 3.16.0: the same release as the serial wheel (one h5py API for both paths); it builds
 # against HDF5 >= 1.10.7 (Debian 12 has 1.10.8) and NumPy 2. mpi4py >= 4.0 is what it asks for.
 mpi4py_version=4.1.2

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from climio import native
+from climio.machine import native
 from climio.data import make_data
 from climio.data.writer import write_4d
 
@@ -65,7 +65,7 @@ def check_export(run_dir, tmp_path, name):
     import math
 
     import pandas as pd
-    from climio.records import read_records
+    from climio.runs.records import read_records
     records = read_records(run_dir)
     for fmt in ("csv", "parquet"):
         target = tmp_path / f"{name}.{fmt}"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from climio.access import plan, splitmix64
+from climio.dataset.access import plan, splitmix64
 from climio.measure.series import StreamChecksum
 from conftest import run_probe
 

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from climio.access import slice_starts
-from climio.options import parse_read
+from climio.dataset.access import slice_starts
+from climio.dataset.options import parse_read
 from climio.model import profile as profmod
 from climio.model.fit import fit as fit_records
 from climio import rules
@@ -18,7 +18,7 @@ from climio.rules import predicted
 from climio.model.profile import Profile, StackRates
 from climio.advise.predict import predict_api
 from climio.model.workflow import ReadSpec, Workflow
-from climio.options import parse_compression
+from climio.dataset.options import parse_compression
 from climio.data.writer import write_4d
 from climio.model.rates import Rates
 from climio.trace.report import measured_facts

@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from climio.access import slice_starts
-from climio.options import parse_read
+from climio.dataset.access import slice_starts
+from climio.dataset.options import parse_read
 from climio.model import profile as prof_mod
 from climio.model.predict import predict, simulate
 from climio.model.fit import fit, fit_storage
 from climio.model.profile import Profile, StackRates, default_profile
-from climio.errors import InputError
-from climio.layout import Layout
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout
 
 
 def synthetic() -> Profile:
@@ -149,10 +149,10 @@ def test_fit_storage_reproduces_points_and_fit_from_records():
 @pytest.mark.parametrize("chunks, compressed", [(None, False), ((4, 2, 3, 4), False), ((4, 2, 3, 4), True),
                                                 ((10, 1, 1, 9), True)])
 def test_simulated_geometry_is_layout_geometry(chunks, compressed):
-    """The model's chunks visited, partial chunks, runs and bytes decoded are climio.layout's, summed
+    """The model's chunks visited, partial chunks, runs and bytes decoded are climio.dataset.layout's, summed
     over the reads: xt, xy, xyt, the STSA pattern and odd boxes, on a shape the chunks do not divide
     (edge chunks), with no chunk cache so that every chunk touched is decoded."""
-    from climio import layout as geo
+    from climio.dataset import layout as geo
     from climio.model.workflow import stsa_reads
     shape = (10, 3, 7, 9)
     lay = Layout(shape, 8, chunks, compressed, 2000 if compressed else None)
@@ -197,7 +197,7 @@ def test_the_converters_start_up_is_fitted_and_in_every_conversion_plan():
     the command's start-up, which the planner adds to every plan (what advice's one-off costs and
     `climio rechunk --dry-run` say), and a profile without it predicts the work alone."""
     from climio.model.convert import conversion_plan
-    from climio.layout import Layout
+    from climio.dataset.layout import Layout
 
     def conv(kind, codec, wall, process):
         return {"study": "calibrate", "status": "ok", "metrics": {"wall_s": wall, "process_wall_s": process, "ops": 1},

@@ -6,7 +6,7 @@ import pytest
 
 import climio
 from climio.data import write_4d
-from climio.errors import InputError
+from climio.base.errors import InputError
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -82,7 +82,7 @@ def test_advise_from_python_ranks_with_numbers(tmp_path):
 
 
 def test_predict_and_advise_bad_input_is_one_error(tmp_path):
-    from climio.errors import ClimioError
+    from climio.base.errors import ClimioError
     src = tmp_path / "m.nc"
     write_4d(src, [8, 2, 16, 32], chunks=[1, 1, 16, 32], seed=7)
     with pytest.raises(InputError):

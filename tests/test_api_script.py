@@ -3,7 +3,7 @@ session runs once (issue 27: every spawned worker re-imported the script and ran
 appended 2,736 records instead of 72 to one run directory).
 
 Where climio starts processes: rechunk's worker pool, the measuring tasks' ProcessPoolExecutor (and
-its Manager), the Dask LocalCluster; all through climio.spawning.context().
+its Manager), the Dask LocalCluster; all through climio.machine.spawning.context().
 """
 
 import json

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from climio.bench.predict.counts import chunk_reads
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.model.chunk_cache import CacheSpec, ChunkCache, simulate
 
 
@@ -204,11 +204,11 @@ def test_h5netcdf_reads_with_an_empty_chunk_cache_every_time(tmp_path):
     import hdf5plugin  # noqa: F401
     from climio.bench.predict.counts import CountingFile
     from climio.data.writer import write_4d
-    from climio.layout import Layout
+    from climio.dataset.layout import Layout
     from climio.model.predict import DATASET_PER_READ
     from climio.model.predict import simulate as model_simulate
     from climio.model.profile import default_profile
-    from climio.options import parse_compression
+    from climio.dataset.options import parse_compression
     path = str(tmp_path / "maps.nc")
     write_4d(path, [8, 2, 24, 32], chunks=[4, 2, 1, 32], dtype="f4", compression=parse_compression("zstd3"),
              random=True)

@@ -6,12 +6,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import layout
+from climio.dataset import layout
 from climio.bench.chunking import run as ck
 from climio.bench.chunking import study
 from climio.data.fields import values_4d
 from climio.measure.series import StreamChecksum
-from climio.records import read_records
+from climio.runs.records import read_records
 from conftest import run_cli
 
 SHAPE = [8, 3, 20, 30]   # small, and 20 / 30 are not multiples of the tile chunks: uneven edges
@@ -202,7 +202,7 @@ def test_source_variable_is_copied_into_each_layout(tmp_path):
      {"compression": "blosc_lz", "complevel": 5, "shuffle": False, "blosc_shuffle": 1}),
 ])
 def test_compression_settings_parse_and_label(text, label, kwargs):
-    from climio.options import parse_compression
+    from climio.dataset.options import parse_compression
     c = parse_compression(text)
     assert c.label == label and c.netcdf4_kwargs() == kwargs
     assert parse_compression(c.label) == c   # labels parse back to the same setting
@@ -211,7 +211,7 @@ def test_compression_settings_parse_and_label(text, label, kwargs):
 @pytest.mark.parametrize("text,shuffle", [("blosc_lz5", 0), ("blosc_lz4:5+shuffle", 1)])
 def test_blosc_settings_write_what_they_say(tmp_path, text, shuffle):
     """Blosc's own shuffle follows `+shuffle`; no HDF5 shuffle filter is stacked in front of it."""
-    from climio.options import parse_compression
+    from climio.dataset.options import parse_compression
     c = parse_compression(text)
     with netCDF4.Dataset(tmp_path / "b.nc", "w") as ds:
         ds.createDimension("x", 1000)
@@ -225,8 +225,8 @@ def test_blosc_settings_write_what_they_say(tmp_path, text, shuffle):
 
 @pytest.mark.parametrize("bad", ["lz4", "deflate", "deflate12", "zstd3+deflate4", "bitgroom0+deflate4", "shuffle2"])
 def test_bad_compression_settings(bad):
-    from climio.options import parse_compression
-    from climio.errors import InputError
+    from climio.dataset.options import parse_compression
+    from climio.base.errors import InputError
     with pytest.raises(InputError):
         parse_compression(bad)
 
@@ -246,7 +246,7 @@ def test_blosc_and_bzip2_layouts_read_back_through_every_layer(tmp_path):
 
 def test_grid_options_and_one_line_errors():
     from climio.bench.base import options_of
-    from climio.errors import InputError
+    from climio.base.errors import InputError
     flags = [opt.flag for _, opt in options_of(study.Grid)]
     assert flags == ["--shape", "--chunks", "--read", "--compression", "--compress-chunks", "--stacks", "--chunk-cache",
                      "--reps", "--budget", "--sample", "--dtype", "--source"]

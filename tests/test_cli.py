@@ -4,7 +4,7 @@ import json
 import os
 
 
-from climio.records import read_records
+from climio.runs.records import read_records
 from conftest import run_cli
 
 

@@ -5,11 +5,11 @@ from collections import Counter
 
 import pytest
 
-from climio import syscalls
-from climio.errors import DataError, InputError
-from climio.records import RecordWriter, make_record, read_records
-from climio.units import format_size
-from climio.options import parse_size, parse_size_list
+from climio.measure import syscalls
+from climio.base.errors import DataError, InputError
+from climio.runs.records import RecordWriter, make_record, read_records
+from climio.base.units import format_size
+from climio.dataset.options import parse_size, parse_size_list
 
 
 def test_sizes():
@@ -31,9 +31,9 @@ def test_sizes():
 
 
 def test_one_command_value_parsers_live_in_options():
-    """--lat-band, --layouts, --mode and --chunk-cache are parsed in climio.options, the one place
+    """--lat-band, --layouts, --mode and --chunk-cache are parsed in climio.dataset.options, the one place
     for value parsers; their commands use those functions (issue 12, 3)."""
-    from climio import options as O
+    from climio.dataset import options as O
     from climio.bench import stsa as stsa_bench
     from climio.measure import worker
     from climio.stsa import inputs

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from climio.data import derive_shape, make_data, values_1d, values_4d, write_1d, write_4d
-from climio.options import parse_chunk_text as parse_chunks
-from climio.layout import bounded_block, iter_block_slices
-from climio.errors import DataError, DiskSpaceError, InputError
+from climio.dataset.options import parse_chunk_text as parse_chunks
+from climio.dataset.layout import bounded_block, iter_block_slices
+from climio.base.errors import DataError, DiskSpaceError, InputError
 
 SHAPE = (7, 5, 23, 41)  # no dimension divisible by the odd chunk shapes below
 
@@ -324,7 +324,7 @@ def test_parse_chunks():
 def test_default_chunks_without_compression_are_chunked(tmp_path):
     """netCDF4-python writes a filter-less variable without chunk sizes as contiguous;
     'default' must still give the library's chunk shape."""
-    from climio.layout import library_default_chunks
+    from climio.dataset.layout import library_default_chunks
     path = tmp_path / "d.nc"
     write_4d(path, [40, 4, 90, 180], chunks="default")
     with netCDF4.Dataset(path) as ds:

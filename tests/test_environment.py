@@ -4,9 +4,7 @@ import shutil
 
 import pytest
 
-from climio import native, platform
-
-
+from climio.machine import native, platform
 @pytest.mark.parametrize("tool", ["strace", "fio", "ncdump", "h5dump", "mpirun", "mpicc"])
 def test_system_tool_installed(tool):
     assert shutil.which(tool), f"{tool} is missing: scripts/setup.sh must install it"

@@ -1,4 +1,4 @@
-"""One table of exit codes (climio.errors.EXIT_CODES) and one vocabulary, across every command.
+"""One table of exit codes (climio.base.errors.EXIT_CODES) and one vocabulary, across every command.
 
 Every command that reads a file is run with a missing file, an unknown variable and a bad read
 shape; each must say one line and exit with the table's code for that kind of failure.
@@ -14,8 +14,7 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import errors
-
+from climio.base import errors
 from conftest import run_cli, slow_rechunk_source, start_slow_rechunk
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from climio.export import flat_frame, ior_summary
-from climio.records import RecordWriter, make_record
+from climio.runs.export import flat_frame, ior_summary
+from climio.runs.records import RecordWriter, make_record
 from conftest import check_export, run_cli
 
 EPOCH = 1_700_000_000.5   # the native programs' epoch seconds (metrics.epoch_start / epoch_end)
@@ -119,7 +119,7 @@ def produced_runs(quick_survey, quick_study_runs):
 
 
 def test_every_produced_run_exports(produced_runs, tmp_path):
-    from climio.records import RecordWriter, read_records
+    from climio.runs.records import RecordWriter, read_records
     studies = set()
     for name, run_dir in produced_runs.items():
         df = check_export(run_dir, tmp_path, name)

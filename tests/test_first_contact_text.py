@@ -58,7 +58,7 @@ def fake_free(monkeypatch, free):
 
 def test_the_space_check_asks_for_what_it_writes_and_can_be_turned_off(tmp_path, monkeypatch):
     from climio.data.writer import check_space
-    from climio.errors import DiskSpaceError
+    from climio.base.errors import DiskSpaceError
     fake_free(monkeypatch, 9_000_000)
     check_space([(tmp_path / "a.nc", 7_000_000)])          # 7 MB asks for about 8.4 MB, not 23.6 MiB
     with pytest.raises(DiskSpaceError, match="CLIMIO_SPACE_CHECK=off"):
@@ -75,7 +75,7 @@ def _study_space_cases():
     from climio.bench.parallel_read import run as read_run
     from climio.bench.parallel_write import build_grid as write_grid
     from climio.bench.parallel_write import run as write_run
-    from climio.layout import Layout
+    from climio.dataset.layout import Layout
     lg = layouts_grid("quick", shape="64,2,32,32")
     rg = read_grid("quick", ranks="2", size="4MiB", experiments="tasks")
     wg = write_grid("quick")
@@ -87,7 +87,7 @@ def _study_space_cases():
 @pytest.mark.parametrize("case", range(3), ids=["layouts", "parallel-read", "parallel-write"])
 def test_every_study_space_check_is_the_common_one(tmp_path, monkeypatch, case):
     """Same margin (5 % + 1 MiB over what is written), same override, exit 4, one line."""
-    from climio.errors import DiskSpaceError, Exit
+    from climio.base.errors import DiskSpaceError, Exit
     name, check, nbytes = _study_space_cases()[case]
     data_dir = tmp_path / "not-yet"
     need = math.ceil(nbytes * 1.05) + (1 << 20)

@@ -62,7 +62,7 @@ def test_old_aliases_are_hidden_in_help():
 
 def test_python_keywords_are_the_flags_names():
     """From Python the flag's name sets the field as the field's own name does (stacks= is layers=)."""
-    from climio.errors import InputError
+    from climio.base.errors import InputError
     rs, ch = base.get("read-stack"), base.get("chunking")
     assert rs.grid("quick", stacks="numpy,h5py").layers == rs.grid("quick", layers="numpy,h5py").layers == ["numpy", "h5py"]
     assert ch.grid("quick", stacks="h5py").layers == ["h5py"]

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from climio import api
 from climio.bench import base
 from climio.cli.bench import make_command
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.measure.series import Series, StreamChecksum, distinct_bytes, run_series
-from climio.records import SCHEMA_VERSION, read_records, to_frame
-from climio.sections import Figure, Finding, Paragraph, Section, Table
-from climio.stats import describe
-from climio.options import parse_size
+from climio.runs.records import SCHEMA_VERSION, read_records, to_frame
+from climio.present.sections import Figure, Finding, Paragraph, Section, Table
+from climio.present.stats import describe
+from climio.dataset.options import parse_size
 
 
 @dataclass

@@ -17,7 +17,7 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import errors
+from climio.base import errors
 from conftest import SLOW_RECHUNK, slow_rechunk_source
 
 EXE = os.path.join(os.path.dirname(sys.executable), "climio")

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from climio import cache
+from climio.machine import cache
 from climio.measure import tasks as runner
 from climio.bench.calibrate import run as calib
 from climio.bench.calibrate.summary import profile_from_records
@@ -19,10 +19,10 @@ from climio.bench.read_stack.summary import profile_table
 from climio.bench.stsa.summary import checks as stsa_checks
 from climio.bench.stsa.summary import summarise as stsa_summarise
 from climio.data.writer import write_4d
-from climio.errors import NativeError
-from climio.records import make_record
-from climio.render import page
-from climio.sections import Note, Table
+from climio.base.errors import NativeError
+from climio.runs.records import make_record
+from climio.present.render import page
+from climio.present.sections import Note, Table
 from test_measure import assert_cold
 from test_read_stack_study import thesis_records
 from test_report import MiB
@@ -190,7 +190,7 @@ def test_interrupted_runner_kills_every_task_s_probe(small_nc, hung_probe):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
-    from climio import stopping
+    from climio.runs import stopping
     previous = stopping.install()      # Ctrl-C as climio's main handles it, whatever earlier tests set
     try:
         threading.Thread(target=interrupt_when_both_started, daemon=True).start()

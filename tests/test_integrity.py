@@ -1,4 +1,4 @@
-"""Damaged inputs are one line and exit 3 in every command that reads a file (climio.integrity).
+"""Damaged inputs are one line and exit 3 in every command that reads a file (climio.dataset.integrity).
 
 Issue 27: a netCDF-3 copy truncated to 60 % was accepted by `climio rechunk` (exit 0, zeros where the
 data were missing). The header fixes a netCDF-3 file's size and the HDF5 superblock records its
@@ -11,8 +11,9 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import errors, integrity
+from climio.base import errors
 
+from climio.dataset import integrity
 from conftest import run_cli
 
 FORMATS = ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA", "NETCDF4", "NETCDF4_CLASSIC"]

@@ -1,4 +1,4 @@
-"""climio.layout (chunk geometry), climio.access (read shapes) and the chunking catalogue, checked
+"""climio.dataset.layout (chunk geometry), climio.dataset.access (read shapes) and the chunking catalogue, checked
 against brute force, the thesis's numbers, and netCDF-C."""
 
 import itertools
@@ -9,11 +9,11 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import access as A
-from climio import layout as L
-from climio import options as O
+from climio.dataset import access as A
+from climio.dataset import layout as L
+from climio.dataset import options as O
 from climio.bench.chunking import catalogue as C
-from climio.errors import InputError
+from climio.base.errors import InputError
 
 S430 = [430] * 4
 

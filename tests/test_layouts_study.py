@@ -9,7 +9,7 @@ import pytest
 
 from climio.bench.layouts import DEFAULT_MIXES, MIN_SHAPES, build_grid, parse_mix
 from climio.bench.layouts.summary import summarise
-from climio.errors import InputError
+from climio.base.errors import InputError
 
 
 def _rec(kind, status="ok", wall=0.0, **params):

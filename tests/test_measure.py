@@ -9,15 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from climio import cache, native
-from climio.access import plan, read_count, slice_starts
+from climio.machine import cache, native
+from climio.dataset.access import plan, read_count, slice_starts
 from climio.data import write_4d
 from climio.data.fields import values_1d, values_4d
-from climio.errors import NativeError
+from climio.base.errors import NativeError
 from climio.measure import procs, series
 from climio.measure.series import Series, StreamChecksum, distinct_bytes, run_series, storage_check
 from climio.measure.worker import chunk_needed_bytes
-from climio.stacks import STACKS, Reader, file_kind
+from climio.measure.stacks import STACKS, Reader, file_kind
 from conftest import ONE_D_BYTES, run_probe, run_worker
 
 SHAPE4 = (32, 4, 64, 64)           # 4 MiB of float64

@@ -12,12 +12,12 @@ import pytest
 
 from climio.data.writer import write_4d
 from climio.model import profile as profmod
-from climio.layout import Layout
+from climio.dataset.layout import Layout
 from climio.model.convert import conversion_plan, plan_variable
 from climio.model.profile import default_profile
 from climio.model.rates import Rates, codec_key
 from climio.model.workflow import platform_id_of
-from climio.options import parse_compression
+from climio.dataset.options import parse_compression
 from conftest import run_cli
 
 

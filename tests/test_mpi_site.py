@@ -15,8 +15,8 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import mpi_site
-from climio.errors import NativeError
+from climio.measure import mpi_site
+from climio.base.errors import NativeError
 
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
@@ -40,7 +40,7 @@ def test_mpi_site_is_built(monkeypatch):
 def test_activate_gives_the_parallel_h5py_in_a_subprocess():
     code = textwrap.dedent("""
         import sys
-        from climio import mpi_site
+        from climio.measure import mpi_site
         mpi_site.activate()
         mpi_site.activate()  # idempotent
         import h5py
@@ -56,9 +56,9 @@ def test_activate_gives_the_parallel_h5py_in_a_subprocess():
 
 
 def test_activate_after_the_serial_h5py_is_refused():
-    code = "import h5py\nfrom climio import mpi_site\nmpi_site.activate()"
+    code = "import h5py\nfrom climio.measure import mpi_site\nmpi_site.activate()"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_clean_env())
-    assert out.returncode != 0 and "before climio.mpi_site.activate()" in out.stderr
+    assert out.returncode != 0 and "before climio.measure.mpi_site.activate()" in out.stderr
 
 
 def test_activate_without_the_site_says_how_to_build(tmp_path, monkeypatch):
@@ -85,7 +85,7 @@ def test_under_mpi(env, expected):
 WRITER = textwrap.dedent("""
     import sys
     import numpy as np
-    from climio import mpi_site
+    from climio.measure import mpi_site
     assert mpi_site.under_mpi()
     mpi_site.activate()
     from mpi4py import MPI

@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from climio import native
-
+from climio.machine import native
 PARIO = native.PARIO
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -136,7 +135,7 @@ def test_get_reads_back_what_was_written(tmp_path, access):
 
 
 def test_parallel_write_asks_the_program_once_and_not_on_import():
-    code = ("import climio.native as n\n"
+    code = ("import climio.machine.native as n\n"
             "calls = []\n"
             "run = n.run_text\n"
             "n.run_text = lambda *a, **k: calls.append(a) or run(*a, **k)\n"

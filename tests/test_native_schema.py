@@ -1,5 +1,5 @@
 """Every record a native program prints carries "schema": 2, as the Python records do
-(climio.records.SCHEMA_VERSION): the serial probes (through csrc/common/series.c) and both
+(climio.runs.records.SCHEMA_VERSION): the serial probes (through csrc/common/series.c) and both
 operations of climio-pario (through csrc/pario/record.c) open their records with the one
 jsonl_record of csrc/common/jsonl.c. Each program runs once at the smallest size; every line of
 its stdout is checked, not only the first."""
@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from climio import native
+from climio.machine import native
 from climio.data import make_data, write_4d
-from climio.records import SCHEMA_VERSION, to_frame, validate
+from climio.runs.records import SCHEMA_VERSION, to_frame, validate
 
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")

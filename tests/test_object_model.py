@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from climio.layout import chunks_touched
+from climio.dataset.layout import chunks_touched
 from climio.model import object_store as om
 
 from conftest import run_cli
@@ -122,7 +122,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     import hdf5plugin  # noqa: F401
     import obstore
     from climio.advise import object_store as ao
-    from climio.data.compression import Compression
+    from climio.dataset.compression import Compression
     from climio.data.writer import write_4d
     from climio.data.zarr_writer import write_zarr_4d
     from climio.model import profile as profmod
@@ -168,7 +168,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     # and the same settings as Zarr codecs (make-data's Zarr writer), by zarr-python's objects
     import zarr
     for comp, label in (("blosc_lz4:5+shuffle", "blosc_lz4:5+shuffle"), ("deflate4+shuffle", "deflate4+shuffle")):
-        from climio.options import parse_compression
+        from climio.dataset.options import parse_compression
         write_zarr_4d(tmp_path / f"{label}.zarr", shape, chunks=chunks, dtype="f4", compression=parse_compression(comp))
         a = zarr.open_array(tmp_path / f"{label}.zarr", path="ta", mode="r")
         assert ao.codec_label([*(a.filters or ()), *(a.compressors or ())]) == label

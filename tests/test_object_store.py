@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.stores.endpoint import REDACTED, Endpoint, parse_s3_url
 from climio.stores.server import S3Server, process_group_alive
 
@@ -136,8 +136,8 @@ STACK_OBJECTS = {"zarr-obstore": "md/field4d.zarr", "zarr-fsspec": "md/field4d.z
 @pytest.mark.parametrize("stack", ["zarr-obstore", "zarr-fsspec", "xarray-zarr", "h5py-s3fs", "h5py-s3fs-nocache",
                                    "h5netcdf-s3fs", "h5netcdf-s3fs-nocache", "zarr-kerchunk"])
 def test_object_stacks_read_the_generated_values(s3_server, uploaded, stack):
-    from climio.stacks import Reader
-    from climio.stacks_s3 import OBJECT_STACKS
+    from climio.measure.stacks import Reader
+    from climio.measure.stacks_s3 import OBJECT_STACKS
     reader = OBJECT_STACKS[stack](s3_server.endpoint)
     assert isinstance(reader, Reader)
     reader.open(f"s3://climio/{STACK_OBJECTS.get(stack, 'md/field4d.nc')}", "ta")
@@ -153,7 +153,7 @@ def test_object_stacks_read_the_generated_values(s3_server, uploaded, stack):
 def test_netcdf_c_byte_range_mode(s3_server, uploaded):
     """netCDF-C's #mode=bytes as the netCDF4 wheel builds it, on an anonymous GET of the object."""
     import netCDF4
-    from climio.stacks_s3 import NetCDFCBytes
+    from climio.measure.stacks_s3 import NetCDFCBytes
     from climio.stores.objects import upload
     upload(s3_server.endpoint, uploaded[0] / "field4d.nc", "s3://public/md")
     anonymous = Endpoint(s3_server.endpoint.url)
@@ -168,7 +168,7 @@ def test_netcdf_c_byte_range_mode(s3_server, uploaded):
 
 def test_object_read_quick_preset_records(tmp_path, monkeypatch, capfd):
     from climio import api
-    from climio.records import read_records
+    from climio.runs.records import read_records
     started, start = [], S3Server.start
     monkeypatch.setattr(S3Server, "start", lambda self: (started.append(self), start(self))[1])
     run = api.run_study("object-read", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
@@ -210,7 +210,7 @@ def test_object_chunking_small_run(tmp_path):
     from climio import api
     from climio.bench.object_chunking.section import findings
     from climio.bench.object_chunking.summary import summarise
-    from climio.records import read_records
+    from climio.runs.records import read_records
     run = api.run_study("object-chunking", preset="quick", out=tmp_path / "run", data_dir=tmp_path / "data",
                         progress=False, shape="8,1,20,40", chunks="E,F", reads="xt,xy,stsa", latency="0",
                         stacks="zarr-obstore,zarr-kerchunk", sample=2)
@@ -250,8 +250,8 @@ def test_object_read_on_any_endpoint(s3_server, tmp_path, monkeypatch):
     not run; records say the cache could not be evicted (warm, unverified), no credential is in
     them, and the arrays written under the prefix are removed."""
     from climio import api
-    from climio.errors import InputError
-    from climio.records import read_records
+    from climio.base.errors import InputError
+    from climio.runs.records import read_records
     from climio.stores.objects import list_keys
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from climio.errors import Exit
+from climio.base.errors import Exit
 from test_full_disk import _stsa_input
 
 CLIMIO = str(Path(sys.executable).with_name("climio"))

@@ -10,13 +10,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from climio import native
+from climio.machine import native
 from climio.bench.parallel_read import build_grid
 from climio.bench.parallel_read.summary import configurations, host_layout, quartiles, task_rates, verdicts
-from climio.errors import DiskSpaceError, InputError, NativeError
+from climio.base.errors import DiskSpaceError, InputError, NativeError
 from climio.measure.mpi import Launcher, stream_mpi
 from climio.measure.series import StreamChecksum
-from climio.records import validate
+from climio.runs.records import validate
 
 ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 PROGRAM = native.PARIO   # climio-pario --op read
@@ -181,7 +181,7 @@ def test_native_errors_and_a_hung_rank(tmp_path):
 
 def test_quick_study_end_to_end(tmp_path):
     from climio import api
-    from climio.records import read_records
+    from climio.runs.records import read_records
     run_dir = api.run_study("parallel-read", "quick", out=tmp_path / "run", data_dir=tmp_path / "data",
                             progress=False, report=True, ranks="2", experiments="mpiio,tasks",
                             stacks="c-posix,netcdf4-python", backends="mpiio", reps=1)

@@ -17,7 +17,7 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import native
+from climio.machine import native
 from climio.bench.parallel_write.summary import rank_stats
 from tests.conftest import run_cli
 

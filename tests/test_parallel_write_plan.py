@@ -6,9 +6,9 @@ import pytest
 from climio.bench import parallel_write as pw
 from climio.bench.parallel_write import summary as pws
 from climio.bench.parallel_write import tune as tw
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.measure.mpi import Launcher, failure_line
-from climio.options import parse_hints
+from climio.dataset.options import parse_hints
 
 
 def grid(preset="full", **values):
@@ -149,7 +149,7 @@ def test_launcher_template_and_oversubscription(tmp_path):
 
 
 def test_report_section_draws_records_and_lists_foreign_ones():
-    from climio import render
+    from climio.present import render
     recs = [_rec(rep=i, rate=100.0 + i) for i in range(3)] + [_rec(strategy="serial", rep=i, rate=50.0) for i in range(3)]
     foreign = {"study": "parallel-write", "status": "ok", "rep": 0, "params": {"ranks": 4},
                "metrics": {"bytes": 1, "wall_s": 1.0}, "cache": {"state": "warm"}}
@@ -190,7 +190,7 @@ def test_check_fails_before_anything_runs(tmp_path):
     study = pw.ParallelWrite()
     with pytest.raises(InputError, match="hostfile"):
         study.check(grid("quick", hostfile=str(tmp_path / "missing")), tmp_path)
-    from climio.errors import DiskSpaceError
+    from climio.base.errors import DiskSpaceError
     with pytest.raises(DiskSpaceError, match="--local"):
         study.check(grid("quick", local="100000,100000,1000"), tmp_path / "not-yet")
     study.check(grid("quick"), tmp_path)

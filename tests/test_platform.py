@@ -4,7 +4,9 @@ import json
 import os
 from dataclasses import dataclass
 
-from climio import api, platform
+from climio import api
+
+from climio.machine import platform
 from climio.bench import base
 
 

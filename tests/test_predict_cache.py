@@ -1,6 +1,6 @@
 """The read-time model runs the chunk cache each stack really has (issue 26, part 1).
 
-climio.stacks.chunk_cache_of reads the cache a stack opens a variable with from the library;
+climio.measure.stacks.chunk_cache_of reads the cache a stack opens a variable with from the library;
 climio.predict / the model simulate HDF5's cache with it (model.chunk_cache). Checked here: what
 chunk_cache_of says is what the library reports after the open (and what it was asked for), and
 the decodes the model predicts through predict() and climio.predict() are the chunk reads HDF5
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import climio
-from climio.layout import Layout
+from climio.dataset.layout import Layout
 from climio.model import profile as profmod
 from climio.model.predict import predict
 from climio.model.workflow import layout_of, reads_for
-from climio.stacks import chunk_cache_of
+from climio.measure.stacks import chunk_cache_of
 
 SHAPE, CHUNKS = (256, 4, 8, 64), (1, 1, 8, 64)     # 1,024 chunks of 2 KiB: more chunks than netCDF-C's 1,000 slots
 
@@ -60,7 +60,7 @@ def test_chunk_cache_of_is_what_each_library_reports(maps):
     # and by the xarray reader itself: a sized open (a validation run's sized configuration) does not
     # size the files this process opens later (it did: the next default configuration was predicted
     # with the 1 MiB cache of the sized one while its reads ran with netCDF-C's own default)
-    from climio.stacks import STACKS
+    from climio.measure.stacks import STACKS
     r = STACKS["xarray"]()
     r.open(str(maps), "v", (1 << 20, 521, 0.75))
     try:

@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from climio.access import slice_starts
-from climio.errors import InputError
-from climio.layout import Layout
+from climio.dataset.access import slice_starts
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout
 from climio.model.layout_search import Pattern, axis_lengths, candidates, search
 from climio.model.predict import predict
 from climio.model.profile import default_profile
-from climio.options import parse_read
+from climio.dataset.options import parse_read
 
 SHAPE = (24, 2, 16, 32)
 

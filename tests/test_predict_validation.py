@@ -9,7 +9,7 @@ import pytest
 from climio.bench.predict import build_grid
 from climio.bench.predict.space import CHUNK_BYTES, MAX_BYTES, SPACE, draw
 from climio.bench.predict.summary import summarise
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.model import profile as profmod
 
 
@@ -51,7 +51,7 @@ def test_a_small_validation_run_counts_what_hdf5_reads(tmp_path):
     prof.write_text(profmod.default_profile("validation-test").to_json())
     run = climio.run_study("predict", preset="quick", out=tmp_path / "run", report=False, progress=False,
                            configs=6, seed=3, reps=1, max_s=30.0, profile=str(prof))
-    from climio.records import read_records
+    from climio.runs.records import read_records
     recs = [r for r in read_records(run) if r["study"] == "predict"]
     assert {r["params"]["config"] for r in recs} == {c.id for c in draw(6, 3)}
     ok = [r for r in recs if r["status"] == "ok"]

@@ -12,9 +12,9 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import cache, native
+from climio.machine import cache, native
 from climio.measure.series import StreamChecksum
-from climio.records import validate
+from climio.runs.records import validate
 
 PROBE = "climio-probe-netcdf-slab"
 SHAPE = (16, 4, 30, 60)

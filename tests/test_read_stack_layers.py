@@ -3,8 +3,8 @@
 
 import pytest
 
-from climio import cache
-from climio.access import plan
+from climio.machine import cache
+from climio.dataset.access import plan
 from climio.bench.read_stack import run as rs
 from climio.data.fields import values_1d
 from climio.measure.series import StreamChecksum
@@ -121,10 +121,12 @@ def test_netcdf_probe_reports_its_library(files_1d):
 
 
 def test_every_stack_is_named_once():
-    """climio.stack_names names every stack (and orders them) without loading a library; each Python
-    name has its reader in climio.stacks, each native one its probe, and the read-stack study offers
+    """climio.dataset.stack_names names every stack (and orders them) without loading a library; each Python
+    name has its reader in climio.measure.stacks, each native one its probe, and the read-stack study offers
     exactly these."""
-    from climio import native, stack_names, stacks
+    from climio.machine import native
+    from climio.dataset import stack_names
+    from climio.measure import stacks
     assert tuple(stacks.STACKS) == stack_names.PYTHON_STACKS
     assert stack_names.STACK_NAMES == tuple(stack_names.NATIVE_STACKS) + stack_names.PYTHON_STACKS
     for prog in stack_names.NATIVE_STACKS.values():

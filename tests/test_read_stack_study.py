@@ -15,10 +15,10 @@ from climio import api
 from climio.bench import base
 from climio.bench.read_stack import Grid, ReadStack, study
 from climio.cli.bench import make_command
-from climio.errors import DataError, InputError
-from climio.records import read_records
+from climio.base.errors import DataError, InputError
+from climio.runs.records import read_records
 from climio.report import render_report
-from climio.sections import Figure, Finding, Section
+from climio.present.sections import Figure, Finding, Section
 from test_report import (GiB, KiB, MiB, NC4PY, THESIS_BUFFERS, anchored, c_sequential, png_uris, rec, sc,
                          synthetic_run)
 
@@ -250,8 +250,8 @@ def test_summaries_read_records_only():
     """section, summary and figures import neither the measuring code nor the report."""
     code = ("import sys; import climio.bench.read_stack.section, climio.bench.read_stack.summary, "
             "climio.bench.read_stack.figures, climio.bench.read_stack; "
-            "print(sorted(m for m in sys.modules if m.startswith(('climio.measure', 'climio.stacks', "
-            "'climio.cache', 'climio.launcher', 'climio.report', 'climio.native', 'climio.syscalls'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('climio.measure', 'climio.measure.stacks', "
+            "'climio.machine.cache', 'climio.launcher', 'climio.report', 'climio.machine.native', 'climio.measure.syscalls'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     pkg = Path(base.__file__).parent
@@ -274,9 +274,9 @@ def test_overlapping_random_reads_are_shown_apart():
     """Issue 17: 100 x 16 MiB random reads of a 64 MiB file are not a cold point of the curve."""
     from climio.bench.read_stack import study
     from climio.bench.read_stack.summary import overlapping_configs, series_of
-    from climio.records import make_record
-    from climio.render import page
-    from climio.stats import group_configs
+    from climio.runs.records import make_record
+    from climio.present.render import page
+    from climio.present.stats import group_configs
     recs = []
     for buf, rate in ((1 << 20, 50.0), (4 << 20, 80.0), (16 << 20, 900.0)):
         planned = 100 * buf
@@ -363,7 +363,7 @@ def test_two_modes_on_synthetic_values(values, split):
 def test_two_modes_flags_a_configuration_in_the_summary():
     """Two configurations of a 1 GiB file: one whose repetitions split (0.07 vs 0.9 s/GB), one steady."""
     from climio.bench.read_stack import summary
-    from climio.records import make_record
+    from climio.runs.records import make_record
     recs = []
     for buf, sys_per_gb, rates in ((1 << 20, (0.07, 0.9, 0.08), (1800, 900, 1750)),
                                    (4 << 20, (0.07, 0.075, 0.08), (1800, 1790, 1700))):

@@ -10,9 +10,9 @@ import os
 import numpy as np
 import pytest
 
-from climio import cache
+from climio.machine import cache
 from climio.model.predict import _Storage
-from climio.platform import filesystem_of
+from climio.machine.platform import filesystem_of
 
 PAGE = 4096
 

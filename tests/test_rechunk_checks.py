@@ -18,8 +18,8 @@ from climio.rechunk import spec
 from climio.rechunk.model import VarInfo
 from climio.rechunk.plan import Layout, plan_variable
 from climio.rechunk.verify import compare
-from climio.units import format_size
-from climio.data.compression import Compression
+from climio.base.units import format_size
+from climio.dataset.compression import Compression
 
 from conftest import run_cli
 

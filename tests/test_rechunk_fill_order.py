@@ -12,7 +12,7 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio.errors import DataError
+from climio.base.errors import DataError
 from climio.rechunk import command, meta
 from climio.rechunk.verify import compare
 

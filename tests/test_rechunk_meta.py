@@ -9,10 +9,10 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio.data.compression import Compression
-from climio.options import parse_compression
-from climio.errors import DataError, InputError
-from climio.layout import bounded_block, iter_block_slices
+from climio.dataset.compression import Compression
+from climio.dataset.options import parse_compression
+from climio.base.errors import DataError, InputError
+from climio.dataset.layout import bounded_block, iter_block_slices
 from climio.rechunk import meta, verify
 from climio.rechunk.model import Target
 from rechunk_corpus import make_corpus

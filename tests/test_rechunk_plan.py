@@ -10,14 +10,14 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from climio import layout as L
-from climio.errors import InputError
+from climio.dataset import layout as L
+from climio.base.errors import InputError
 from climio.model import convert as P
-from climio.layout import iter_blocks
-from climio.layout import chunks_in
+from climio.dataset.layout import iter_blocks
+from climio.dataset.layout import chunks_in
 from climio.model.convert import Layout, peak_memory, plan_variable
 from climio.model.rates import Rates
-from climio.units import format_size
+from climio.base.units import format_size
 
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAXD = {1: 12, 2: 7, 3: 5, 4: 4, 5: 3}   # small enough to enumerate every element and block shape

@@ -66,6 +66,6 @@ def test_s3_store_not_openable_until_its_last_object(s3_server, tmp_path, monkey
     assert seen[-1][0] == "vis/out.zarr/zarr.json"
     g = zarr.open_group(store=ObjectStore(ep.obstore("climio", "vis/out.zarr"), read_only=True), mode="r")
     assert g["ta"].shape == (4, 1, 8, 16) and g["ta"].chunks == (4, 1, 4, 4)
-    from climio.errors import InputError
+    from climio.base.errors import InputError
     with pytest.raises(InputError, match="exists"):
         convert(str(src), "s3://climio/vis/out.zarr", chunks=["ta:4,1,4,4"], progress=False, say=lambda *_: None)

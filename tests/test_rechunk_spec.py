@@ -9,10 +9,10 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio.data.compression import NONE
-from climio.options import parse_compression
-from climio.errors import DataError, InputError
-from climio.layout import balanced_chunks
+from climio.dataset.compression import NONE
+from climio.dataset.options import parse_compression
+from climio.base.errors import DataError, InputError
+from climio.dataset.layout import balanced_chunks
 from climio.rechunk import spec as S
 from climio.rechunk.model import Target, VarInfo
 

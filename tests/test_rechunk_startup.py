@@ -14,7 +14,7 @@ import netCDF4
 import numpy as np
 import pytest
 
-from climio import cache
+from climio.machine import cache
 from climio.rechunk import blocks, command, execute
 from climio.rechunk.formats import netcdf4 as nc_format
 

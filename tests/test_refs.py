@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_cli
 from climio.advise.object_store import reference_command
-from climio.data.compression import Compression
+from climio.dataset.compression import Compression
 from climio.data.writer import write_4d
 from climio.stores.objects import put_bytes, upload
 
@@ -85,7 +85,7 @@ def test_advised_command_writes_a_reference_of_an_object(s3_server, s3_env, tmp_
 
 
 def test_reference_written_beside_the_object_is_what_zarr_kerchunk_reads(s3_server, s3_env, tmp_path):
-    from climio.stacks_s3 import ZarrKerchunk
+    from climio.measure.stacks_s3 import ZarrKerchunk
     nc = _netcdf(tmp_path / "z.nc", codec="zstd")
     upload(s3_server.endpoint, nc, "s3://climio/refs-test")
     url = "s3://climio/refs-test/z.nc"

@@ -14,11 +14,11 @@ import pytest
 from climio.bench import base
 from climio.bench.read_stack import figures
 from climio.bench.read_stack.summary import classify_profile, profile_table, syscall_table
-from climio.errors import DataError
-from climio.records import make_record
+from climio.base.errors import DataError
+from climio.runs.records import make_record
 from climio.report import render_report
-from climio.sections import Paragraph, Section
-from climio.stats import Stats, describe, group_configs
+from climio.present.sections import Paragraph, Section
+from climio.present.stats import Stats, describe, group_configs
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 THESIS_BUFFERS = [512 << i for i in range(22)]       # 512 B doubling to 1 GiB (thesis 3.1.2)
@@ -335,7 +335,7 @@ def test_the_terminal_results_lead_with_the_platform_and_collapse_the_undecided(
     """Issue 27 item 9: `climio survey` and `climio bench` print what was learned first, the checks the
     run could not decide as one line per study with a count (as the report's first screen)."""
     from climio.api import results_table
-    from climio.sections import Finding
+    from climio.present.sections import Finding
     run, _ = synthetic_run(tmp_path)
 
     class Checks(base.Study):

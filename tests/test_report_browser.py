@@ -26,8 +26,8 @@ import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from climio.bench import base
-from climio.cells import num
-from climio.records import make_record, read_records
+from climio.present.cells import num
+from climio.runs.records import make_record, read_records
 from climio.report import render_report
 from climio.report.browser import open_page
 

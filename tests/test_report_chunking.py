@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from climio import render
+from climio.present import render
 from climio.bench.chunking import section as ch
 from climio.bench.chunking.summary import Bounded
-from climio.records import make_record
+from climio.runs.records import make_record
 from climio.report import render_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -348,7 +348,7 @@ def test_opposite_effect_is_refuted_and_findings_carry_verdicts():
     assert c["a"][0]["ratio"] == pytest.approx(0.5) and c["a"][0]["verdict"] == "refuted"
     assert c["b"][0]["verdict"] == "reproduced"
     from climio.bench.chunking import study
-    from climio.sections import VERDICTS
+    from climio.present.sections import VERDICTS
     found = study.findings(recs)
     assert found[0].verdict is None and "Best chunk shape per read shape" in found[0].text
     assert "xt: F [16,1,1,64]" in found[0].text

@@ -16,7 +16,7 @@ import zarr
 
 from climio.data import fields
 from climio.data.zarr_writer import write_zarr_4d
-from climio.staging import MARKER, make_marked_dir, remove_stale, replace_output, stale_temporaries, tmp_name
+from climio.runs.staging import MARKER, make_marked_dir, remove_stale, replace_output, stale_temporaries, tmp_name
 from conftest import run_cli
 
 
@@ -75,7 +75,7 @@ def test_replace_output_swaps_a_directory_and_leaves_nothing_aside(tmp_path):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from climio import staging
+    from climio.runs import staging
     final, after = sys.argv[1], sys.argv[2] == "after"
     tmp = staging.make_marked_dir(staging.tmp_name(final))     # the writer's store, complete
     (tmp / "zarr.json").write_text("new")
@@ -286,7 +286,7 @@ def test_make_data_removes_the_store_a_killed_run_left(tmp_path):
 
 KILLED_STAGED = textwrap.dedent("""
     import os, signal, sys
-    from climio.staging import staged_dir
+    from climio.runs.staging import staged_dir
     with staged_dir(sys.argv[1]) as stage:
         (stage / "spectra.nc").write_text("half")
         os.kill(os.getpid(), signal.SIGKILL)
@@ -296,7 +296,7 @@ KILLED_STAGED = textwrap.dedent("""
 def test_a_staged_directory_a_killed_run_left_is_removed_by_the_next(tmp_path):
     """staged_dir (climio stsa's output directory): the temporary is marked, so the next run
     knows it as climio's and removes it; a directory without the marker is never touched."""
-    from climio.staging import staged_dir
+    from climio.runs.staging import staged_dir
     out = tmp_path / "spectra"
     left = tmp_path / f".spectra.tmp-{killed('-c', KILLED_STAGED, out)}"
     assert (left / MARKER).is_file() and (left / "spectra.nc").read_text() == "half"

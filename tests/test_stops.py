@@ -374,7 +374,7 @@ def test_a_stop_raised_inside_a_finaliser_is_not_printed_but_kept():
     """A signal that lands in a __del__ (a Dask Future released at that moment) used to print
     "Exception ignored ... Traceback"; the stop is recorded and raised again at the next check."""
     code = ("import gc, os, signal, sys\n"
-            "from climio import stopping\n"
+            "from climio.runs import stopping\n"
             "stopping.install()\n"
             "class F:\n"
             "    def __del__(self):\n"

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 from climio.data import write_4d
-from climio.errors import InputError
+from climio.base.errors import InputError
 from climio.stsa import direct, readplan, tasks, workflow
 
 DIMS = ("time", "lev", "lat", "lon")
@@ -153,7 +153,7 @@ def test_direct_reader_equals_xarray_or_steps_aside(tmp_path, case):
 def test_direct_reader_sieve_follows_the_page_cache(tmp_path, state):
     """From storage the h5py reader sweeps with a 4 MiB sieve, from the page cache it reads piece by
     piece; the values are the same either way, and the same as xarray's."""
-    from climio import cache
+    from climio.machine import cache
     path = tmp_path / "u.nc"
     write_4d(str(path), [400, 1, 16, 64], chunks="contiguous", seed=9, var="u")
     with xr.open_dataset(path, engine="netcdf4") as ds:
@@ -171,7 +171,7 @@ def test_direct_reader_sieve_follows_the_page_cache(tmp_path, state):
 
 
 def test_resident_fraction_of_a_byte_range(tmp_path):
-    from climio import cache
+    from climio.machine import cache
     path = tmp_path / "f.bin"
     path.write_bytes(np.arange(1 << 18, dtype=np.int64).tobytes())      # 2 MiB
     cache.evict(str(path))

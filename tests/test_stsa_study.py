@@ -5,10 +5,10 @@ import pytest
 
 from climio import api
 from climio.bench import base
-from climio.errors import InputError
-from climio.records import SCHEMA_VERSION, read_records, to_frame
+from climio.base.errors import InputError
+from climio.runs.records import SCHEMA_VERSION, read_records, to_frame
 from climio.report import render_report
-from climio.sections import VERDICTS
+from climio.present.sections import VERDICTS
 
 
 def test_stsa_study_tiny_run_records_and_report(tmp_path):

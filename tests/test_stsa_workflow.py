@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 
 from climio import stsa  # noqa: E402
-from climio.errors import DataError  # noqa: E402
+from climio.base.errors import DataError  # noqa: E402
 from climio.stsa import output, spectra as sp, workflow  # noqa: E402
 
 CLIMIO = os.path.join(os.path.dirname(sys.executable), "climio")

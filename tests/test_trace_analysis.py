@@ -9,7 +9,9 @@ import random
 import numpy as np
 import pytest
 
-from climio import layout, rules
+from climio.dataset import layout
+
+from climio import rules
 from climio.rules import fixes
 from climio.trace.analysis import SIZE_BUCKETS, analyse, size_bucket
 from climio.trace.reader import TraceError, read_trace

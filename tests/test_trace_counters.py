@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from climio import native
-
+from climio.machine import native
 from conftest import run_cli
 from climio.trace import counters_log, report
 from climio.trace.reader import read_input, read_trace
@@ -212,7 +211,7 @@ int main(int c, char **v) { char b[64]; int fd = open(v[1], O_RDONLY);
 
 
 def test_run_trace_mode_option(tmp_path):
-    from climio.errors import InputError
+    from climio.base.errors import InputError
     from climio.trace.run import parse_mode, trace_vars
     assert parse_mode("counters:5") == ("counters", 5) and parse_mode(None) == ("full", 0)
     with pytest.raises(InputError):

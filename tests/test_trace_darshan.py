@@ -12,7 +12,7 @@ import pytest
 
 import darshan
 
-from climio.errors import ClimioError, DataError  # noqa: E402
+from climio.base.errors import ClimioError, DataError  # noqa: E402
 from climio import rules
 from climio.trace import counters  # noqa: E402
 from climio.trace.analysis import SIZE_BUCKETS  # noqa: E402

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from climio import native
-from climio.errors import NativeError
+from climio.machine import native
+from climio.base.errors import NativeError
 
 PROGS = Path(__file__).parent / "trace_progs"
 EVENT = np.dtype([("t_start_ns", "<u8"), ("t_end_ns", "<u8"), ("offset", "<i8"), ("size", "<i8"), ("ret", "<i8"),

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from climio import native
+from climio.machine import native
 from climio.trace import counters_log, report
 from climio.trace.reader import read_trace
 

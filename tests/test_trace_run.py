@@ -10,7 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from climio import layout, rules
+from climio.dataset import layout
+
+from climio import rules
 from climio.trace.reader import read_trace
 from climio.trace.run import HYDRA, OPENMPI, preload, wrap_command
 from conftest import run_cli

@@ -12,7 +12,7 @@ from pathlib import Path
 from .bench import base
 from .bench.base import RunContext
 from .measure.progress import info
-from .staging import pid_alive
+from climio.runs.staging import pid_alive
 
 DATA_PREFIX = "climio-data-"
 
@@ -26,7 +26,7 @@ class DataDir:
         self.path, self.tmp = path, None
 
     def __enter__(self) -> str:
-        from .rundir import writable_dir
+        from climio.runs.rundir import writable_dir
         if self.path:
             return str(writable_dir(self.path))
         remove_stale_data_dirs()
@@ -55,7 +55,7 @@ def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_
     `data_dir` (where the generated files go).
     On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
     is rendered from them before the interruption goes on to the exit code."""
-    from .rundir import RunDir
+    from climio.runs.rundir import RunDir
     claim_run_dir(run_dir, append, force)
     with RunDir(run_dir, measured_dir or data_dir) as run:
         ctx = RunContext(run, data_dir, progress)
@@ -76,12 +76,12 @@ def claim_run_dir(run_dir, append=False, force=False) -> None:
     """A run directory that already holds a run is refused before anything runs (a script run twice
     appended its records to the first run's, and the findings compared the two): `append` adds to it,
     `force` replaces it whole (only a run directory: records.jsonl or platform.json in it)."""
-    from .rundir import claim_dir
+    from climio.runs.rundir import claim_dir
     claim_dir(run_dir, append, force)
 
 
 def _render_partial(run_dir, report: bool) -> None:
-    from .errors import ClimioError
+    from climio.base.errors import ClimioError
     from .measure.progress import err_line
     records = Path(run_dir) / "records.jsonl"
     if not report or not records.is_file() or records.stat().st_size == 0:
@@ -98,7 +98,7 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     """Run a registered study (by name or object) with Grid values as keyword arguments; return the
     run directory. The CLI and notebooks both come here. An `out` that already holds a run is
     refused unless `append` (add to it) or `force` (replace it)."""
-    from .rundir import default_run_dir
+    from climio.runs.rundir import default_run_dir
     study = base.get(study) if isinstance(study, str) else study
     grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
     run_dir = Path(out) if out else default_run_dir(study.name)
@@ -118,9 +118,9 @@ def results_table(run_dir) -> str:
     do, grouped as the report's first screen (render.finding_groups): what was measured on this
     platform first (peak rate per stack, best chunk shape per read shape ...), then what the run
     decided, one finding a line; the checks it could not decide, one line per study with a count."""
-    from .records import read_records
-    from .render import finding_groups, undecided_groups
-    from .stats import by_study
+    from climio.runs.records import read_records
+    from climio.present.render import finding_groups, undecided_groups
+    from climio.present.stats import by_study
     findings = []
     for name, recs in by_study(read_records(run_dir)).items():
         st = base.find(name)
@@ -136,7 +136,7 @@ def results_table(run_dir) -> str:
 def load_records(run_dir):
     """The records of a run directory (or records.jsonl) as a flat pandas DataFrame: one row per
     record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""
-    from .records import read_records, to_frame
+    from climio.runs.records import read_records, to_frame
     return to_frame(read_records(run_dir))
 
 
@@ -157,7 +157,7 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     """
     import warnings
     from .trace.report import is_measured_input, measured_facts
-    from .errors import no_such_file
+    from climio.base.errors import no_such_file
     warn = lambda line: warnings.warn(line, stacklevel=3)   # noqa: E731
     if not Path(target).exists():
         raise no_such_file(target)
@@ -176,7 +176,7 @@ def _size(value):
     """A chunk-cache size as bytes: an int, or a text such as "64MiB"; None stays None."""
     if value is None or isinstance(value, int):
         return value
-    from .options import parse_size
+    from climio.dataset.options import parse_size
     return parse_size(str(value))
 
 

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field, replace
 from statistics import median
 
-from ..access import read_count, slice_starts
-from ..errors import DataError, InputError
+from climio.dataset.access import read_count, slice_starts
+from climio.base.errors import DataError, InputError
 from ..model import object_store as om
 from ..stores.endpoint import Endpoint, parse_s3_url
 
@@ -42,7 +42,7 @@ class StoreLayout:
 def _label(codec, level, shuffle, other) -> str:
     """climio's label (data.compression's grammar) of a codec (netCDF4-python's name: zlib, zstd,
     bzip2, blosc_*), a level and shuffle; codecs climio has no name for keep their own."""
-    from ..data.compression import Compression
+    from climio.dataset.compression import Compression
     if other:
         return "+".join(other + (["shuffle"] if shuffle else []))
     if codec is None:
@@ -243,7 +243,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     endpoint = Endpoint.from_env(endpoint_url)
     stack = stack or DEFAULT_OBJECT_STACK
     from ..measure.object_reads import slab_walls
-    from ..stacks_s3 import ZARR_STACKS
+    from climio.measure.stacks_s3 import ZARR_STACKS
     if stack not in ZARR_STACKS:
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
     if not reads:
@@ -320,7 +320,7 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
 
 def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
     """A netCDF-4/HDF5 object's variable layout (h5py on an s3fs file: a few ranged GETs)."""
-    from ..stacks_s3 import H5pyS3fs
+    from climio.measure.stacks_s3 import H5pyS3fs
     r = H5pyS3fs(endpoint)
     import h5py
     import hdf5plugin  # noqa: F401

@@ -12,7 +12,7 @@ import functools
 import os
 from pathlib import Path
 
-from ..errors import InputError
+from climio.base.errors import InputError
 from ..model.workflow import (DEFAULT_STACK, Check, Workflow, WorkflowPrediction, load, predict_workflow, profile_for,
                               read_specs, reads_for, resolve)
 from ..measure.tasks import check_stack
@@ -26,7 +26,7 @@ def workflow_checked(wf: Workflow) -> Workflow:
 
 def stack_cache(stack, path, var, chunk_cache_bytes=None):
     """{nbytes, nslots, w0}: the chunk cache `stack` reads `var` of `path` with, read from the
-    library (climio.stacks.chunk_cache_of), with `chunk_cache_bytes` asked as --check and the
+    library (climio.measure.stacks.chunk_cache_of), with `chunk_cache_bytes` asked as --check and the
     studies ask it (measure.probes.chunk_cache_spec); None when the library cannot say (netCDF-3,
     the native probe not built: the model then takes the profile's)."""
     if not path or not os.path.exists(str(path)):
@@ -37,9 +37,9 @@ def stack_cache(stack, path, var, chunk_cache_bytes=None):
 
 @functools.lru_cache(maxsize=256)
 def _stack_cache(stack, path, var, chunk_cache_bytes, _mtime, _size):
-    from ..errors import ClimioError
+    from climio.base.errors import ClimioError
     from ..measure.probes import chunk_cache_spec
-    from ..stacks import chunk_cache_of
+    from climio.measure.stacks import chunk_cache_of
     try:
         return chunk_cache_of(stack, path, var, chunk_cache_spec(chunk_cache_bytes))
     except (ClimioError, OSError, KeyError):
@@ -79,7 +79,7 @@ def predict_api(source, var=None, read="xt", tasks=1, stack=DEFAULT_STACK, passe
         p.to_dict()                 # the same numbers as `climio predict --json`
     """
     if chunk_cache is not None and not isinstance(chunk_cache, int):
-        from ..options import parse_size
+        from climio.dataset.options import parse_size
         chunk_cache = parse_size(str(chunk_cache))
     import warnings
     warn = warn or (lambda line: warnings.warn(line, stacklevel=3))

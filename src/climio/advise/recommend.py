@@ -16,8 +16,8 @@ collective MPI-IO without the profile's MPI-IO records) follow, by the share of 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
-from ..layout import Layout
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
 from ..model.convert import rechunk_cost

@@ -10,7 +10,7 @@ A study declares (the shape of IOR's `ior_aiori_t`: one object per backend, opti
     grid(preset, **values) -> Grid      parse and check the user's values (one-line InputError)
     run(ctx, grid) -> int               measure into ctx.run (an open RunDir); records written
     summarise(records) -> dict          pure: numbers from records (the predictor reads these too)
-    section(records) -> Section         figures and tables as data (climio.sections)
+    section(records) -> Section         figures and tables as data (climio.present.sections)
     findings(records) -> [Finding]      the key findings this study contributes to the report
     headline(records) -> Headline|None  its rows of the report's first-screen summary table, its key
                                         figure and what would decide its undecided findings
@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 _REGISTRY = {}
 _loaded = False
@@ -104,7 +104,7 @@ class RunContext:
     """Where a study runs: the open run directory, a data directory for generated files, and how
     it reports progress (bars on a terminal, lines in a batch log)."""
 
-    run: Any                      # climio.rundir.RunDir
+    run: Any                      # climio.runs.rundir.RunDir
     data_dir: str
     progress: bool = True
 

@@ -10,9 +10,10 @@ import sys
 
 import typer
 
-from .. import __version__, stopping
-from .. import errors
-from ..errors import ClimioError
+from .. import __version__
+from climio.runs import stopping
+from climio.base import errors
+from climio.base.errors import ClimioError
 from ..measure.progress import err_line
 
 EXIT_HELP = errors.exit_codes_text()   # the one table, errors.EXIT_CODES
@@ -47,8 +48,8 @@ def _version(value: bool):
         print(f"climio {__version__}")
         # the Python wheels bundle their own netCDF-C and HDF5, the native programs use the
         # system's: a measurement depends on which one read the file, so say both
-        from ..native import build_info
-        from ..platform import python_versions
+        from climio.machine.native import build_info
+        from climio.machine.platform import python_versions
         py = python_versions()
         print(f"python layer: netCDF4 {py.get('netCDF4')} (netCDF-C {py.get('netCDF4.netcdf_c')}, "
               f"HDF5 {py.get('netCDF4.hdf5')}), h5py {py.get('h5py')} (HDF5 {py.get('h5py.hdf5')})")

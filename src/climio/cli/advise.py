@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from ..errors import DataError, InputError, no_such_file
+from climio.base.errors import DataError, InputError, no_such_file
 from ..measure.progress import err_line, info
 from . import app
 
@@ -38,7 +38,7 @@ def calibrate_cmd(
         return _calibrate_store(store, endpoint_url, quick, out, append, force)
     if from_runs:
         from ..bench.calibrate.summary import profile_from_records
-        from ..records import read_records
+        from climio.runs.records import read_records
         records, platform = [], None
         for d in from_runs:
             if not (Path(d) / "records.jsonl").is_file():
@@ -82,7 +82,7 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     whole, these stay)."""
     from ..api import run_study
     from ..bench.object_read.calibrate_store import CALIBRATE_GRID, QUICK_GRID, store_rates
-    from ..records import read_records
+    from climio.runs.records import read_records
     from ..stores.endpoint import Endpoint
     if not store:
         raise InputError("--endpoint-url is where --store is: give --store s3://BUCKET/PREFIX too")
@@ -116,7 +116,7 @@ def _defaults_line(prof) -> list:
 def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
     from ..advise.predict import workflow_checked
     from ..model import workflow as wfmod
-    from ..options import parse_size
+    from climio.dataset.options import parse_size
     if workflow:
         if file or reads:
             raise InputError("give a --workflow file or FILE --read ..., not both")
@@ -244,7 +244,7 @@ def advise_cmd(
     if is_store_url(target):
         return _advise_store(target, var, read, stack, endpoint_url)
     from ..advise.recommend import advise
-    from ..options import parse_size
+    from climio.dataset.options import parse_size
     if not target.exists():
         raise no_such_file(target)
     from ..trace.report import is_measured_input, measured_facts

@@ -10,8 +10,8 @@ import typer
 
 from ..api import results_table, run_study
 from ..bench import base
-from ..errors import InputError
-from ..options import renamed
+from climio.base.errors import InputError
+from climio.dataset.options import renamed
 from . import CONTEXT, app
 from .report import SCREENSHOT_HELP, keep_screenshot
 

@@ -6,10 +6,10 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError, disk_full_error
+from climio.base.errors import InputError, disk_full_error
 from ..measure.progress import info
-from ..options import parse_shape
-from ..staging import remove_stale, stale_temporaries
+from climio.dataset.options import parse_shape
+from climio.runs.staging import remove_stale, stale_temporaries
 from . import app
 
 
@@ -33,14 +33,14 @@ def make_data_cmd(
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
     from ..data import make_data
-    from ..options import parse_chunk_text
+    from climio.dataset.options import parse_chunk_text
     from ..measure.progress import BytesProgress
-    from ..rundir import writable_dir
-    from ..units import format_size
-    from ..options import parse_size
+    from climio.runs.rundir import writable_dir
+    from climio.base.units import format_size
+    from climio.dataset.options import parse_size
 
-    from ..data.compression import NONE
-    from ..options import parse_compression
+    from climio.dataset.compression import NONE
+    from climio.dataset.options import parse_compression
 
     if outdir is not None and out is not None and outdir != out:
         raise InputError(f"two output directories, {outdir} and -o {out}: give one")
@@ -94,9 +94,9 @@ def make_data_cmd(
 
 def _write(out, kinds, nbytes, shape4d, chunks, compression, dtype, random, seed):
     from ..data import make_data
-    from ..options import parse_chunk_text
+    from climio.dataset.options import parse_chunk_text
     from ..measure.progress import BytesProgress
-    from ..units import format_size
+    from climio.base.units import format_size
     # with --shape the 4-D file holds the shape's bytes, not --size's default
     bytes4d = math.prod(shape4d) * (4 if dtype == "f4" else 8) if shape4d else nbytes
     total = nbytes * (2 if "1d" in kinds else 0) + (bytes4d if "4d" in kinds else 0)

@@ -5,8 +5,8 @@ from typing import Optional
 
 import typer
 
-from ..errors import DataError, InputError
-from ..staging import write_via_temp
+from climio.base.errors import DataError, InputError
+from climio.runs.staging import write_via_temp
 from ..measure.progress import info
 from . import app
 
@@ -26,8 +26,8 @@ def export_cmd(
     """Write the records of RUN_DIR as one flat table: one row per record, one column per parameter and
     metric (params.*, metrics.*, cache.*), the shared nouns stack/chunks/compression/ranks, time and
     metrics.epoch_* as ISO-8601 UTC, did-not-finish bounds in metrics.rate_bound_MBps, histograms as [size, count] pairs."""
-    from ..export import flat_frame, for_csv, for_parquet, ior_summary
-    from ..records import read_records
+    from climio.runs.export import flat_frame, for_csv, for_parquet, ior_summary
+    from climio.runs.records import read_records
 
     if csv and parquet:
         raise InputError("--csv and --parquet contradict each other: give one")

@@ -45,11 +45,11 @@ def rechunk_cmd(
     plan re-decode or take two passes), with one summary at the end."""
     import json
 
-    from ..mpi_site import activate, under_mpi
+    from climio.measure.mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
-    from ..errors import ClimioError
-    from ..options import renamed
+    from climio.base.errors import ClimioError
+    from climio.dataset.options import renamed
     from ..rechunk.remote import convert   # command.convert, with s3:// stores in or out
 
     chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)

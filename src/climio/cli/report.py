@@ -44,7 +44,7 @@ def survey_cmd(
     """Run every study at a laptop-sized default and write one report."""
     from ..api import claim_run_dir, results_table
     from ..bench.survey import survey_steps
-    from ..rundir import default_run_dir
+    from climio.runs.rundir import default_run_dir
 
     run_dir = out or default_run_dir("survey")
     claim_run_dir(run_dir, append, force)   # before any data are generated

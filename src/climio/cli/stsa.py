@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError, disk_full_error
+from climio.base.errors import InputError, disk_full_error
 from ..measure.progress import info
 from . import app
 
@@ -62,9 +62,9 @@ def stsa_cmd(
 ):
     """Wavenumber-frequency spectra of a (time, [level,] lat, lon) variable, split into latitude tasks
     that each read and compute (timed separately) on Dask workers."""
-    from ..options import renamed
-    from ..staging import check_output_dir, staged_dir
-    from ..rundir import writable_dir
+    from climio.dataset.options import renamed
+    from climio.runs.staging import check_output_dir, staged_dir
+    from climio.runs.rundir import writable_dir
     from ..stsa import workflow
 
     # renamed: --tasks means processes in predict, advise and calibrate

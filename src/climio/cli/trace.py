@@ -45,7 +45,7 @@ def trace_report_cmd(
                               "(headless Chromium, 1400 x 900 px) beside it: DIR/report-first-screen.png, or FILE's name + -first-screen.png."),
 ):
     """Explain a trace or a Darshan log: time per layer and function, call paths, per-rank balance, file access, advice."""
-    from ..errors import InputError
+    from climio.base.errors import InputError
     from ..trace.report import render
     fmt = _report_format(json_out, html, format)
     if shot and fmt != "html":
@@ -58,8 +58,8 @@ def trace_report_cmd(
 
 def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:
     """--json / --html (the vocabulary of every command); the old --format spelling with a note."""
-    from ..errors import InputError
-    from ..options import renamed
+    from climio.base.errors import InputError
+    from climio.dataset.options import renamed
     if json_out and html:
         raise InputError("--json and --html contradict each other: give one")
     if old is not None and old not in ("text", "json", "html"):

@@ -37,8 +37,8 @@ def tune_write_cmd(
     """Sweep io_layout x aggregators (cb_nodes) x stripe count x backend for a model run's output
     and print the best configuration and its speed-up over the serial single-file write (MOM5 paper, 4.2)."""
     from ..bench.parallel_write import tune as tw
-    from ..options import parse_int_list
-    from ..rundir import default_run_dir
+    from climio.dataset.options import parse_int_list
+    from climio.runs.rundir import default_run_dir
 
     base = tw.base_grid(ranks, "quick" if quick else "full", backends=backends, model_grid=grid, nt=nt,
                         decomposition=decomposition, hint=hint, hints_file=hints_file, reps=reps, hostfile=hostfile,

@@ -8,8 +8,8 @@ any layout, streamed in bounded memory.
 
 from pathlib import Path
 
-from ..errors import DataError, InputError
-from ..options import parse_size
+from climio.base.errors import DataError, InputError
+from climio.dataset.options import parse_size
 from .fields import GENERATOR_VERSION, check_dtype, values_1d, values_4d
 from .writer import DEFAULT_BLOCK_BYTES, check_dir, check_space, planned_bytes_4d, write_1d, write_4d
 

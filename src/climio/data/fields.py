@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 # Bump when any value below changes: files record it so stale expectations are detectable.
 GENERATOR_VERSION = "1"

@@ -11,7 +11,7 @@ import json
 import warnings
 from pathlib import Path
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 MAKE_DATA_FORMATS = ("nc", "zarr")
 
@@ -38,7 +38,7 @@ def check_formats(kinds, fmt, chunks, shards, upload, endpoint_url):
 
 def write_zarr(out, nbytes, shape4d, chunks, shards, compression, dtype, random, seed, progress=None) -> Path:
     from . import derive_shape
-    from ..options import parse_chunk_text, parse_shape
+    from climio.dataset.options import parse_chunk_text, parse_shape
     from .zarr_writer import ZARR_NAME, write_zarr_4d
     shape = list(shape4d) if shape4d is not None else derive_shape(nbytes, dtype)
     with warnings.catch_warnings():
@@ -53,7 +53,7 @@ def write_zarr(out, nbytes, shape4d, chunks, shards, compression, dtype, random,
 
 def upload_made(out, names, target, say=None) -> list:
     """Upload `names` from `out` to the target prefix; a reference beside each netCDF-4 file."""
-    from ..stacks_s3 import REFERENCE_SUFFIX, make_reference
+    from climio.measure.stacks_s3 import REFERENCE_SUFFIX, make_reference
     from ..stores.objects import put_bytes, upload
     endpoint, url = target
     done = []
@@ -87,9 +87,9 @@ def write_reference(source, out=None, endpoint_url=None, force=False) -> dict:
     """A kerchunk reference of the netCDF-4 file `source` (s3://BUCKET/KEY or a local path) written
     to `out` (a local path, under a temporary name renamed, or s3://BUCKET/KEY, one PUT);
     {"out", "variables", "chunks", "bytes"}. Refuses to replace `out` unless `force`."""
-    from ..errors import InputError, no_such_file
-    from ..stacks_s3 import make_reference
-    from ..staging import write_via_temp
+    from climio.base.errors import InputError, no_such_file
+    from climio.measure.stacks_s3 import make_reference
+    from climio.runs.staging import write_via_temp
     from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
     out = str(out) if out else default_reference_out(source)
     remote_in, remote_out = is_s3_url(source), is_s3_url(out)
@@ -142,7 +142,7 @@ def reading_hint(source, out, endpoint_url=None) -> str:
 
 
 def _object_exists(endpoint, url) -> bool:
-    from ..errors import DataError
+    from climio.base.errors import DataError
     from ..stores.objects import object_size
     try:
         object_size(endpoint, url)

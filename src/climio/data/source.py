@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from .. import integrity
-from ..errors import DataError, InputError
+from climio.dataset import integrity
+from climio.base.errors import DataError, InputError
 
 
 def open_netcdf(path):

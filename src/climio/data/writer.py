@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .compression import NONE, Compression
-from ..errors import DataError, DiskSpaceError, InputError
-from ..staging import staged
-from ..layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, prime_at_least, validate_chunks
-from ..units import format_size
+from climio.dataset.compression import NONE, Compression
+from climio.base.errors import DataError, DiskSpaceError, InputError
+from climio.runs.staging import staged
+from climio.dataset.layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, prime_at_least, validate_chunks
+from climio.base.units import format_size
 from . import fields
 
 DEFAULT_BLOCK_BYTES = 64 << 20

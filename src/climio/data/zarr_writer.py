@@ -5,7 +5,7 @@
 The same values and CF attributes as the netCDF-4 writer (climio.data.fields), variable `ta`
 over (time, lev, lat, lon) with `dimension_names`, so xarray.open_zarr reads it as the netCDF
 file. Written in blocks that are unions of whole shards (or chunks), each written once; the
-store is written under a marked temporary name and renamed when complete (climio.staging).
+store is written under a marked temporary name and renamed when complete (climio.runs.staging).
 Codecs: none, deflateN (Zarr's gzip codec, level N), zstdN, blosc_*N, with shuffle as a filter
 (blosc: its own shuffle) and bitroundN as numcodecs' BitRound filter.
 """
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..errors import InputError
-from ..layout import bounded_block, iter_block_slices, validate_chunks
-from ..staging import make_marked_dir, replace_output, tmp_name
+from climio.base.errors import InputError
+from climio.dataset.layout import bounded_block, iter_block_slices, validate_chunks
+from climio.runs.staging import make_marked_dir, replace_output, tmp_name
 from . import fields
-from .compression import NONE, Compression
+from climio.dataset.compression import NONE, Compression
 from .writer import _COORDS, DEFAULT_BLOCK_BYTES, check_space
 
 ZARR_NAME = "field4d.zarr"
@@ -68,7 +68,7 @@ def check_shards(shape, chunks, shards):
 def zarr_chunks(shape, chunks, itemsize):
     """[t,z,y,x] chunks for Zarr: given, or the netCDF default's shape ('default'/None); Zarr has
     no contiguous layout."""
-    from ..layout import library_default_chunks
+    from climio.dataset.layout import library_default_chunks
     if chunks == "contiguous":
         raise InputError("Zarr stores are always chunked: give --chunks T,Z,Y,X or default, not contiguous")
     if chunks in (None, "default"):

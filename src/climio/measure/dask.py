@@ -19,8 +19,8 @@ import os
 import signal
 import time
 
-from .. import spawning
-from ..errors import InputError, NativeError
+from climio.machine import spawning
+from climio.base.errors import InputError, NativeError
 
 SCHEDULER_TIMEOUT_S = 10
 PRELOAD = __name__

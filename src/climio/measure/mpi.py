@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..errors import InputError, NativeError
-from ..options import check_mpi_io
+from climio.base.errors import InputError, NativeError
+from climio.dataset.options import check_mpi_io
 from .procs import failure_line, stream_records  # noqa: F401  (failure_line: re-exported)
 
 
@@ -68,7 +68,7 @@ class Launcher:
         return cmd
 
     def env(self) -> dict:
-        from ..native import child_env
+        from climio.machine.native import child_env
         env = child_env()
         if os.geteuid() == 0:
             env.update(ROOT_ENV)

@@ -2,7 +2,7 @@
 (`climio predict --check` for an s3:// store). The store is not evicted: a remote store's caches
 are not climio's."""
 
-from ..stacks_s3 import OBJECT_STACKS
+from climio.measure.stacks_s3 import OBJECT_STACKS
 from .series import timed_requests
 
 

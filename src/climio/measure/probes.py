@@ -16,8 +16,8 @@ import os
 import tempfile
 import threading
 
-from .. import native
-from ..errors import ClimioError, NativeError
+from climio.machine import native
+from climio.base.errors import ClimioError, NativeError
 from .procs import DEFAULT_TIMEOUT_S, kill_streaming, stream_records
 
 SLAB = "climio-probe-netcdf-slab"

@@ -16,8 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import NativeError
-from ..records import parse_line
+from climio.base.errors import NativeError
+from climio.runs.records import parse_line
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -75,7 +75,7 @@ def stream_records(cmd, on_record, env=None, cwd=None, timeout_s=DEFAULT_TIMEOUT
     `what` names the launch in messages (default: the program), `program` is the name its own
     error lines start with (default: the basename of the last element that is a path, or cmd[0])."""
     if env is None:
-        from ..native import child_env
+        from climio.machine.native import child_env
         env = child_env()
     program = program or Path(cmd[0]).name
     what = what or program

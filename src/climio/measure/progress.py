@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn, TransferSpeedColumn)
 
-from .. import stopping
+from climio.runs import stopping
 
 console = Console(stderr=True)
 BATCH_EVERY_S = 10.0
@@ -93,7 +93,7 @@ class BytesProgress(_Bar):
                          TimeRemainingColumn())
 
     def _fmt(self, nbytes):
-        from ..units import format_size
+        from climio.base.units import format_size
         return format_size(nbytes)
 
     def callback(self, nbytes: int) -> None:

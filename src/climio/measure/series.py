@@ -24,8 +24,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import cache
-from ..records import make_record
+from climio.machine import cache
+from climio.runs.records import make_record
 
 MARKER_PREFIX = "climio-mark"
 

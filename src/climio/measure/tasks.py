@@ -32,10 +32,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from .. import cache
-from ..errors import DataError, InputError
-from ..records import make_record
-from ..stacks import STACKS
+from climio.machine import cache
+from climio.base.errors import DataError, InputError
+from climio.runs.records import make_record
+from climio.measure.stacks import STACKS
 from . import probes
 from .procs import DEFAULT_TIMEOUT_S
 from .series import Series, Timer, run_series, storage_checked, storage_read_bytes, total_storage_bytes
@@ -76,8 +76,8 @@ class TaskPool:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self):
-        from .. import spawning
-        ctx = spawning.context()   # spawn, without re-running a user's script (climio.spawning)
+        from climio.machine import spawning
+        ctx = spawning.context()   # spawn, without re-running a user's script (climio.machine.spawning)
         try:
             mgr = self._stack.enter_context(ctx.Manager())
             self._pool = self._stack.enter_context(ProcessPoolExecutor(max_workers=self.n, mp_context=ctx))

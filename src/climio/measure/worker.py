@@ -25,11 +25,11 @@ import sys
 
 import numpy as np
 
-from .. import layout
-from ..errors import InputError
-from ..access import PATTERNS, plan
-from ..options import parse_cache_spec
-from ..stacks import ITEMSIZE, STACKS, file_kind
+from climio.dataset import layout
+from climio.base.errors import InputError
+from climio.dataset.access import PATTERNS, plan
+from climio.dataset.options import parse_cache_spec
+from climio.measure.stacks import ITEMSIZE, STACKS, file_kind
 from .series import Marker, Series, StreamChecksum, distinct_bytes, run_series
 
 PROG = "climio-worker"

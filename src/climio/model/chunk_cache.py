@@ -30,10 +30,10 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 # HDF5's built-in default (H5Pset_cache / H5D_CHUNK_CACHE_*_DEFAULT); netCDF-C and the Python
-# libraries set their own per variable: read them at run time (climio.stacks), never assume.
+# libraries set their own per variable: read them at run time (climio.measure.stacks), never assume.
 HDF5_DEFAULT = (1 << 20, 521, 0.75)
 
 

@@ -3,7 +3,7 @@ what it costs on this platform (`climio rechunk` runs these plans; the advisor's
 first" cost is the same plan's predicted time: `conversion_plan`).
 
 Pure functions: no I/O, no HDF5 (the two defaults read the machine's memory and cores). The executor reads the array in *blocks* (hyperslabs tiling the
-array in C order, see `climio.layout.iter_blocks`), assembles each block uncompressed in memory,
+array in C order, see `climio.dataset.layout.iter_blocks`), assembles each block uncompressed in memory,
 cuts it into target chunks, encodes them and writes them. Every block shape the planner returns
 is, on every axis, a multiple of the target chunk extent or the full dimension, so every target
 chunk lies in exactly one block and is encoded and written exactly once. A contiguous side imposes no alignment
@@ -49,10 +49,10 @@ import math
 import os
 from dataclasses import dataclass, fields
 
-from ..errors import InputError
-from ..layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
-from ..layout import _checked_int as _int
-from ..units import format_size
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
+from climio.dataset.layout import _checked_int as _int
+from climio.base.units import format_size
 from .rates import Rates
 
 # Default memory budget (--max-mem): a quarter of the RAM, and no more than half of what is

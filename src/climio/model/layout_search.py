@@ -23,8 +23,8 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from ..errors import InputError
-from ..layout import Layout, format_chunks
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout, format_chunks
 from ..rules.chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES
 from . import predict as model
 

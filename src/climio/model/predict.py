@@ -12,7 +12,7 @@ One explicit formula, evaluated on the requests the HDF5 library makes for the r
                    B: the shared file system's aggregate bandwidth, profile.parallel["shared_fs_Bps"]
                    when calibrated; without it each node's storage bandwidth is assumed to add up
 
-The counts of runs, chunks touched and partial chunks are climio.layout's (one geometry for the
+The counts of runs, chunks touched and partial chunks are climio.dataset.layout's (one geometry for the
 model, the planner and the trace analysis); the requests come from that geometry and what HDF5
 does with it, simulated read by read in the order the program reads:
   * contiguous data: one request per contiguous run; runs shorter than the sieve buffer (64 KiB)
@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import layout as geometry
-from ..errors import InputError
-from ..layout import Layout, format_chunks
+from climio.dataset import layout as geometry
+from climio.base.errors import InputError
+from climio.dataset.layout import Layout, format_chunks
 from .chunk_cache import CacheSpec, ChunkCache
 from .profile import Profile
 
@@ -108,7 +108,7 @@ def _prod(xs) -> int:
 def _run_shape(count, extents):
     """(run length in elements, the dimension the runs step along or -1) of a box with `count`
     inside an array of `extents`, C order: where the runs lie, which the simulation needs to place
-    its requests (how many there are is climio.layout.contiguous_runs)."""
+    its requests (how many there are is climio.dataset.layout.contiguous_runs)."""
     last = max((i for i, (n, e) in enumerate(zip(count, extents)) if n != e), default=-1)
     return (_prod(count), last) if last < 0 else (_prod(count[last:]), last)
 
@@ -266,7 +266,7 @@ class _Storage:
 
 
 def _geometry(shape, chunks, start, count) -> tuple:
-    """(contiguous runs, chunks touched, partial chunks) of one read, from climio.layout."""
+    """(contiguous runs, chunks touched, partial chunks) of one read, from climio.dataset.layout."""
     return (geometry.contiguous_runs(shape, chunks, start, count),
             geometry.chunks_touched(shape, chunks, start, count),
             geometry.partial_chunks(shape, chunks, start, count))
@@ -344,7 +344,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         simulated += 1
         cnt.calls += 1
         cnt.bytes_wanted += _prod(count) * isz
-        # the geometry (runs, chunks touched, partial chunks) is climio.layout's; what follows
+        # the geometry (runs, chunks touched, partial chunks) is climio.dataset.layout's; what follows
         # places the requests it makes on disk, through the page cache, sieve and chunk cache
         key = _geometry_key(chunks, shape, start, count)
         if key not in geometry_of:
@@ -552,7 +552,7 @@ def predict(layout: Layout, reads, stack: str, profile: Profile, tasks: int = 1,
     """Predicted wall time of `reads` (a list of (start, count)), `passes` times over, with
     `tasks` tasks on each of `nodes` nodes sharing the reads, through `stack`. `chunk_cache` is
     the cache the stack really has for the variable (a CacheSpec or its dict, read from the
-    library with climio.stacks.chunk_cache_of when there is a file); None: the profile's for the
+    library with climio.measure.stacks.chunk_cache_of when there is a file); None: the profile's for the
     stack. `chunk_cache_bytes` (older spelling) gives the bytes with the profile's slots and w0."""
     if not isinstance(tasks, int) or tasks < 1:
         raise InputError(f"--tasks {tasks!r} must be a positive integer")

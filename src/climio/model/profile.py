@@ -1,6 +1,6 @@
 """Calibrated platform rates: what the model needs to know about one machine and file system.
 
-A Profile is keyed by `platform_id` (climio.platform: host, CPU, RAM and the data's mount) and
+A Profile is keyed by `platform_id` (climio.machine.platform: host, CPU, RAM and the data's mount) and
 holds, all measured by `climio calibrate` (or fitted from existing run directories):
 
   storage   per-request latency [s] and rate [B/s] against request size, for sequential and
@@ -26,7 +26,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import DataError, InputError
+from climio.base.errors import DataError, InputError
 
 SCHEMA = 1
 PROFILE_PATTERNS = ("sequential", "strided", "warm")
@@ -48,7 +48,7 @@ class StackRates:
     copy_Bps: float = 4e9
     open_s: float = 2e-3
     chunk_cache_bytes: int = 16 << 20
-    # the cache's hash slots and preemption as the library reports them (climio.stacks.chunk_cache_of);
+    # the cache's hash slots and preemption as the library reports them (climio.measure.stacks.chunk_cache_of);
     # profiles calibrated before these were kept load with 0 slots: HDF5's default (521) is then used
     chunk_cache_nslots: int = 0
     chunk_cache_w0: float = 0.75

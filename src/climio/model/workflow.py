@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..access import slice_starts
-from ..options import parse_read
-from ..errors import DataError, InputError
-from ..layout import Layout, format_chunks
+from climio.dataset.access import slice_starts
+from climio.dataset.options import parse_read
+from climio.base.errors import DataError, InputError
+from climio.dataset.layout import Layout, format_chunks
 from .predict import Prediction, predict
 from .profile import Profile
 
@@ -108,7 +108,7 @@ def from_mapping(d: dict, base_dir=".") -> Workflow:
         if not isinstance(r, dict) or "read" not in r:
             raise InputError(f"workflow read {r!r} needs a 'read' (xy, xt, xyt or a count template)")
         specs.append(ReadSpec(str(r["read"]), _int(r.get("passes", 1), "passes"), path(r.get("file")), r.get("var")))
-    from ..options import parse_size
+    from climio.dataset.options import parse_size
     cc = d.get("chunk_cache")
     return Workflow(path(d.get("file")), d.get("var"), specs, _int(d.get("tasks", 1), "tasks"),
                     str(d.get("stack", DEFAULT_STACK)), parse_size(str(cc)) if cc is not None else None)
@@ -280,7 +280,7 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache
     """Every read of the workflow through the model; `layout_override(layout) -> Layout` predicts
     the same reads on another layout (what a rechunk would buy). `cache_of(stack, path, var,
     chunk_cache_bytes)` is the chunk cache the stack really opens the variable with (the caller
-    reads it from the library: climio.stacks.chunk_cache_of); without it, or without a file, the
+    reads it from the library: climio.measure.stacks.chunk_cache_of); without it, or without a file, the
     profile's for the stack. The libraries size it per file and stack, not per chunk shape, so a
     rechunked layout is predicted with the same cache."""
     items = []
@@ -303,11 +303,11 @@ def human_count(n) -> str:
 # --- the platform and its profile -----------------------------------------------------------------
 
 def platform_id_of(path) -> str:
-    """This machine's platform id for the file system holding `path` (as climio.platform.collect
+    """This machine's platform id for the file system holding `path` (as climio.machine.platform.collect
     computes it, without the slow library-version probes)."""
     import platform as _pf
     import socket
-    from .. import platform as plat
+    from climio.machine import platform as plat
     d = os.path.dirname(os.path.abspath(str(path))) if path else os.getcwd()
     info = {"host": socket.gethostname(), "machine": _pf.uname().machine, "cpu": plat.cpu_info(),
             "ram_bytes": plat.ram_bytes(), "filesystem": plat.filesystem_of(d)}

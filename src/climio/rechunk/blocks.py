@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from . import codec
-from ..layout import chunks_in   # not via climio.model: a worker imports this module and little else
+from climio.dataset.layout import chunks_in   # not via climio.model: a worker imports this module and little else
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ leaked.
 
 import signal
 
-from ..errors import DataError
+from climio.base.errors import DataError
 
 _early = {}   # "child": (process, pipe end) started by start_early and not yet used
 
 
 def start_early() -> None:
     """Start the child now; it imports what defining a Zarr store needs and waits for run()."""
-    from .. import spawning
+    from climio.machine import spawning
     discard()
     ctx = spawning.context()
     here, there = ctx.Pipe(duplex=True)
@@ -55,7 +55,7 @@ def run(fn, args):
             _join(proc)
             early = None
     if early is None:
-        from .. import spawning
+        from climio.machine import spawning
         ctx = spawning.context()
         conn, there = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_child_main, args=(there, fn, args), daemon=True)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .. import integrity
+from climio.dataset import integrity
 from ..data.writer import check_space
-from ..staging import remove_stale, stale_temporaries
-from ..errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
+from climio.runs.staging import remove_stale, stale_temporaries
+from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
-from ..units import format_size, rate_MBps
+from climio.base.units import format_size, rate_MBps
 from . import child, execute, formats, spec
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
@@ -498,7 +498,7 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
     bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
     of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
     name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted)."""
-    from ..options import parse_size
+    from climio.dataset.options import parse_size
     if isinstance(chunks, dict):
         per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
         per_var = [f"{k}:{','.join(map(str, v))}" for k, v in chunks.items() if isinstance(v, (list, tuple))]

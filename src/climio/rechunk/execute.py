@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spawning
+from climio.machine import spawning
 from . import blocks, formats
 from .model import Target, VarInfo
-from ..layout import chunks_in, iter_blocks
+from climio.dataset.layout import chunks_in, iter_blocks
 from ..model.convert import Plan
 
 
@@ -137,7 +137,7 @@ def _prefetch(handed_out: list) -> None:
 
 def _start(workers: int) -> tuple:
     """(pool, spill prefix): `workers` spawned processes (a forked child would inherit the
-    parent's open HDF5 state), started without re-running a user's script (climio.spawning)."""
+    parent's open HDF5 state), started without re-running a user's script (climio.machine.spawning)."""
     return spawning.context().Pool(workers, initializer=blocks.init_worker), spill_prefix()
 
 

@@ -20,8 +20,8 @@ import re
 import time
 from pathlib import Path
 
-from ..errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted
-from ..units import format_size, rate_MBps
+from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted
+from climio.base.units import format_size, rate_MBps
 from . import formats
 
 # A URL scheme (https://, gs://, file://): refused, never read as a relative path. s3:// is the

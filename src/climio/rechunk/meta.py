@@ -16,10 +16,10 @@ import h5py
 import netCDF4
 import numpy as np
 
-from ..data.compression import Compression
+from climio.dataset.compression import Compression
 from ..data.writer import MAX_CHUNKS_PER_WRITE
-from ..errors import ClimioError, DataError, InputError
-from ..layout import bounded_block, iter_block_slices
+from climio.base.errors import ClimioError, DataError, InputError
+from climio.dataset.layout import bounded_block, iter_block_slices
 from .model import VarInfo
 
 NON_COORD = "_nc4_non_coord_"

@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..data.compression import Compression
+from climio.dataset.compression import Compression
 
 
 @dataclass(frozen=True)

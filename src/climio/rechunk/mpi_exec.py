@@ -1,7 +1,7 @@
 """`climio rechunk` under mpirun/srun: the blocks of each variable are spread over the ranks and
-written collectively with parallel HDF5 (the MPI h5py of climio.mpi_site, HDF5 1.10.8 on Debian 12).
+written collectively with parallel HDF5 (the MPI h5py of climio.measure.mpi_site, HDF5 1.10.8 on Debian 12).
 
-What the parallel path supports, and why (see climio.mpi_site for the measurements):
+What the parallel path supports, and why (see climio.measure.mpi_site for the measurements):
 - output layouts: contiguous, chunked uncompressed, chunked deflate (+shuffle). HDF5 1.10.8 writes
   filtered datasets only collectively through its own filter pipeline, and direct chunk writes do
   not work with the MPI-IO driver, so each rank's blocks go through H5Dwrite and HDF5 deflates the
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from ..data.writer import check_space
-from ..staging import tmp_name
-from ..errors import ClimioError, InputError
-from ..units import format_size, rate_MBps
+from climio.runs.staging import tmp_name
+from climio.base.errors import ClimioError, InputError
+from climio.base.units import format_size, rate_MBps
 from . import blocks, codec, execute, formats
 
 PARALLEL_CODECS = ("none", "zlib")
@@ -90,7 +90,7 @@ def _write_share(comm, in_path: Path, tmp: Path, jobs, in_fmt: str = "netcdf4") 
     """Every rank: read its blocks and write them collectively. Returns bytes this rank wrote."""
     import h5py
 
-    from ..mpi_site import write_nothing
+    from climio.measure.mpi_site import write_nothing
     rank, size = comm.Get_rank(), comm.Get_size()
     mine = 0
     reader = formats.module(in_fmt)

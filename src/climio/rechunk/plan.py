@@ -2,7 +2,7 @@
 cost the advisor shares; climio.model.rates: its rates from the platform profile); the rechunk
 modules take it from here."""
 
-from ..layout import chunks_in  # noqa: F401
+from climio.dataset.layout import chunks_in  # noqa: F401
 from ..model.convert import (PASS_NAMES, PASS_STRATEGIES, PLAN_STRATEGIES, Layout, Pass, Plan,  # noqa: F401
                              conversion_plan, default_max_mem, default_workers, peak_memory, plan_variable)
 from ..model.rates import Rates  # noqa: F401

@@ -17,7 +17,7 @@ store moves through a temporary directory on local disk (--tmp, else the system'
 import tempfile
 from pathlib import Path
 
-from ..errors import InputError
+from climio.base.errors import InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 

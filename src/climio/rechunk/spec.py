@@ -24,13 +24,13 @@ import re
 
 import numpy as np
 
-from ..data.compression import CODECS, Compression
-from ..options import parse_compression
-from ..errors import DataError, InputError
-from ..layout import balanced_chunks
+from climio.dataset.compression import CODECS, Compression
+from climio.dataset.options import parse_compression
+from climio.base.errors import DataError, InputError
+from climio.dataset.layout import balanced_chunks
 from ..rules.chunks import DIVISOR_FACTOR   # --for: a length dividing the dimension may differ this much
-from ..units import format_size
-from ..options import parse_size
+from climio.base.units import format_size
+from climio.dataset.options import parse_size
 from .model import Target, VarInfo
 
 FOR_BYTES = 1 << 20           # --for target chunk size: HDF5's default chunk cache holds one such chunk

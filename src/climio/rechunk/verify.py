@@ -15,8 +15,8 @@ import numpy as np
 
 from .meta import (block_elements, chunks_of, dtype_of, hdf5_path, is_netcdf4, item_bytes, kind, open_dataset,
                    raw, string_attr_names, var_path, h5open)
-from ..errors import DataError
-from ..layout import bounded_block, iter_block_slices
+from climio.base.errors import DataError
+from climio.dataset.layout import bounded_block, iter_block_slices
 
 MAX_LISTED = 20
 # The two blocks share max_mem with the comparison's temporaries (bit views, NaN masks, a bool mask

@@ -16,14 +16,14 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from .. import render
+from climio.present import render
 from ..bench import base
-from ..cells import generic_section
-from ..errors import DataError
-from ..records import atomic_write_text, read_records
-from ..sections import Details, Figure, Heading, Lead, Link, Note, Paragraph, Table
-from ..stats import by_study
-from ..units import format_size
+from climio.present.cells import generic_section
+from climio.base.errors import DataError
+from climio.runs.records import atomic_write_text, read_records
+from climio.present.sections import Details, Figure, Heading, Lead, Link, Note, Paragraph, Table
+from climio.present.stats import by_study
+from climio.base.units import format_size
 
 _PLATFORM_FIRST = ("host", "os", "kernel", "machine", "cpu", "ram_bytes", "filesystem", "versions", "platform_id")
 
@@ -144,7 +144,7 @@ FALLBACK_ROWS = 2
 def fallback_headline(study, sections, findings):
     """A Headline from what every study has: its findings without a verdict (the numbers it
     measured) and the first figure of its section; None when it has neither."""
-    from ..sections import Headline, HeadlineRow
+    from climio.present.sections import Headline, HeadlineRow
     rows = [HeadlineRow("measured", f.text) for f in findings if f.study == study and f.verdict is None]
     sec = next((s for s in sections if s.id == f"study-{study}"), None)
     fig = next((b for b in sec.blocks if isinstance(b, Figure)), None) if sec else None
@@ -152,7 +152,7 @@ def fallback_headline(study, sections, findings):
 
 
 def _broken_headline(study, exc):
-    from ..sections import Headline, HeadlineRow
+    from climio.present.sections import Headline, HeadlineRow
     return Headline(study, [HeadlineRow("summary", f"could not be built ({type(exc).__name__}: {exc})")])
 
 

@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import DataError, NativeError
+from climio.base.errors import DataError, NativeError
 
 FIRST_SCREEN = (1400, 900)        # pixels: a laptop's browser window
 

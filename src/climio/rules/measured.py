@@ -9,7 +9,7 @@ from . import fixes
 from . import finding, rule
 from .chunks import bounded_chunks
 from .facts import OFFSET_LAYERS
-from ..units import format_size
+from climio.base.units import format_size
 
 KiB = 1024
 # Small requests: over all files, at each file's lowest traced layer with offsets.

@@ -12,9 +12,9 @@ import math
 from . import REGISTRY, fixes, rule, saving_share, severity
 from .chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES, bounded_chunks
 from .measured import SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE
-from ..layout import Layout, balanced_chunks
-from ..options import parse_read
-from ..units import format_size
+from climio.dataset.layout import Layout, balanced_chunks
+from climio.dataset.options import parse_read
+from climio.base.units import format_size
 
 MIN_GAIN_SHARE = 0.10        # a recommendation must save at least this share of the predicted time
 NODE_COUNTS = (1, 2, 4, 8, 16)   # node counts the tasks rule weighs (each node like this one)

@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import NativeError
+from climio.base.errors import NativeError
 
 SEAWEEDFS_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
 TOXIPROXY_VERSION = "v2.5.0"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 from urllib.parse import urlparse
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 DEFAULT_REGION = "us-east-1"
 REDACTED = "[redacted]"

@@ -8,7 +8,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import DataError
+from climio.base.errors import DataError
 from .endpoint import Endpoint, parse_s3_url
 
 UPLOAD_THREADS = 8

@@ -2,7 +2,7 @@
 for a bucket the study does not run. Nothing can be evicted or delayed there: cold repetitions
 are recorded as warm with the reason, and an injected latency is an input error."""
 
-from ..errors import InputError
+from climio.base.errors import InputError
 from .endpoint import Endpoint, parse_s3_url
 
 NOT_EVICTABLE = "none: a remote store's caches are not under climio's control"

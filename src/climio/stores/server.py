@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
-from .. import cache
-from ..errors import NativeError
+from climio.machine import cache
+from climio.base.errors import NativeError
 from ..measure.procs import kill_group
 from . import binaries
 from .endpoint import Endpoint
@@ -236,7 +236,7 @@ class S3Server:
 
     def evict(self) -> dict:
         """Every volume file evicted from the page cache and checked with mincore: a record's
-        `cache` (see climio.cache.prepare), with the number of files."""
+        `cache` (see climio.machine.cache.prepare), with the number of files."""
         files = self.volume_files()
         out = cache.prepare(files, "cold")
         out["files"] = len(files)

@@ -9,7 +9,7 @@ import json
 import urllib.error
 import urllib.request
 
-from ..errors import NativeError
+from climio.base.errors import NativeError
 
 
 class Toxiproxy:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import cache
+from climio.machine import cache
 
 READER_XARRAY = "xarray"
 RESIDENT_ENOUGH = 0.9              # of the variable's pages cached: read piece by piece

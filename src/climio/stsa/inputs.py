@@ -12,10 +12,10 @@ from typing import Optional
 
 import numpy as np
 
-from .. import integrity
-from ..errors import DataError, InputError
+from climio.dataset import integrity
+from climio.base.errors import DataError, InputError
 from ..measure import dask as dask_cluster
-from ..options import parse_lat_band
+from climio.dataset.options import parse_lat_band
 
 METHODS = ("wk", "hayashi")
 WK_LAT_BAND = (-15.0, 15.0)       # WK99's band

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..staging import write_via_temp
+from climio.runs.staging import write_via_temp
 from .spectra import HayashiSpectrum, WKSpectra
 
 WK_VARIABLES = {

@@ -1,9 +1,9 @@
 """Plots of STSA spectra in the style of Wheeler & Kiladis (1999) Figs 1-3, as PNG bytes (matplotlib's
-Agg canvas through climio.plotting.to_png; pyplot is never used), and an HTML page of them.
+Agg canvas through climio.present.plotting.to_png; pyplot is never used), and an HTML page of them.
 
     wk_figures(spectra) -> {"fig1_raw": png, "fig2_background": png, "fig3_ratio": png}
     hayashi_figures(spectra) -> {"hayashi_power": png}
-    html_page(spectra, figures, analysis=None) -> str      one self-contained page (climio.render)
+    html_page(spectra, figures, analysis=None) -> str      one self-contained page (climio.present.render)
 
 The shallow-water dispersion curves (Kelvin, n=1 equatorial Rossby, n=1 inertio-gravity on the
 symmetric panels; mixed Rossby-gravity, n=0 eastward and n=2 inertio-gravity on the antisymmetric
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..plotting import to_png
+from climio.present.plotting import to_png
 from .dispersion import ANTISYMMETRIC, SYMMETRIC, WK_DEPTHS, dispersion_curves
 from .spectra import HayashiSpectrum, WKSpectra
 from .tasks import rows_text
@@ -206,9 +206,9 @@ LEAD_FIGURE = ("fig3_ratio", "hayashi_power")   # the WK diagram with its disper
 def html_page(spectra, pngs: dict, analysis=None, title="climio stsa") -> str:
     """A self-contained HTML page: the verdict (how much of the job was I/O) beside the WK diagram
     with its dispersion curves first, then the other figures, the per-task timings and the parameters."""
-    from .. import render
-    from ..sections import Figure as SFigure
-    from ..sections import Lead, Paragraph, ParamList, Section, Table
+    from climio.present import render
+    from climio.present.sections import Figure as SFigure
+    from climio.present.sections import Lead, Paragraph, ParamList, Section, Table
     key = next((k for k in LEAD_FIGURE if k in pngs), None)
     sec = Section("stsa", "Spectra and timings")
     for name, png in pngs.items():

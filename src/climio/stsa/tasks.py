@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DataError, InputError
+from climio.base.errors import DataError, InputError
 from . import direct, readplan
 from . import spectra as sp
 from .inputs import Axes

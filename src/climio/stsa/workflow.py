@@ -56,9 +56,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from climio.base.errors import InputError
 from ..measure import dask as dask_cluster
-from .. import stopping
+from climio.runs import stopping
 from . import readplan
 from . import spectra as sp
 # the input and the task are modules of their own; their names stay reachable here (the face callers use)

@@ -10,7 +10,7 @@ Sections (DEFINITIONS states each term as the report shows it):
   files               per file and layer: access classification, Darshan's request-size histogram,
                       top request sizes, timeline
   netcdf              per netCDF read: bytes decoded vs bytes requested from the chunk shape
-                      (climio.layout), chunks touched, whether the chunk cache holds them
+                      (climio.dataset.layout), chunks touched, whether the chunk cache holds them
   facts()             the Facts the rules judge (event_facts: small requests, library reads, shared
                       writes, truncation, file per process, the program's stack)
 
@@ -29,10 +29,10 @@ from functools import cached_property
 
 import numpy as np
 
-from .. import layout
-from ..errors import InputError
+from climio.dataset import layout
+from climio.base.errors import InputError
 from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
-from ..stats import rank_spread
+from climio.present.stats import rank_spread
 from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES
 
 
@@ -72,7 +72,7 @@ DEFINITIONS = {
                     "100 KiB-1 MiB, 1-4 MiB, 4-10 MiB, 10-100 MiB, 100 MiB-1 GiB, 1 GiB+ (upper edge "
                     "inclusive, binary units).",
     "bytes decoded": "bytes the library must read and decompress for a netCDF read: every chunk the "
-                     "hyperslab touches in full (climio.layout.bytes_decoded), or the bytes requested "
+                     "hyperslab touches in full (climio.dataset.layout.bytes_decoded), or the bytes requested "
                      "for a contiguous variable.",
     "decoded after cache": "bytes decoded, counting nothing for a read that needs only chunks of the "
                            "previous read of the same variable and process when the cache holds them (an estimate).",

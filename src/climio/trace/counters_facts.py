@@ -9,7 +9,7 @@ say left out and the reason in Facts.missing (the rules that need it are listed 
 
 from collections import Counter
 
-from ..records import iso_utc
+from climio.runs.records import iso_utc
 from ..rules import Facts, not_checked
 from ..rules.facts import OFFSET_LAYERS, TRACE_LAYER_ORDER, program_stack
 from ..rules.measured import LIBRARY_MIN_READ_BYTES, SMALL_REQUEST_BYTES

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import iso_utc
+from climio.runs.records import iso_utc
 from .analysis import SIZE_EDGES, op_kind, is_collective, without_wrappers
 from .darshan_log import CounterRecord
 from .reader import (_EVENTS_RE, EVENTS_DTYPE, LAYER_NAMES, Proc, Trace, TraceError, _read_done, _read_strings,

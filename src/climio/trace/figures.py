@@ -1,4 +1,4 @@
-"""Figures of a trace as PNG bytes (matplotlib Agg through climio.plotting, no pyplot).
+"""Figures of a trace as PNG bytes (matplotlib Agg through climio.present.plotting, no pyplot).
 
     flow(facts)            the call-path flow across layers, as MOM5 Figs 10-12: a box per function
                            (max time of one rank, number of ranks), an arrow per parent -> child path
@@ -16,8 +16,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import FuncFormatter
 
-from ..plotting import COLOURS as _COLOURS, to_png
-from ..units import format_size
+from climio.present.plotting import COLOURS as _COLOURS, to_png
+from climio.base.units import format_size
 from .analysis import TRACE_LAYER_ORDER, SIZE_BUCKETS
 
 LAYER_TITLES = {"netcdf": "netCDF", "hdf5": "HDF5", "mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX / system I/O"}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
+from climio.base.errors import DataError
 
 RECORD_DTYPE = np.dtype([("t_start_ns", "<u8"), ("t_end_ns", "<u8"), ("offset", "<i8"), ("size", "<i8"),
                          ("ret", "<i8"), ("file_id", "<u4"), ("func_id", "<u4"), ("var_id", "<u4"),

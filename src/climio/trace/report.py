@@ -4,7 +4,7 @@
     text(facts, findings) -> str              the terminal summary
     to_json(facts, findings) -> str           everything, machine-readable
     html_page(facts, findings) -> str         self-contained page with figures: html_sections() as
-                                              climio.sections objects, rendered by climio.render
+                                              climio.present.sections objects, rendered by climio.present.render
     render(trace_dir, fmt, out, say)          the command: text/json to stdout or FILE, html to FILE
                                               (default DIR/report.html, or LOG.darshan.html for a Darshan log)
 """
@@ -12,11 +12,11 @@
 import json
 from pathlib import Path
 
-from ..cells import num
-from ..errors import InputError
-from ..records import atomic_write_text
-from ..sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
-from ..units import format_size
+from climio.present.cells import num
+from climio.base.errors import InputError
+from climio.runs.records import atomic_write_text
+from climio.present.sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
+from climio.base.units import format_size
 from .. import rules
 from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
@@ -200,8 +200,8 @@ def _v(v) -> str:
 
 
 def html_page(facts, findings) -> str:
-    """The page: html_sections() rendered by the one report template (climio.render)."""
-    from ..render import page
+    """The page: html_sections() rendered by the one report template (climio.present.render)."""
+    from climio.present.render import page
     tr = facts["trace"]
     meta = [("trace directory" if facts.get("source") != "darshan" else "Darshan log", tr["path"]),
             ("command", " ".join(tr["command"]) if tr.get("command") else "—"),
@@ -228,7 +228,7 @@ def html_page(facts, findings) -> str:
 
 
 def html_sections(facts, findings) -> list:
-    """The trace report as climio.sections objects: advice, layers and functions, call-path flow,
+    """The trace report as climio.present.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
     return [s for s in (_advice_section(facts, findings), _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
@@ -383,7 +383,7 @@ def render(trace_dir, fmt="text", out=None, say=print):
     if out is None:
         print(body, end="")
         return None
-    from ..errors import DataError
+    from climio.base.errors import DataError
     try:
         atomic_write_text(Path(out), body)
     except OSError as exc:
@@ -400,7 +400,7 @@ LEAD_ITEMS = 3        # advice items in the first screen's table
 def html_lead(facts, findings):
     """The page's first screen (a sections.Lead): how much of the run is traced I/O, whether I/O is
     the bottleneck, the top advice item with what it could save, beside the I/O-share figure."""
-    from ..sections import Lead
+    from climio.present.sections import Lead
     tr = facts["trace"]
     run, io = tr.get("process_time_s") or 0.0, tr.get("io_time_s") or 0.0
     blocks = [Paragraph(f"Traced I/O is {_pct(tr.get('io_share'))} of the run: {_t(io)} s of {_t(run)} s process time "

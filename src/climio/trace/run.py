@@ -34,11 +34,11 @@ import sys
 import time
 
 from .. import __version__
-from ..errors import ClimioError, InputError
-from ..options import parse_choice, parse_mode
+from climio.base.errors import ClimioError, InputError
+from climio.dataset.options import parse_choice, parse_mode
 from ..measure.mpi import HYDRA, OPENMPI, env_rank, launcher_flavour
-from ..records import atomic_write_text, iso_utc
-from ..rundir import claim_dir, default_run_dir, writable_dir
+from climio.runs.records import atomic_write_text, iso_utc
+from climio.runs.rundir import claim_dir, default_run_dir, writable_dir
 
 TRACEABLE_LAYERS = ("posix", "mpiio", "netcdf", "hdf5")  # what --layers may name (stdio counts as posix)
 
@@ -110,7 +110,7 @@ def interpreter_excludes(command) -> list:
 
 def tracer_library() -> str:
     """Path of libclimio-trace.so (CLIMIO_NATIVE_LIB, a directory, overrides the installed one)."""
-    from .. import native
+    from climio.machine import native
     return native.library("climio-trace")
 
 

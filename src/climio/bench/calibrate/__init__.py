@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 
 STUDY = "calibrate"
 CALIBRATED_STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
@@ -57,9 +57,9 @@ def default_tasks() -> list:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_compression
-    from ...options import parse_int_list
-    from ...options import parse_size
+    from climio.dataset.options import parse_compression
+    from climio.dataset.options import parse_int_list
+    from climio.dataset.options import parse_size
     values = base.checked_values("calibrate", Grid, PRESETS, preset, values)
     v = {**PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
     size = parse_size(str(v["size"]))

@@ -28,12 +28,12 @@ import time
 
 import numpy as np
 
-from ... import cache
+from climio.machine import cache
 from ...data.writer import write_4d
-from ...errors import ClimioError, NativeError
+from climio.base.errors import ClimioError, NativeError
 from ...measure.procs import failure_line, kill_group
-from ...options import parse_compression
-from ...records import make_record
+from climio.dataset.options import parse_compression
+from climio.runs.records import make_record
 from . import STUDY
 
 CONVERT_SHAPE = {"full": (96, 4, 192, 192), "quick": (48, 4, 192, 192)}    # f4: 54 / 27 MiB

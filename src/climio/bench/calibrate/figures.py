@@ -2,7 +2,7 @@
 
 from matplotlib.figure import Figure
 
-from ...plotting import COLOURS, MARKERS, log2_size_axis, to_png
+from climio.present.plotting import COLOURS, MARKERS, log2_size_axis, to_png
 
 
 def storage_rates(profile) -> bytes:

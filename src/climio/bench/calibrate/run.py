@@ -27,19 +27,19 @@ import time
 
 import numpy as np
 
-from ... import cache
+from climio.machine import cache
 from ...model import profile as profmod
 from ...model.predict import simulate
-from ...options import parse_compression
-from ...platform import filesystem_of
+from climio.dataset.options import parse_compression
+from climio.machine.platform import filesystem_of
 from ...data.writer import write_4d
-from ...layout import Layout
+from climio.dataset.layout import Layout
 from ...measure import probes
 from ...measure.progress import info
 from ...measure.series import Timer, storage_checked
 from ...measure.tasks import TaskPool, gathered, task_record
-from ...records import make_record
-from ...stacks import STACKS, chunk_cache_of
+from climio.runs.records import make_record
+from climio.measure.stacks import STACKS, chunk_cache_of
 from . import STUDY
 
 SHAPE = (32, 4, 64, 128)          # 8 MiB of f8: the library-cost files
@@ -431,7 +431,7 @@ def run_calibration(ctx, grid) -> int:
         say(f"calibrate: parallel scaling at {', '.join(map(str, grid.task_list))} tasks")
         parallel(files, codec, grid.task_list, grid.reps, emit, pid)
     # the profile, fitted from this run's records, next to them and in the profile cache
-    from ...records import read_records
+    from climio.runs.records import read_records
     from .summary import profile_from_records
     prof = profile_from_records(read_records(ctx.run.path), pid, ctx.run.platform)
     written = profmod.save(prof, os.path.join(ctx.run.path, profmod.PROFILE_NAME))

@@ -1,6 +1,6 @@
 """The calibration's section: the profile the model predicts with."""
 
-from ...sections import Figure, Finding, Note, Paragraph, Section, Table
+from climio.present.sections import Figure, Finding, Note, Paragraph, Section, Table
 from . import STUDY, figures
 from .summary import summarise
 

@@ -34,7 +34,7 @@ def summarise(records) -> dict:
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): the storage's peak
     sequential rate and the cost of a strided request in the fitted profile."""
-    from ...sections import Headline, HeadlineRow, cache_state
+    from climio.present.sections import Headline, HeadlineRow, cache_state
     recs = [r for r in records if r.get("study") == "calibrate"]
     if not recs:
         return None

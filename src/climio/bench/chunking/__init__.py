@@ -4,7 +4,7 @@ for chunk shapes x compression x chunk cache.
     catalogue.py   the thesis's chunk shapes A-G (+ default, balanced) and the --chunks list
     run.py         the layout files and the measuring loop (records into the run directory)
     summary.py     the numbers (pure): cells, Tables 4.1/4.2, cache ratios, reproduction checks
-    section.py     the report's section and key findings (climio.sections objects)
+    section.py     the report's section and key findings (climio.present.sections objects)
     figures.py     heat maps and wall/CPU bars (PNG)
 
 `climio bench chunking` is built from Grid's field metadata (climio.bench.base.option).
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 from .catalogue import LayoutCase
 from .summary import STUDY  # defined once, beside the summary
 
@@ -96,10 +96,10 @@ def build_grid(preset="full", **values) -> Grid:
     preset's defaults; one-line InputError / DataError."""
     import numpy as np
 
-    from ...options import parse_read
-    from ...data.compression import NONE
-    from ...options import parse_compression_list
-    from ...options import parse_choice, parse_count, parse_shape
+    from climio.dataset.options import parse_read
+    from climio.dataset.compression import NONE
+    from climio.dataset.options import parse_compression_list
+    from climio.dataset.options import parse_choice, parse_count, parse_shape
     from .catalogue import parse_chunk_spec
     from .run import open_source, split_reads
 
@@ -145,7 +145,7 @@ def check_nothing_dropped(given, shapes, comps, compressed_for, layouts) -> None
     """A chunk shape or compression setting the user asked for that no layout measures is an
     InputError saying what to change (a contiguous shape is measured uncompressed only, and a
     compressed setting only on the chunked shapes --compress-chunks names)."""
-    from ...data.compression import NONE
+    from climio.dataset.compression import NONE
     contiguous = [lab for lab, ch in shapes if ch is None]
     chunked = [lab for lab, ch in shapes if ch is not None]
     if given.get("compress_chunks") is not None:

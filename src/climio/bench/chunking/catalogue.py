@@ -6,16 +6,16 @@ variable, the library default and Rew's balanced shape, and the --chunks list us
     LayoutCase(label, chunks, compression)      one file the study writes and reads
 
 The geometry these shapes are measured with (chunks touched, bytes decoded, library default,
-balanced) lives in climio.layout; this module only names the study's shapes.
+balanced) lives in climio.dataset.layout; this module only names the study's shapes.
 """
 
 import math
 import re
 from dataclasses import dataclass
 
-from ...access import _need_4d, _template
-from ...errors import InputError
-from ...layout import _itemsize, _shape, balanced_chunks, library_default_chunks, validate_chunks
+from climio.dataset.access import _need_4d, _template
+from climio.base.errors import InputError
+from climio.dataset.layout import _itemsize, _shape, balanced_chunks, library_default_chunks, validate_chunks
 
 CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles", "D": "~16.2 KB xy tiles",
                 "E": "xy", "F": "xt", "G": "xyt", "default": "library default", "balanced": "balanced (Rew)"}
@@ -130,7 +130,7 @@ def parse_chunk_spec(text, shape, itemsize) -> list:
 @dataclass
 class LayoutCase:
     """One file of the study: a chunk shape of the catalogue (or the user's) x a compression
-    setting. The Layout noun of the design (shape, chunks, filters) is climio.layout.Layout; a
+    setting. The Layout noun of the design (shape, chunks, filters) is climio.dataset.layout.Layout; a
     case adds the study's label, the file and why it could not be written."""
 
     label: str           # A..G, default, balanced, custom

@@ -1,4 +1,4 @@
-"""Figures of the chunking study as PNG bytes (Agg canvas via climio.plotting; pyplot is never used).
+"""Figures of the chunking study as PNG bytes (Agg canvas via climio.present.plotting; pyplot is never used).
 
     heatmaps(panels, ...)   read shape x chunk shape grids of annotated cells (thesis Figs 4.3, 4.5, 4.6)
                             and the same grids of rate ratios (chunk cache "fit" vs "default")
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ...plotting import to_png, wall_cpu_legend
+from climio.present.plotting import to_png, wall_cpu_legend
 
 RATE_CMAP = "viridis"
 RATIO_CMAP = "RdBu"

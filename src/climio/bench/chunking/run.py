@@ -4,7 +4,7 @@ For every layout (chunk shape x compression) one file is written; every read sha
 read from it through each layer, cold, with the library's default chunk cache and with a cache
 sized to hold every chunk one read touches, so the report can separate the penalty of the
 layout from the penalty of a too-small cache. Geometry (chunks touched, bytes decoded per
-byte delivered) comes from climio.layout; the time from the layer processes.
+byte delivered) comes from climio.dataset.layout; the time from the layer processes.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import access, layout, native
-from ...data.compression import NONE
+from climio.dataset import access, layout
+from climio.machine import native
+from climio.dataset.compression import NONE
 from ...data.source import open_source as _open_source
-from ...errors import NativeError
+from climio.base.errors import NativeError
 from ...measure import probes
 from ...measure.procs import stream_records
-from ...records import make_record
+from climio.runs.records import make_record
 from . import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # noqa: F401  (the package's; re-exported for callers)
 from .catalogue import LayoutCase  # noqa: F401
 

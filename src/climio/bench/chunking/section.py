@@ -1,4 +1,4 @@
-"""The chunking section of the report (thesis chapter 4) as climio.sections objects: Figs 4.3-4.6
+"""The chunking section of the report (thesis chapter 4) as climio.present.sections objects: Figs 4.3-4.6
 as heat maps and bars (drawn when the page is rendered), Tables 4.1/4.2, the chunk cache
 comparison, and the check of the thesis's three chunking/compression findings. The numbers come
 from .summary (pure); this module only arranges them.
@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
-from ...cells import CONFIG_HEADERS, bound_num, config_cells, num, plural
-from ...sections import Cell, Details, Figure, Finding, Heading, Note, Paragraph, Section, Table
-from ...stats import CPU, RATE, WALL, config_row, describe
-from ...units import format_size
+from climio.present.cells import CONFIG_HEADERS, bound_num, config_cells, num, plural
+from climio.present.sections import Cell, Details, Figure, Finding, Heading, Note, Paragraph, Section, Table
+from climio.present.stats import CPU, RATE, WALL, config_row, describe
+from climio.base.units import format_size
 from . import figures as cf
 from .summary import (CONTIGUOUS, NONE, STUDY, THRESHOLD_COMPRESSION, THRESHOLD_XT, THRESHOLD_XY,  # noqa: F401
                       Bounded, Cells, _ordered, best_worst, bounded_text, cache_ratios, cell_rate, cells_of,

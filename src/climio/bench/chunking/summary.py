@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...cells import dnf_text, num, plural
-from ...sections import VERDICTS as _ALL_VERDICTS
-from ...stack_names import stack_sort_key
-from ...stats import RATE, group_configs
-from ...units import format_size
+from climio.present.cells import dnf_text, num, plural
+from climio.present.sections import VERDICTS as _ALL_VERDICTS
+from climio.dataset.stack_names import stack_sort_key
+from climio.present.stats import RATE, group_configs
+from climio.base.units import format_size
 
 STUDY = "chunking"
 CELL_PARAMS = ("layer", "compression", "cache_setting", "read_shape", "chunk_label")
@@ -34,7 +34,7 @@ NONE, CONTIGUOUS, XT_CHUNKS = "none", "A", "F"
 _DEFAULTS = {"compression": NONE, "cache_setting": "default"}
 
 THRESHOLD_XT, THRESHOLD_XY, THRESHOLD_COMPRESSION = 5.0, 5.0, 2.0
-# The verdicts a check can get (words of climio.sections.VERDICTS): "refuted" when the measured
+# The verdicts a check can get (words of climio.present.sections.VERDICTS): "refuted" when the measured
 # ratio is below 1, i.e. the opposite of the thesis's effect holds.
 CHECK_VERDICTS = ("reproduced", "not reproduced", "refuted", "inconclusive", "not decidable", "not measured")
 assert set(CHECK_VERDICTS) <= set(_ALL_VERDICTS)
@@ -491,7 +491,7 @@ def headline(records):
     """The study's rows of the report's first screen (sections.Headline): per read shape, the best
     chunk shape (no compression, default chunk cache, over every layer) and its gain over
     contiguous; None without such cells."""
-    from ...sections import Headline, HeadlineRow, cache_state
+    from climio.present.sections import Headline, HeadlineRow, cache_state
     cells = cells_of(records)
     rows = []
     for read in cells.reads:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
-from ...options import parse_shape
+from climio.base.errors import InputError
+from climio.dataset.options import parse_shape
 
 STUDY = "layouts"
 DEFAULT_MIXES = ("xy:1", "xt:1", "xy:30,xt:5", "xy:1,xt:1", "xy:5,xt:30", "xy:3,xt:3,xyt:1")

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ...plotting import to_png
+from climio.present.plotting import to_png
 
 
 def totals_by_mix(s) -> bytes:

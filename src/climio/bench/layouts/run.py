@@ -12,9 +12,9 @@ import os
 import subprocess
 import time
 
-from ... import native
-from ...errors import ClimioError, NativeError
-from ...layout import Layout, balanced_chunks, format_chunks, library_default_chunks
+from climio.machine import native
+from climio.base.errors import ClimioError, NativeError
+from climio.dataset.layout import Layout, balanced_chunks, format_chunks, library_default_chunks
 from ...data.writer import check_room, write_4d
 from ...measure.procs import failure_line, kill_group
 from ...measure.progress import info
@@ -25,9 +25,9 @@ from ...model.convert import rechunk_cost
 from ...model.layout_search import Pattern
 from ...model.predict import predict
 from ...model.workflow import layout_of, reads_for
-from ...options import parse_compression
-from ...records import make_record
-from ...stacks import chunk_cache_of
+from climio.dataset.options import parse_compression
+from climio.runs.records import make_record
+from climio.measure.stacks import chunk_cache_of
 from . import MIN_SHAPES, STUDY
 
 VAR = "ta"

@@ -3,7 +3,7 @@ figure of every measured shape's total per mix, and the finding."""
 
 import math
 
-from ...sections import Figure, Finding, Paragraph, Section, Table
+from climio.present.sections import Figure, Finding, Paragraph, Section, Table
 from . import STUDY
 from .summary import TARGET, summarise
 

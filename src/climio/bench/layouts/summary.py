@@ -85,7 +85,7 @@ def summarise(records) -> dict:
 
 def headline(records):
     """The study's rows of the report's first screen: the advised shape against the measured best."""
-    from ...sections import Headline, HeadlineRow, cache_state
+    from climio.present.sections import Headline, HeadlineRow, cache_state
     s = summarise(records)
     if not s["mixes"]:
         return None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 
 STUDY = "object-chunking"
 # zarr-fsspec reads the unsharded stores through s3fs, the client the references use too: the
@@ -58,7 +58,7 @@ def _items(text) -> list:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_compression, parse_shape
+    from climio.dataset.options import parse_compression, parse_shape
     from ..chunking.catalogue import parse_chunk_spec
     values = base.checked_values(STUDY, Grid, PRESETS, preset, values)
     v = {**PRESETS[preset], **{k: x for k, x in values.items() if x not in (None, "", 0)}}

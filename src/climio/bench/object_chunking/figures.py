@@ -7,8 +7,8 @@ The functions draw what summary.py computed; they know nothing of records."""
 
 from matplotlib.figure import Figure
 
-from ...plotting import COLOURS, to_png
-from ...units import format_size
+from climio.present.plotting import COLOURS, to_png
+from climio.base.units import format_size
 from . import READS
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ...access import read_count, slice_starts
+from climio.dataset.access import read_count, slice_starts
 from ...data import values_4d, write_4d
 from ...data.zarr_writer import write_zarr_4d
-from ...layout import chunks_touched, format_chunks
+from climio.dataset.layout import chunks_touched, format_chunks
 from ...measure.series import Timer, storage_checked
 from ...model.workflow import stsa_reads
-from ...records import make_record
-from ...stacks_s3 import OBJECT_STACKS, REFERENCE_SUFFIX, make_reference
+from climio.runs.records import make_record
+from climio.measure.stacks_s3 import OBJECT_STACKS, REFERENCE_SUFFIX, make_reference
 from ...stores.objects import put_bytes, upload
 from ...stores.server import S3Server
 from ...stores.timing import request_stats, timed_store

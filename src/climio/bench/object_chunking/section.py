@@ -2,8 +2,8 @@
 
 from statistics import median
 
-from ...sections import Figure, Finding, Note, Paragraph, Section, Table
-from ...units import format_size
+from climio.present.sections import Figure, Finding, Note, Paragraph, Section, Table
+from climio.base.units import format_size
 from . import STUDY
 from .summary import PEAK_SHARE, RECOVERS, summarise
 

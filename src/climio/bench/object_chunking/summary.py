@@ -99,7 +99,7 @@ def summarise(records) -> dict:
 def headline(records):
     """The study's rows of the report's first screen (sections.Headline): per latency and read
     shape the fastest Zarr layout (chunks, shards) through zarr-obstore and its rate."""
-    from ...sections import Headline, HeadlineRow, cache_state
+    from climio.present.sections import Headline, HeadlineRow, cache_state
     cs = [c for c in cells(records) if c["stack"] == "zarr-obstore"]
     rows = []
     for lat in sorted({c["latency_ms"] for c in cs}):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 
 STUDY = "object-read"
 PEER = "raw-obstore"
@@ -58,7 +58,7 @@ def requests_for(size: int, concurrency: int, total: int, max_requests: int) -> 
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_int_list, parse_size
+    from climio.dataset.options import parse_int_list, parse_size
     values = base.checked_values(STUDY, Grid, PRESETS, preset, values)
     v = {**PRESETS[preset], **{k: x for k, x in values.items() if x not in (None, "", 0)}}
     sizes = [parse_size(s.strip()) for s in str(v["sizes"]).split(",") if s.strip()]

@@ -10,7 +10,7 @@ from pathlib import Path
 from statistics import median
 
 from ...data.zarr_writer import write_zarr_4d
-from ...stacks_s3 import OBJECT_STACKS
+from climio.measure.stacks_s3 import OBJECT_STACKS
 from ...stores.objects import delete_prefix, upload
 from ...stores.timing import timed_store
 

@@ -7,7 +7,7 @@ The functions draw what summary.py computed; they know nothing of records."""
 
 from matplotlib.figure import Figure
 
-from ...plotting import COLOURS, MARKERS, log2_size_axis, to_png
+from climio.present.plotting import COLOURS, MARKERS, log2_size_axis, to_png
 from . import PEER
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ...measure.series import Timer, storage_checked
-from ...records import make_record
-from ...stacks_s3 import OBJECT_STACKS
+from climio.runs.records import make_record
+from climio.measure.stacks_s3 import OBJECT_STACKS
 from ...stores.objects import delete_prefix, list_keys
 from ...stores.remote import NOT_EVICTABLE, RemoteStore
 from ...stores.server import S3Server
@@ -116,7 +116,7 @@ def measure(s3, grid, keys, stack, size, conc, rep, platform_id) -> dict:
         if grid.page_cache == "cold":
             state = s3.evict()
         else:
-            from ... import cache
+            from climio.machine import cache
             state = {**cache.prepare(s3.volume_files(), "warm"), "where": "object store volume files"}
         io0 = s3.storage_read_bytes()
         faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -175,7 +175,7 @@ def write_store_profile(run, s3) -> None:
     and aggregate bandwidth and the concurrency each GET size needs (summary.store_profile), with
     the store it describes (never a credential): the object-store rates a read-time model takes."""
     import json
-    from ...records import atomic_write_text, read_records
+    from climio.runs.records import atomic_write_text, read_records
     from .summary import summarise
     profile = summarise(read_records(run.path))["profile"]
     doc = {"store": s3.describe(), "platform_id": run.platform_id,

@@ -1,7 +1,7 @@
 """The object-read study in the report: rates and peer ratios per cell, and the target."""
 
-from ...sections import Figure, Finding, Note, Paragraph, Section, Table
-from ...units import format_size
+from climio.present.sections import Figure, Finding, Note, Paragraph, Section, Table
+from climio.base.units import format_size
 from . import PEER, STUDY
 from .summary import summarise
 

@@ -86,8 +86,8 @@ def store_profile(cells) -> dict:
 def headline(records):
     """The study's rows of the report's first screen (sections.Headline): per latency the raw-GET
     peak (size x concurrency), and the target stack's ratio to the peer at 4 MiB GETs."""
-    from ...sections import Headline, HeadlineRow, cache_state
-    from ...units import format_size
+    from climio.present.sections import Headline, HeadlineRow, cache_state
+    from climio.base.units import format_size
     ok = [r for r in records if r.get("status") == "ok"]
     s = summarise(ok)
     peers = [c for c in s["cells"] if c["stack"] == PEER]

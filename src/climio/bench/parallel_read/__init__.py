@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ... import native
-from ...errors import InputError
-from ...options import parse_choice, parse_hints
-from ...options import parse_size, parse_size_list
+from climio.machine import native
+from climio.base.errors import InputError
+from climio.dataset.options import parse_choice, parse_hints
+from climio.dataset.options import parse_size, parse_size_list
 from .. import base
 from ..base import option
-from ...options import check_mpi_io
+from climio.dataset.options import check_mpi_io
 from .summary import OLD_STACK_NAMES, STUDY
 
 EXPERIMENTS = ("mpiio", "tasks", "dask")

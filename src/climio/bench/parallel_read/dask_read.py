@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ...errors import InputError
+from climio.base.errors import InputError
 from ...measure.dask import Cluster
 from ...measure.series import storage_read_bytes
 from .run import file_bytes, task_record
@@ -85,7 +85,7 @@ def _timed_job(client, paths, chunk, rep):
     import xarray as xr
     from distributed import get_task_stream
 
-    from ...cache import evict, resident_fraction
+    from climio.machine.cache import evict, resident_fraction
     dsets = [xr.open_dataset(p, engine="netcdf4", chunks={"dim1": chunk}, cache=False) for p in paths]
     arrays = [d["var"].data for d in dsets]
     digests = [a.map_blocks(_digest, dtype=np.uint64, chunks=((3,) * a.numblocks[0],),

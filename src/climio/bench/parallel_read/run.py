@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from ...data.writer import check_room
-from ...errors import InputError
-from ...staging import staged
+from climio.base.errors import InputError
+from climio.runs.staging import staged
 from ...measure import probes
 from ...measure.mpi import stream_mpi
 from ...measure.progress import StudyProgress, info
 from ...measure.series import storage_checked, total_storage_bytes
-from ...units import format_size
+from climio.base.units import format_size
 from .summary import STUDY
 
 READ_PROGRAM = probes.PARIO_READ
@@ -193,8 +193,8 @@ def task_record(params, per, rep, platform_id, method, wall_s=None, epoch=None, 
     resident (fraction), host, storage (bytes or None) unless the job's `storage` is given, and start /
     end (epoch seconds) unless the job's `wall_s` and `epoch` (start) are given; open, read, close and ops go to per_rank when present.
     `method` says how the cache was made cold; the storage-share check is applied (check_storage)."""
-    from ...cache import COLD_THRESHOLD
-    from ...records import make_record
+    from climio.machine.cache import COLD_THRESHOLD
+    from climio.runs.records import make_record
     from .summary import host_layout, task_rates
     hosts = [p["host"] for p in per]
     nodes, per_node, host_idx = host_layout(hosts)

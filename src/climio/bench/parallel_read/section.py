@@ -1,8 +1,8 @@
 """The parallel-read section: Figs 5.4-5.8 equivalents drawn from records, the configuration table
-and the findings table (F1-F6, F9-F11), as climio.sections objects; figures are drawn at render time."""
+and the findings table (F1-F6, F9-F11), as climio.present.sections objects; figures are drawn at render time."""
 
-from ...cells import num, size
-from ...sections import Details, Figure, Finding, Note, Paragraph, Section, Table
+from climio.present.cells import num, size
+from climio.present.sections import Details, Figure, Finding, Note, Paragraph, Section, Table
 from .summary import STUDY, configurations, curves, summarise
 
 TITLE = f"Study: {STUDY} — parallel read scaling (thesis ch. 5) over independent tasks, MPI-IO and Dask"
@@ -14,7 +14,7 @@ _LS = {"per-task": "-", "shared": "--", "small": ":"}
 def _fig_rate_vs_tasks(rows, experiment, by_nodes=False):
     from matplotlib.figure import Figure as MplFigure
 
-    from ...plotting import to_png
+    from climio.present.plotting import to_png
     cv = curves(rows, experiment)
     if not cv:
         return None
@@ -39,7 +39,7 @@ def _fig_rate_vs_tasks(rows, experiment, by_nodes=False):
 def _fig_boxes(rows):
     from matplotlib.figure import Figure as MplFigure
 
-    from ...plotting import to_png
+    from climio.present.plotting import to_png
     sel = [r for r in rows if r["per_task_values"]]
     if not sel:
         return None
@@ -58,7 +58,7 @@ def _fig_boxes(rows):
 def _fig_mpiio(rows):
     from matplotlib.figure import Figure as MplFigure
 
-    from ...plotting import to_png
+    from climio.present.plotting import to_png
     mp = [r for r in rows if r["experiment"] == "mpiio"]
     if not mp:
         return None

@@ -10,12 +10,12 @@ t_i is task i's open + read + close time; x_tot the bytes all tasks read.
 import statistics
 from collections import OrderedDict
 
-from ...stats import group_configs
-from ...units import format_size
+from climio.present.stats import group_configs
+from climio.base.units import format_size
 
 STUDY = "parallel-read"
 # Experiment A's C stacks were called posix and netcdf-c before they took every study's names
-# (climio.stack_names): records written then are read under the new names, and the options
+# (climio.dataset.stack_names): records written then are read under the new names, and the options
 # still take the old ones (with a note).
 OLD_STACK_NAMES = {"posix": "c-posix", "netcdf-c": "c-netcdf"}
 CONFIG_KEYS = ("experiment", "stack", "file_set", "pattern", "access", "buffer_bytes", "ranks", "nodes",
@@ -264,8 +264,8 @@ def _state(rows) -> str:
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): how the aggregate read
     rate scales from the fewest to the most tasks on the curve with the highest peak."""
-    from ...cells import num
-    from ...sections import Headline, HeadlineRow
+    from climio.present.cells import num
+    from climio.present.sections import Headline, HeadlineRow
     rows = configurations(records)
     if not rows:
         return None

@@ -6,7 +6,7 @@ each rank reads its own file (--files with %d = rank) or its contiguous piece of
 (--split) sequentially in --buffer slices, with no communication between the two barriers that
 frame the read. mpi4py is used only outside the timed region (barriers, the final gather).
 
-The readers are climio.stacks' (the open is timed: it is part of a task's time, as in read.c).
+The readers are climio.measure.stacks' (the open is timed: it is part of a task's time, as in read.c).
 Every repetition is one of measure.tasks.rank_rep: every rank evicts its file (posix_fadvise
 DONTNEED on its node) and checks its own byte range with mincore; the bytes each rank fetched from
 storage from open to close (/proc/self/io) are summed for the storage-share check; every value is
@@ -59,7 +59,7 @@ def data_offset(path, var) -> int:
 
 def open_reader(stack, path, var):
     """The stacks module's reader of `stack`, open on `var` (imported before the loop: not timed)."""
-    from ...stacks import STACKS
+    from climio.measure.stacks import STACKS
     reader = STACKS[stack]()
     reader.open(path, var)
     if stack == "netcdf4-python":
@@ -138,9 +138,9 @@ def main(argv=None) -> int:
         r, s = args.stall.split(":")
         stall = float(s) if int(r) == rank else 0.0
     lib = library(args.stack)
-    # What the readers import on first use (climio.stacks ~40 ms, hdf5plugin ~90 ms), imported here:
+    # What the readers import on first use (climio.measure.stacks ~40 ms, hdf5plugin ~90 ms), imported here:
     # not inside the first repetition's timed open.
-    from ... import stacks  # noqa: F401
+    from climio.measure import stacks  # noqa: F401
     if args.stack == "h5py":
         import hdf5plugin  # noqa: F401
 

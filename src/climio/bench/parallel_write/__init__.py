@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from ... import native
-from ...errors import InputError
-from ...options import parse_choice, parse_hints, parse_int_list
-from ...options import parse_size
+from climio.machine import native
+from climio.base.errors import InputError
+from climio.dataset.options import parse_choice, parse_hints, parse_int_list
+from climio.dataset.options import parse_size
 from .. import base
 from ..base import option
-from ...options import check_mpi_io
+from climio.dataset.options import check_mpi_io
 from .summary import STUDY
 
 PROGRAM = native.PARIO   # climio-pario --op write

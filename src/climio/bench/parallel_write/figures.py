@@ -10,7 +10,7 @@
 
 from matplotlib.figure import Figure
 
-from ...plotting import to_png
+from climio.present.plotting import to_png
 from .summary import PHASES, series
 
 _COLOURS = {"mpiio": "#1f77b4", "hdf5": "#d62728", "netcdf4": "#2ca02c", "pnetcdf": "#9467bd"}

@@ -15,7 +15,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from ... import native, stripes
+from climio.machine import native, stripes
 from ...data.writer import check_room
 from ...measure.mpi import Launcher, cores, stream_mpi
 from ...measure.progress import StudyProgress, info

@@ -1,10 +1,10 @@
 """The parallel-write section: bandwidth vs writers (benchio), phase times (MOM5), per-rank balance
 (ROMS), the parallel-vs-serial ratio, the tuning sweep, the load test and selective writing, as
-climio.sections objects; and the key findings (best backend per strategy, parallel vs serial)."""
+climio.present.sections objects; and the key findings (best backend per strategy, parallel vs serial)."""
 
-from ...cells import num, plural, size
-from ...sections import Figure, Finding, Heading, Note, Paragraph, Section, Table
-from ...units import format_size
+from climio.present.cells import num, plural, size
+from climio.present.sections import Figure, Finding, Heading, Note, Paragraph, Section, Table
+from climio.base.units import format_size
 from . import figures as figs
 from .summary import (LATENCY_BYTES, STUDY, aggregate_instances, best_per_strategy, complete, configurations,
                       latency_dominated, parallel_vs_serial, sweep_summary)

@@ -11,8 +11,8 @@ max / mean of the per-rank total times (the record's own "imbalance" is the same
 import json
 import statistics
 
-from ...records import to_frame
-from ...stats import PER_REP_PARAMS, group_configs, rank_spread
+from climio.runs.records import to_frame
+from climio.present.stats import PER_REP_PARAMS, group_configs, rank_spread
 
 STUDY = "parallel-write"
 SWEEP = "tune-write"   # params.sweep of the records `climio tune write` makes
@@ -247,9 +247,9 @@ def summarise(records) -> dict:
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): per mode, the best
     parallel write strategy at the largest rank count and its bandwidth against the serial gather."""
-    from ...cells import num
-    from ...sections import Headline, HeadlineRow, cache_state
-    from ...units import format_size
+    from climio.present.cells import num
+    from climio.present.sections import Headline, HeadlineRow, cache_state
+    from climio.base.units import format_size
     mine = [r for r in records if r.get("study") == STUDY and complete(r)]
     rows = configurations(mine)
     out = []

@@ -12,7 +12,7 @@ the stripe count and the process count (the paper's `real_aggr`), so the table s
 
 from dataclasses import replace
 
-from ...errors import InputError
+from climio.base.errors import InputError
 from . import Grid
 from .summary import SWEEP, sweep_summary
 

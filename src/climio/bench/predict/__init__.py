@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 
 STUDY = "predict"
 PRESETS = {

@@ -4,7 +4,7 @@ import math
 
 from matplotlib.figure import Figure
 
-from ...plotting import to_png
+from climio.present.plotting import to_png
 
 
 def predicted_vs_measured(rows, spans, target) -> bytes:

@@ -8,16 +8,16 @@ import os
 import time
 
 from ...data.writer import write_4d
-from ...errors import ClimioError, InputError
+from climio.base.errors import ClimioError, InputError
 from ...measure import probes
 from ...measure.progress import info
 from ...measure.tasks import measure, split
 from ...model import profile as profmod
 from ...model.predict import DATASET_PER_READ, predict
 from ...model.workflow import layout_of, reads_for
-from ...options import parse_compression
-from ...records import make_record
-from ...stacks import chunk_cache_of
+from climio.dataset.options import parse_compression
+from climio.runs.records import make_record
+from climio.measure.stacks import chunk_cache_of
 from . import STUDY
 from .counts import chunk_reads
 from .space import draw

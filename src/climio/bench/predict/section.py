@@ -1,7 +1,7 @@
 """The validation's section: predicted against measured, next to the thesis's flowchart."""
 
-from ...sections import Figure, Finding, Note, Paragraph, Section, Table
-from ...stats import group_configs
+from climio.present.sections import Figure, Finding, Note, Paragraph, Section, Table
+from climio.present.stats import group_configs
 from . import STUDY, figures
 from .summary import summarise
 

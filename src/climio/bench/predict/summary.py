@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ...stats import group_configs
+from climio.present.stats import group_configs
 
 THESIS = {"stsa_flowchart_factor": 4.7, "xt_speedup_predicted": 33, "xt_speedup_observed": 24}
 TARGET_MEDIAN, TARGET_P90, TARGET_MAX = 1.3, 2.0, 3.0
@@ -93,7 +93,7 @@ def summarise(records) -> dict:
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): the read-time model's
     median, 90th-percentile and max error against its targets."""
-    from ...sections import Headline, HeadlineRow, cache_state
+    from climio.present.sections import Headline, HeadlineRow, cache_state
     s = summarise(records)
     if not s["n"]:
         return None

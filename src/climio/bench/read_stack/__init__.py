@@ -5,14 +5,14 @@ x patterns x buffer sizes, cold cache.
                 the presets and the checks
     run.py      files, the strace pass and the timed pass (C probes and the Python worker)
     summary.py  series, profile classes, syscall table, facts (pure; records only)
-    section.py  the report's section and key findings (climio.sections objects)
+    section.py  the report's section and key findings (climio.present.sections objects)
     figures.py  rate vs buffer, wall vs CPU, syscall sizes (PNG bytes)
 
 From Python:
 
     from climio.bench.read_stack import study
     grid = study.grid("quick", stacks="c-posix,netcdf4-python")
-    study.run(RunContext(run, data_dir), grid)          # run: an open climio.rundir.RunDir
+    study.run(RunContext(run, data_dir), grid)          # run: an open climio.runs.rundir.RunDir
 
 Importing this package is cheap: measuring code and matplotlib are imported when used.
 """

@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-from ...plotting import COLOURS, DNF_MARKER, MARKERS, log2_size_axis, to_png, wall_cpu_legend
-from ...units import format_size
+from climio.present.plotting import COLOURS, DNF_MARKER, MARKERS, log2_size_axis, to_png, wall_cpu_legend
+from climio.base.units import format_size
 from .summary import (CPU, STACK_NAMES, RATE, WALL, group_configs, pattern_sort_key, series_of,
                       syscall_table)
 

@@ -15,12 +15,13 @@ import os
 import sys
 from collections import Counter
 
-from ... import native, syscalls
-from ...access import plan
-from ...cache import warm
-from ...errors import DataError
+from climio.machine import native
+from climio.measure import syscalls
+from climio.dataset.access import plan
+from climio.machine.cache import warm
+from climio.base.errors import DataError
 from ...measure.procs import stream_records
-from ...stacks import NATIVE_STACKS, STACK_NAMES, file_kind  # noqa: F401
+from climio.measure.stacks import NATIVE_STACKS, STACK_NAMES, file_kind  # noqa: F401
 from . import STUDY
 from .grid import FULL_BUFFERS, PRESETS, QUICK_BUFFERS, Grid, buffers_for, data_bytes  # noqa: F401
 

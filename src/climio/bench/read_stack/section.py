@@ -1,14 +1,14 @@
 """The read-stack section of the report (thesis chapter 3) and its key findings, as
-climio.sections objects: figures 3.4-3.11, tables 3.1/3.2, the syscall table.
+climio.present.sections objects: figures 3.4-3.11, tables 3.1/3.2, the syscall table.
 
 Reads records only (through summary); nothing here measures or formats HTML.
 """
 
 import json
 
-from ...cells import CONFIG_HEADERS, bound_num, config_cells, dnf_text, num, param_value, plural, size
-from ...sections import Cell, Details, Figure, Finding, Heading, Note, Paragraph, ParamList, Section, Table
-from ...units import format_size
+from climio.present.cells import CONFIG_HEADERS, bound_num, config_cells, dnf_text, num, param_value, plural, size
+from climio.present.sections import Cell, Details, Figure, Finding, Heading, Note, Paragraph, ParamList, Section, Table
+from climio.base.units import format_size
 from . import STUDY, figures, summary
 
 TITLE = "Study: read-stack — serial read rate through the software stack"

@@ -11,10 +11,10 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ...records import shared_value
-from ...stats import (CPU, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
+from climio.runs.records import shared_value
+from climio.present.stats import (CPU, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
                       group_configs, pattern_sort_key)
-from ...stack_names import STACK_NAMES, stack_sort_key  # noqa: F401  (figures order by STACK_NAMES)
+from climio.dataset.stack_names import STACK_NAMES, stack_sort_key  # noqa: F401  (figures order by STACK_NAMES)
 
 # Parameters that follow from the position on the rate-vs-buffer curve (pattern, buffer) rather
 # than define a series: a series is a layer plus everything else.
@@ -444,7 +444,7 @@ def mode_rows(records, min_bytes=MODE_MIN_BYTES) -> list:
 def cold_modes(records) -> dict:
     """The two-mode check of the cold repetitions: {checked (configurations), split (rows of
     mode_rows that split), text (one sentence for the findings, None when nothing was checked)}."""
-    from ...units import format_size
+    from climio.base.units import format_size
     rows = mode_rows(records)
     split = [r for r in rows if r["split"]]
     if not rows:
@@ -503,9 +503,9 @@ def _peak_records(records, row) -> list:
 def headline(records):
     """The study's rows of the report's first screen (sections.Headline): the fastest stack for
     the headline pattern and its peak rate, and the slowest stack's peak; None without a peak."""
-    from ...cells import num
-    from ...sections import Headline, HeadlineRow, cache_state
-    from ...units import format_size
+    from climio.present.cells import num
+    from climio.present.sections import Headline, HeadlineRow, cache_state
+    from climio.base.units import format_size
     profiles = profile_table(records)
     pattern = headline_pattern(profiles)
     rows = peaks(profiles, pattern) if pattern else []

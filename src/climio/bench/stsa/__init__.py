@@ -5,7 +5,7 @@ default and x-t chunks; x worker counts x I/O only vs I/O + spectra, repeated fr
 
     run.py       the layout files and the measuring loop (records into the run directory)
     summary.py   Table 6.1 rows, speed-ups and the checks of findings F12-F18 (pure)
-    section.py   the report's section and key findings (climio.sections objects)
+    section.py   the report's section and key findings (climio.present.sections objects)
     figures.py   Figs 6.3-6.5 equivalents (PNG)
 
 `climio bench stsa` is built from Grid's field metadata (climio.bench.base.option).
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
-from ...errors import InputError
+from climio.base.errors import InputError
 from .summary import STUDY
 
 LAYOUT_LABELS = ("contiguous", "default", "xt")
@@ -81,7 +81,7 @@ def _read_plan(text) -> str:
 
 
 def build_grid(preset="full", **values) -> Grid:
-    from ...options import parse_choice, parse_count, parse_int_list, parse_layouts, parse_shape
+    from climio.dataset.options import parse_choice, parse_count, parse_int_list, parse_layouts, parse_shape
     values = base.checked_values("stsa", Grid, PRESETS, preset, values)
     if values.get("source") and values.get("shape") is not None:
         raise InputError("--source takes the shape of its variable: not with --shape")

@@ -4,7 +4,7 @@ import math
 
 from matplotlib.figure import Figure
 
-from ...plotting import COLOURS, MARKERS, to_png
+from climio.present.plotting import COLOURS, MARKERS, to_png
 
 IO_COLOUR, CPU_COLOUR = "#9467bd", "#1f77b4"   # the thesis's purple (I/O only) and blue (with STSA)
 

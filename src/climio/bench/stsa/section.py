@@ -1,8 +1,8 @@
 """The STSA section of the report (thesis ch. 6): Table 6.1 on this platform, the checks of F12-F18
 with verdicts, and Figs 6.3-6.5 equivalents (drawn when the page is rendered)."""
 
-from ...sections import Details, Figure, Finding, Note, Paragraph, Section, Table
-from ...units import format_size
+from climio.present.sections import Details, Figure, Finding, Note, Paragraph, Section, Table
+from climio.base.units import format_size
 from . import figures
 from .summary import STUDY, STSA_THESIS, fmt, summarise
 

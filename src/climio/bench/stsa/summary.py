@@ -1,13 +1,13 @@
 """The STSA study's numbers, from records only: Table 6.1 rows (job wall, per-task wall and CPU,
 equivalent read rate), speed-ups, and the checks of the thesis's findings F12-F18, each with a
-verdict from climio.sections.VERDICTS and the numbers behind it.
+verdict from climio.present.sections.VERDICTS and the numbers behind it.
 
     summarise(records) -> {"rows": [...], "checks": [...], "bytes": ..., "decidable": (bool, reason)}
 """
 
 import math
 
-from ...stats import describe, group_configs
+from climio.present.stats import describe, group_configs
 
 STUDY = "stsa"
 DECIDE_BYTES = 256 << 20     # below this much data read per job the page cache, start-up and Python overheads decide
@@ -281,7 +281,7 @@ def fmt(v, digits=2) -> str:
 def headline(records):
     """The study's row of the report's first screen (sections.Headline): the layout (and worker
     count) whose STSA job with spectra (cpu mode, else I/O only) ran fastest, against the slowest."""
-    from ...sections import Headline, HeadlineRow
+    from climio.present.sections import Headline, HeadlineRow
     rs = [r for r in rows(records) if r["job"]]
     if not rs:
         return None

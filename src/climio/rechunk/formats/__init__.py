@@ -16,7 +16,7 @@ netcdf4: netCDF-4/HDF5 output; netCDF-4, netCDF-3 and CDF-5 input. zarr: Zarr v3
 
 from pathlib import Path
 
-from ...errors import InputError
+from climio.base.errors import InputError
 
 FORMATS = ("netcdf4", "zarr")
 ZARR_SUFFIXES = (".zarr",)

@@ -11,8 +11,8 @@ import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from ...errors import DataError
-from ...staging import staged as _staged
+from climio.base.errors import DataError
+from climio.runs.staging import staged as _staged
 from .. import blocks, codec, meta
 from ..model import VarInfo
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...data.compression import Compression
-from ...errors import DataError, InputError
-from ...staging import make_marked_dir, replace_output, tmp_name
+from climio.dataset.compression import Compression
+from climio.base.errors import DataError, InputError
+from climio.runs.staging import make_marked_dir, replace_output, tmp_name
 from .. import blocks
 from ..model import Target, VarInfo
 
@@ -62,7 +62,7 @@ def is_store(path) -> bool:
 def parse_compression(text: str) -> Compression:
     """A --compression setting for Zarr output: zstdN, gzipN (deflateN is the same), blosc_lz4:N
     and the other Blosc compressors, each with +shuffle (byte shuffle), or none."""
-    from ...options import parse_compression as parse
+    from climio.dataset.options import parse_compression as parse
     comp = parse(str(text).lower().replace("gzip", "deflate"))
     check_compression(comp, "")
     return comp

@@ -5,9 +5,9 @@ import json
 import os
 from pathlib import Path
 
-from . import platform
-from .errors import DataError
-from .records import RecordWriter, atomic_write_text
+from climio.machine import platform
+from climio.base.errors import DataError
+from climio.runs.records import RecordWriter, atomic_write_text
 
 
 def writable_dir(path, create=True) -> Path:
@@ -31,7 +31,7 @@ def claim_dir(path, append=False, force=False, marks=("records.jsonl", "platform
     added to the first, and the report mixed the two): `append` adds to it, `force` replaces it
     whole; only a directory holding one of `marks` (climio's own output: a `what`) is either."""
     import shutil
-    from .errors import InputError
+    from climio.base.errors import InputError
     p = Path(path)
     if append and force:
         raise InputError("--append and --force contradict each other: give one")

@@ -1,12 +1,12 @@
 """Text of the numbers and the generic configuration table every study's section shows, as
-climio.sections objects (plain text; the report's template escapes and styles it)."""
+climio.present.sections objects (plain text; the report's template escapes and styles it)."""
 
 import json
 import math
 
-from .sections import Cell, Paragraph, ParamList, Section, Table
-from .stats import config_rows, constant_params, group_configs, varying_params
-from .units import format_size
+from climio.present.sections import Cell, Paragraph, ParamList, Section, Table
+from climio.present.stats import config_rows, constant_params, group_configs, varying_params
+from climio.base.units import format_size
 
 
 def num(v, unit_big=100, digits=3) -> str:

@@ -6,9 +6,9 @@ command takes (--lat-band, --layouts, --mode, --chunk-cache). Each builds the no
 import re
 from pathlib import Path
 
-from .access import READ_SHAPES, _template, read_count
-from .errors import InputError
-from .layout import DIMS, _shape
+from climio.dataset.access import READ_SHAPES, _template, read_count
+from climio.base.errors import InputError
+from climio.dataset.layout import DIMS, _shape
 
 
 def parse_choice(text, allowed, what, renamed=None) -> list:
@@ -142,7 +142,7 @@ def parse_size_list(text: str) -> list:
 # --- compression settings ----------------------------------------------------------------------------
 
 def _codec_names() -> list:
-    from .data.compression import CODECS, QUANTIZE_MODES
+    from climio.dataset.compression import CODECS, QUANTIZE_MODES
     return sorted([*CODECS, *QUANTIZE_MODES, "shuffle"], key=len, reverse=True)
 
 
@@ -159,7 +159,7 @@ def _split_part(part: str):
 def parse_compression(text: str) -> "Compression":
     """`deflate4+shuffle`, `zstd3`, `bitround12+deflate4`, `none` -> a data.compression.Compression."""
     # imported here: climio.data's package imports this module (a cycle at import time otherwise)
-    from .data.compression import CODECS, NONE, QUANTIZE_MODES, Compression
+    from climio.dataset.compression import CODECS, NONE, QUANTIZE_MODES, Compression
     text = text.strip().lower()
     if text in ("none", "", "0"):
         return NONE
@@ -246,7 +246,7 @@ def parse_lat_band(text):
 def parse_layouts(text, labels) -> list:
     """`climio bench stsa --layouts`: `contiguous,xt+deflate4` -> (item, label, compression label)
     triples; each label one of `labels` (the study's), optionally +COMPRESSION."""
-    from .data.compression import NONE
+    from climio.dataset.compression import NONE
     out = []
     for item in [s.strip() for s in str(text).split(",") if s.strip()]:
         label, _, comp = item.partition("+")

@@ -23,7 +23,7 @@ import os
 import struct
 from pathlib import Path
 
-from .errors import DataError, no_such_file
+from climio.base.errors import DataError, no_such_file
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _NC_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8}

@@ -7,7 +7,7 @@ Internally everything is bytes; rates are MB/s = 1e6 B/s (as the thesis reports 
 """
 
 
-from .errors import InputError
+from climio.base.errors import InputError
 
 
 

@@ -9,7 +9,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from .errors import NativeError
+from climio.base.errors import NativeError
 
 
 def program(name: str) -> str:
@@ -42,7 +42,7 @@ def library(name: str) -> str:
 def child_env() -> dict:
     """Environment for measuring processes: this one's, with HDF5_PLUGIN_PATH as the user set it
     (a C probe must see the filters of its own HDF5, not the Python wheel's)."""
-    from . import USER_HDF5_PLUGIN_PATH
+    from climio import USER_HDF5_PLUGIN_PATH
     env = dict(os.environ)
     if USER_HDF5_PLUGIN_PATH is None:
         env.pop("HDF5_PLUGIN_PATH", None)

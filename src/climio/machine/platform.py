@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import __version__, native
-from .errors import ClimioError
+from climio import __version__
+from climio.machine import native
+from climio.base.errors import ClimioError
 
 _PY_LIBS = ("numpy", "netCDF4", "h5py", "h5netcdf", "xarray", "dask", "distributed", "mpi4py", "matplotlib")
 

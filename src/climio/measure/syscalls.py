@@ -13,9 +13,9 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .errors import NativeError
-from .measure.series import MARKER_PREFIX
-from .native import child_env
+from climio.base.errors import NativeError
+from climio.measure.series import MARKER_PREFIX
+from climio.machine.native import child_env
 
 READ_CALLS = ("read", "pread64", "readv", "preadv", "preadv2")
 _CALL = re.compile(r"^(?:\[pid\s+)?(\d+)\]?\s+(\w+)\((\d+)<([^>]*)>(.*)$")

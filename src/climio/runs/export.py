@@ -21,7 +21,7 @@ import json
 import math
 import re
 
-from .records import to_frame
+from climio.runs.records import to_frame
 
 # metrics.epoch_start (s), metrics.epoch_end_us (µs), ...: group 1 is the unit suffix, if any
 EPOCH_COLUMN = re.compile(r"metrics\.(?:.+\.)?epoch_[a-z]+?(?:_(s|ms|us|ns))?")

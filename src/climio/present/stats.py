@@ -16,8 +16,8 @@ import statistics
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
-from .records import to_frame
-from .stack_names import stack_sort_key
+from climio.runs.records import to_frame
+from climio.dataset.stack_names import stack_sort_key
 
 RATE, WALL, CPU = "rate_MBps", "wall_s", "cpu_s"
 METRICS = (RATE, WALL, CPU)

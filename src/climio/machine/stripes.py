@@ -8,8 +8,8 @@ than silently dropped.
 import shutil
 import subprocess
 
-from .errors import NativeError
-from .platform import filesystem_of
+from climio.base.errors import NativeError
+from climio.machine.platform import filesystem_of
 
 
 def apply(directory, count=None, size=None) -> dict:

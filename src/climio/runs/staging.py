@@ -22,8 +22,8 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import DataError, DiskSpaceError
-from .units import format_size
+from climio.base.errors import DataError, DiskSpaceError
+from climio.base.units import format_size
 
 
 def tmp_name(path) -> Path:
@@ -83,7 +83,7 @@ def check_output_dir(path, force: bool = False) -> Path:
     if final.exists() and not final.is_dir():
         raise DataError(f"{final} is a file, not a directory")
     if final.is_dir() and any(final.iterdir()) and not force:
-        from .errors import InputError
+        from climio.base.errors import InputError
         raise InputError(f"{final} already holds files: choose another output directory, or --force to replace it whole")
     return final
 

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import InputError
+from climio.base.errors import InputError
 
 DIMS = ("t", "z", "y", "x")
 

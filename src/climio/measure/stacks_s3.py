@@ -1,4 +1,4 @@
-"""Stacks over object storage, behind the same Reader protocol as climio.stacks' POSIX ones.
+"""Stacks over object storage, behind the same Reader protocol as climio.measure.stacks' POSIX ones.
 
 `open(url, var)` takes an s3://BUCKET/KEY address: a Zarr store (group) for the zarr stacks, a
 netCDF-4 object for the byte-range ones. The endpoint and credentials come from the standard AWS
@@ -24,18 +24,18 @@ from typing import Optional
 
 import numpy as np
 
-from .stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
-from .errors import DataError
-from .integrity import HDF5_SIGNATURE
-from .integrity import check as check_whole
-from .stores.endpoint import Endpoint, is_s3_url, parse_s3_url
+from climio.measure.stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
+from climio.base.errors import DataError
+from climio.dataset.integrity import HDF5_SIGNATURE
+from climio.dataset.integrity import check as check_whole
+from climio.stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 H5_BLOCK_BYTES = 4 << 20
 REFERENCE_SUFFIX = ".kerchunk.json"
 
 
 class _ObjectReader(_Variable):
-    """Slicing of an array-like `self.var` as climio.stacks' library stacks slice theirs (always to a
+    """Slicing of an array-like `self.var` as climio.measure.stacks' library stacks slice theirs (always to a
     numpy array), and the endpoint."""
 
     def __init__(self, endpoint: Optional[Endpoint] = None, wrap=None):

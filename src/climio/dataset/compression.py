@@ -10,7 +10,7 @@ Quantization (netCDF-C >= 4.9) is the modern form of the thesis's bit grooming.
 
 from dataclasses import dataclass
 
-from ..errors import InputError
+from climio.base.errors import InputError
 
 QUANTIZE_MODES = {"bitgroom": "BitGroom", "granularbr": "GranularBitRound", "bitround": "BitRound"}
 CODECS = {"deflate": ("zlib", 1, 9), "zstd": ("zstd", 1, 22), "bzip2": ("bzip2", 1, 9),

@@ -1,5 +1,5 @@
 """The names of climio's software stacks and their order, apart from the readers themselves
-(climio.stacks, which loads libraries), so that records, summaries and tables can name and sort
+(climio.measure.stacks, which loads libraries), so that records, summaries and tables can name and sort
 stacks without importing what measures them.
 
 Native stacks are separate C programs (csrc/probes), named here with their program; the Python

@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from .errors import InputError
-from .layout import DIMS, _fmt, _int, _shape
+from climio.base.errors import InputError
+from climio.dataset.layout import DIMS, _fmt, _int, _shape
 
 READ_SHAPES = ("xy", "xt", "xyt", "t")   # as rechunk --for: t is a time series at one point
 # slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.

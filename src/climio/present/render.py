@@ -1,4 +1,4 @@
-"""One Jinja2 template renders every report page (study runs and traces) from climio.sections
+"""One Jinja2 template renders every report page (study runs and traces) from climio.present.sections
 objects: a self-contained HTML file, CSS inline, figures as base64 PNG data URIs, no JavaScript,
 nothing fetched from the network; autoescape escapes every text from records and platform.json.
 """

@@ -21,10 +21,10 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from . import stopping
-from .errors import DataError
-from .staging import staged
-from .units import rate_MBps
+from climio.runs import stopping
+from climio.base.errors import DataError
+from climio.runs.staging import staged
+from climio.base.units import rate_MBps
 
 SCHEMA_VERSION = 2
 REQUIRED_KEYS = ("study", "params", "metrics", "cache", "rep", "status", "time", "platform_id")

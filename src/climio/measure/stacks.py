@@ -6,7 +6,7 @@ with the library's chunk cache as asked. The generic worker (climio.measure.work
 study's series over any of them, in a process of its own, so that every stack is measured the
 same way: imports and the open outside the timed region.
 
-Native stacks are separate C programs (csrc/probes); NATIVE_STACKS names them (climio.stack_names,
+Native stacks are separate C programs (csrc/probes); NATIVE_STACKS names them (climio.dataset.stack_names,
 where every stack's name and their order are).
 
     reader = STACKS["h5py"]()
@@ -20,7 +20,7 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .stack_names import NATIVE_STACKS, PYTHON_STACKS, STACK_NAMES  # noqa: F401  (the stacks' names)
+from climio.dataset.stack_names import NATIVE_STACKS, PYTHON_STACKS, STACK_NAMES  # noqa: F401  (the stacks' names)
 
 # Which of the two read-stack test files (plain binary or netCDF-4) a stack reads.
 BINARY_STACKS = ("c-posix", "py-file", "numpy")
@@ -291,7 +291,7 @@ def chunk_cache_of(stack: str, path, var: str, chunk_cache: ChunkCache = None) -
     probe (the system's netCDF-C, whose defaults may differ from the wheel's): it is run on one
     value and its record says the cache it used."""
     if stack == "c-netcdf":
-        from .measure import probes
+        from climio.measure import probes
         size = None if chunk_cache is None else int(chunk_cache[0])
         n = _rank(path, var)
         recs = probes.slab_records(str(path), var, [((0,) * n, (1,) * n)], 1, "warm", size)

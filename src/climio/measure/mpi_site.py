@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, Optional
 
-from climio.errors import NativeError
+from climio.base.errors import NativeError
 
 SITE_NAME = "mpi-site"
 _HOW_TO_BUILD = "build it with `make setup` (scripts/setup.sh, step install_mpi_python; not with CLIMIO_NO_MPI=1)"
@@ -69,7 +69,7 @@ def activate() -> None:
         where = Path(getattr(loaded, "__file__", "") or "").resolve()
         if site.resolve() in where.parents:
             return
-        raise NativeError(f"h5py was imported from {where.parent} before climio.mpi_site.activate(); "
+        raise NativeError(f"h5py was imported from {where.parent} before climio.measure.mpi_site.activate(); "
                           "activate the MPI h5py before anything imports h5py (h5netcdf, xarray)")
     entry = str(site)
     if entry in sys.path:
