@@ -6,7 +6,7 @@ The sources count with the same thresholds (SMALL_REQUEST_BYTES, LIBRARY_MIN_REA
 """
 
 from . import fixes
-from . import finding, rule
+from .registry import finding, rule
 from .chunks import bounded_chunks
 from .facts import OFFSET_LAYERS
 from climio.base.units import format_size
