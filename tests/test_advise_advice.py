@@ -510,7 +510,8 @@ def test_trace_advice_weighs_the_run_and_speaks_xarray(tmp_path):
     for code in snippets:
         with eval(code, {"xr": xr}) as ds:
             chunks = ds["ta"].chunks
-            assert chunks is None or [c[0] for c in chunks] == [8, 2, 16, 32], code
+            # Dask chunks: whole multiples of the file's chunks (issue 35 item 4)
+            assert chunks is None or all(c[0] % k == 0 for c, k in zip(chunks, [8, 2, 16, 32])), code
             assert float(ds["ta"][0, 0, 0, 0]) == pytest.approx(float(xr.open_dataset(f)["ta"][0, 0, 0, 0]))
 
 

@@ -83,11 +83,11 @@ def chunk_cache(stack, file, var, nbytes, chunks, dims) -> str:
     """A chunk cache of `nbytes` for the variable, through the program's own library."""
     n = int(nbytes)
     if stack == "xarray":
-        return (f"Give the variable a chunk cache of at least {n} B through the engine: "
-                f"`xr.open_dataset({str(file)!r}, engine='h5netcdf', open_kwargs={{'rdcc_nbytes': {n}, "
-                f"'rdcc_nslots': {CACHE_SLOTS}}})`, or with the netcdf4 engine call "
-                f"`netCDF4.set_chunk_cache({n}, {CACHE_SLOTS})` before opening; or open with chunks= that are "
-                f"the file's chunks ({xarray_open(file, chunks, dims)}) so each chunk is read once.")
+        # h5netcdf opens the dataset again at every read: a cache given at open starts empty each time
+        return (f"Give the variable a chunk cache of at least {n} B through the netCDF4 engine: "
+                f"`import netCDF4; netCDF4.set_chunk_cache({n}, {CACHE_SLOTS})` before "
+                f"`xr.open_dataset({str(file)!r}, engine='netcdf4')` (with engine='h5netcdf' a cache given at "
+                f"open does not help: h5netcdf opens the dataset again at each read, so its cache starts empty).")
     if stack == "netcdf4-python":
         return f"Enlarge the variable's chunk cache: `ds[{str(var).lstrip('/')!r}].set_var_chunk_cache(size={n}, nelems={CACHE_SLOTS})`."
     if stack in ("h5py", "h5netcdf"):

@@ -53,13 +53,36 @@ def _job(tr, facts, allow_writes) -> Job:
     if not os.path.isdir(meta["cwd"]):
         raise InputError(f"the traced job's directory {meta['cwd']} no longer exists")
     read = {f["file"] for f in facts.files if f.get("bytes_read")}
-    writes = sorted(f["file"] for f in facts.files if f.get("bytes_written"))
+    # an unlinked temporary (its descriptor resolved to "... (deleted)") has no path to redirect
+    writes = sorted(f["file"] for f in facts.files if f.get("bytes_written") and not f["file"].endswith(" (deleted)"))
     in_place = sorted(set(writes) & read)
     if in_place and not allow_writes:
         raise InputError(f"the job writes a file it also reads ({in_place[0]}): a scratch copy cannot stand in "
                          "for it; run with --allow-writes to let every run write it in place")
     writes = [w for w in writes if w not in in_place]
     return Job(list(meta["command"]), meta["cwd"], writes, meta.get("exclude") or default_excludes())
+
+
+def _h5_datasets(tr) -> list:
+    """The HDF5 datasets the trace's H5Dread calls read, with their size, chunks and filters (h5py)."""
+    seen = {}
+    names = tr.text(tr.events["func_id"]) if len(tr.events) else []
+    for i in (k for k, n in enumerate(names) if n == "H5Dread"):
+        ds = (tr.aux.get(i) or {}).get("dataset")
+        file = tr.strings[int(tr.events["file_id"][i])]
+        if ds and file and (file, ds) not in seen:
+            seen[(file, ds)] = None
+    out = []
+    for file, ds in seen:
+        try:
+            import h5py
+            with h5py.File(file, "r") as f:
+                d = f[ds]
+                out.append({"file": file, "dataset": ds, "nbytes": d.size * d.dtype.itemsize, "chunks": d.chunks,
+                            "compressed": bool(d.compression or d.shuffle)})
+        except (OSError, KeyError, ImportError):
+            continue
+    return out
 
 
 def _env_of(c, copy, inject_dir, run_dir) -> dict:
@@ -86,6 +109,10 @@ def _applied(c, runs, copy) -> tuple:
             got = [v for k, v in r["nc_cache"].items() if k.endswith(f":{c.var}")]
             if not got or any(v != want for v in got):
                 return False, f"the variable's chunk cache in the run's trace is {got or 'unknown'}, not {want} B"
+        if "CLIMIO_TRY_H5_CACHE" in c.env:
+            want = int(c.env["CLIMIO_TRY_H5_CACHE"].split(":")[0])
+            if not r["h5_cache"] or any(v != want for v in r["h5_cache"]):
+                return False, f"the file's chunk cache in the run's trace is {r['h5_cache'] or 'unknown'}, not {want} B"
         if c.python and not r["python_injected"]:
             return False, "the job never called xarray.open_dataset/open_mfdataset on the file"
     return True, ""
@@ -133,7 +160,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     facts = measured_facts(trace_dir)
     findings = rules.judge(facts)
     job = _job(tr, facts, allow_writes)
-    cands = select(candidates(facts, findings), items, top)
+    cands = select(candidates(facts, findings, _h5_datasets(tr) if facts.stack == "h5py" else ()), items, top)
     if not cands:
         raise InputError(f"no advice item to try in {trace_dir}" + (f" matches --items {items}" if items else ""))
     scratch = Path(scratch or Path(trace_dir) / "try").resolve()

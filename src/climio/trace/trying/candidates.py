@@ -113,8 +113,27 @@ def _cache(i, f, facts) -> list:
     return out
 
 
-def candidates(facts, findings) -> list:
-    """One or more candidates per advice item (numbered as `trace report` lists them)."""
+H5_CACHE_MAX = 256 << 20
+
+
+def h5py_caches(first_item, datasets) -> list:
+    """For an h5py job (whose reads the netCDF rules cannot see): a chunk cache that holds each chunked,
+    compressed dataset it read (up to H5_CACHE_MAX), tried on H5Fopen's access list. `datasets`:
+    [{"file", "dataset", "nbytes", "chunks", "compressed"}] from the trace and the files."""
+    out = []
+    for k, d in enumerate(d for d in datasets if d["chunks"] and d["compressed"]):
+        n = int(min(d["nbytes"], H5_CACHE_MAX))
+        c = Candidate(f"{first_item + k}", first_item + k, "cache", f"HDF5 chunk cache {n} B for {d['dataset']}",
+                      d["file"], d["dataset"], env={"CLIMIO_TRY_H5_CACHE": f"{n}:{fixes.CACHE_SLOTS}:{CACHE_PREEMPTION}"})
+        c.advice = {"stack": "h5py", "python": f"f = h5py.File({d['file']!r}, 'r', rdcc_nbytes={n}, "
+                                                f"rdcc_nslots={fixes.CACHE_SLOTS})"}
+        out.append(c)
+    return out
+
+
+def candidates(facts, findings, h5_datasets=()) -> list:
+    """One or more candidates per advice item (numbered as `trace report` lists them); for an h5py
+    job, then a chunk cache per dataset it read (numbered after the report's items)."""
     out = []
     variables = {(v["file"], v["var"]): v for v in facts.netcdf.get("variables", [])} if facts.netcdf else {}
     for i, f in enumerate(findings, 1):
@@ -133,6 +152,8 @@ def candidates(facts, findings) -> list:
             for k, c in enumerate(group):
                 c.id = f"{i}{'abcdefgh'[k]}"
         out += group
+    if facts.stack == "h5py":
+        out += h5py_caches(len(findings) + 1, h5_datasets)
     return out
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from climio.machine import cache
+from ..reader import read_trace
 from ..report import measured_facts
 from ..run import trace_vars, tracer_library
 
@@ -62,12 +63,21 @@ def run_job(job, env_extra, run_dir, evict) -> dict:
     return rec
 
 
+def _h5_cache(trace_dir) -> list:
+    """The raw-data chunk cache of each file H5Fopen opened (its event's aux)."""
+    tr = read_trace(trace_dir)
+    names = tr.text(tr.events["func_id"]) if len(tr.events) else []
+    return [tr.aux[i]["cache_bytes"] for i, n in enumerate(names) if n == "H5Fopen" and "cache_bytes" in tr.aux.get(i, {})]
+
+
 def _seen(trace_dir) -> dict:
-    """What the run's own trace shows: I/O share, files read, each netCDF variable's chunk cache."""
+    """What the run's own trace shows: I/O share, files read, each netCDF variable's chunk cache, each
+    HDF5 file's."""
     try:
         f = measured_facts(trace_dir)
     except Exception as exc:   # a job that did no traced I/O leaves no trace: say so, do not fail
-        return {"io_share": None, "io_time_s": None, "read_files": [], "nc_cache": {}, "trace_note": str(exc)}
-    return {"io_share": f.run.get("io_share"), "io_time_s": f.run.get("io_time_s"),
+        return {"io_share": None, "io_time_s": None, "read_files": [], "nc_cache": {}, "h5_cache": [],
+                "trace_note": str(exc)}
+    return {"h5_cache": _h5_cache(trace_dir),"io_share": f.run.get("io_share"), "io_time_s": f.run.get("io_time_s"),
             "read_files": sorted(e["file"] for e in f.files if e.get("bytes_read")),
             "nc_cache": {f"{v['file']}:{v['var']}": v["cache_bytes"] for v in (f.netcdf or {}).get("variables", [])}}
