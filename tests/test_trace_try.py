@@ -188,3 +188,14 @@ def test_printed_numbers_compare_with_rtol():
     assert same_numbers("a 1.0000001 b", "a 1.0 b")[0]
     assert not same_numbers("a 1.001 b", "a 1.0 b")[0]
     assert not same_numbers("a 1 c", "a 1 b")[0]
+
+
+def test_h5netcdf_cache_not_injectable_netcdf4_engine_tried(tmp_path, monkeypatch):
+    _file(tmp_path / "tas.nc")
+    tr = _trace(tmp_path, monkeypatch, XR_JOB.format(kw=", engine='h5netcdf'"))
+    s = try_fixes(tr, reps=1)
+    no = next(r for r in s["results"] if r["title"].startswith("h5netcdf chunk cache"))
+    assert no["status"].startswith("not tried: not injectable") and not no["advised"]
+    eng = next(r for r in s["results"] if r["python"].get("engine") == "netcdf4")
+    assert eng["applied"] and eng["same_result"]
+    assert eng["injected"]["python"][0]["replaced"] == {"engine": "'h5netcdf'"}

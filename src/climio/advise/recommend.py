@@ -70,7 +70,7 @@ class Advice:
                 "verdict": self.verdict, "rules": rules.table(self.kind), "layout_search": self.layout}
 
     def lines(self) -> list:
-        out = [f"advice for {self.source} ({self.kind}; profile {self.platform_id})"]
+        out = [f"advice for {self.source} ({self.kind}" + (f"; profile {self.platform_id})" if self.platform_id else ")")]
         out += [f"note: {n}" for n in self.notes]
         if self.verdict:
             out.append(self.verdict)

@@ -23,7 +23,7 @@ from ..reader import read_trace
 from ..report import measured_facts
 from ..run import default_excludes
 from . import rank
-from .candidates import candidates, select
+from .candidates import candidates, reads_hdf5_directly, select
 from .compare import same_result
 from .conversion import convert_copy
 from .runs import Job, run_job
@@ -160,7 +160,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     facts = measured_facts(trace_dir)
     findings = rules.judge(facts)
     job = _job(tr, facts, allow_writes)
-    cands = select(candidates(facts, findings, _h5_datasets(tr) if facts.stack == "h5py" else ()), items, top)
+    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else ()), items, top)
     if not cands:
         raise InputError(f"no advice item to try in {trace_dir}" + (f" matches --items {items}" if items else ""))
     scratch = Path(scratch or Path(trace_dir) / "try").resolve()

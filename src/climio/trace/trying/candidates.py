@@ -131,6 +131,31 @@ def h5py_caches(first_item, datasets) -> list:
     return out
 
 
+def h5netcdf_caches(first_item, datasets, stack) -> list:
+    """For a job reading through h5netcdf (directly or as xarray's engine): its chunk cache cannot be
+    injected (h5netcdf opens the dataset again at each read, so a cache starts empty every time);
+    xarray jobs try engine='netcdf4' with a netCDF chunk cache that holds the variable instead."""
+    out = []
+    for k, d in enumerate(d for d in datasets if d["chunks"] and d["compressed"]):
+        i, n, var = first_item + k, int(min(d["nbytes"], H5_CACHE_MAX)), d["dataset"].lstrip("/")
+        out.append(Candidate(f"{i}a", i, "cache", f"h5netcdf chunk cache {n} B for {var}", d["file"], var,
+                             not_tried="not injectable: h5netcdf opens the dataset again at each read, so its "
+                                       "chunk cache starts empty every time"))
+        if stack == "xarray":
+            c = Candidate(f"{i}b", i, "python", f"engine='netcdf4' with a chunk cache of {n} B", d["file"], var,
+                          env={"CLIMIO_TRY_NC_CACHE": f"{n}:{fixes.CACHE_SLOTS}:{CACHE_PREEMPTION}"},
+                          python={"engine": "netcdf4"})
+            c.advice = {"stack": "xarray", "python": f"import netCDF4\nnetCDF4.set_chunk_cache({n}, {fixes.CACHE_SLOTS})"
+                                                     f"\nds = xr.open_dataset({d['file']!r}, engine='netcdf4')"}
+            out.append(c)
+    return out
+
+
+def reads_hdf5_directly(facts) -> bool:
+    """h5py or h5netcdf (alone or under xarray): HDF5 reads the netCDF rules do not see."""
+    return facts.stack in ("h5py", "h5netcdf") or (facts.stack == "xarray" and _engine(facts) == "h5netcdf")
+
+
 def candidates(facts, findings, h5_datasets=()) -> list:
     """One or more candidates per advice item (numbered as `trace report` lists them); for an h5py
     job, then a chunk cache per dataset it read (numbered after the report's items)."""
@@ -154,6 +179,8 @@ def candidates(facts, findings, h5_datasets=()) -> list:
         out += group
     if facts.stack == "h5py":
         out += h5py_caches(len(findings) + 1, h5_datasets)
+    elif reads_hdf5_directly(facts) and not any(c.kind == "cache" for c in out):
+        out += h5netcdf_caches(len(findings) + 1, h5_datasets, facts.stack)
     return out
 
 
