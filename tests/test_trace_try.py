@@ -148,6 +148,11 @@ def test_a_fix_that_changes_the_output_is_never_advised(tmp_path, monkeypatch):
     assert "changes the result" in rank.text(s)
     cache = next(r for r in s["results"] if r["kind"] == "cache")
     assert cache["same_result"]
+    # once tried, `trace report` says it: the layout item is not advised, its command not shown
+    from climio.trace.report import build, text as report_text
+    page = report_text(*build(tr))
+    assert "tried (climio trace try): not advised" in page and "changes the result" in page
+    assert layout["advice"]["shell"] not in page
 
 
 def test_writes_go_to_scratch_and_in_place_updates_are_refused(tmp_path, monkeypatch):
