@@ -78,6 +78,10 @@ def test_netcdf4_python_cache_and_layout(tmp_path, monkeypatch):
     # the layout fix read the copy (by inode), never the original, and printed the same numbers
     assert layout["applied"] and layout["same_result"] and layout["conversion_s"] > 0
     assert netCDF4.Dataset(layout["copy"])["tas"].chunking() == layout["convert"]["chunks"]
+    # what else the layout slows: the canonical reads timed on both, each >2x slower one warned about
+    assert [x["read"] for x in layout["canonical"]] == ["one map", "one full series", "a box over all time"]
+    assert all(x["before_s"] > 0 and x["after_s"] > 0 for x in layout["canonical"])
+    assert len(layout["also_slows"]) == sum(x["ratio"] > 2 for x in layout["canonical"])
     assert (tmp_path / "tas.nc").read_bytes() == before and (tmp_path / "job.py").read_text() == NC4_JOB
     # gains: baseline / (after + conversion / P) at P = 1, 10
     g = layout["gain"]

@@ -23,6 +23,7 @@ from ..reader import read_trace
 from ..report import measured_facts
 from ..run import default_excludes
 from . import rank
+from .canonical import canonical_reads, warnings as canonical_warnings
 from .candidates import candidates, reads_hdf5_directly, select
 from .compare import same_result
 from .conversion import convert_copy
@@ -143,6 +144,12 @@ def _result(c, runs, base_runs, base_s, conv, copy, passes, compare) -> dict:
     r["gain"] = {str(p): rank.gain(base_s, r["after_s"], r["conversion_s"], p) for p in {*rank.SHOWN_PASSES, passes}}
     r["injected"] = {"env": runs[0]["injected_env"], "python": runs[0]["python_injected"]}
     r["cache_states"] = [x["cache"]["state"] for x in runs]
+    if c.kind == "layout" and copy:
+        try:
+            r["canonical"] = canonical_reads(c.file, copy, c.var)
+        except (OSError, RuntimeError, KeyError, IndexError) as exc:
+            r["canonical"], r["canonical_note"] = [], f"canonical reads not measured: {exc}"
+        r["also_slows"] = canonical_warnings(r["canonical"])
     return r
 
 

@@ -91,6 +91,10 @@ def text(summary) -> str:
                    + f"  {r['title']}: {r['status']}")
         if r["advised"]:
             out += _advice(r)
+        out += [f"      warning: {w}" for w in r.get("also_slows") or []]
+        if r.get("canonical"):
+            out.append("      canonical reads, cold, original -> copy: " + "; ".join(
+                f"{x['read']} {x['before_s']:.3g} -> {x['after_s']:.3g} s" for x in r["canonical"]))
     best = next((r for r in summary["results"] if r["advised"]), None)
     out.append("")
     out.append(f"advised: item {best['id']} ({best['title']}), measured {r_gain(best, p)} at P={p}" if best else
