@@ -118,19 +118,8 @@ def text(facts, findings) -> str:
     out.append(f"wall {_t(tr['wall_s'])} s; traced I/O time {_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of "
                f"process time ({_t(tr['process_time_s'])} s summed over processes)")
 
-    out += ["", "Advice"]
-    if verdict(facts):
-        out.append(f"  {verdict(facts)}")
     checked = rules_table(_input_of(facts))
-    tried = tried_items(tr["path"])
-    if findings:
-        for i, f in enumerate(findings, 1):
-            out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
-            out.append("      " + _weight(f) + "; thresholds: "
-                       + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
-            out += _tried_lines(tried.get(i)) if i in tried else [f"      -> {f['advice']}"]
-    else:
-        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    out += _advice_lines(facts, findings, checked)
 
     out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
@@ -185,6 +174,22 @@ def text(facts, findings) -> str:
     for r in facts.get("rules_not_checked") or []:
         out.append(f"  not checked: {r['rule']} ({r['why']})")
     return "\n".join(out) + "\n"
+
+
+def _advice_lines(facts, findings, checked) -> list:
+    """The advice items; one that `climio trace try` measured shows what it measured instead."""
+    out = ["", "Advice"]
+    if verdict(facts):
+        out.append(f"  {verdict(facts)}")
+    tried = tried_items(facts["trace"]["path"])
+    for i, f in enumerate(findings, 1):
+        out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
+        out.append("      " + _weight(f) + "; thresholds: "
+                   + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
+        out += _tried_lines(tried[i]) if i in tried else [f"      -> {f['advice']}"]
+    if not findings:
+        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    return out
 
 
 def tried_items(trace_path) -> dict:
