@@ -208,3 +208,23 @@ def test_h5netcdf_cache_not_injectable_netcdf4_engine_tried(tmp_path, monkeypatc
     eng = next(r for r in s["results"] if r["python"].get("engine") == "netcdf4")
     assert eng["applied"] and eng["same_result"]
     assert eng["injected"]["python"][0]["replaced"] == {"engine": "'h5netcdf'"}
+
+
+def _cli(*args, cwd=None):
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_json_compare_command_and_errors(tmp_path, monkeypatch):
+    _file(tmp_path / "tas.nc")
+    tr = _trace(tmp_path, monkeypatch, NC4_JOB)
+    out = _cli("trace", "try", tr, "--items", "1", "--reps", "1", "--compare", "false", "--json")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    measured = [r for r in s["results"] if r["label"] == "measured"]
+    assert measured and all(not r["same_result"] and not r["advised"] for r in measured)
+    assert all(r["status"].startswith("changes the result: --compare said different") for r in measured)
+    bad = _cli("trace", "try", tmp_path / "nowhere")
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+    none = _cli("trace", "try", tr, "--items", "9")
+    assert none.returncode != 0 and "no advice item" in none.stderr
