@@ -83,13 +83,13 @@ def test_partial_compressed_reads_recommend_cache_or_chunks_and_tasks(files):
     assert gains == sorted(gains, reverse=True) and len(gains) == len(ranked)
 
 
-def _partial_trace(d, nc_file):
+def _partial_trace(d, nc_file, dur=MS):
     """netCDF reads of x-t slabs of a compressed variable with chunks [8,2,16,32]: each read
     decodes whole chunks for one row of them."""
     p = SynthProc(pid=1)
     for z in range(SHAPE[1]):
         for y in range(0, SHAPE[2], 4):
-            p.leaf("nc_get_vara_double", "netcdf", dur=MS, file=str(nc_file), var="ta", size=SHAPE[0] * SHAPE[3] * 8,
+            p.leaf("nc_get_vara_double", "netcdf", dur=dur, file=str(nc_file), var="ta", size=SHAPE[0] * SHAPE[3] * 8,
                    aux={"start": [0, z, y, 0], "count": [SHAPE[0], 1, 1, SHAPE[3]], "shape": list(SHAPE),
                         "chunks": [8, 2, 16, 32], "itemsize": 8, "cache_bytes": 1 << 20, "compressed": True,
                         "filters": ["deflate"]})
@@ -97,8 +97,15 @@ def _partial_trace(d, nc_file):
 
 
 def test_trace_advice_names_the_fix_with_a_prediction(tmp_path, files, profiles):
-    _partial_trace(tmp_path / "trace", files["packed"])
+    from climio.advise.measured import _scaled
+    _partial_trace(tmp_path / "t0", files["packed"])
+    facts = measured_facts(tmp_path / "t0")
+    v = next(v for v in facts.netcdf["variables"] if v["var"] == "ta")
+    model_s = _scaled(v, facts, synthetic(), None)["recommendations"][0]["evidence"]["model_same_reads_s"]
+    # the same reads timed as the model predicts them: a job the model fits
+    _partial_trace(tmp_path / "trace", files["packed"], dur=int(model_s / v["reads"] * 1e9))
     adv = advise_measured(measured_facts(tmp_path / "trace"), synthetic())
+    assert not [n for n in adv.notes if "does not fit" in n]
     f = next(r for r in adv.recommendations if r["rule"] == "partial-chunk-compressed")
     assert "climio rechunk" in f["advice"]
     assert f["command"].startswith(f"climio rechunk {files['packed']} ") and "-c ta:16,1,8,64" in f["command"]
@@ -453,6 +460,8 @@ def test_trace_advice_starts_from_the_traced_time(tmp_path, shape, chunks, nz, n
     assert [r["rule"] for r in adv.recommendations] == [f["rule"] for f in rules.judge(facts)]
     for r in adv.recommendations:      # no item claims more than the traced I/O time
         assert (r["evidence"].get("could_save_s") or 0) <= io * (1 + 1e-12), r
+    assert all(r["command"].startswith("climio rechunk ") for r in adv.recommendations
+               if r["rule"] == "partial-chunk-compressed")       # the trace's own command, runnable
     (note,) = [n for n in adv.notes if "does not fit" in n]
     assert note.startswith("the model does not fit this job") and "ranked by the traced I/O" in note
     text = "\n".join(adv.lines())

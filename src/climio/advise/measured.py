@@ -53,7 +53,7 @@ def advise_measured(facts, profile=None, warn=None, source="") -> Advice:
     merged, recs = set(), []
     for f in findings:
         rec = {"before_s": None, "after_s": None, "gain_s": None, "one_off_s": 0.0, "break_even_passes": None,
-               "command": "", **f}
+               "command": _trace_command(f), **f}
         ev = f.get("evidence", {})
         v = variables.get((ev.get("file"), ev.get("var")))
         if f["rule"] in MODEL_BACKED and v is not None and os.path.exists(v["file"]):
@@ -83,6 +83,14 @@ def advise_measured(facts, profile=None, warn=None, source="") -> Advice:
     prof_id = profile.platform_id if profile is not None else ""
     return Advice(source or str(facts.run.get("path", "")), facts.input, recs, None, prof_id, notes,
                   verdict=rules.verdict(facts))
+
+
+def _trace_command(f) -> str:
+    """The command a trace finding names by itself (the model may replace it): the rechunk line."""
+    ev = f.get("evidence") or {}
+    if f["rule"] == "partial-chunk-compressed" and ev.get("target_chunks"):
+        return rules.fixes.rechunk_command(ev["file"], ev["var"], ev["target_chunks"])
+    return ""
 
 
 def _scaled(v, facts, profile, warn):
