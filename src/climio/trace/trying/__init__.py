@@ -163,6 +163,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
               compare=None, say=None) -> dict:  # long: the command's steps in order, each a call
     if reps < 1 or passes < 1:
         raise InputError("--reps and --passes must be at least 1")
+    if items and top:
+        raise InputError("give --items or --top, not both")
     tr = read_trace(trace_dir)
     facts = measured_facts(trace_dir)
     findings = rules.judge(facts)
