@@ -96,14 +96,19 @@ def _partial_trace(d, nc_file, dur=MS):
     p.write(d)
 
 
-def test_trace_advice_names_the_fix_with_a_prediction(tmp_path, files, profiles):
+def _fitting_trace(d, nc_file):
+    """_partial_trace with its reads timed as the model predicts them (on synthetic()): a job the model
+    fits, so the advice carries its scaled predictions (issue 35: an unfitting model ranks nothing)."""
     from climio.advise.measured import _scaled
-    _partial_trace(tmp_path / "t0", files["packed"])
-    facts = measured_facts(tmp_path / "t0")
+    _partial_trace(d.with_name(d.name + "-model"), nc_file)
+    facts = measured_facts(d.with_name(d.name + "-model"))
     v = next(v for v in facts.netcdf["variables"] if v["var"] == "ta")
     model_s = _scaled(v, facts, synthetic(), None)["recommendations"][0]["evidence"]["model_same_reads_s"]
-    # the same reads timed as the model predicts them: a job the model fits
-    _partial_trace(tmp_path / "trace", files["packed"], dur=int(model_s / v["reads"] * 1e9))
+    _partial_trace(d, nc_file, dur=int(model_s / v["reads"] * 1e9))
+
+
+def test_trace_advice_names_the_fix_with_a_prediction(tmp_path, files, profiles):
+    _fitting_trace(tmp_path / "trace", files["packed"])
     adv = advise_measured(measured_facts(tmp_path / "trace"), synthetic())
     assert not [n for n in adv.notes if "does not fit" in n]
     f = next(r for r in adv.recommendations if r["rule"] == "partial-chunk-compressed")
@@ -348,7 +353,7 @@ def test_collective_vs_independent_for_a_trace(tmp_path):
 
 
 def test_trace_of_a_file_here_gets_the_workflow_rules(tmp_path, files):
-    _partial_trace(tmp_path / "trace", files["packed"])
+    _fitting_trace(tmp_path / "trace", files["packed"])
     adv = advise_measured(measured_facts(tmp_path / "trace"), synthetic())
     by = {}
     for r in adv.recommendations:
