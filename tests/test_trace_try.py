@@ -123,6 +123,8 @@ def test_xarray_without_dask_and_every_advised_command_runs(tmp_path, monkeypatc
             out = subprocess.run(a["shell"], shell=True, capture_output=True, text=True, cwd=tmp_path,
                                  env=dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]))
             assert out.returncode == 0, out.stderr
+            dst = a["then"].split()[1]
+            assert os.path.exists(dst) and dst != r["file"] and a["then"].endswith(f"instead of {r['file']}")
             ran += 1
         elif "python" in a:
             code = "import xarray as xr\n" + a["python"] + "\nprint(ds)\n"

@@ -62,7 +62,7 @@ def _layout(i, f, facts) -> Candidate:
                   convert={"var": ev["var"], "chunks": target, "dst_name": _copy_name(ev["file"], ev["var"], target)},
                   saves_s=ev["could_save_s"])
     out = fixes.rechunk_command(ev["file"], ev["var"], target)
-    c.advice = {"shell": out, "then": f"read {shlex.split(out)[2]} instead of {ev['file']}"}
+    c.advice = {"shell": out, "then": f"read {shlex.split(out)[3]} instead of {ev['file']}"}   # climio rechunk SRC DST
     if str(ev["file"]).rstrip("/").endswith(ZARR_SUFFIXES):
         c.not_tried = "a Zarr layout is advised but not tried: the preload redirects files, not stores"
     return c
