@@ -1,0 +1,103 @@
+"""`climio rechunk --scheduler ADDRESS` (or `--scheduler local`): the same block tasks
+(blocks.run_task: the same reads, native codec path and chunk writes) on Dask distributed workers.
+
+Cluster mode writes Zarr, to a bucket (s3://, the workers PUT their own chunk objects) or to a
+file system every worker sees; each worker writes its blocks' chunks itself, so nothing passes
+through the client but the task descriptions and small results. netCDF-4 output (one HDF5 writer)
+is refused. As the local executor, at most IN_FLIGHT_PER_WORKER x workers tasks are handed out at
+a time, each a block: --max-mem is per worker, and the plan is made for workers x --max-mem. The
+two-pass intermediate goes to --tmp, which must then be on a shared file system.
+
+`local` starts a LocalCluster of --workers processes (one thread each) for the run and stops it.
+An address uses that scheduler's workers (started with `dask worker ADDRESS --nthreads 1`: more
+threads per worker run more blocks at once than --max-mem allows for); the client leaves them
+running.
+"""
+
+import collections
+
+from climio.base.errors import InputError, NativeError
+from .execute import IN_FLIGHT_PER_WORKER, RechunkStats
+
+
+def check_output(dst, out_format=None) -> None:
+    from . import formats
+    if formats.output_format(str(dst).rstrip("/"), out_format) != "zarr":
+        raise InputError("--scheduler writes Zarr (each worker writes its own chunks): netCDF-4 output on a "
+                         "cluster is refused; name OUT *.zarr or s3://BUCKET/OUT.zarr")
+
+
+def connect(address: str, workers: int):
+    """(client, cluster or None): a client of the scheduler, or of a LocalCluster it starts."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise NativeError("--scheduler needs dask.distributed (pip install distributed)") from None
+    if address == "local":
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40)
+        return Client(cluster), cluster
+    try:
+        return Client(address, timeout="20s"), None
+    except (OSError, TimeoutError) as exc:
+        raise InputError(f"--scheduler {address}: no Dask scheduler answers there ({exc})") from None
+
+
+def worker_count(client) -> int:
+    info = client.scheduler_info()
+    return sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
+
+
+class DaskRunner:
+    """execute.Runner's face (run, close, stats, workers) over a Dask client."""
+
+    def __init__(self, address: str, workers: int, stats: RechunkStats = None):
+        self.stats = stats if stats is not None else RechunkStats()
+        self.client, self.cluster = connect(address, workers)
+        self.workers = max(1, worker_count(self.client))
+
+    def run(self, tasks, write, workers: int, progress=None) -> None:
+        from distributed import wait
+
+        from . import blocks
+        window = IN_FLIGHT_PER_WORKER * self.workers
+        pending = collections.deque()
+        for t in tasks:
+            if t.sink.kind == "chunks":
+                raise InputError("--scheduler writes Zarr: netCDF-4 output on a cluster is refused")
+            pending.append(self.client.submit(blocks.run_task, t, pure=False))
+            if len(pending) >= window:
+                wait([pending[0]])
+                self._take(pending, write, progress)
+        while pending:
+            self._take(pending, write, progress)
+
+    def _take(self, pending, write, progress) -> None:
+        result = pending.popleft().result()
+        self.stats.add(result)
+        write(result)
+        if progress:
+            progress(result.nbytes)
+
+    def close(self, abort=False) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+
+def per_worker_lines(plans: dict, workers: int, max_mem: int) -> list:
+    """--dry-run in cluster mode: tasks, bytes and requests per worker, the predicted time."""
+    from climio.base.units import format_size
+    lines = [f"cluster: {workers} Dask worker(s), --max-mem {format_size(max_mem // max(1, workers))} per worker "
+             f"({format_size(max_mem)} in all)"]
+    for path, plan in plans.items():
+        for i, p in enumerate(plan.passes, 1):
+            w = max(1, min(workers, p.n_blocks))
+            lines.append(f"  {path} pass {i}: {p.n_blocks} tasks, per worker {-(-p.n_blocks // w)} tasks, "
+                         f"read {format_size(p.bytes_read // w)} in {-(-p.read_ops // w)} requests, write "
+                         f"{format_size(p.bytes_written // w)} in {-(-p.write_ops // w)} requests")
+        lines.append(f"  {path}: predicted {plan.predicted_s:.2f} s")
+    return lines
