@@ -434,6 +434,7 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
     summary.update(seconds=seconds, bytes=nbytes, rate_MBps=rate_MBps(nbytes, seconds),
                    bytes_read=stats.bytes_read, chunks_decoded=stats.chunks_decoded,
                    peak_rss=_peak_rss(stats), verified=opts.verify, retries=stats.retries,
+                   task_processes=len(stats.worker_rss),
                    blocks_skipped=stats.skipped)
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
