@@ -23,6 +23,7 @@ backoff (stores.retry) and counted in the summary ("retries"); a failure that ou
 stops the run with one line and nothing readable under the final name.
 """
 
+import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -90,7 +91,8 @@ def _to_store(endpoint, src, url, kw):
     objs = ObjectChunks(final, endpoint)
     say = kw.get("say") or (lambda *_: None)
     _clear_old(objs, final, kw, say)
-    with tempfile.TemporaryDirectory(prefix="climio-rechunk-s3-", dir=kw.get("tmp_dir") or None) as tmp:
+    _remove_stale_locals(kw.get("tmp_dir") or tempfile.gettempdir(), say)
+    with tempfile.TemporaryDirectory(prefix=f"climio-rechunk-s3-{os.getpid()}-", dir=kw.get("tmp_dir") or None) as tmp:
         local = Path(tmp) / name   # metadata and coordinates only
         summary = local_convert_to(src, local, final, kw)
         if kw.get("dry_run"):
@@ -104,6 +106,25 @@ def _to_store(endpoint, src, url, kw):
         say(f"published {final} (metadata last); {summary['retries']} object-store request(s) retried"
             + (f", {summary.get('blocks_skipped', 0)} block(s) kept from the earlier run" if kw.get("resume") else ""))
     return summary
+
+
+def _remove_stale_locals(where, say) -> None:
+    """The local metadata directories of runs that were killed (their process is gone)."""
+    import re
+    import shutil
+    for d in Path(where).glob("climio-rechunk-s3-*-*"):
+        m = re.match(r"climio-rechunk-s3-(\d+)-", d.name)
+        if not m or not d.is_dir():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue   # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        say(f"removed {d}, the local metadata of a killed rechunk to object storage")
 
 
 def local_convert_to(src, local: Path, final: str, kw):
