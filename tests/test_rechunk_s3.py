@@ -132,3 +132,30 @@ def test_s3_to_s3_streamed_leftovers_and_resume(s3_server, tmp_path, monkeypatch
     assert 0 < summary["blocks_skipped"] < len(done) + 1 and summary["blocks_skipped"] == len(done) - 1
     np.testing.assert_array_equal(values("res.zarr"), ref)
     assert not any(k.startswith(".climio-rechunk") for k in res.listing())
+
+
+def test_s3_sharded_output_and_shard_bound(s3_server, tmp_path, monkeypatch):
+    """Sharded Zarr v3 output streamed to the bucket: a block holds whole shards, each one object
+    (written through zarr-python in memory, then PUT); zarr reads it back equal. A shard larger
+    than the per-worker --max-mem is refused in one line (the planner's) before anything is written."""
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.base.errors import InputError
+    from climio.data.writer import write_4d
+    from climio.rechunk.remote import convert
+    from climio.stores.chunks import ObjectChunks
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    ep = s3_server.endpoint
+    src = tmp_path / "in.nc"
+    write_4d(src, [8, 2, 16, 32], chunks=[1, 1, 16, 32], dtype="f4")
+    quiet = dict(progress=False, say=lambda *_: None, workers=1)
+    convert(str(src), "s3://climio/sh/out.zarr", chunks=["ta:8,1,4,8"], shards=["ta:8,1,8,32"], **quiet)
+    keys = [k for k in ObjectChunks("s3://climio/sh/out.zarr", ep).listing() if k.startswith("ta/c/")]
+    assert len(keys) == 2 * 2   # shards [8,1,8,32]: 1 x 2 x 2 x 1
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "sh/out.zarr"), read_only=True))["ta"]
+    np.testing.assert_array_equal(got.values, xr.open_dataset(src)["ta"].values)
+    with pytest.raises(InputError, match="--max-mem 4KiB is too small: one target chunk .8,1,8,32."):
+        convert(str(src), "s3://climio/sh/big.zarr", chunks=["ta:8,1,4,8"], shards=["ta:8,1,8,32"], max_mem="4KiB",
+                **quiet)
+    assert not ObjectChunks("s3://climio/sh/big.zarr", ep).listing()

@@ -380,6 +380,8 @@ def _at_least(path: Path, nbytes: int) -> bool:
 def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_factory, say) -> dict:
     prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
+    if opts.remote_out or _is_url(in_path):
+        _object_store_bounds(prep, opts, say)
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
                "plans": {k: p.to_dict() for k, p in plans.items()}}
@@ -444,6 +446,16 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
     if note:
         say(note)
     return summary
+
+
+def _object_store_bounds(prep: Prepared, opts: Options, say) -> None:
+    """Streamed to or from a bucket: the line stating the margin above --max-mem. (A shard is one
+    PUT from one block: the planner already refuses a shard whose block does not fit the bound.)"""
+    block = max((math.prod(p.block) * p.src.itemsize for plan in prep.plans.values() for p in plan.passes),
+                default=0)
+    say(f"object storage: memory per worker is the plan's bound plus up to {format_size(block)} of one block's "
+        "compressed chunks in flight (GET batch or PUT queue) and the HTTP client's buffers; local disk holds the "
+        "output's metadata and coordinates only")
 
 
 def _nothing(out_path, opts: Options) -> str:
