@@ -84,20 +84,29 @@ class Result:
     retries: int = 0          # object-store requests retried during the task (stores.retry)
 
 
-class _PerThread(threading.local):
-    """Open handles and the reusable block buffer, per thread: a Dask worker may run tasks in
+class _PerThread:
+    """Open handles and the reusable block buffer of one thread: a Dask worker may run tasks in
     several threads of one process."""
     def __init__(self):
         self.handles = {}
         self.scratch = {}
 
 
-_local = _PerThread()
+_local = threading.local()
+_threads = {}   # thread id -> its _PerThread, so that close_all_handles reaches every thread's
+
+
+def _state() -> _PerThread:
+    st = getattr(_local, "state", None)
+    if st is None:
+        st = _local.state = _PerThread()
+        _threads[threading.get_ident()] = st
+    return st
 
 
 def _open(kind: str, path: str):
     key = (kind, path)
-    _handles = _local.handles
+    _handles = _state().handles
     if key not in _handles:
         if kind == "fd":
             _handles[key] = os.open(path, os.O_RDONLY)
@@ -166,9 +175,15 @@ def _memory_array(meta: tuple, var: str):
         return zarr.open_array(store, path=var, mode="r+")
 
 
-def close_handles() -> None:
+def close_all_handles() -> None:
+    """close_handles for every thread of this process (a Dask worker's, between runs)."""
+    for state in list(_threads.values()):
+        close_handles(state)
+
+
+def close_handles(state: _PerThread = None) -> None:
     """Close every file a process opened (the intermediate file must be reopened after it is written)."""
-    _handles = _local.handles
+    _handles = (state or _state()).handles
     for (kind, _), h in list(_handles.items()):
         try:
             if kind in ("fd", "fdw"):
@@ -337,7 +352,7 @@ def _block_array(count, dtype, reuse: bool) -> np.ndarray:
     n = int(np.prod(count)) * dt.itemsize
     if not reuse:
         return np.empty(count, dt)
-    _scratch = _local.scratch
+    _scratch = _state().scratch
     if _scratch.get("buf") is None or _scratch["buf"].size < n:
         _scratch["buf"] = None
         _scratch["buf"] = np.empty(n, np.uint8)

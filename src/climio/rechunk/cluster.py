@@ -19,6 +19,8 @@ import collections
 from climio.base.errors import InputError, NativeError
 from .execute import IN_FLIGHT_PER_WORKER, RechunkStats
 
+REQUESTS_IN_FLIGHT = 8   # a worker's concurrent GETs or PUTs (stores.chunks.GET_THREADS / PUT_THREADS)
+
 
 def check_output(dst, out_format=None) -> None:
     from . import formats
@@ -71,6 +73,9 @@ class DaskRunner:
                 self._take(pending, write, progress)
         while pending:
             self._take(pending, write, progress)
+        # the workers cache open stores and files: the next pass, or the next run on these
+        # long-lived workers, may read what this one wrote
+        self.client.run(blocks.close_all_handles)
 
     def _take(self, pending, write, progress) -> None:
         result = pending.popleft().result()
@@ -88,8 +93,10 @@ class DaskRunner:
             self.cluster = None
 
 
-def per_worker_lines(plans: dict, workers: int, max_mem: int) -> list:
-    """--dry-run in cluster mode: tasks, bytes and requests per worker, the predicted time."""
+def per_worker_lines(plans: dict, workers: int, max_mem: int, request_s: float = 0.0) -> list:
+    """--dry-run in cluster mode: tasks, bytes and requests per worker, the predicted time (with
+    `request_s`, an object store's measured round trip: each worker's requests at IN_FLIGHT
+    requests at once added to the plan's time)."""
     from climio.base.units import format_size
     lines = [f"cluster: {workers} Dask worker(s), --max-mem {format_size(max_mem // max(1, workers))} per worker "
              f"({format_size(max_mem)} in all)"]
@@ -99,5 +106,24 @@ def per_worker_lines(plans: dict, workers: int, max_mem: int) -> list:
             lines.append(f"  {path} pass {i}: {p.n_blocks} tasks, per worker {-(-p.n_blocks // w)} tasks, "
                          f"read {format_size(p.bytes_read // w)} in {-(-p.read_ops // w)} requests, write "
                          f"{format_size(p.bytes_written // w)} in {-(-p.write_ops // w)} requests")
-        lines.append(f"  {path}: predicted {plan.predicted_s:.2f} s")
+        reqs = sum(-(-(p.read_ops + p.write_ops) // max(1, min(workers, p.n_blocks))) for p in plan.passes)
+        extra = reqs * request_s / REQUESTS_IN_FLIGHT
+        lines.append(f"  {path}: predicted {plan.predicted_s + extra:.2f} s"
+                     + (f" (of which {extra:.2f} s the object store's {1e3 * request_s:.1f} ms round trips, "
+                        f"{REQUESTS_IN_FLIGHT} in flight per worker)" if request_s else ""))
     return lines
+
+
+def round_trip_s(url: str, n: int = 3) -> float:
+    """The median time of a small GET at `url` (s3://BUCKET/STORE): the object store's round trip."""
+    import statistics
+    import time
+
+    from ..stores.chunks import ObjectChunks
+    objs = ObjectChunks.of(url)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        objs.get("zarr.json")
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

@@ -400,8 +400,9 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
             for line in p.describe():
                 say("  " + line)
         if opts.scheduler:
-            from .cluster import per_worker_lines
-            for line in per_worker_lines(plans, opts.workers, max_mem):
+            from .cluster import per_worker_lines, round_trip_s
+            store = opts.remote_out or (str(in_path) if _is_url(in_path) else "")
+            for line in per_worker_lines(plans, opts.workers, max_mem, round_trip_s(store) if store else 0.0):
                 say(line)
         return summary
 

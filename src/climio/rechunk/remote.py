@@ -46,6 +46,12 @@ def convert(src, dst, **kw):
         return local_convert(src, dst, **kw)
     if len(srcs) > 1 and remote_in:
         raise InputError("an s3:// input is converted alone: give one input")
+    if is_s3_url(str(dst)) and (len(srcs) > 1 or not remote_in and "*" in str(srcs[0])):
+        raise InputError(f"output {dst}: several inputs go into a local directory, one output each; "
+                         "convert them to s3:// one at a time")
+    if is_s3_url(str(dst)) and kw.get("verify"):
+        raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
+                         "to do: run without --verify and compare the published store")
     endpoint = Endpoint.from_env()
     where = str(dst)
     try:
