@@ -334,6 +334,9 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     in_path = str(in_path) if _is_url(in_path) else Path(in_path)
     out_path = Path(out_path)
     early = "" if dry_run or _is_url(in_path) or opts.scheduler else _early_start(in_path, out_path, opts)
+    if opts.scheduler and not dry_run:
+        from . import cluster
+        cluster.start_early(opts.scheduler, opts.workers)   # connected while the input is scanned and planned
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -343,6 +346,9 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     finally:
         execute.discard_early()   # not taken: the plan wanted another pool, or the command failed first
         child.discard()
+        if opts.scheduler:
+            from . import cluster
+            cluster.discard_early()
 
 
 EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _early_start)

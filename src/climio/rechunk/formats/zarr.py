@@ -151,14 +151,22 @@ def _codecs(arr) -> list:
 
 # ---------------------------------------------------------------- input
 
+_REMOTE_GROUPS = {}   # s3:// inputs opened once per command (each open reads the metadata over the network)
+
+
 def _open_group(path, mode="r"):
     import zarr
+    if mode == "r" and str(path).startswith("s3://") and str(path) in _REMOTE_GROUPS:
+        return _REMOTE_GROUPS[str(path)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return zarr.open_group(blocks.zarr_store(str(path), mode == "r"), mode=mode)
+            g = zarr.open_group(blocks.zarr_store(str(path), mode == "r"), mode=mode)
     except Exception as exc:  # zarr raises many types for a broken store
         raise DataError(f"{path}: not a readable Zarr store ({exc})") from None
+    if mode == "r" and str(path).startswith("s3://"):
+        _REMOTE_GROUPS[str(path)] = g
+    return g
 
 
 def _arrays(group, prefix=""):
