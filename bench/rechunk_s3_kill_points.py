@@ -7,7 +7,8 @@ object, and no zarr.json may appear under the final name before the end.
 The case is tests/test_rechunk_s3_faults.py's ([16,8,32,64] float32 -> chunks [16,1,4,8], zstd1,
 512 chunk objects, --max-mem 256KiB, 2 workers), on the bench's own SeaweedFS; a kill point is
 a number of chunk objects listed (straight from the server) when the command's process group gets
-SIGKILL. Prints, per point, the objects listed at the kill and the blocks the next run kept.
+SIGKILL (a point already passed kills the next run during its start-up). Prints, per point, the
+objects listed at the kill and the blocks that run kept.
 """
 
 import argparse
@@ -70,7 +71,9 @@ def main(argv=None):  # long: one loop over the kill points, read top to bottom
             kept = next((line for line in err.splitlines() if line.startswith("--resume:")), "")
             assert "zarr.json" not in listed, "metadata under the final name before the end"
             print(f"point {i:2d}: kill at >= {n:3d} chunk objects ({'ended first' if finished else 'killed'}); "
-                  f"{sum(k.startswith('ta/c/') for k in listed)} listed; this run: {kept or 'fresh start'}", flush=True)
+                  f"{sum(k.startswith('ta/c/') for k in listed)} listed; this run: "
+                  f"{kept or ('fresh start' if i == 1 else 'killed during start-up (the point was already passed)')}",
+                  flush=True)
             extra = ("--resume",)
         done = subprocess.run(argv("killed.zarr", "--resume"), env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
