@@ -25,17 +25,25 @@ from pathlib import Path
 CHUNKS = 512
 
 
-def main(argv=None):  # long: one loop over the kill points, read top to bottom
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=20)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--latency", type=float, default=10)
     a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-kill-"))
+    try:
+        _main(a, tmp)
+    finally:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _main(a, tmp):  # long: set-up, the runs and the table in one place, read top to bottom
     from climio.data.writer import write_4d
     from climio.stores.chunks import ObjectChunks
     from climio.stores.server import S3Server
     climio = str(Path(sys.executable).with_name("climio"))
-    tmp = Path(tempfile.mkdtemp(prefix="bench-kill-"))
     with S3Server(data_dir=tmp / "s3") as s3:
         env = {**os.environ, **s3.env()}
         src = tmp / "in.nc"

@@ -173,20 +173,28 @@ def check(s3, out, ref):
     np.testing.assert_array_equal(got.values, ref["values"])
 
 
-def main(argv=None):  # long: set-up, the ABBA loop and the table in one place, read top to bottom
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--t", type=int, default=96)
     ap.add_argument("--max-mem", default="16MiB", help="per worker")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--latency", type=float, nargs="+", default=[0, 20])
     a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
+    try:
+        _main(a, tmp)
+    finally:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _main(a, tmp):  # long: set-up, the runs and the table in one place, read top to bottom
     from distributed import Client, LocalCluster
 
     from climio.data.writer import write_4d
     from climio.stores.chunks import ObjectChunks
     from climio.stores.server import S3Server
     target = (a.t, 1, 24, 32)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
     with S3Server(data_dir=tmp / "s3") as s3:
         os.environ.update(s3.env())   # the workers inherit the endpoint (through the proxy)
         src = tmp / "in.nc"
