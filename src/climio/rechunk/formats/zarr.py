@@ -53,6 +53,10 @@ def check_settings(s: Settings) -> None:
 
 
 def is_store(path) -> bool:
+    if str(path).startswith("s3://"):
+        from ...stores.chunks import ObjectChunks
+        got = ObjectChunks.of(str(path)).get_many(["zarr.json", ".zgroup", ".zarray"])
+        return any(v is not None for v in got.values())
     p = Path(path)
     return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
 
@@ -147,14 +151,22 @@ def _codecs(arr) -> list:
 
 # ---------------------------------------------------------------- input
 
+_REMOTE_GROUPS = {}   # s3:// inputs opened once per command (each open reads the metadata over the network)
+
+
 def _open_group(path, mode="r"):
     import zarr
+    if mode == "r" and str(path).startswith("s3://") and str(path) in _REMOTE_GROUPS:
+        return _REMOTE_GROUPS[str(path)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return zarr.open_group(str(path), mode=mode)
+            g = zarr.open_group(blocks.zarr_store(str(path), mode == "r"), mode=mode)
     except Exception as exc:  # zarr raises many types for a broken store
         raise DataError(f"{path}: not a readable Zarr store ({exc})") from None
+    if mode == "r" and str(path).startswith("s3://"):
+        _REMOTE_GROUPS[str(path)] = g
+    return g
 
 
 def _arrays(group, prefix=""):
@@ -208,6 +220,9 @@ def stored_bytes(path, infos) -> dict:
 
 
 def total_bytes(path) -> int:
+    if str(path).startswith("s3://"):
+        from ...stores.chunks import ObjectChunks
+        return sum(size for size, _ in ObjectChunks.of(str(path)).listing().values())
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
@@ -349,11 +364,17 @@ def open_output(tmp):
     return nullcontext(str(tmp))
 
 
-def output(store: str, key: str, target=None):
-    """(Sink, write): the worker writes its chunks into the store itself; the parent has nothing to do."""
+def output(store: str, key: str, target=None, remote: str = ""):
+    """(Sink, write): the worker writes its chunks into the store itself; the parent has nothing to
+    do. With `remote` (s3://BUCKET/STORE) the chunks go to the bucket and the Sink carries the
+    array's metadata documents from the local `store` (they reach the bucket last)."""
     def write(result):
         result.payload = None
-    return blocks.Sink("zarr", path=str(store), var=key), write
+    if not remote:
+        return blocks.Sink("zarr", path=str(store), var=key), write
+    meta = tuple((f"{key}/{name}", (Path(store) / key / name).read_bytes())
+                 for name in ("zarr.json", ".zarray", ".zattrs") if (Path(store) / key / name).is_file())
+    return blocks.Sink("zarr", path=str(store), var=key, remote=remote, meta=meta), write
 
 
 def check_written(tmp: Path, jobs) -> None:
