@@ -33,8 +33,13 @@ def measured_facts(trace_dir) -> rules.Facts:
     src = read_input(trace_dir)
     if not isinstance(src, Trace):
         from . import counters
-        return counters.analyse_log(src).facts()
-    return analyse(src).facts()
+        f = counters.analyse_log(src).facts()
+    else:
+        f = analyse(src).facts()
+    if Path(trace_dir).expanduser().is_dir():
+        from . import objects_report
+        objects_report.attach(f, Path(trace_dir).expanduser(), src)
+    return f
 
 
 def is_measured_input(path) -> bool:
@@ -130,6 +135,9 @@ def text(facts, findings) -> str:
             out.append(f"      -> {f['advice']}")
     else:
         out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+
+    from .objects_report import text_lines as object_lines
+    out += object_lines(facts.get("objects"))
 
     out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
@@ -230,7 +238,9 @@ def html_page(facts, findings) -> str:
 def html_sections(facts, findings) -> list:
     """The trace report as climio.present.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
-    return [s for s in (_advice_section(facts, findings), _layers_section(facts), _flow_section(facts),
+    from .objects_report import html_section as objects_section
+    return [s for s in (_advice_section(facts, findings), objects_section(facts.get("objects")),
+                        _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
                         _rules_section(facts, findings), _definitions_section(facts)) if s is not None]
 
