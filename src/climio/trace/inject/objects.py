@@ -81,8 +81,15 @@ def clean_url(url) -> str:
 
 
 def _range_header(value):
-    m = re.match(r"bytes=(\d+)-(\d*)", str(value or ""))
-    return [int(m.group(1)), int(m.group(2)) + 1 if m.group(2) else None] if m else None
+    """[start, end) of an HTTP Range header; a suffix range bytes=-N is [-N, None]."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    m = re.match(r"bytes=(\d*)-(\d*)", str(value or ""))
+    if not m:
+        return None
+    if not m.group(1):
+        return [-int(m.group(2)), None]
+    return [int(m.group(1)), int(m.group(2)) + 1 if m.group(2) else None]
 
 
 def _nbytes(out):

@@ -1,0 +1,221 @@
+"""`climio trace` sees object storage (issue 36): store operations and wire requests recorded by the
+injected sitecustomize, checked against the S3 server's own request counters and a recording proxy,
+and three traced jobs at 20 ms whose reports name the right top item."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from climio.trace.inject.objects import chunk_of, clean_url
+from climio.trace.objects_reader import read_objects
+
+
+PY = sys.executable
+CLIMIO = str(Path(sys.executable).parent / "climio")
+
+
+def test_keys_carry_no_credentials_and_name_their_chunk():
+    assert clean_url("https://user:pw@h/b/k?X-Amz-Signature=abc&X-Amz-Credential=AKID") == "https://h/b/k"
+    assert clean_url("http://h/b?list-type=2&prefix=x%2F&X-Amz-Date=1") == "http://h/b?list-type=2&prefix=x%2F"
+    assert chunk_of("tas/c/3/0/1") == ("chunk", "tas", [3, 0, 1])
+    assert chunk_of("lat/0") == ("chunk", "lat", [0])
+    assert chunk_of("g/tas/1.2") == ("chunk", "g/tas", [1, 2])
+    assert chunk_of("tas/zarr.json")[0] == "meta" and chunk_of("tas/.zarray")[:2] == ("meta", "tas")
+
+
+def _metrics(s3) -> Counter:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{s3.metrics_port}/metrics", timeout=10).read().decode()
+    out = Counter()
+    for line in text.splitlines():
+        if line.startswith("SeaweedFS_s3_request_total{"):
+            labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
+            out[(labels["type"].strip('"'), labels["code"].strip('"'))] += int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+class RecordingProxy:
+    """A TCP proxy in front of the S3 endpoint that parses the client's HTTP/1.1 requests (method,
+    path, Range) and passes every byte on unchanged both ways."""
+
+    def __init__(self, upstream_port):
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.seen = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            u = socket.create_connection(self.upstream)
+            threading.Thread(target=self._requests, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _requests(self, c, u):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                hdr = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+                n = int(hdr.get("content-length") or 0)
+                while len(buf) < n:
+                    buf += c.recv(65536)
+                body, buf = buf[:n], buf[n:]
+                self.seen.append((method, path.split("?")[0], hdr.get("range")))
+                u.sendall(head + b"\r\n\r\n" + body)
+        except OSError:
+            pass
+        finally:
+            try:
+                u.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+def _env(s3, url=None):
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ZARR_"))}
+    env.update(s3.env())
+    if url:
+        env["AWS_ENDPOINT_URL"] = url
+    return env
+
+
+def _trace(tmp_path, name, script, env, *extra):
+    job = tmp_path / f"job_{name}.py"
+    job.write_text(script)
+    out = tmp_path / f"trace-{name}"
+    r = subprocess.run([CLIMIO, "trace", "run", *extra, "-o", str(out), "--", PY, str(job)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r.stdout
+
+
+def _report(out, env):
+    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--format", "json"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def _header(rng):
+    if not rng:
+        return None
+    s, e = rng
+    return f"bytes={s}" if s < 0 else f"bytes={s}-" + ("" if e is None else str(e - 1))
+
+
+SHARDED_JOB = """
+import numpy as np, s3fs, zarr
+fs = s3fs.S3FileSystem(asynchronous=True)
+z = zarr.open_array(zarr.storage.FsspecStore(fs, path="climio/trobj/sharded.zarr", read_only=True), mode="r")
+a = z[0:40, 0:40]          # part of the shard: ranged GETs of inner chunks
+b = z[64:128, :]           # whole chunks of the second shard row
+print(float(a.sum()), float(b.sum()))
+"""
+
+
+def test_s3fs_wire_requests_equal_server_counters_and_proxy_ranges(s3_server, tmp_path):
+    import zarr
+    data = np.arange(128 * 128, dtype="f4").reshape(128, 128)
+    st = zarr.storage.FsspecStore(s3_server.direct_endpoint.s3fs(asynchronous=True), path="climio/trobj/sharded.zarr")
+    z = zarr.create_array(st, shape=data.shape, chunks=(16, 16), shards=(64, 128), dtype="f4", overwrite=True)
+    z[:] = data
+    proxy = RecordingProxy(s3_server.proxy_port)
+    s3_server.set_latency(20)
+    try:
+        before = _metrics(s3_server)
+        out, stdout = _trace(tmp_path, "sharded", SHARDED_JOB, _env(s3_server, f"http://127.0.0.1:{proxy.port}"))
+        after = _metrics(s3_server)
+    finally:
+        s3_server.set_latency(0)
+        proxy.close()
+    a, b = (float(x) for x in stdout.split()[:2])
+    assert a == float(data[:40, :40].sum()) and b == float(data[64:, :].sum())
+    ot = read_objects(out)
+    wire = ot.wire
+    # the server's own counters: SeaweedFS counts a HEAD as a GET
+    server = after - before
+    mine = Counter(("LIST" if w["op"].startswith("List") else "GET" if w["method"] in ("GET", "HEAD") else w["method"],
+                    str(w["status"])) for w in wire)
+    assert mine == +server, (mine, server)
+    # the byte ranges, as the recording proxy saw them
+    seen = Counter((m, p, r) for m, p, r in proxy.seen)
+    recorded = Counter((w["method"], w["key"].split("?")[0].split(str(proxy.port), 1)[1], _header(w["range"]))
+                       for w in wire)
+    assert recorded == seen
+    assert any(w["range"] for w in wire)
+    # store ops name the array chunk (shard) they served; every wire GET names its store op
+    gets = [s for s in ot.store if s.get("kind") == "chunk"]
+    assert gets and all(s["chunk"] is not None for s in gets)
+    assert all(w.get("parent") for w in wire if w["method"] == "GET" and "list-type" not in w["key"])
+    text = (out / [f.name for f in out.iterdir() if f.name.startswith("objects-")][0]).read_text()
+    assert s3_server._secret not in text and s3_server._key not in text
+
+
+XARRAY_JOB = """
+import xarray as xr
+ds = xr.open_zarr("s3://climio/trobj/small.zarr", consolidated=False, chunks=None)   # zarr reads, async.concurrency in flight
+print(float(ds["tas"].mean()))
+"""
+
+
+def test_xarray_zarr_small_chunks_default_concurrency(s3_server, tmp_path):
+    import xarray as xr
+    import zarr
+    data = np.random.default_rng(1).random((30, 32, 32)).astype("f4")
+    st = zarr.storage.FsspecStore(s3_server.direct_endpoint.s3fs(asynchronous=True), path="climio/trobj/small.zarr")
+    xr.Dataset({"tas": (("time", "lat", "lon"), data)}).to_zarr(
+        st, mode="w", consolidated=False, encoding={"tas": {"chunks": (1, 16, 16)}}, zarr_format=3)
+    s3_server.set_latency(20)
+    try:
+        out, stdout = _trace(tmp_path, "xarray", XARRAY_JOB, _env(s3_server))
+    finally:
+        s3_server.set_latency(0)
+    assert abs(float(stdout.split()[0]) - float(data.mean())) < 1e-5
+    rep = _report(out, _env(s3_server))
+    o = rep["objects"]
+    tas = next(a for a in o["arrays"] if a["array"] == "tas")
+    assert tas["chunk_reads"] == 120 and tas["layout"]["chunks"] == [1, 16, 16]
+    assert o["concurrency"]["client_limit"] == 10 and o["concurrency"]["peak_in_flight"] >= 8
+    top = rep["findings"][0]
+    assert top["rule"] in ("object-concurrency", "object-small-chunks"), [f["rule"] for f in rep["findings"]]
+    assert {"object-concurrency", "object-small-chunks"} <= {f["rule"] for f in rep["findings"]}
+    print("LEAD xarray:", top["title"], "|", top["message"])
