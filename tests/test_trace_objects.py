@@ -219,3 +219,83 @@ def test_xarray_zarr_small_chunks_default_concurrency(s3_server, tmp_path):
     assert top["rule"] in ("object-concurrency", "object-small-chunks"), [f["rule"] for f in rep["findings"]]
     assert {"object-concurrency", "object-small-chunks"} <= {f["rule"] for f in rep["findings"]}
     print("LEAD xarray:", top["title"], "|", top["message"])
+
+
+def _netcdf(path, nt=24):
+    import netCDF4
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", nt)
+        ds.createDimension("lat", 32)
+        ds.createDimension("lon", 64)
+        lat = ds.createVariable("lat", "f8", ("lat",))
+        lat[:] = np.linspace(-90, 90, 32)
+        v = ds.createVariable("tas", "f4", ("time", "lat", "lon"), chunksizes=(1, 32, 64))
+        v[:] = np.arange(nt * 32 * 64, dtype="f4").reshape(nt, 32, 64)
+
+
+REFS_JOB = """
+import fsspec, zarr
+fs = fsspec.filesystem("reference", fo="{refs}", remote_protocol="s3", remote_options={"asynchronous": True}, asynchronous=True)
+g = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r", zarr_format=2)
+total = 0.0
+for i in range(g["tas"].shape[0]):
+    lat = g["lat"][:]              # the coordinate again for every step: what the tracer should catch
+    total += float(g["tas"][i].sum()) + float(lat[0])
+print(total)
+"""
+
+
+def test_kerchunk_job_reading_a_coordinate_per_chunk_gets_repeated_fetches(s3_server, tmp_path):
+    from kerchunk.hdf import SingleHdf5ToZarr
+    nc = tmp_path / "refs.nc"
+    _netcdf(nc)
+    fs = s3_server.direct_endpoint.s3fs()
+    fs.put(str(nc), "climio/trobj/refs.nc")
+    with fs.open("climio/trobj/refs.nc", "rb") as fh:
+        refs = SingleHdf5ToZarr(fh, "s3://climio/trobj/refs.nc", inline_threshold=0).translate()
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    s3_server.set_latency(20)
+    try:
+        out, stdout = _trace(tmp_path, "refs", REFS_JOB.replace("{refs}", str(tmp_path / "refs.json")), _env(s3_server))
+    finally:
+        s3_server.set_latency(0)
+    expect = sum(float(np.arange(i * 2048, (i + 1) * 2048, dtype="f4").sum()) - 90.0 for i in range(24))
+    assert abs(float(stdout.split()[0]) - expect) < 1e-3 * abs(expect)
+    rep = _report(out, _env(s3_server))
+    o = rep["objects"]
+    assert o["repeats"]["extra_fetches"] >= 23
+    assert o["repeats"]["top"][0]["count"] == 24 and o["repeats"]["top"][0]["range"]   # lat's byte range, 24 times
+    assert o["repeats"]["top"][0]["array"] == "lat"
+    lat = next(a for a in o["arrays"] if a["array"] == "lat")
+    assert lat["chunk_reads"] == 24 and lat["distinct_chunks"] == 1
+    top = rep["findings"][0]
+    assert top["rule"] == "object-repeated", [f["rule"] for f in rep["findings"]]
+    print("LEAD refs:", top["title"], "|", top["message"])
+
+
+NCBYTES_JOB = """
+import netCDF4
+with netCDF4.Dataset("{url}#mode=bytes") as ds:
+    v = ds["tas"]
+    print(sum(float(v[i].sum()) for i in range(v.shape[0])))
+"""
+
+
+def test_netcdf_byte_ranges_are_named_slower_than_a_reference(s3_server, tmp_path):
+    nc = tmp_path / "bytes.nc"
+    _netcdf(nc, nt=12)
+    s3_server.direct_endpoint.s3fs().put(str(nc), "public/trobj/bytes.nc")
+    url = f"{s3_server.endpoint.url}/public/trobj/bytes.nc"
+    s3_server.set_latency(20)
+    try:
+        out, stdout = _trace(tmp_path, "ncbytes", NCBYTES_JOB.replace("{url}", url), _env(s3_server))
+    finally:
+        s3_server.set_latency(0)
+    assert float(stdout.split()[0]) == float(np.arange(12 * 2048, dtype="f4").astype("f8").sum())
+    rep = _report(out, _env(s3_server))
+    nb = rep["objects"]["netcdf_byte_ranges"]
+    assert nb and nb[0]["url"].startswith(url) and nb[0]["calls"] >= 12
+    top = rep["findings"][0]
+    assert top["rule"] == "object-netcdf-byte-range", [f["rule"] for f in rep["findings"]]
+    assert "climio make-refs s3://public/trobj/bytes.nc" in top["advice"]
+    print("LEAD ncbytes:", top["title"], "|", top["message"])

@@ -201,6 +201,12 @@ def analyse_objects(ot, netcdf_urls=()) -> dict:
         out["busy_s"] = sum(v["time_s"] for k, v in out["levels"].items() if k == "store")
         return out
     store, wire = ot.store, ot.wire
+    served = {(r["proc"], r.get("id")): r for r in store}
+    for w in wire:     # the array and chunk a wire request served: its store op's
+        s = served.get((w["proc"], w.get("parent")))
+        if s is not None and s.get("array") is not None:
+            w.setdefault("array", s["array"])
+            w.setdefault("served_key", s.get("key"))
     t0 = min([r["t0"] for r in store + wire] or [0])
     main = "wire" if wire else "store"
     recs = wire if wire else store
