@@ -299,3 +299,41 @@ def test_netcdf_byte_ranges_are_named_slower_than_a_reference(s3_server, tmp_pat
     assert top["rule"] == "object-netcdf-byte-range", [f["rule"] for f in rep["findings"]]
     assert "climio make-refs s3://public/trobj/bytes.nc" in top["advice"]
     print("LEAD ncbytes:", top["title"], "|", top["message"])
+
+
+LOCAL_JOB = """
+import numpy as np, zarr
+z = zarr.create_array("{store}", shape=(40, 40), chunks=(10, 10), dtype="f4", overwrite=True)
+z[:] = np.arange(1600, dtype="f4").reshape(40, 40)
+for _ in range(2):
+    print(float(zarr.open_array("{store}", mode="r")[:].sum()))
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "counters"])
+def test_local_zarr_job_store_ops_in_both_modes_and_the_html_report(tmp_path, mode):
+    import os
+    env = dict(os.environ)
+    out, stdout = _trace(tmp_path, "local", LOCAL_JOB.replace("{store}", str(tmp_path / "a.zarr")), env,
+                         "--mode", mode)
+    assert stdout.split()[:2] == ["1279200.0", "1279200.0"]
+    ot = read_objects(out)
+    assert ot.mode == mode
+    if mode == "full":
+        gets = [r for r in ot.store if r["op"] == "get" and r["kind"] == "chunk"]
+        sets = [r for r in ot.store if r["op"] == "set" and r["kind"] == "chunk"]
+        assert len(gets) == 32 and len(sets) == 16 and {tuple(r["chunk"]) for r in gets} == {(i, j) for i in range(4) for j in range(4)}
+        on_disk = {r["key"]: (tmp_path / "a.zarr" / r["key"]).stat().st_size for r in gets}
+        assert all(r["bytes"] == on_disk[r["key"]] and r["t1"] >= r["t0"] and r["tid"] for r in gets)   # stored (zstd) bytes
+    else:
+        c = {(r["op"], r["key"]): r["count"] for r in ot.counters}
+        assert c[("get", "c/1/2")] == 2 and c[("set", "c/1/2")] == 1
+    rep = _report(out, env)
+    assert rep["objects"]["mode"] == mode
+    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--format", "html"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    page = (out / "report.html").read_text()
+    assert "Object storage" in page and "store op" in page
+    if mode == "full":
+        assert page.count("data:image/png") >= 2      # the requests-over-time figure among them

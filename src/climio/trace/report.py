@@ -20,6 +20,7 @@ from climio.base.units import format_size
 from .. import rules
 from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
+from .objects_report import html_section as objects_section, text_lines as object_lines
 from .reader import Trace, read_input
 
 REPORT_FORMATS = ("text", "json", "html")
@@ -136,10 +137,7 @@ def text(facts, findings) -> str:
     else:
         out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
 
-    from .objects_report import text_lines as object_lines
-    out += object_lines(facts.get("objects"))
-
-    out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
+    out += object_lines(facts.get("objects")) + ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
                  [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
                    _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]), l["ranks"]]
@@ -238,7 +236,6 @@ def html_page(facts, findings) -> str:
 def html_sections(facts, findings) -> list:
     """The trace report as climio.present.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
-    from .objects_report import html_section as objects_section
     return [s for s in (_advice_section(facts, findings), objects_section(facts.get("objects")),
                         _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
