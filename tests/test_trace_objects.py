@@ -129,7 +129,7 @@ def _trace(tmp_path, name, script, env, *extra):
 
 
 def _report(out, env):
-    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--format", "json"],
+    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--json"],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
@@ -330,7 +330,7 @@ def test_local_zarr_job_store_ops_in_both_modes_and_the_html_report(tmp_path, mo
         assert c[("get", "c/1/2")] == 2 and c[("set", "c/1/2")] == 1
     rep = _report(out, env)
     assert rep["objects"]["mode"] == mode
-    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--format", "html"], env=env, capture_output=True,
+    r = subprocess.run([CLIMIO, "trace", "report", str(out), "--html"], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     page = (out / "report.html").read_text()

@@ -125,7 +125,7 @@ def small_chunks(facts):
             factor = max(1.0, math.prod(target) / max(math.prod(chunks), 1))
         in_flight = max(c["mean_in_flight"], 1.0)
         predicted = a["time_s"] / in_flight / factor + a["chunk_reads"] * a["mean_chunk_bytes"] / TARGET_RATE_BPS
-        time_s = a["time_s"] / in_flight
+        time_s = min(a["time_s"] / in_flight, o.get("busy_s") or 0.0)   # never more than the object-store time
         spec = ",".join(map(str, target)) if target else "C1,C2,..."
         name = a["array"].strip("/") or "ARRAY"
         msg = (f"{name}: {a['chunk_reads']} chunk reads of {a['mean_chunk_bytes'] / KiB:.0f} KiB on average "

@@ -91,8 +91,8 @@ def summary_lines(o) -> list:
         from climio.rules.objects import needed_in_flight
         out.append(f"concurrency ({LEVEL[c['level']]}): {c['mean_in_flight']:.1f} data requests in flight on average "
                    f"(Little's law), peak {c['peak_in_flight']}; at {_ms(c['latency_p50_ms'])} ms median latency and "
-                   f"{format_size(c['mean_request_bytes'])} per request Little's law asks {needed_in_flight(c):.0f} "
-                   f"for 500 MB/s" + (f"; zarr async.concurrency = {c['client_limit']}" if c.get("client_limit") else ""))
+                   f"{format_size(c['mean_request_bytes'])} per request Little's law asks "
+                   f"{min(needed_in_flight(c), c['requests']):.0f} for 500 MB/s (at most one per request)" + (f"; zarr async.concurrency = {c['client_limit']}" if c.get("client_limit") else ""))
     b = o.get("bytes")
     if b:
         out.append(f"bytes: {format_size(b['returned_to_job'])} returned to the job (store op)"

@@ -426,6 +426,11 @@ def html_lead(facts, findings):
     fig = Figure(lambda: figures.io_share(facts), "share of the run per traced layer",
                  "How much of the run each traced layer took: the grey bar is the time outside traced I/O, "
                  "which no I/O change can shorten.")
+    if ((facts.get("objects") or {}).get("timeline") or {}).get("t_s"):   # a job that waits on an object store
+        from .objects_report import figure as objects_figure
+        fig = Figure(lambda: objects_figure(facts["objects"]), "object-store requests over time",
+                     "Requests started per second and mean requests in flight (the dotted line: zarr's "
+                     "async.concurrency); the Object storage section says which level each number comes from.")
     return Lead("Verdict", blocks, fig)
 
 
