@@ -337,3 +337,60 @@ def test_local_zarr_job_store_ops_in_both_modes_and_the_html_report(tmp_path, mo
     assert "Object storage" in page and "store op" in page
     if mode == "full":
         assert page.count("data:image/png") >= 2      # the requests-over-time figure among them
+
+
+HTTP_JOB = """
+import fsspec, h5netcdf, s3fs, zarr
+from obstore.store import S3Store
+# fsspec's HTTP file system (aiohttp) on the anonymous bucket: whole and ranged GETs
+http = fsspec.filesystem("http")
+whole = http.cat_file("{base}/public/trobj/http.nc")
+part = http.cat_file("{base}/public/trobj/http.nc", start=100, end=1100)
+# h5netcdf over an s3fs file object: the file reads h5py asks for (store) and the GETs beneath (wire)
+with s3fs.S3FileSystem().open("climio/trobj/http.nc", "rb", block_size=65536) as fh, h5netcdf.File(fh, "r") as ds:
+    tas = ds["tas"][:]
+# zarr through obstore: store operations only (obstore's own requests are not Python's)
+st = zarr.storage.ObjectStore(S3Store("climio", endpoint="{base}", region="us-east-1", client_options={"allow_http": True}), read_only=True)
+z = zarr.open_array(st, path="trobj/small.zarr/tas", mode="r")
+print(len(whole), len(part), float(tas.sum()), float(z[0].sum()))
+"""
+
+
+def test_http_wire_requests_equal_server_counters_and_h5netcdf_obstore_store_ops(s3_server, tmp_path):
+    import zarr
+    nc = tmp_path / "http.nc"
+    _netcdf(nc, nt=4)
+    fs = s3_server.direct_endpoint.s3fs()
+    for b in ("public", "climio"):
+        fs.put(str(nc), f"{b}/trobj/http.nc")
+    st = zarr.storage.FsspecStore(s3_server.direct_endpoint.s3fs(asynchronous=True), path="climio/trobj/small.zarr")
+    zarr.create_array(st, name="tas", shape=(4, 8), chunks=(1, 8), dtype="f4", overwrite=True)[:] = 1.0
+    base = s3_server.endpoint.url
+    s3_server.set_latency(20)
+    try:
+        before = _metrics(s3_server)
+        out, stdout = _trace(tmp_path, "http", HTTP_JOB.replace("{base}", base), _env(s3_server))
+        after = _metrics(s3_server)
+    finally:
+        s3_server.set_latency(0)
+    n_whole, n_part, tas, z0 = stdout.split()[:4]
+    assert int(n_whole) == nc.stat().st_size and int(n_part) == 1000
+    assert float(tas) == float(np.arange(4 * 2048, dtype="f4").astype("f8").sum()) and float(z0) == 8.0
+    ot = read_objects(out)
+    http = [w for w in ot.wire if w["lib"] == "aiohttp"]
+    assert [w["range"] for w in http if w["method"] == "GET"][-1] == [100, 1100]
+    boto = [w for w in ot.wire if w["lib"] == "botocore"]
+    # every request the server counted was recorded on the wire (aiohttp + botocore), except obstore's,
+    # which are store operations only
+    obst = [s for s in ot.store if s["lib"] == "zarr:ObjectStore"]
+    assert obst and any(s["kind"] == "chunk" for s in obst)
+    server = after - before
+    mine = Counter(("LIST" if w["op"].startswith("List") else "GET" if w["method"] in ("GET", "HEAD") else w["method"],
+                    str(w["status"])) for w in http + boto)
+    obstore_gets = sum(1 for s in obst if s["op"] in ("get", "get-range"))
+    assert sum(server.values()) == sum(mine.values()) + obstore_gets, (server, mine, obstore_gets)
+    assert all(server[k] >= v for k, v in mine.items())
+    # h5netcdf's reads through the file object are store ops; each served by ranged GETs on the wire
+    reads = [s for s in ot.store if s["op"] == "read" and s["key"].endswith("trobj/http.nc")]
+    assert reads and sum(r["bytes"] for r in reads) > 0
+    assert any(w["range"] and w["key"].endswith("trobj/http.nc") for w in boto)
