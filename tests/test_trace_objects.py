@@ -394,3 +394,17 @@ def test_http_wire_requests_equal_server_counters_and_h5netcdf_obstore_store_ops
     reads = [s for s in ot.store if s["op"] == "read" and s["key"].endswith("trobj/http.nc")]
     assert reads and sum(r["bytes"] for r in reads) > 0
     assert any(w["range"] and w["key"].endswith("trobj/http.nc") for w in boto)
+
+
+def test_the_injected_sitecustomize_runs_the_one_it_shadows(tmp_path):
+    import os
+    from climio.trace.run import INJECT_DIR, python_path
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITE_RAN = True\n")
+    env = {**os.environ, "PYTHONPATH": python_path(str(user)), "CLIMIO_TRACE_OBJECTS": str(tmp_path / "o")}
+    assert env["PYTHONPATH"].split(os.pathsep)[:2] == [INJECT_DIR, str(user)]
+    r = subprocess.run([PY, "-c", "import builtins, sys; print(builtins.USER_SITE_RAN, 'sitecustomize' in sys.modules)"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["True", "True"], r.stderr
+    assert list((tmp_path / "o").glob("objects-*.jsonl"))
