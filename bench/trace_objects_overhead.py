@@ -74,7 +74,8 @@ def main():
                 order = (False, True, True, False) if r % 2 == 0 else (True, False, False, True)
                 for t in order:
                     (traced if t else plain).append(run(s3, name, t, Path(tmp) / f"trace-{name}-{r}"))
-            recs = sum(1 for f in Path(tmp).glob(f"trace-{name}-0/objects-*.jsonl") for _ in open(f)) - 1
+            files = sorted(Path(tmp).glob(f"trace-{name}-0/objects-*.jsonl"))   # one per traced run of round 0
+            recs = sum(1 for _ in open(files[0])) - 1
             for i, what in ((0, "wall"), (1, "CPU (the job's process time: less sensitive to a shared machine)")):
                 p, t = statistics.median(x[i] for x in plain), statistics.median(x[i] for x in traced)
                 print(f"{n} chunks of {size >> 10} KiB, {what}: untraced median {p:.3f} s "
