@@ -79,8 +79,10 @@ def too_few_in_flight(facts):
            f"(peak {c['peak_in_flight']}), where Little's law asks {need:.0f} to pull {TARGET_RATE_BPS / 1e6:.0f} MB/s at "
            f"that latency; {limit}the {busy:.2f} s of requests would take about {predicted:.2f} s at {reach:.0f} in flight.")
     advice = (f"Raise the requests in flight: `zarr.config.set({{'async.concurrency': {advised}}})` before opening "
-              f"(or run the job with `ZARR_ASYNC__CONCURRENCY={advised}`, which `climio trace try` can inject); "
-              f"for fsspec's own batches, `fs.cat_ranges(..., batch_size={advised})`; for obstore, `max_concurrency`.")
+              f"(or run the job with `ZARR_ASYNC__CONCURRENCY={advised}`, which `climio trace try` can inject), and "
+              f"s3fs's connection pool with it (botocore keeps 10): `storage_options={{'config_kwargs': "
+              f"{{'max_pool_connections': {advised}}}}}` or `FSSPEC_S3='{{\"config_kwargs\": {{\"max_pool_connections\": "
+              f"{advised}}}}}'`; for fsspec's own batches, `fs.cat_ranges(..., batch_size={advised})`.")
     ev = {"level": c["level"], "requests": c["requests"], "latency_p50_ms": c["latency_p50_ms"],
           "mean_request_bytes": c["mean_request_bytes"], "mean_in_flight": c["mean_in_flight"],
           "peak_in_flight": c["peak_in_flight"], "little_needs": need, "client_limit": c["client_limit"],
