@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .bench import base
+from .bench import base, registry
 from .bench.base import RunContext
 from .measure.progress import info
 from climio.runs.staging import pid_alive
@@ -99,7 +99,7 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     run directory. The CLI and notebooks both come here. An `out` that already holds a run is
     refused unless `append` (add to it) or `force` (replace it)."""
     from climio.runs.rundir import default_run_dir
-    study = base.get(study) if isinstance(study, str) else study
+    study = registry.get(study) if isinstance(study, str) else study
     grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
     run_dir = Path(out) if out else default_run_dir(study.name)
     claim_run_dir(run_dir, append, force)   # before any data are generated
@@ -123,7 +123,7 @@ def results_table(run_dir) -> str:
     from climio.present.stats import by_study
     findings = []
     for name, recs in by_study(read_records(run_dir)).items():
-        st = base.find(name)
+        st = registry.find(name)
         findings += st.findings(recs) if st else []
     groups = [(title, [f"{f.study}: {f.text}" for f in items])
               for title, items in sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)]

@@ -70,7 +70,7 @@ class Advice:
                 "verdict": self.verdict, "rules": rules.table(self.kind), "layout_search": self.layout}
 
     def lines(self) -> list:
-        out = [f"advice for {self.source} ({self.kind}; profile {self.platform_id})"]
+        out = [f"advice for {self.source} ({self.kind}" + (f"; profile {self.platform_id})" if self.platform_id else ")")]
         out += [f"note: {n}" for n in self.notes]
         if self.verdict:
             out.append(self.verdict)
@@ -162,7 +162,20 @@ def advise_workflow(wf, profile: Profile, source="", keep_codec: bool = False) -
     items = facts.workflow.items
     if len(items) > 1 and len({(it.path, it.var) for it in items}) == 1 and len(items[0].layout.shape) >= 2:
         adv.layout = search_layout(wf, profile, items, keep_codec)
+        one_layout(adv)
     return adv
+
+
+def one_layout(adv) -> None:
+    """One recommended layout per output: with the layout search's answer for all the reads, a
+    chunk-shape item that names another shape is left out (a note says so)."""
+    best = adv.layout["best"]["chunks"]
+    other = [r for r in adv.recommendations if r["rule"] == "chunk-shape"
+             and list(r["evidence"]["target_chunks"]) != list(best or [])]
+    if other:
+        adv.recommendations = [r for r in adv.recommendations if r not in other]
+        adv.notes.append(f"one layout for this output: chunks {best if best else 'contiguous'} searched over all the "
+                         f"reads (below); the chunk-shape item for {other[0]['evidence']['target_chunks']} is left out")
 
 
 def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict:

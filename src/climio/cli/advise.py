@@ -59,9 +59,9 @@ def calibrate_cmd(
             print(line)
         return
     from ..api import run_study
-    from ..bench import base
+    from ..bench import base, registry
     preset = "quick" if quick else "full"
-    base.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
+    registry.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
     if data_dir is None:
         _warn(["no --data-dir: this measures a temporary directory on local disk, not the file system of your "
                "data, and the profile is keyed by that file system; run `climio calibrate --data-dir DIR` with DIR "

@@ -171,6 +171,7 @@ def program_stack(command, cwd=None) -> Optional[str]:
                 pass
             break
     for module, stack in _PY_STACKS:
-        if re.search(rf"^\s*(import|from)\s+{module}\b", code, re.M):
+        # `import xarray`, `import numpy as np, xarray as xr`, `from xarray import ...`
+        if re.search(rf"^\s*(import\s+([\w.]+(\s+as\s+\w+)?\s*,\s*)*|from\s+){module}\b", code, re.M):
             return stack
     return "python"

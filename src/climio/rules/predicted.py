@@ -9,7 +9,8 @@ after (seconds over all passes), the one-off cost and the break-even passes.
 
 import math
 
-from . import REGISTRY, fixes, rule, saving_share, severity
+from . import fixes
+from .registry import REGISTRY, rule, saving_share, severity
 from .chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES, bounded_chunks
 from .measured import SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE
 from climio.dataset.layout import Layout, balanced_chunks

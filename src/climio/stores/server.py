@@ -27,7 +27,7 @@ from typing import Optional
 
 from climio.machine import cache
 from climio.base.errors import NativeError
-from ..measure.procs import kill_group
+from climio.machine.spawning import kill_group
 from . import binaries
 from .endpoint import Endpoint
 from .toxiproxy import Toxiproxy
@@ -52,7 +52,7 @@ def free_ports(n: int) -> list:
 
 
 def _stop_group(proc: Optional[subprocess.Popen]) -> None:
-    """The process group stopped (SIGTERM, climio.measure.procs.kill_group's grace for weed to
+    """The process group stopped (SIGTERM, climio.machine.spawning.kill_group's grace for weed to
     flush and exit, SIGKILL for what is left) and the leader reaped."""
     if proc is None:
         return

@@ -124,18 +124,8 @@ def text(facts, findings) -> str:
     out.append(f"wall {_t(tr['wall_s'])} s; traced I/O time {_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of "
                f"process time ({_t(tr['process_time_s'])} s summed over processes)")
 
-    out += ["", "Advice"]
-    if verdict(facts):
-        out.append(f"  {verdict(facts)}")
     checked = rules_table(_input_of(facts))
-    if findings:
-        for f in findings:
-            out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
-            out.append("      " + _weight(f) + "; thresholds: "
-                       + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
-            out.append(f"      -> {f['advice']}")
-    else:
-        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    out += _advice_lines(facts, findings, checked)
 
     out += object_lines(facts.get("objects")) + ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
@@ -190,6 +180,48 @@ def text(facts, findings) -> str:
     for r in facts.get("rules_not_checked") or []:
         out.append(f"  not checked: {r['rule']} ({r['why']})")
     return "\n".join(out) + "\n"
+
+
+def _advice_lines(facts, findings, checked) -> list:
+    """The advice items; one that `climio trace try` measured shows what it measured instead."""
+    out = ["", "Advice"]
+    if verdict(facts):
+        out.append(f"  {verdict(facts)}")
+    tried = tried_items(facts["trace"]["path"])
+    for i, f in enumerate(findings, 1):
+        out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
+        out.append("      " + _weight(f) + "; thresholds: "
+                   + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
+        out += _tried_lines(tried[i]) if i in tried else [f"      -> {f['advice']}"]
+    if not findings:
+        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    return out
+
+
+def tried_items(trace_path) -> dict:
+    """What `climio trace try` measured for each advice item (DIR/try/try.json): {item: [results]}."""
+    p = Path(str(trace_path)) / "try" / "try.json"
+    if not p.is_file():
+        return {}
+    try:
+        results = json.loads(p.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for r in results:
+        if r.get("label") == "measured":
+            out.setdefault(r["item"], []).append(r)
+    return out
+
+
+def _tried_lines(results) -> list:
+    """An item tried on the job: its advised fixes with their measured gain; none advised: say why."""
+    good = [r for r in results if r.get("advised")]
+    if not good:
+        return ["      tried (climio trace try): not advised: "
+                + "; ".join(f"{r['title']}: {r['status']}" for r in results)]
+    return [f"      -> measured {r['gain']['1']:.2f}x at P=1, {r['gain']['10']:.2f}x at P=10 ({r['title']}): "
+            + (r["advice"].get("shell") or r["advice"].get("python") or "").replace("\n", "; ") for r in good]
 
 
 def _chunks(c) -> str:

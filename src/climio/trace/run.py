@@ -124,7 +124,8 @@ INJECT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
 
 
 def python_path(existing) -> str:
-    """PYTHONPATH with climio's injection directory first (its sitecustomize: climio.trace.inject)."""
+    """PYTHONPATH with climio's injection directory first (its sitecustomize dispatcher,
+    climio.trace.inject, loads the object tracer by path: the job's Python may lack climio)."""
     parts = [p for p in (existing or "").split(os.pathsep) if p and p != INJECT_DIR]
     return os.pathsep.join([INJECT_DIR, *parts])
 

@@ -16,10 +16,8 @@ from .. import base
 from ..base import option
 from climio.base.errors import InputError
 from .catalogue import LayoutCase
-from .summary import STUDY  # defined once, beside the summary
+from .summary import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # defined once, beside the summary
 
-CHUNKING_STACKS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
-CACHE_SETTINGS = ("default", "fit")
 
 DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
                        "bitround12+deflate4+shuffle,zstd3")

@@ -579,6 +579,11 @@ def _after_fork() -> None:
     _state["recs"], _state["counters"], _state["t0"] = [], {}, _now()
 
 
+def enable(value) -> bool:
+    """The dispatcher's entry (sitecustomize FEATURES): CLIMIO_TRACE_OBJECTS=DIR."""
+    return install(value)
+
+
 def install(out=None, mode=None) -> bool:
     """Start tracing this process's object-store requests into `out` (default $CLIMIO_TRACE_OBJECTS)."""
     out = out or os.environ.get("CLIMIO_TRACE_OBJECTS")
