@@ -176,6 +176,7 @@ def test_s3fs_wire_requests_equal_server_counters_and_proxy_ranges(s3_server, tm
     mine = Counter(("LIST" if w["op"].startswith("List") else "GET" if w["method"] in ("GET", "HEAD") else w["method"],
                     str(w["status"])) for w in wire)
     assert mine == +server, (mine, server)
+    print("COUNTS s3fs: recorded", dict(mine), "server", dict(+server))
     # the byte ranges, as the recording proxy saw them
     seen = Counter((m, p, r) for m, p, r in proxy.seen)
     recorded = Counter((w["method"], w["key"].split("?")[0].split(str(proxy.port), 1)[1], _header(w["range"]))
@@ -389,6 +390,7 @@ def test_http_wire_requests_equal_server_counters_and_h5netcdf_obstore_store_ops
                     str(w["status"])) for w in http + boto)
     obstore_gets = sum(1 for s in obst if s["op"] in ("get", "get-range"))
     assert sum(server.values()) == sum(mine.values()) + obstore_gets, (server, mine, obstore_gets)
+    print("COUNTS http+s3fs+obstore: recorded", dict(mine), "+ obstore store gets", obstore_gets, "server", dict(+server))
     assert all(server[k] >= v for k, v in mine.items())
     # h5netcdf's reads through the file object are store ops; each served by ranged GETs on the wire
     reads = [s for s in ot.store if s["op"] == "read" and s["key"].endswith("trobj/http.nc")]
