@@ -29,7 +29,7 @@ INPUTS = ("workflow", "trace", "darshan")
 
 # The facts a rule can name in `needs`: Facts fields.
 FACT_NAMES = ("run", "files", "netcdf", "small_requests", "library_reads", "shared_writes", "truncation",
-              "file_per_process", "workflow")
+              "file_per_process", "workflow", "objects")
 
 
 @dataclass
@@ -49,6 +49,7 @@ class Facts:
     truncation      MPI_File_set_size / ftruncate under the libraries
     file_per_process  per-rank time and bytes on files one rank used
     workflow        WorkflowFacts: a workflow's reads with the model's predictions (advise computes them)
+    objects         a job's object-store requests, store ops and wire requests (climio.trace.objects_facts)
     profile         the platform profile the caller predicts with (duck-typed; None: none)
     tasks           ranks / processes / tasks of the run
     missing         fact name -> why this input cannot give it
@@ -65,6 +66,7 @@ class Facts:
     truncation: Optional[dict] = None
     file_per_process: Optional[dict] = None
     workflow: Optional["WorkflowFacts"] = None
+    objects: Optional[dict] = None
     profile: object = None
     tasks: int = 1
     missing: dict = field(default_factory=dict)
@@ -90,6 +92,7 @@ class Facts:
                 "truncation": self.truncation or {"calls": 0, "time_s": 0.0, "share_of_io": 0.0, "under_close": 0,
                                                   "max_rank_time_s": 0.0, "close_time_s": 0.0, "functions": []},
                 "file_per_process": self.file_per_process or {"files": 0, "ranks": 0},
+                "objects": self.objects,
                 "missing": dict(self.missing)}
 
 

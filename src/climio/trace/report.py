@@ -20,6 +20,7 @@ from climio.base.units import format_size
 from .. import rules
 from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
+from .objects_report import html_section as objects_section, text_lines as object_lines
 from .reader import Trace, read_input
 
 REPORT_FORMATS = ("text", "json", "html")
@@ -33,8 +34,13 @@ def measured_facts(trace_dir) -> rules.Facts:
     src = read_input(trace_dir)
     if not isinstance(src, Trace):
         from . import counters
-        return counters.analyse_log(src).facts()
-    return analyse(src).facts()
+        f = counters.analyse_log(src).facts()
+    else:
+        f = analyse(src).facts()
+    if Path(trace_dir).expanduser().is_dir():
+        from . import objects_report
+        objects_report.attach(f, Path(trace_dir).expanduser(), src)
+    return f
 
 
 def is_measured_input(path) -> bool:
@@ -121,7 +127,7 @@ def text(facts, findings) -> str:
     checked = rules_table(_input_of(facts))
     out += _advice_lines(facts, findings, checked)
 
-    out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
+    out += object_lines(facts.get("objects")) + ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
                  [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
                    _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]), l["ranks"]]
@@ -262,7 +268,8 @@ def html_page(facts, findings) -> str:
 def html_sections(facts, findings) -> list:
     """The trace report as climio.present.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
-    return [s for s in (_advice_section(facts, findings), _layers_section(facts), _flow_section(facts),
+    return [s for s in (_advice_section(facts, findings), objects_section(facts.get("objects")),
+                        _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
                         _rules_section(facts, findings), _definitions_section(facts)) if s is not None]
 
@@ -451,6 +458,11 @@ def html_lead(facts, findings):
     fig = Figure(lambda: figures.io_share(facts), "share of the run per traced layer",
                  "How much of the run each traced layer took: the grey bar is the time outside traced I/O, "
                  "which no I/O change can shorten.")
+    if ((facts.get("objects") or {}).get("timeline") or {}).get("t_s"):   # a job that waits on an object store
+        from .objects_report import figure as objects_figure
+        fig = Figure(lambda: objects_figure(facts["objects"]), "object-store requests over time",
+                     "Requests started per second and mean requests in flight (the dotted line: zarr's "
+                     "async.concurrency); the Object storage section says which level each number comes from.")
     return Lead("Verdict", blocks, fig)
 
 

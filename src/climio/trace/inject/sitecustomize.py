@@ -15,7 +15,7 @@ import sys
 # environment variable -> feature module (a sibling file); one line per feature
 FEATURES = {
     "CLIMIO_INJECT_XARRAY": "xarray_open",      # trace try: open_dataset/open_mfdataset arguments
-    # "CLIMIO_TRACE_OBJECTS": "objects",        # object-store tracer (issue 36) adds its module here
+    "CLIMIO_TRACE_OBJECTS": "objects",          # the object-store tracer: its output directory
 }
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
