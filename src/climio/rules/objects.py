@@ -8,7 +8,7 @@ flight, or lowers the requests, shortens the object-store time in proportion.
 
 import math
 
-from . import finding, rule
+from .registry import finding, rule
 
 KiB, MiB = 1024, 1024 * 1024
 # Latency that makes the number of requests matter (a local disk answers in well under 1 ms).
