@@ -21,7 +21,8 @@ from .. import rules
 from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
 from .objects_report import html_section as objects_section, text_lines as object_lines
-from .reader import Trace, read_input
+from .inputs import read_input
+from .reader import Trace
 
 REPORT_FORMATS = ("text", "json", "html")
 TOP_FUNCTIONS = 20
