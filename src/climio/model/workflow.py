@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from climio.dataset.access import slice_starts
+from climio.dataset.cf import data_variable
 from climio.dataset.options import parse_read
 from climio.base.errors import DataError, InputError
 from climio.dataset.layout import Layout, format_chunks
@@ -155,10 +156,8 @@ def layout_of(path, var) -> tuple:
     p = str(path)
     with open_netcdf(p) as ds:
         if var is None:
-            cands = [k for k, v in ds.variables.items() if len(v.shape) >= 2 and k not in ds.dimensions]
-            if len(cands) != 1:
-                raise InputError(f"say which variable with --var: {p} has {', '.join(cands) or 'no multi-dimensional variables'}")
-            var = cands[0]
+            var = data_variable({k: (v.dimensions, {a: v.getncattr(a) for a in v.ncattrs()})
+                                 for k, v in ds.variables.items()}, p)
         if var not in ds.variables:
             raise DataError(f"no variable '{var}' in {p}: it has {', '.join(ds.variables)}")
         v = ds.variables[var]
@@ -183,10 +182,8 @@ def layout_of_dataset(ds, var) -> tuple:
     """(Layout, codec, source path or None) from an xarray Dataset: its encoding says where the
     variable came from and how it is stored."""
     if var is None:
-        cands = [k for k, v in ds.data_vars.items() if v.ndim >= 2]
-        if len(cands) != 1:
-            raise InputError(f"say which variable: the Dataset has {', '.join(cands) or 'no multi-dimensional variables'}")
-        var = cands[0]
+        var = data_variable({k: (v.dims if k not in ds.coords else (k,), v.attrs) for k, v in ds.variables.items()},
+                            "the Dataset")
     if var not in ds.variables:
         raise DataError(f"no variable '{var}' in the Dataset: it has {', '.join(map(str, ds.variables))}")
     da = ds[var]
