@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from climio.dataset.access import slice_starts
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as profmod
 from climio.model.fit import fit as fit_records
 from climio import rules

@@ -49,12 +49,13 @@ def _stack_cache(stack, path, var, chunk_cache_bytes, _mtime, _size):
 def check_workflow(wf: Workflow, wp: WorkflowPrediction, reps=3) -> list:
     """Run every read of the workflow cold (one pass) and compare with its prediction per pass."""
     from ..measure.tasks import measure, median_wall
-    if wf.dataset is not None and not any(resolve(wf, s)[2] for s in wf.reads):
+    if wf.dataset is not None and not any(resolve(wf, s).location for s in wf.reads):
         raise InputError("--check needs a file: the Dataset has no source on disk")
     out = []
     for spec, lay, codec, p in wp.items:
-        lay0, _, path, var = resolve(wf, spec)
-        reads = reads_for(lay0, spec.read, var)
+        desc = resolve(wf, spec)
+        path, var = desc.location, desc.var
+        reads = reads_for(desc, spec.read, var)
         needed = p.counts.cold_bytes()
         recs = measure(path, var, reads, wf.stack, wf.tasks, reps, wf.chunk_cache, platform_id=p.platform_id,
                        params={"read": spec.read}, needed_bytes=int(needed))

@@ -110,8 +110,9 @@ def _items(wf, prof):
     wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
     items = []
     for spec, lay, codec, p in wp.items:
-        _, _, path, var = wfmod.resolve(wf, spec)
-        items.append(WorkflowItem(spec, lay, codec, p, path, var, wfmod.reads_for(lay, spec.read, var)))
+        desc = wfmod.resolve(wf, spec)
+        items.append(WorkflowItem(spec, lay, codec, p, desc.location or None, desc.var,
+                                  wfmod.reads_for(desc, spec.read, desc.var), desc))
     return wp, items
 
 
@@ -175,20 +176,13 @@ def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict
     cache = it.prediction.chunk_cache
     res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
                                chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None,
-                               keep_codec=keep_codec, contiguous_ok=not _unlimited(it.path, it.var))
+                               keep_codec=keep_codec, contiguous_ok=not any(it.desc.unlimited))
     d = res.to_dict()
     if res.best is not res.current:
         target = ("--contiguous" + (" --compression none" if it.layout.compressed else "") if res.best.chunks is None
                   else f"-c {it.var}:{','.join(map(str, res.best.chunks))}")
         d["command"] = f"climio rechunk {it.path} {_out_name(it.path)} {target}"
     return d
-
-
-def _unlimited(path, var) -> bool:
-    """Whether `var` spans an unlimited dimension (HDF5 then needs chunks: no contiguous layout)."""
-    from ..data.source import open_netcdf
-    with open_netcdf(str(path)) as ds:
-        return any(ds.dimensions[d].isunlimited() for d in ds.variables[var].dimensions)
 
 
 def layout_lines(d) -> list:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Optional
 
 from climio.dataset.access import slice_starts
-from climio.dataset.cf import data_variable
-from climio.dataset.options import parse_read
+from climio.dataset.description import describe
+from climio.dataset.reads import read_count
 from climio.base.errors import DataError, InputError
 from climio.dataset.layout import Layout, format_chunks
 from .predict import Prediction, predict
@@ -51,6 +51,8 @@ class Workflow:
     stack: str = DEFAULT_STACK
     chunk_cache: Optional[int] = None
     dataset: object = field(default=None, repr=False)   # an xarray Dataset instead of a file
+    endpoint_url: Optional[str] = None                   # the S3 endpoint of an s3:// file
+    described: dict = field(default_factory=dict, repr=False)   # (file, var) -> Description, opened once
 
     def __post_init__(self):
         # the stack's name is checked by the caller (climio.advise), which knows the stacks that
@@ -135,78 +137,22 @@ def load(path) -> Workflow:
 
 # --- layouts ---------------------------------------------------------------------------------------
 
-def codec_label(filters: dict) -> str:
-    """netCDF4 Variable.filters() -> a compression label (deflate4+shuffle, zstd3, none)."""
-    f = filters or {}
-    parts = []
-    if f.get("zlib"):
-        parts.append(f"deflate{int(f.get('complevel') or 0)}")
-    for name in ("zstd", "bzip2", "blosc", "szip"):
-        if f.get(name):
-            lvl = f.get("complevel") or ""
-            parts.append(f"{name}{lvl if isinstance(lvl, int) else ''}")
-    if f.get("shuffle") and parts:
-        parts.append("shuffle")
-    return "+".join(parts) or "none"
-
-
 def layout_of(path, var) -> tuple:
-    """(Layout, codec label) of `var` in the netCDF-4/HDF5 file at `path`."""
-    from ..data.source import open_netcdf
-    p = str(path)
-    with open_netcdf(p) as ds:
-        if var is None:
-            var = data_variable({k: (v.dimensions, {a: v.getncattr(a) for a in v.ncattrs()})
-                                 for k, v in ds.variables.items()}, p)
-        if var not in ds.variables:
-            raise DataError(f"no variable '{var}' in {p}: it has {', '.join(ds.variables)}")
-        v = ds.variables[var]
-        chunking = v.chunking()
-        filters = v.filters() or {}
-        chunks = None if chunking in ("contiguous", "compact", None) else tuple(int(c) for c in chunking)
-        codec = codec_label(filters)
-        itemsize = v.dtype.itemsize
-        shape = tuple(int(n) for n in v.shape)
-    stored = None
-    try:
-        import h5py
-        with h5py.File(p, "r") as fh:
-            stored = int(fh[var].id.get_storage_size())
-    except Exception:  # noqa: BLE001  (netCDF-3 or a group path: stored bytes unknown)
-        stored = None
-    compressed = codec != "none" and chunks is not None and any(x in codec for x in ("deflate", "zstd", "bzip2", "blosc", "szip"))
-    return Layout(shape, itemsize, chunks, compressed, stored or None), codec, var
+    """(Layout, codec label, var) of `var` in the file or store at `path` (climio.dataset.describe)."""
+    d = describe(path, var)
+    return d.layout, d.codecs, d.var
 
 
-def layout_of_dataset(ds, var) -> tuple:
-    """(Layout, codec, source path or None) from an xarray Dataset: its encoding says where the
-    variable came from and how it is stored."""
-    if var is None:
-        var = data_variable({k: (v.dims if k not in ds.coords else (k,), v.attrs) for k, v in ds.variables.items()},
-                            "the Dataset")
-    if var not in ds.variables:
-        raise DataError(f"no variable '{var}' in the Dataset: it has {', '.join(map(str, ds.variables))}")
-    da = ds[var]
-    enc = dict(da.encoding)
-    src = enc.get("source") or ds.encoding.get("source")
-    if src and os.path.exists(src):
-        lay, codec, var = layout_of(src, var)
-        return lay, codec, src, var
-    chunks = enc.get("chunksizes")
-    chunks = None if enc.get("contiguous") or not chunks else tuple(int(c) for c in chunks)
-    codec = codec_label({"zlib": enc.get("zlib"), "complevel": enc.get("complevel"), "shuffle": enc.get("shuffle")})
-    lay = Layout(tuple(int(n) for n in da.shape), da.dtype.itemsize, chunks, codec != "none" and chunks is not None)
-    return lay, codec, None, var
-
-
-def reads_for(layout: Layout, spec: str, var: str = "") -> list:
-    """The (start, count) hyperslabs tiling the variable with the read `spec`; InputError (one line)
-    for a read bigger than the variable or one that does not fit its rank."""
+def reads_for(layout, spec: str, var: str = "") -> list:
+    """The (start, count) hyperslabs tiling the variable with the read `spec` (climio.dataset.reads,
+    by the dimensions' roles when `layout` is a Description; a bare Layout takes the fallback roles);
+    InputError (one line) for a read bigger than the variable or one that does not fit it."""
     shape = layout.shape
     if str(spec).strip().lower() == "stsa":
         return stsa_reads(shape)
     try:
-        count = parse_read(spec, shape)
+        count = read_count(spec, shape, getattr(layout, "dims", None), getattr(layout, "roles", None),
+                           getattr(layout, "var", var))
     except InputError as exc:
         msg = str(exc)
         if "outside 1.." in msg:
@@ -262,15 +208,16 @@ class WorkflowPrediction:
                             "measured_all": c.measured_all, "ratio": c.ratio} for c in self.checks]}
 
 
-def resolve(wf: Workflow, spec: ReadSpec) -> tuple:
-    """(Layout, codec, path, var) of one read of the workflow."""
-    if wf.dataset is not None and spec.file is None:
-        return layout_of_dataset(wf.dataset, spec.var or wf.var)
-    path = spec.file or wf.file
-    if not path:
+def resolve(wf: Workflow, spec: ReadSpec):
+    """The Description of one read's variable, opened once per workflow (file, var)."""
+    src = spec.file or wf.file
+    if src is None and wf.dataset is None:
         raise InputError("the workflow names no file")
-    lay, codec, var = layout_of(path, spec.var or wf.var)
-    return lay, codec, path, var
+    key = (str(src) if src else None, spec.var or wf.var)
+    if key not in wf.described:
+        target = src if src is not None else wf.dataset
+        wf.described[key] = describe(target, spec.var or wf.var, wf.endpoint_url)
+    return wf.described[key]
 
 
 def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache_of=None) -> WorkflowPrediction:
@@ -282,8 +229,9 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache
     rechunked layout is predicted with the same cache."""
     items = []
     for spec in wf.reads:
-        lay, codec, path, var = resolve(wf, spec)
-        reads = reads_for(lay, spec.read, var)
+        desc = resolve(wf, spec)
+        lay, codec, path, var = desc.layout, desc.codecs, desc.location or None, desc.var
+        reads = reads_for(desc, spec.read, var)
         cache = cache_of(wf.stack, path, var, wf.chunk_cache) if cache_of is not None and path else None
         if layout_override is not None:
             lay, codec = layout_override(lay, codec)

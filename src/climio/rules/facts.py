@@ -96,7 +96,8 @@ class Facts:
 # One read of a workflow as the model predicted it (climio.model): spec (.read, .passes), the
 # variable's Layout, its codec, the Prediction (.seconds, .io_s, .decode_s, .counts), the file,
 # the variable and the read hyperslabs.
-WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var reads")
+# desc: the variable's climio.dataset.description.Description (dimension names and roles)
+WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var reads desc", defaults=(None,))
 
 
 @dataclass

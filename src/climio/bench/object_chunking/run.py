@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from climio.dataset.access import read_count, slice_starts
+from climio.dataset.access import slice_starts
+from climio.dataset.reads import read_count
 from ...data import values_4d, write_4d
 from ...data.zarr_writer import write_zarr_4d
 from climio.dataset.layout import chunks_touched, format_chunks
