@@ -16,7 +16,7 @@ from climio.advise import recommend
 from climio.advise.measured import advise_measured
 from climio.rules import predicted
 from climio.model.profile import Profile, StackRates
-from climio.advise.predict import predict_api
+from climio.api import predict as predict_api
 from climio.model.workflow import ReadSpec, Workflow
 from climio.dataset.options import parse_compression
 from climio.data.writer import write_4d

@@ -1,7 +1,7 @@
 """Ranked recommendations for a workflow (and, through advise/measured.py, for the Facts of a
 climio trace or a Darshan log), by the rules of the one registry (climio.rules).
 
-    advise(target, ...) -> Advice      target: a netCDF file (+ reads) or a workflow YAML/JSON
+    (the request, from flags, a workflow file or Python, is built in advise/request.py)
     advise_workflow(wf, profile) -> Advice   the workflow's Facts (the model's predictions and a
                                        what-if predictor) judged by the registry
     Advice.lines() / Advice.to_dict()
@@ -16,7 +16,6 @@ collective MPI-IO without the profile's MPI-IO records) follow, by the share of 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from climio.base.errors import InputError
 from climio.dataset.layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
@@ -26,16 +25,16 @@ from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
-from .predict import stack_cache, workflow_checked
+from .predict import stack_cache
 
 
 
 @dataclass
 class Advice:
     source: str
-    kind: str                         # workflow | trace | darshan
+    kind: str                         # workflow | trace | darshan | object-store
     recommendations: list
-    prediction: object = None         # WorkflowPrediction for a workflow
+    prediction: object = None         # WorkflowPrediction for a workflow, StorePrediction for Zarr in S3
     platform_id: str = ""
     notes: list = field(default_factory=list)
     verdict: str = ""                 # measured inputs: is I/O the bottleneck of the run (rules.verdict)
@@ -92,7 +91,7 @@ class Advice:
             out.append(f"   {r['message']}")
             if r.get("gain_s") is not None and r["gain_s"] <= 0:
                 out.append("   no change predicted")
-            elif r.get("gain_s") is not None:
+            elif r.get("gain_s") is not None and "one_off_s" in r and r["one_off_s"] is not None:
                 be = r.get("break_even_passes")
                 if r.get("one_off_s"):
                     out.append(f"   one-off cost {r['one_off_s']:.3g} s (climio rechunk, predicted with this platform's "
@@ -201,28 +200,3 @@ def layout_lines(d) -> list:
     if d.get("command"):
         out.append(f"   command: {d['command']}")
     return out
-
-
-def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
-           warn=None, keep_codec: bool = False) -> Advice:
-    """Advice for a workflow file, or a netCDF file with its reads. A trace directory or a Darshan
-    log is read by climio.trace (its Facts) and advised by advise.measured.advise_measured: the
-    caller composes the two (cli/advise.py), as the studies do not import each other."""
-    p = Path(target)
-    if p.is_dir() or ".darshan" in p.name:
-        raise InputError(f"{target}: a trace directory or Darshan log: `climio advise` reads it with climio.trace "
-                         "(climio.trace.report.measured_facts), then advise.measured.advise_measured")
-    if p.suffix.lower() in (".yaml", ".yml", ".json"):
-        wf = wfmod.load(p)
-        if tasks:
-            wf.tasks = tasks
-        if stack:
-            wf.stack = stack
-    else:
-        if not reads:
-            raise InputError("say how the workflow reads the file: --read xt|xy|xyt|TEMPLATE (repeatable)")
-        wf = wfmod.Workflow(str(p), var, wfmod.read_specs(reads, passes), tasks or 1,
-                            stack or wfmod.DEFAULT_STACK, chunk_cache)
-    workflow_checked(wf)
-    prof = wfmod.profile_for(wf.file, profile, warn)
-    return advise_workflow(wf, prof, str(target), keep_codec)

@@ -51,6 +51,7 @@ class Description:
     stored_bytes: Optional[int] = None     # the variable's bytes in storage, when the store says
     unlimited: tuple = ()
     endpoint_url: Optional[str] = None
+    chunk_ratio: Optional[float] = None    # a chunk object's stored over decoded bytes, measured in the store
     attrs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -69,6 +70,8 @@ class Description:
     @property
     def stored_ratio(self) -> float:
         """Stored over decoded bytes (1.0 when unknown or uncompressed)."""
+        if self.chunk_ratio:
+            return self.chunk_ratio
         if not self.compressed or not self.stored_bytes or not self.nbytes:
             return 1.0
         return self.stored_bytes / self.nbytes
@@ -157,7 +160,7 @@ def _from_netcdf4(ds, var, where, store=None) -> Description:
     return Description(var, dims, cf.roles_of(dims, coords), tuple(int(n) for n in v.shape), v.dtype.str[1:],
                        chunks, netcdf_label(v.filters() or {}), store or ("netcdf3" if fmt.startswith("NETCDF3")
                                                                           else "netcdf4"),
-                       str(where or ""), None, fill, None, unlimited, None, variables[var][1])
+                       str(where or ""), None, fill, None, unlimited, None, attrs=variables[var][1])
 
 
 def _netcdf4_file(path, var) -> Description:
@@ -206,7 +209,7 @@ def _from_xarray(ds, var) -> Description:
     coords = {d: dict(ds[d].attrs) for d in dims if d in ds.variables}
     return Description(var, dims, cf.roles_of(dims, coords), tuple(int(n) for n in da.shape), da.dtype.str[1:],
                        chunks, codec, "memory", "", None, enc.get("_FillValue"), None, (False,) * len(dims), None,
-                       dict(da.attrs))
+                       attrs=dict(da.attrs))
 
 
 # --- Zarr ------------------------------------------------------------------------------------------
@@ -240,11 +243,11 @@ def _from_zarr(root, var, where, store, endpoint_url=None, stored_of=None) -> De
     codecs = zarr_label([*(arr.filters or ()), *(arr.compressors or ())])
     desc = Description(var, dims, cf.roles_of(dims, coords), tuple(arr.shape), arr.dtype.str[1:], tuple(arr.chunks),
                        codecs, store, where, shards, arr.fill_value, None, (False,) * arr.ndim, endpoint_url,
-                       dict(arr.attrs))
+                       attrs=dict(arr.attrs))
     if stored_of is not None and desc.compressed:
         ratio = stored_of(var, arr)
         if ratio:
-            desc = _replace(desc, stored_bytes=int(round(desc.nbytes * ratio)))
+            desc = _replace(desc, stored_bytes=int(round(desc.nbytes * ratio)), chunk_ratio=ratio)
     return desc
 
 
@@ -334,7 +337,7 @@ def _netcdf_s3(url, var, endpoint_url) -> Description:
         return Description(var, dims, cf.roles_of(dims, coords), tuple(d.shape), d.dtype.str[1:],
                            tuple(d.chunks) if d.chunks else None, hdf5_label(d), "netcdf4-s3", url, None,
                            d.fillvalue, int(d.id.get_storage_size()) or None, (False,) * d.ndim,
-                           endpoint.describe()["endpoint_url"], variables[var][1])
+                           endpoint.describe()["endpoint_url"], attrs=variables[var][1])
     finally:
         ds.close()
         fh.close()

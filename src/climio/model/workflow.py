@@ -177,6 +177,7 @@ class WorkflowPrediction:
     tasks: int
     stack: str
     checks: list = field(default_factory=list)   # [Check] after --check
+    notes: list = field(default_factory=list)    # how the data was priced, when not as asked
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -198,10 +199,12 @@ class WorkflowPrediction:
         if len(self.items) > 1:
             out.append(f"workflow total: {self.total_s:.3g} s")
         out += [c.line() for c in self.checks]
+        out += [f"note: {n}" for n in self.notes]
         return out
 
     def to_dict(self) -> dict:
         return {"seconds": self.seconds, "total_s": self.total_s, "tasks": self.tasks, "stack": self.stack,
+                "notes": self.notes,
                 "reads": [{"read": s.read, "passes": s.passes, "layout": lay.to_dict(), "codec": codec,
                            "prediction": p.to_dict()} for s, lay, codec, p in self.items],
                 "checks": [{"read": c.read, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
