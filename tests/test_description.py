@@ -1,6 +1,7 @@
 """The dataset seam (climio.dataset): the default variable skips CF auxiliaries; one description of
 a variable (roles, layout, store) from a path, a URL or an open dataset."""
 
+import numpy as np
 import pytest
 from cmip_files import write_cmip
 
@@ -49,3 +50,124 @@ def test_roles_from_cf_metadata_and_the_fallback():
     assert roles_of(("a", "b")) == ("y", "x")
     # evidence wins over the fallback: a labelled time last is not also x
     assert roles_of(("lat", "lon", "when"), {"when": {"axis": "T"}}) == ("y", "x", "t")
+
+
+# --- any rank: the description and the read shapes by roles -----------------------------------------
+
+RANKS = {
+    2: ("lat", "lon"),
+    3: ("time", "lat", "lon"),
+    4: ("time", "plev", "lat", "lon"),
+    5: ("time", "realization", "plev", "lat", "lon"),
+}
+
+
+def _profile(tmp_path):
+    from climio.model import profile as profmod
+    p = tmp_path / "profile.json"
+    p.write_text(profmod.default_profile("seam-test").to_json())
+    return str(p)
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4, 5])
+def test_description_and_reads_on_any_rank(tmp_path, rank):
+    """A CMOR-like variable of rank 2 to 5: roles from CF metadata; named shapes read the dimensions
+    of their roles whole, the others one index at a time (the ensemble member too); reads by names."""
+    from climio.dataset.access import slice_starts
+    from climio.dataset.description import describe
+    from climio.dataset.reads import read_count_of
+    dims = RANKS[rank]
+    src = tmp_path / f"v{rank}.nc"
+    chunks = [{"time": 1, "realization": 1, "plev": 1, "lat": 8, "lon": 16}[d] for d in dims]
+    data = write_cmip(src, dims=dims, var="v", chunks=chunks, deflate=1)
+    d = describe(src)
+    assert (d.var, d.dims, d.shape, d.chunks, d.store) == ("v", dims, data.shape, tuple(chunks), "netcdf4")
+    assert d.roles == tuple({"time": "t", "realization": None, "plev": "z", "lat": "y", "lon": "x"}[n] for n in dims)
+    assert d.codecs == "deflate1+shuffle" and d.compressed and 0 < d.stored_bytes and d.fill_value == np.float32(1e20)
+    size = dict(zip(dims, data.shape))
+    xy = read_count_of("xy", d)
+    assert xy == tuple(size[n] if n in ("lat", "lon") else 1 for n in dims)
+    assert read_count_of("lat,lon", d) == xy                  # by dimension names
+    # every hyperslab of the xy read tiles the variable once: maps of every time, member, level
+    slabs = slice_starts(d.shape, xy)
+    assert len(slabs) == data.size // (size["lat"] * size["lon"])
+    if "time" in dims:
+        assert read_count_of("t", d) == tuple(size[n] if n == "time" else 1 for n in dims)
+        assert read_count_of("time", d) == read_count_of("t", d)
+        assert read_count_of("box", d) == tuple({"time": 12, "lat": 2, "lon": 4}.get(n, 1) for n in dims)
+    else:
+        with pytest.raises(InputError, match=r"read shape 't' needs a time dimension: v\(lat \(latitude/y\), "
+                                             r"lon \(longitude/x\)\) has none; shapes that fit: xy"):
+            read_count_of("t", d)
+    if "plev" in dims:
+        assert read_count_of("z", d) == tuple(4 if n == "plev" else 1 for n in dims)
+        assert read_count_of("yz", d) == tuple(size[n] if n in ("plev", "lat") else 1 for n in dims)
+    elif rank == 3:
+        with pytest.raises(InputError, match=r"needs a vertical dimension: .* shapes that fit: t, xy, xt, xyt, box"):
+            read_count_of("z", d)
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4, 5])
+def test_predict_on_any_rank_through_the_command(tmp_path, rank):
+    """`climio predict` on each rank: one decode per map chunk for xy, the passes weigh the reads,
+    the impossible shape is one line naming the dimensions."""
+    import json
+    from conftest import run_cli
+    dims = RANKS[rank]
+    src = tmp_path / f"v{rank}.nc"
+    chunks = [{"time": 1, "realization": 1, "plev": 1, "lat": 8, "lon": 16}[d] for d in dims]
+    data = write_cmip(src, dims=dims, var="v", chunks=chunks, deflate=1)
+    prof = _profile(tmp_path)
+    read = "t" if "time" in dims else "lon"
+    r = run_cli("predict", src, "--read", "xy", "--passes", "3", "--read", read, "--passes", "1", "--json",
+                "--profile", prof)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    xy, other = got["reads"]
+    assert xy["passes"] == 3 and xy["prediction"]["counts"]["decodes"] == data.size // (8 * 16)
+    assert xy["layout"]["shape"] == list(data.shape)
+    if rank == 2:
+        bad = run_cli("predict", src, "--read", "z", "--profile", prof)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+        assert "v(lat (latitude/y), lon (longitude/x)) has none; shapes that fit: xy" in bad.stderr
+
+
+def test_advise_3d_two_reads_and_passes(tmp_path):
+    """The issue's CMOR tas(time, lat, lon) with two reads and passes: advice, not 'needs a 4-D'."""
+    import climio
+    src = tmp_path / "tas_day.nc"
+    write_cmip(src, chunks=[1, 8, 16], deflate=4, lengths={"time": 48})
+    prof = _profile(tmp_path)
+    a = climio.advise(src, read=["xy", "t"], passes=[10, 2], profile=prof, warn=lambda line: None)
+    b = climio.advise(src, read=["xy", "t"], passes=[1, 30], profile=prof, warn=lambda line: None)
+    assert [(s.read, s.passes) for s, _, _, _ in a.prediction.items] == [("xy", 10), ("t", 2)]
+    assert a.predicted_s != b.predicted_s
+    # the layout search weighs each pattern by its passes: 10 xy passes cost 10x one
+    now_a, now_b = a.layout["current"]["per_pattern_s"], b.layout["current"]["per_pattern_s"]
+    assert now_a["xy"] == pytest.approx(10 * now_b["xy"]) and now_b["t"] == pytest.approx(15 * now_a["t"])
+
+
+def test_local_zarr_predict_and_chunk_cache_refused(tmp_path):
+    """`climio predict local.zarr` (a v3 store) works; --chunk-cache on it is one line, exit 2."""
+    import json
+
+    import zarr
+    from conftest import run_cli
+    from climio.dataset.description import describe
+    store = tmp_path / "tas.zarr"
+    g = zarr.open_group(store, mode="w", zarr_format=3)
+    a = g.create_array("tas", shape=(12, 8, 16), chunks=(1, 8, 16), dtype="f4", dimension_names=("time", "lat", "lon"))
+    a[:] = np.arange(12 * 8 * 16, dtype="f4").reshape(12, 8, 16)
+    for name, n, attrs in (("time", 12, {"units": "days since 1850-01-01"}), ("lat", 8, {"units": "degrees_north"}),
+                           ("lon", 16, {"units": "degrees_east"})):
+        c = g.create_array(name, shape=(n,), chunks=(n,), dtype="f8", dimension_names=(name,))
+        c.attrs.update(attrs)
+    d = describe(store)
+    assert (d.var, d.store, d.roles, d.chunks) == ("tas", "zarr3", ("t", "y", "x"), (1, 8, 16))
+    prof = _profile(tmp_path)
+    r = run_cli("predict", store, "--read", "t", "--passes", "2", "--json", "--profile", prof)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["reads"][0]["prediction"]["counts"]["decodes"] >= 12 and "local Zarr" in got["notes"][0]
+    bad = run_cli("predict", store, "--read", "t", "--chunk-cache", "64MiB", "--profile", prof)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "keeps no chunk cache" in bad.stderr

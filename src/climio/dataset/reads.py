@@ -72,9 +72,9 @@ def read_count(spec, shape, dims=None, roles=None, var="") -> tuple:
             raise InputError(f"read shape '{text}' needs a {' and a '.join(missing)} dimension: "
                              f"{_described(dims, roles, var)} has none; shapes that fit: "
                              f"{', '.join(fit) or 'a count template'}")
-        count = [d if r in need else 1 for d, r in zip(shape, roles)]
+        count = [d if r and r in need else 1 for d, r in zip(shape, roles)]
         if low == "box":
-            count = [max(1, -(-d // BOX_FRACTION)) if r in "xy" and r else n
+            count = [max(1, -(-d // BOX_FRACTION)) if r and r in "xy" else n
                      for d, r, n in zip(shape, roles, count)]
         return tuple(count)
     names = [s.strip() for s in text.strip("[]").split(",")]
