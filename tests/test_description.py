@@ -171,3 +171,54 @@ def test_local_zarr_predict_and_chunk_cache_refused(tmp_path):
     assert got["reads"][0]["prediction"]["counts"]["decodes"] >= 12 and "local Zarr" in got["notes"][0]
     bad = run_cli("predict", store, "--read", "t", "--chunk-cache", "64MiB", "--profile", prof)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "keeps no chunk cache" in bad.stderr
+
+
+def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):
+    """tas(time, lat, lon) as Zarr in the test server: described with its roles from the store's
+    metadata; predict and advise weigh --passes (xy x30 + t x1 against xy x1 + t x30 differ), take
+    --tasks and --json, and refuse --chunk-cache in one line."""
+    import json
+
+    import xarray as xr
+    from conftest import run_cli
+    from climio.dataset.description import describe
+    from climio.model import object_store as om
+    from climio.model.workflow import platform_id_of
+    from climio.stores.objects import upload
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    src = tmp_path / "tas.nc"
+    write_cmip(src, chunks=[1, 8, 16], lengths={"time": 24})
+    with xr.open_dataset(src) as ds:
+        ds.to_zarr(tmp_path / "tas.zarr", zarr_format=3, encoding={"tas": {"chunks": (1, 8, 16)}})
+    upload(s3_server.endpoint, tmp_path / "tas.zarr", "s3://climio/seam-test")
+    url = "s3://climio/seam-test/tas.zarr"
+    d = describe(url)
+    assert (d.var, d.dims, d.roles, d.shape, d.chunks, d.store) == (
+        "tas", ("time", "lat", "lon"), ("t", "y", "x"), (24, 8, 16), (1, 8, 16), "zarr-s3")
+    om.save_rates(platform_id_of(None), om.store_key(s3_server.endpoint.url),
+                  om.StoreRates(s3_server.endpoint.url, 0.01, 100e6, 400e6,
+                                {"zarr-obstore": om.StackObjectRates(0.01, 100e6, 8.0)}))
+
+    def total(*args):
+        r = run_cli("predict", url, *args, "--json", timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+    a = total("--read", "xy", "--passes", "30", "--read", "t", "--passes", "1")
+    b = total("--read", "xy", "--passes", "1", "--read", "t", "--passes", "30")
+    assert [(r["read"], r["passes"]) for r in a["reads"]] == [("xy", 30), ("t", 1)]
+    assert a["reads"][0]["gets"] == 30 * 24                        # one chunk per map, 30 passes
+    assert b["reads"][1]["gets"] == 30 * 8 * 16 * 24               # every chunk for each point's series
+    assert a["total_s"] != pytest.approx(b["total_s"])
+    assert a["reads"][0]["time_s"] == pytest.approx(30 * b["reads"][0]["time_s"])
+    four = total("--read", "xy", "--passes", "30", "--tasks", "4")
+    assert four["tasks"] == 4 and four["reads"][0]["time_s"] < a["reads"][0]["time_s"]
+    adv_a = run_cli("advise", url, "--read", "xy", "--passes", "30", "--read", "t", "--passes", "1", "--json")
+    adv_b = run_cli("advise", url, "--read", "xy", "--passes", "1", "--read", "t", "--passes", "30", "--json")
+    assert adv_a.returncode == 0 and adv_b.returncode == 0, adv_a.stderr + adv_b.stderr
+    ra, rb = json.loads(adv_a.stdout), json.loads(adv_b.stdout)
+    assert ra["prediction"]["total_s"] == pytest.approx(a["total_s"])
+    assert [r["before_s"] for r in ra["recommendations"]] != [r["before_s"] for r in rb["recommendations"]]
+    bad = run_cli("predict", url, "--read", "t", "--chunk-cache", "64MiB")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "keeps no chunk cache" in bad.stderr
