@@ -32,6 +32,7 @@ def rechunk_cmd(
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// input or output (else AWS_ENDPOINT_URL)."),
 ):
     """Change the chunk shape or compression of netCDF-4 variables or Zarr arrays fast and in bounded
     memory; convert netCDF-4 to Zarr (v3 or v2) and back.
@@ -61,7 +62,7 @@ def rechunk_cmd(
                           max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
-                          shards=shards or (), endian=endian or "")
+                          shards=shards or (), endian=endian or "", endpoint_url=endpoint_url)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))

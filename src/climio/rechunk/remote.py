@@ -21,18 +21,21 @@ from climio.base.errors import InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
 
-def convert(src, dst, **kw):
-    """command.convert with s3:// URLs allowed for one input (a Zarr store) or the output (.zarr)."""
+def convert(src, dst, endpoint_url=None, **kw):
+    """command.convert with s3:// URLs allowed for one input (a Zarr store) or the output (.zarr);
+    `endpoint_url` (--endpoint-url) the S3 endpoint, else AWS_ENDPOINT_URL."""
     from .command import convert as local_convert
     srcs = src if isinstance(src, (list, tuple)) else [src]
     remote_in = [s for s in srcs if is_s3_url(str(s))]
     if not remote_in and not is_s3_url(str(dst)):
+        if endpoint_url:
+            raise InputError("--endpoint-url is the S3 endpoint of an s3:// input or output: neither is one")
         return local_convert(src, dst, **kw)
     if len(srcs) > 1 and remote_in:
         raise InputError("an s3:// input is converted alone: give one input")
     if remote_in and is_s3_url(str(dst)):
         raise InputError("from s3:// to s3://: convert to a local store first, or copy the objects")
-    endpoint = Endpoint.from_env()
+    endpoint = Endpoint.from_env(endpoint_url)
     with tempfile.TemporaryDirectory(prefix="climio-rechunk-s3-", dir=kw.get("tmp_dir") or None) as tmp:
         if remote_in:
             return _from_store(endpoint, str(remote_in[0]), dst, Path(tmp), local_convert, kw)
