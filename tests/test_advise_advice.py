@@ -197,7 +197,7 @@ def test_calibrate_from_run_dir_and_rates_for_the_planner(tmp_path, profiles):
 
 
 def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, tmp_path):
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     args = ("rechunk", files["contiguous"], tmp_path / "out.nc", "-c", f"ta:{SHAPE[0]},1,1,{SHAPE[3]}", "--dry-run")
     before = run_cli(*args)
     assert before.returncode == 0 and "calibrated profile" not in before.stdout + before.stderr
@@ -258,7 +258,7 @@ def test_profile_carries_the_parallel_read_mpiio_rates():
 
 def test_tasks_and_nodes_one_line_and_the_shared_file_system_ceiling(files):
     from climio.model.predict import predict
-    from climio.model.workflow import layout_of
+    from climio.dataset.description import layout_of
     wf = Workflow(str(files["contiguous"]), "ta", [ReadSpec("xt", passes=2)], 1)
     prof = synthetic()
     # no shared-file-system bandwidth in the profile: tasks on this node only, more nodes not predicted

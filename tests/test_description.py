@@ -142,6 +142,11 @@ def test_advise_3d_two_reads_and_passes(tmp_path):
     b = climio.advise(src, read=["xy", "t"], passes=[1, 30], profile=prof, warn=lambda line: None)
     assert [(s.read, s.passes) for s, _, _, _ in a.prediction.items] == [("xy", 10), ("t", 2)]
     assert a.predicted_s != b.predicted_s
+    # one kind of result: attributes and to_dict() on the prediction's items and the advice's best
+    item = a.prediction.items[0]
+    assert (item.read, item.passes, item.seconds) == ("xy", 10, item.prediction.seconds)
+    assert item.to_dict()["passes"] == 10 and a.prediction.to_dict()["reads"][0] == item.to_dict()
+    assert a.best is not None and a.best.rule == a.best["rule"] and a.best.to_dict()["gain_s"] == a.best.gain_s
     # the layout search weighs each pattern by its passes: 10 xy passes cost 10x one
     now_a, now_b = a.layout["current"]["per_pattern_s"], b.layout["current"]["per_pattern_s"]
     assert now_a["xy"] == pytest.approx(10 * now_b["xy"]) and now_b["t"] == pytest.approx(15 * now_a["t"])
@@ -183,7 +188,7 @@ def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):
     from conftest import run_cli
     from climio.dataset.description import describe
     from climio.model import object_store as om
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     from climio.stores.objects import upload
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
@@ -222,3 +227,22 @@ def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):
     assert [r["before_s"] for r in ra["recommendations"]] != [r["before_s"] for r in rb["recommendations"]]
     bad = run_cli("predict", url, "--read", "t", "--chunk-cache", "64MiB")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "keeps no chunk cache" in bad.stderr
+
+
+def test_load_records_is_a_flat_frame(tmp_path):
+    """climio.load_records: nested dicts (metrics.syscalls) are dotted columns, a histogram and a
+    list one JSON string column each: every cell a scalar."""
+    import json
+
+    import climio
+    rec = {"schema": 2, "study": "read-stack", "rep": 0, "status": "ok", "time": "2026-01-01T00:00:00Z", "platform_id": "p",
+           "params": {"stack": "h5py", "chunks": [1, 8, 16]},
+           "metrics": {"wall_s": 1.5, "syscalls": {"reads": 3, "sizes": {"4096": 2, "65536": 1},
+                                                   "by_call": {"pread64": 3}}},
+           "cache": {"state": "cold"}}
+    (tmp_path / "records.jsonl").write_text(json.dumps(rec) + "\n")
+    df = climio.load_records(tmp_path)
+    assert df.loc[0, "metrics.syscalls.reads"] == 3 and df.loc[0, "metrics.syscalls.by_call.pread64"] == 3
+    assert json.loads(df.loc[0, "metrics.syscalls.sizes"]) == {"4096": 2, "65536": 1}
+    assert json.loads(df.loc[0, "params.chunks"]) == [1, 8, 16]
+    assert all(not isinstance(v, (dict, list)) for v in df.iloc[0].tolist())

@@ -128,7 +128,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     from climio.data.writer import write_4d
     from climio.data.zarr_writer import write_zarr_4d
     from climio.model import profile as profmod
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     from climio.stores.objects import upload
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)

@@ -135,9 +135,10 @@ def results_table(run_dir) -> str:
 
 def load_records(run_dir):
     """The records of a run directory (or records.jsonl) as a flat pandas DataFrame: one row per
-    record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""
+    record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame); nested
+    dicts are dotted columns, a histogram or a list one JSON string column."""
     from climio.runs.records import read_records, to_frame
-    return to_frame(read_records(run_dir))
+    return to_frame(read_records(run_dir), flat=True)
 
 
 
@@ -194,7 +195,7 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
             raise no_such_file(target)
         if is_measured_input(Path(target)):
             from .advise.measured import advise_measured
-            from .model.workflow import profile_for
+            from .advise.loading import profile_for
             prof = profile_for(None, str(profile), warn) if profile else None
             return advise_measured(measured_facts(Path(target)), prof, warn, str(target))
     req = make_request(target, var, [read] if isinstance(read, str) else read, passes, tasks, stack, chunk_cache,

@@ -5,9 +5,9 @@ The variable is described once (climio.dataset.description: shape, chunks, shard
 dimensions' roles); the reads are every hyperslab of each read shape (climio.dataset.reads, any
 rank), weighed by their passes; the rates are the endpoint's, kept in this machine's profile by
 `climio calibrate --store` (model.object_store). --check reads the same hyperslabs through the stack
-(measure.object_reads) and prints predicted against measured. advise: each change's predicted
-time over all passes (bigger chunks, shards over time for time-series reads, more GETs in flight,
-obstore over fsspec), with the command.
+(measure.object_reads) and prints predicted against measured. advise: store_facts gives the
+object-store rules (climio.rules.object_store: bigger chunks, shards over time, more GETs in
+flight, obstore over fsspec; a reference or a Zarr copy of a netCDF-4 object) their Facts.
 """
 
 import math
@@ -22,7 +22,6 @@ from ..model import object_store as om
 from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-MORE_IN_FLIGHT = 64
 MAX_SLABS = 4096
 
 
@@ -46,7 +45,7 @@ def decode_rate(label: str, warn=None) -> tuple:
     """(B/s, where it comes from) of decoding `label` on this machine: the calibrated profile's
     codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
     from ..model import profile as profmod
-    from ..model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     if label == "none":
         return math.inf, "nothing to decode"
     prof, note = profmod.find(platform_id_of(None))
@@ -60,7 +59,7 @@ def decode_rate(label: str, warn=None) -> tuple:
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
     """The endpoint's rates measured from this machine, else from another platform's (with a
     warning); a one-line error naming the calibrate command when none has them."""
-    from ..model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     key = om.store_key(endpoint.describe()["endpoint_url"])
     pid = platform_id_of(None)
     mine = om.load_rates(pid)
@@ -181,66 +180,46 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     return out
 
 
-# --- advice -------------------------------------------------------------------------------------
+# --- advice: the object-store rules (climio.rules.object_store) over these facts -------------------
 
-def _bigger(chunks, shape, roles) -> list:
-    """The chunk shape doubled along the first dimension that can grow: x, then y, then t (by role;
-    the last, then the first dimension when no role says)."""
-    order = [roles.index(r) for r in "xyt" if r in roles] or [len(shape) - 1, 0]
-    for ax in order:
-        if chunks[ax] < shape[ax]:
-            c = list(chunks)
-            c[ax] = min(shape[ax], c[ax] * 2)
-            return c
-    return list(chunks)
-
-
-def _spec(desc, lengths) -> str:
-    return f"{desc.var or 'VAR'}:{','.join(map(str, lengths))}"
-
-
-def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None, tasks=1, desc=None) -> list:
-    """Changes ranked by predicted gain over the reads as they are, all passes:
-    [(text, before_s, after_s, command)]."""
+def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, tasks=1, desc=None):
+    """The Facts of reads of data in S3 (Facts.object_store): the reads as they are (a Zarr store)
+    or downloading the object first (a netCDF-4 object), all passes, and the what-if the rules ask."""
+    from climio.rules.facts import Facts, ObjectStoreFacts
     endpoint = Endpoint.from_env(endpoint_url)
-    stack = _stack(stack)
     specs = _specs(reads)
     rates = store_rates(endpoint, warn)
-    lay = desc or describe(store_url(url), var, endpoint_url)
-    dec_Bps = decode_rate(lay.codecs, warn)[0]
+    d = desc or describe(store_url(url), var, endpoint_url)
+    zarr_store = d.store == "zarr-s3"
+    stack = _stack(stack) if zarr_store else "zarr-fsspec"
+    dec_Bps = decode_rate(d.codecs, warn)[0]
 
-    def total(chunks, shards, st=stack, r=rates):
-        return sum(predict_layout(lay, chunks, shards, read, r, st, dec_Bps, passes, tasks)["time_s"]
-                   for read, passes in specs)
+    def again(chunks=None, shards=(), stack=stack, concurrency=None):
+        chunks = list(chunks or d.chunks or d.shape)
+        shards = d.shards if shards == () else shards
+        r = rates
+        if concurrency is not None:
+            s = rates.stack(stack)
+            r = replace(rates, stacks={**rates.stacks, stack: replace(
+                s, concurrency=concurrency, gets_per_s=s.gets_per_s * concurrency / s.concurrency)})
+        return sum(predict_layout(d, chunks, shards, read, r, stack, dec_Bps, n, tasks)["time_s"] for read, n in specs)
 
-    now = total(lay.chunks, lay.shards)
-    out = []
-    big = lay.chunks
-    for _ in range(3):                                 # up to 8x the chunk along x, y, t
-        big = _bigger(big, lay.shape, lay.roles)
-    if list(big) != list(lay.chunks):
-        out.append((f"bigger chunks {big} (fewer GETs, each longer than a round trip)", now, total(big, None),
-                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, big)}"))
-    t_ax = lay.roles.index("t") if "t" in lay.roles else 0
-    if not lay.shards and lay.chunks[t_ax] < lay.shape[t_ax]:
-        sh = list(lay.chunks)
-        sh[t_ax] = lay.shape[t_ax]
-        out.append((f"shards over time {sh} (a time-series read gets one shard per GET)", now, total(lay.chunks, sh),
-                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, lay.chunks)} --shards {_spec(lay, sh)}"))
-    s = rates.stack(stack)
-    more = replace(rates, stacks={**rates.stacks, stack: replace(
-        s, concurrency=MORE_IN_FLIGHT, gets_per_s=s.gets_per_s * MORE_IN_FLIGHT / s.concurrency)})
-    out.append((f"more GETs in flight ({MORE_IN_FLIGHT} instead of the {s.concurrency:.1f} measured)",
-                now, total(lay.chunks, lay.shards, stack, more),
-                f"python: zarr.config.set({{'async.concurrency': {MORE_IN_FLIGHT}}}) before reading"))
-    if stack != "zarr-obstore":
-        out.append(("zarr-python on obstore instead of fsspec/s3fs", now, total(lay.chunks, lay.shards, "zarr-obstore"),
-                    "zarr.storage.ObjectStore(obstore.store.S3Store(...)) in place of FsspecStore"))
-    out.sort(key=lambda r: r[2])
-    return [r for r in out if r[2] < r[1] and math.isfinite(r[2])]
+    counts = [(read, read_count_of(read, d)) for read, _ in specs]
+    if zarr_store:
+        now, ref_s, ref_cmd = again(), None, ""
+    else:
+        from ..stores.objects import object_size
+        size = object_size(endpoint, store_url(url))
+        part = 8 << 20
+        through = [predict_layout(d, list(d.chunks or d.shape), None, r, rates, "zarr-fsspec", dec_Bps, n, tasks)
+                   for r, n in specs]
+        # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
+        now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
+               + sum(p["decode_s"] for p in through))
+        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(store_url(url), endpoint_url)
+    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd)
+    return Facts("object-store", object_store=o, tasks=tasks)
 
-
-# --- netCDF-4 in object storage: a reference file against downloading, and rechunking to Zarr ---
 
 def reference_command(url, endpoint_url=None) -> str:
     """The command that writes the reference advise_netcdf recommends (`climio make-refs`; it says
@@ -249,38 +228,3 @@ def reference_command(url, endpoint_url=None) -> str:
     name = str(url).rstrip("/").rsplit("/", 1)[-1]
     where = f" --endpoint-url {shlex.quote(endpoint_url)}" if endpoint_url else ""
     return f"climio make-refs {shlex.quote(str(url))} -o {shlex.quote(name + '.kerchunk.json')}{where}"
-
-
-def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None, tasks=1, desc=None) -> list:
-    """netCDF-4 in a bucket: read its chunks through a kerchunk reference (zarr-python on s3fs, one
-    GET per chunk) against downloading the whole object first (ranged GETs of 8 MiB at the stack's
-    concurrency), and a Zarr copy with chunks of each read's shape; [(text, before_s, after_s, command)]
-    with `before` the download (once) and every read over all its passes."""
-    from ..stores.objects import object_size
-    specs = _specs(reads)
-    endpoint = Endpoint.from_env(endpoint_url)
-    rates = store_rates(endpoint, warn)
-    lay = desc or describe(store_url(url), var, endpoint_url)
-    chunks = lay.chunks or lay.shape
-    size = object_size(endpoint, store_url(url))
-    part = 8 << 20
-    s = rates.stack(DEFAULT_OBJECT_STACK)
-    dec_Bps = decode_rate(lay.codecs, warn)[0]
-    through = [predict_layout(lay, chunks, None, r, rates, "zarr-fsspec", dec_Bps, n, tasks) for r, n in specs]
-    refs = sum(p["time_s"] for p in through)
-    # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
-    download = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
-                + sum(p["decode_s"] for p in through))
-    out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
-            "python: obstore.get(S3Store(...), KEY) -> a local file"),
-           (f"read through a kerchunk reference (chunks {list(chunks)}, {lay.codecs}) instead of downloading "
-            "it first", download, refs, reference_command(store_url(url), endpoint_url))]
-    for r, _ in specs:
-        target = list(read_count_of(r, lay))
-        t = sum(predict_layout(lay, target, None, q, rates, DEFAULT_OBJECT_STACK, dec_Bps, n, tasks)["time_s"]
-                for q, n in specs)
-        out.append((f"a Zarr copy chunked for {r} reads {target} (zarr-python + obstore, {s.concurrency:.0f} GETs "
-                    "in flight)", download, t, f"climio rechunk FILE.nc s3://BUCKET/{lay.var}-{r}.zarr -c "
-                    f"{_spec(lay, target)}"))
-    out.sort(key=lambda row: row[2])
-    return out

@@ -25,8 +25,24 @@ from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
+from .loading import describe_workflow
 from .predict import stack_cache
 
+
+
+class Recommendation(dict):
+    """One recommendation: the dict `climio advise --json` prints, read as attributes too
+    (.rule, .title, .before_s, .after_s, .gain_s, .command, .evidence), with to_dict() as
+    climio.predict's items have."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> dict:
+        return dict(self)
 
 
 @dataclass
@@ -50,8 +66,8 @@ class Advice:
 
     @property
     def best(self):
-        """The first-ranked recommendation (a dict: rule, title, before_s, after_s, gain_s, command,
-        evidence, ...), or None when no rule fired."""
+        """The first-ranked Recommendation (rule, title, before_s, after_s, gain_s, command, evidence,
+        ... as attributes and keys; to_dict()), or None when no rule fired."""
         r = self.ranked()
         return r[0] if r else None
 
@@ -60,7 +76,7 @@ class Advice:
             if r.get("gain_s") is not None:
                 return (0, -r["gain_s"])
             return (1, rules.SEVERITY_ORDER.get(r.get("severity"), 3), -(r.get("evidence", {}).get("share_of_io_time") or 0))
-        return sorted(self.recommendations, key=key)
+        return [Recommendation(r) for r in sorted(self.recommendations, key=key)]
 
     def to_dict(self) -> dict:
         return {"source": self.source, "kind": self.kind, "platform_id": self.platform_id, "notes": self.notes,
@@ -106,6 +122,7 @@ class Advice:
 
 
 def _items(wf, prof):
+    describe_workflow(wf)
     wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
     items = []
     for spec, lay, codec, p in wp.items:

@@ -25,6 +25,7 @@ from typing import Optional
 from climio.base.errors import InputError, no_such_file
 from climio.dataset.description import describe
 from ..model import workflow as wfmod
+from .loading import describe_workflow, load_workflow, profile_for
 
 ZARR_PRICED_AS = "h5py"     # a local Zarr store: Python over a C decoder per chunk, as h5py reads
 
@@ -103,7 +104,7 @@ def workflow_of(req: Request):
     """(Workflow, the first read's Description) of a request on a file, a local Zarr store or a Dataset."""
     from .predict import workflow_checked
     if req.workflow:
-        wf = wfmod.load(req.workflow)
+        wf = load_workflow(req.workflow)
         wf.tasks = req.tasks or wf.tasks
         wf.stack = req.stack or wf.stack
         wf.chunk_cache = req.chunk_cache if req.chunk_cache is not None else wf.chunk_cache
@@ -114,7 +115,7 @@ def workflow_of(req: Request):
         wf = wfmod.Workflow(None if is_data else req.target, req.var, list(req.reads), req.tasks or 1,
                             req.stack or wfmod.DEFAULT_STACK, req.chunk_cache, dataset=req.target if is_data else None,
                             endpoint_url=req.endpoint_url)
-    desc = wfmod.resolve(wf, wf.reads[0])
+    desc = wfmod.resolve(describe_workflow(wf), wf.reads[0])
     _no_chunk_cache(req, desc)
     if desc.is_zarr:
         if req.check:
@@ -129,7 +130,7 @@ def _profile(req, wf, warn):
     path = wf.file
     if path is None and wf.dataset is not None:
         path = getattr(wf.dataset, "encoding", {}).get("source")
-    return wfmod.profile_for(path, str(req.profile) if isinstance(req.profile, Path) else req.profile, warn)
+    return profile_for(path, str(req.profile) if isinstance(req.profile, Path) else req.profile, warn)
 
 
 def predict(req: Request, warn=None):
@@ -177,20 +178,17 @@ def advise(req: Request, warn=None):
 
 
 def _store_advice(req, warn):
-    from .object_store import advise_netcdf, advise_store, predict_store
+    """The object-store rules (climio.rules.object_store) judging the reads' Facts."""
+    from climio import rules
+    from .object_store import predict_store, store_facts
     from .recommend import Advice
     desc = _store_desc(req)
     kw = dict(endpoint_url=req.endpoint_url, warn=warn, tasks=req.tasks or 1, desc=desc)
+    facts = store_facts(req.target, req.reads, stack=req.stack, **kw)
     if desc.store == "zarr-s3":
-        rows = advise_store(req.target, req.reads, stack=req.stack, **kw)
-        now = predict_store(req.target, req.reads, stack=req.stack, **kw)
-        notes = []
+        now, notes = predict_store(req.target, req.reads, stack=req.stack, **kw), []
     else:
-        rows = advise_netcdf(req.target, req.reads, **kw)
         now = None
-        notes = ["'now' is downloading the whole object first, then reading it"]
-    recs = [{"rule": "object-store", "title": text, "message": f"predicted {after:.3f} s over all passes "
-             f"(now {before:.3f} s: {before / after:.2g}x)" if after else text, "before_s": before, "after_s": after,
-             "gain_s": before - after, "one_off_s": None, "break_even_passes": None, "command": cmd,
-             "evidence": {}} for text, before, after, cmd in rows]
-    return Advice(str(desc.location), "object-store", recs, now, "", notes)
+        notes = [f"'now' is downloading the whole object first, then reading it: {facts.object_store.now_s:.3g} s "
+                 "predicted"]
+    return Advice(str(desc.location), "object-store", rules.judge(facts), now, f"rates of {desc.endpoint_url}", notes)

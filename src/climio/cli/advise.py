@@ -92,8 +92,8 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
     key, rates = store_rates(records, endpoint, store)
     from ..model.object_store import save_rates
-    from ..model.workflow import platform_id_of
-    written = save_rates(platform_id_of(None), key, rates, Path(run_dir) / "object-stores.json")
+    from climio.machine.platform import platform_id_here
+    written = save_rates(platform_id_here(None), key, rates, Path(run_dir) / "object-stores.json")
     info(f"object store {key}: profile " + ", ".join(map(str, written)))
     print(f"  GET latency {rates.latency_s * 1e3:.2f} ms, {rates.per_connection_Bps / 1e6:.0f} MB/s per connection, "
           f"{rates.aggregate_Bps / 1e6:.0f} MB/s aggregate")

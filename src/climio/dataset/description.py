@@ -108,6 +108,12 @@ class Description:
         return d
 
 
+def layout_of(path, var=None) -> tuple:
+    """(Layout, codec label, var) of `var` in the data at `path`: describe()'s, for the model."""
+    d = describe(path, var)
+    return d.layout, d.codecs, d.var
+
+
 # --- opening -------------------------------------------------------------------------------------
 
 def describe(target, var=None, endpoint_url=None) -> Description:

@@ -12,21 +12,20 @@ From the command line (`--read xt --passes 3 --tasks 4`), or a small YAML/JSON f
       - read: 1,1,Y,X
 
 A read tiles the variable with hyperslabs of its count (access.slice_starts), in C order of the
-starts, as the thesis's loops did. The Layout (shape, item size, chunks, compression, stored
-bytes) comes from the file (netCDF4 + h5py) or from an xarray Dataset's encoding.
+starts, as the thesis's loops did. Pure: the caller loads the file (climio.advise.loading.load_workflow),
+describes its data (describe_workflow: climio.dataset.describe) and finds the profile (profile_for);
+this module takes the descriptions and the profile and returns numbers.
 """
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from climio.dataset.access import slice_starts
-from climio.dataset.description import describe
 from climio.dataset.reads import read_count
-from climio.base.errors import DataError, InputError
+from climio.base.errors import InputError
 from climio.dataset.layout import Layout, format_chunks
 from .predict import Prediction, predict
 from .profile import Profile
@@ -117,31 +116,7 @@ def from_mapping(d: dict, base_dir=".") -> Workflow:
                     str(d.get("stack", DEFAULT_STACK)), parse_size(str(cc)) if cc is not None else None)
 
 
-def load(path) -> Workflow:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read workflow {p}: {exc.strerror}") from None
-    try:
-        if p.suffix.lower() == ".json":
-            d = json.loads(text)
-        else:
-            import yaml
-            d = yaml.safe_load(text)
-    except Exception as exc:  # noqa: BLE001  (json/yaml parse errors: one line)
-        raise InputError(f"workflow {p} is not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
-                         f"{str(exc).splitlines()[0]}") from None
-    return from_mapping(d, p.parent)
-
-
 # --- layouts ---------------------------------------------------------------------------------------
-
-def layout_of(path, var) -> tuple:
-    """(Layout, codec label, var) of `var` in the file or store at `path` (climio.dataset.describe)."""
-    d = describe(path, var)
-    return d.layout, d.codecs, d.var
-
 
 def reads_for(layout, spec: str, var: str = "") -> list:
     """The (start, count) hyperslabs tiling the variable with the read `spec` (climio.dataset.reads,
@@ -171,9 +146,34 @@ def stsa_reads(shape, levels=None) -> list:
     return [((0, k, j, 0), (t, 1, 1, x)) for j in range(y) for k in range(levels or z)]
 
 
+class ReadItem(NamedTuple):
+    """One read of a workflow as predicted: unpacks as (spec, layout, codec, prediction), reads as
+    attributes (.read, .passes, .seconds, ...), and to_dict() as `climio predict --json` prints it."""
+    spec: ReadSpec
+    layout: Layout
+    codec: str
+    prediction: Prediction
+
+    @property
+    def read(self) -> str:
+        return self.spec.read
+
+    @property
+    def passes(self) -> int:
+        return self.spec.passes
+
+    @property
+    def seconds(self) -> float:
+        return self.prediction.seconds
+
+    def to_dict(self) -> dict:
+        return {"read": self.spec.read, "passes": self.spec.passes, "layout": self.layout.to_dict(),
+                "codec": self.codec, "prediction": self.prediction.to_dict()}
+
+
 @dataclass
 class WorkflowPrediction:
-    items: list            # [(ReadSpec, Layout, codec, Prediction)]
+    items: list            # [ReadItem]: (ReadSpec, Layout, codec, Prediction) with attributes and to_dict()
     tasks: int
     stack: str
     checks: list = field(default_factory=list)   # [Check] after --check
@@ -205,22 +205,27 @@ class WorkflowPrediction:
     def to_dict(self) -> dict:
         return {"seconds": self.seconds, "total_s": self.total_s, "tasks": self.tasks, "stack": self.stack,
                 "notes": self.notes,
-                "reads": [{"read": s.read, "passes": s.passes, "layout": lay.to_dict(), "codec": codec,
-                           "prediction": p.to_dict()} for s, lay, codec, p in self.items],
+                "reads": [item.to_dict() for item in self.items],
                 "checks": [{"read": c.read, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
                             "measured_all": c.measured_all, "ratio": c.ratio} for c in self.checks]}
 
 
 def resolve(wf: Workflow, spec: ReadSpec):
-    """The Description of one read's variable, opened once per workflow (file, var)."""
+    """The Description of one read's variable, as the caller described it (wf.described, filled by
+    climio.advise.loading.describe_workflow: the model opens nothing)."""
+    key = workflow_key(wf, spec)
+    if key not in wf.described:
+        raise InputError(f"the workflow's data {key[0] or 'Dataset'}:{key[1] or ''} is not described: "
+                         "describe it first (climio.advise.loading.describe_workflow)")
+    return wf.described[key]
+
+
+def workflow_key(wf: Workflow, spec: ReadSpec) -> tuple:
+    """(file or None for the Dataset, var as asked) of one read: the key of wf.described."""
     src = spec.file or wf.file
     if src is None and wf.dataset is None:
         raise InputError("the workflow names no file")
-    key = (str(src) if src else None, spec.var or wf.var)
-    if key not in wf.described:
-        target = src if src is not None else wf.dataset
-        wf.described[key] = describe(target, spec.var or wf.var, wf.endpoint_url)
-    return wf.described[key]
+    return (str(src) if src else None, spec.var or wf.var)
 
 
 def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache_of=None) -> WorkflowPrediction:
@@ -240,48 +245,12 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache
             lay, codec = layout_override(lay, codec)
         p = predict(lay, reads, wf.stack, profile, tasks=wf.tasks, codec=codec if lay.compressed else "",
                     chunk_cache=cache, chunk_cache_bytes=wf.chunk_cache, passes=spec.passes)
-        items.append((spec, lay, codec, p))
+        items.append(ReadItem(spec, lay, codec, p))
     return WorkflowPrediction(items, wf.tasks, wf.stack)
 
 
 def human_count(n) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
-
-
-# --- the platform and its profile -----------------------------------------------------------------
-
-def platform_id_of(path) -> str:
-    """This machine's platform id for the file system holding `path` (as climio.machine.platform.collect
-    computes it, without the slow library-version probes)."""
-    import platform as _pf
-    import socket
-    from climio.machine import platform as plat
-    d = os.path.dirname(os.path.abspath(str(path))) if path else os.getcwd()
-    info = {"host": socket.gethostname(), "machine": _pf.uname().machine, "cpu": plat.cpu_info(),
-            "ram_bytes": plat.ram_bytes(), "filesystem": plat.filesystem_of(d)}
-    return plat.platform_id(info)
-
-
-def find_profile(path=None, profile=None) -> tuple:
-    """(Profile, warning line or "") to price work on the data at `path` with: `profile` (a Profile,
-    or a path to one), else this platform's calibrated profile, else the newest of another
-    platform's (said), else the built-in defaults (said). The one lookup of `climio predict`,
-    `climio advise` and `climio rechunk`."""
-    from . import profile as profmod
-    if isinstance(profile, Profile):
-        return profile, ""
-    pid = platform_id_of(path)
-    prof, line = profmod.find(pid, profile)
-    return prof or profmod.default_profile(pid), line
-
-
-def profile_for(path=None, profile=None, warn=None) -> Profile:
-    """The calibrated profile for the file system of `path` (or `profile`, a Profile or a path);
-    `warn(line)` hears why another platform's profile or the defaults are used."""
-    prof, line = find_profile(path, profile)
-    if line and warn:
-        warn(line)
-    return prof
 
 
 @dataclass

@@ -148,4 +148,4 @@ def _secs(s) -> str:
 
 
 # The rule bodies register themselves on import (static imports, so the import linter sees them).
-from . import measured, predicted  # noqa: E402,F401
+from . import measured, object_store, predicted  # noqa: E402,F401
