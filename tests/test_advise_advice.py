@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from climio.dataset.access import slice_starts
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as profmod
 from climio.model.fit import fit as fit_records
 from climio import rules
@@ -16,7 +16,7 @@ from climio.advise import recommend
 from climio.advise.measured import advise_measured
 from climio.rules import predicted
 from climio.model.profile import Profile, StackRates
-from climio.advise.predict import predict_api
+from climio.api import predict as predict_api
 from climio.model.workflow import ReadSpec, Workflow
 from climio.dataset.options import parse_compression
 from climio.data.writer import write_4d
@@ -213,7 +213,7 @@ def test_calibrate_from_run_dir_and_rates_for_the_planner(tmp_path, profiles):
 
 
 def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, tmp_path):
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     args = ("rechunk", files["contiguous"], tmp_path / "out.nc", "-c", f"ta:{SHAPE[0]},1,1,{SHAPE[3]}", "--dry-run")
     before = run_cli(*args)
     assert before.returncode == 0 and "calibrated profile" not in before.stdout + before.stderr
@@ -274,7 +274,7 @@ def test_profile_carries_the_parallel_read_mpiio_rates():
 
 def test_tasks_and_nodes_one_line_and_the_shared_file_system_ceiling(files):
     from climio.model.predict import predict
-    from climio.model.workflow import layout_of
+    from climio.dataset.description import layout_of
     wf = Workflow(str(files["contiguous"]), "ta", [ReadSpec("xt", passes=2)], 1)
     prof = synthetic()
     # no shared-file-system bandwidth in the profile: tasks on this node only, more nodes not predicted

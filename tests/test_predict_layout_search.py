@@ -11,7 +11,7 @@ from climio.dataset.layout import Layout
 from climio.model.layout_search import Pattern, axis_lengths, candidates, search
 from climio.model.predict import predict
 from climio.model.profile import default_profile
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 
 SHAPE = (24, 2, 16, 32)
 

@@ -159,3 +159,22 @@ def test_s3_sharded_output_and_shard_bound(s3_server, tmp_path, monkeypatch):
         convert(str(src), "s3://climio/sh/big.zarr", chunks=["ta:8,1,4,8"], shards=["ta:8,1,8,32"], max_mem="4KiB",
                 **quiet)
     assert not ObjectChunks("s3://climio/sh/big.zarr", ep).listing()
+
+
+def test_rechunk_endpoint_url_flag(s3_server, tmp_path, monkeypatch):
+    """--endpoint-url, as the other S3 commands take it: without AWS_ENDPOINT_URL the output lands on
+    the endpoint named; on two local paths it is one line."""
+    from climio.data.writer import write_4d
+    from climio.stores.objects import list_keys
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    src = tmp_path / "in.nc"
+    write_4d(src, [4, 1, 8, 16], chunks=[1, 1, 8, 16], dtype="f4")
+    url = "s3://climio/ep/out.zarr"
+    out = run_cli("rechunk", src, url, "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ep/out.zarr/zarr.json" in list_keys(s3_server.endpoint, url + "/")
+    bad = run_cli("rechunk", src, tmp_path / "o.nc", "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--endpoint-url" in bad.stderr
+

@@ -18,6 +18,7 @@ import os
 
 from .. import rules
 from ..model import workflow as wfmod
+from .loading import profile_for
 from .recommend import Advice, advise_workflow
 
 DISAGREE_FACTOR = 2.0
@@ -102,7 +103,7 @@ def _scaled(v, facts, profile, warn):
     template = ",".join(str(int(c)) for c in count)
     wf = wfmod.Workflow(v["file"], v["var"].lstrip("/"), [wfmod.ReadSpec(template)], facts.tasks,
                         MODEL_STACK.get(facts.stack, wfmod.DEFAULT_STACK))
-    adv = advise_workflow(wf, profile or wfmod.profile_for(v["file"], None, warn))
+    adv = advise_workflow(wf, profile or profile_for(v["file"], None, warn))
     wp = adv.prediction
     model_total = wp.seconds          # what the workflow rules call the total (WorkflowFacts.total_s)
     model_reads = sum(p.counts.calls * spec.passes for spec, _, _, p in wp.items)

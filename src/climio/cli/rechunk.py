@@ -34,6 +34,7 @@ def rechunk_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
     resume: bool = typer.Option(False, "--resume", help="s3:// output: continue a killed or failed run, keeping the blocks its manifest records (size and checksum checked); without it, what an unfinished run left is removed."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Run the block tasks on a Dask cluster: a scheduler address (tcp://HOST:PORT; workers started with --nthreads 1) or 'local' (a LocalCluster of --workers processes). Writes Zarr (s3:// or a shared file system); --max-mem is per worker."),
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// input or output (else AWS_ENDPOINT_URL)."),
 ):
     """Change the chunk shape or compression of netCDF-4 variables or Zarr arrays fast and in bounded
     memory; convert netCDF-4 to Zarr (v3 or v2) and back.
@@ -63,7 +64,8 @@ def rechunk_cmd(
                           max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
-                          shards=shards or (), endian=endian or "", resume=resume, scheduler=scheduler or "")
+                          shards=shards or (), endian=endian or "", resume=resume, scheduler=scheduler or "",
+                          endpoint_url=endpoint_url)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))

@@ -110,14 +110,16 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
 
 def platform_profile(in_path: Path, say=None):
     """The profile the plans are priced with, found as `climio advise` finds it for this file
-    (climio.model.workflow.find_profile: this platform's calibrated profile, else another
+    (this platform's calibrated profile, else another
     platform's, else the built-in defaults, whose rates the rate lines name). `say` hears which."""
     from ..model import profile as profmod
-    from ..model.workflow import find_profile, platform_id_of
+    from climio.machine.platform import platform_id_here
+    pid = platform_id_here(in_path)
     try:
-        prof, line = find_profile(in_path)
+        prof, line = profmod.find(pid)
     except DataError:   # an unreadable profile file: the built-in rates, as with none
-        return profmod.default_profile(platform_id_of(in_path))
+        return profmod.default_profile(pid)
+    prof = prof or profmod.default_profile(pid)
     if say and prof.source != "defaults":
         say(line or f"predicted times use this platform's calibrated profile {prof.platform_id} "
                     f"({profmod.path_for(prof.platform_id)})")

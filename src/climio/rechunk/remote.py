@@ -34,12 +34,15 @@ from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
-def convert(src, dst, **kw):
-    """command.convert with s3:// URLs allowed for one input (a Zarr store) and the output (.zarr)."""
+def convert(src, dst, endpoint_url=None, **kw):
+    """command.convert with s3:// URLs allowed for one input (a Zarr store) and the output (.zarr);
+    `endpoint_url` (--endpoint-url) the S3 endpoint, else AWS_ENDPOINT_URL."""
     from .command import convert as local_convert
     srcs = src if isinstance(src, (list, tuple)) else [src]
     remote_in = [s for s in srcs if is_s3_url(str(s))]
     if not remote_in and not is_s3_url(str(dst)):
+        if endpoint_url:
+            raise InputError("--endpoint-url is the S3 endpoint of an s3:// input or output: neither is one")
         if kw.get("resume"):
             raise InputError("--resume continues a rechunk to object storage (s3://BUCKET/OUT.zarr); a local "
                              "output is written under a temporary name and needs no resume")
@@ -52,7 +55,7 @@ def convert(src, dst, **kw):
     if is_s3_url(str(dst)) and kw.get("verify"):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
-    endpoint = Endpoint.from_env()
+    endpoint = Endpoint.from_env(endpoint_url)
     where = str(dst)
     try:
         if remote_in:

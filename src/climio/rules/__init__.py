@@ -9,4 +9,4 @@ from .registry import (  # noqa: F401  (the package's face)
 )
 
 # The rule bodies register themselves on import (static imports, so the import linter sees them).
-from . import measured, objects, predicted  # noqa: E402,F401
+from . import measured, object_store, objects, predicted  # noqa: E402,F401

@@ -94,7 +94,7 @@ def build_grid(preset="full", **values) -> Grid:
     preset's defaults; one-line InputError / DataError."""
     import numpy as np
 
-    from climio.dataset.options import parse_read
+    from climio.dataset.reads import read_count as parse_read
     from climio.dataset.compression import NONE
     from climio.dataset.options import parse_compression_list
     from climio.dataset.options import parse_choice, parse_count, parse_shape

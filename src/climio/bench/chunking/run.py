@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 import numpy as np
 
+from climio.dataset.reads import READ_SHAPES
 from climio.dataset import access, layout
 from climio.machine import native
 from climio.dataset.compression import NONE
@@ -35,7 +36,7 @@ def split_reads(text) -> list:
     if ";" in text:
         return [t.strip() for t in text.split(";") if t.strip()]
     items = [t.strip() for t in text.split(",") if t.strip()]
-    return items if all(t in access.READ_SHAPES for t in items) else [text]
+    return items if all(t in READ_SHAPES for t in items) else [text]
 
 
 def open_source(spec):

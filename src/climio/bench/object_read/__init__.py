@@ -20,7 +20,7 @@ from climio.base.errors import InputError
 
 STUDY = "object-read"
 PEER = "raw-obstore"
-OBJECT_READ_STACKS = ("zarr-obstore", "zarr-fsspec")
+from climio.dataset.stack_names import OBJECT_READ_STACKS  # noqa: E402  (declared once)
 TARGET_STACK, TARGET_SIZE, TARGET_RATIO = "zarr-obstore", 4 << 20, 0.8
 PRESETS = {
     "full": {"sizes": "64KiB,256KiB,1MiB,4MiB,16MiB", "concurrency": "1,4,16", "latency": "0,5,20,50",
