@@ -5,7 +5,7 @@ time before and after (all passes) and the command; the caller (climio.advise) g
 
 import math
 
-from . import rule
+from .registry import rule
 from .predicted import recommendation
 
 MORE_IN_FLIGHT = 64           # GETs in flight the concurrency rule weighs
