@@ -1,0 +1,320 @@
+"""`climio rechunk 'in/*.nc' OUT --concat time`: many netCDF files written as one dataset (one Zarr
+store or one netCDF-4 file), in bounded memory.
+
+The files are opened, ordered and checked first (fileset.py: nothing is written before every check
+has passed). The dataset is the files concatenated as xarray's open_mfdataset(combine='by_coords',
+data_vars='minimal', coords='minimal', compat='override', join='exact') makes it: variables along
+the dimension concatenated, the others and the attributes taken from the first file. Values are
+carried as stored (packed integers stay packed, times stay numbers with their units), so
+`xr.open_zarr(OUT)` is identical to that open_mfdataset.
+
+Zarr: xarray writes the metadata and the small variables (to_zarr, compute=False); the variables
+along the dimension are then streamed block by block: a block is whole target chunks (as many as
+--max-mem / (2 x workers) holds), read from the one or two files it spans and encoded and written
+chunk by chunk by the worker processes themselves (zarr_chunks.ChunkIO), so no block passes
+through the parent and at most one block per worker is in memory. netCDF-4 (one HDF5 writer):
+xarray writes the file, the large variables as Dask arrays of blocks of the same bound, computed one
+after another by Dask's synchronous scheduler.
+"""
+
+import dataclasses
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+
+from climio.base.errors import DataError, InputError
+from climio.base.units import format_size, rate_MBps
+from climio.runs.staging import remove_stale, stale_temporaries
+from . import formats
+
+
+def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=False, say=print) -> dict:
+    """Write the files `inputs` (paths or a glob) as one dataset along `dim` to `out`; the summary."""
+    from . import many
+    from .command import _targets
+    from .fileset import open_fileset
+    out = Path(out)
+    many.refuse_url(out, "output")
+    paths = many.expand(inputs)
+    out_fmt = formats.output_format(out, opts.out_format)
+    if opts.shards:
+        raise InputError("--shards with --concat is not supported: write the store unsharded, then "
+                         "`climio rechunk OUT.zarr SHARDED.zarr --shards ...`")
+    if out_fmt == "zarr":
+        formats.module("zarr").check_settings(_zarr_settings(opts))
+    _check_output(out, opts.force, paths)
+    remove_stale(stale_temporaries(out), say, "rechunk", remove=not dry_run)
+    t0 = time.perf_counter()
+    fs = open_fileset(paths, dim, allow_overlap)
+    try:
+        for line in fs.notes:
+            say(line)
+        combined = combine(fs)
+        infos = _infos(fs)
+        targets = _targets(infos, opts, paths[0], out_fmt)
+        streamed = [v for v in infos if v.path in targets and v.dims[:1] == (dim,) and len(v.dims) > 1]
+        budget = max(1, (opts.max_mem or _default_max_mem()) // (2 * max(1, opts.workers)))
+        plan = {v.path: block_shape(v.shape, _chunks(v, targets[v.path]), v.itemsize, budget) for v in streamed}
+        summary = {"inputs": [str(p) for p in fs.paths], "output": str(out), "concat": dim, "steps": fs.total,
+                   "notes": list(fs.notes), "workers": opts.workers, "block_bytes": budget,
+                   "blocks": {p: n_blocks(next(v.shape for v in streamed if v.path == p), b) for p, b in plan.items()}}
+        for v in streamed:
+            say(f"{v.path} [{fs.total} {dim} from {len(fs.paths)} files] -> {_label(targets[v.path])}: "
+                f"{summary['blocks'][v.path]} block(s) of at most {format_size(budget)}")
+        if dry_run:
+            return summary
+        writer = formats.module(out_fmt)
+        with writer.staged(out) as tmp:
+            if out_fmt == "zarr":
+                _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts)
+            else:
+                _write_netcdf(fs, combined, infos, targets, streamed, plan, tmp)
+    finally:
+        fs.close()
+    seconds = time.perf_counter() - t0
+    nbytes = sum(v.nbytes for v in streamed)
+    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    summary.update(seconds=seconds, bytes=nbytes, rate_MBps=rate_MBps(nbytes, seconds), peak_rss=peak)
+    say(f"concatenated {len(fs.paths)} files along {dim} ({fs.total} steps), {format_size(nbytes)} in "
+        f"{seconds:.1f} s ({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(peak)} "
+        f"(this process + its largest worker) -> {out}")
+    return summary
+
+
+def _zarr_settings(opts):
+    from .command import zarr_settings
+    return zarr_settings(opts)
+
+
+def _default_max_mem() -> int:
+    from .plan import default_max_mem
+    return default_max_mem()
+
+
+def _check_output(out: Path, force: bool, paths) -> None:
+    if not out.parent.is_dir():
+        raise DataError(f"output directory {out.parent} does not exist")
+    if out.exists():
+        if any(out.resolve() == Path(p).resolve() for p in paths):
+            raise InputError(f"output {out} is one of the inputs: choose another name")
+        if not force:
+            raise InputError(f"output {out} exists: remove it or pass --force")
+
+
+def combine(fs):
+    """The files as one lazy dataset, as open_mfdataset(combine='by_coords', data_vars='minimal',
+    coords='minimal', compat='override', join='exact') combines them (in fs's order)."""
+    import xarray as xr
+    return xr.concat(fs.datasets, fs.dim, data_vars="minimal", coords="minimal", compat="override", join="exact",
+                     combine_attrs="override")
+
+
+def _infos(fs) -> list:
+    """The first file's variables (formats.netcdf4.scan) with the dimension at its total length."""
+    infos = formats.module("netcdf4").scan(fs.paths[0])
+    out = []
+    for v in infos:
+        if v.path.count("/") > 1:
+            continue   # groups: the concatenation is of the root group's variables
+        if v.dims[:1] == (fs.dim,):
+            v = dataclasses.replace(v, shape=(fs.total,) + tuple(v.shape[1:]))
+        out.append(v)
+    return out
+
+
+def _chunks(info, target) -> tuple:
+    chunks = target.chunks or info.shape
+    return tuple(max(1, min(int(c), int(d))) for c, d in zip(chunks, info.shape))
+
+
+def _label(t) -> str:
+    chunks = "[" + ",".join(map(str, t.chunks)) + "]" if t.chunks else "contiguous"
+    return f"{chunks} {t.compression.label}"
+
+
+def block_shape(shape, chunks, itemsize: int, budget: int) -> tuple:
+    """Whole chunks up to `budget` bytes (at least one chunk): the full extent of the inner
+    dimensions, the outer ones cut first (the first dimension is the concatenated one)."""
+    block = list(shape)
+    for axis in range(len(shape)):
+        if int(np.prod(block)) * itemsize <= budget:
+            break
+        block[axis] = chunks[axis]
+        per = int(np.prod(block)) * itemsize
+        if per <= budget:   # grow this axis by whole chunks while it fits
+            block[axis] = min(shape[axis], max(1, budget // per) * chunks[axis])
+            break
+    return tuple(block)
+
+
+def n_blocks(shape, block) -> int:
+    return int(np.prod([-(-n // b) for n, b in zip(shape, block)]))
+
+
+def blocks_of(shape, block):
+    """(start, count) of every block, in C order."""
+    for idx in np.ndindex(*[-(-n // b) for n, b in zip(shape, block)]):
+        start = tuple(i * b for i, b in zip(idx, block))
+        yield start, tuple(min(b, n - s) for s, b, n in zip(start, block, shape))
+
+
+# ---------------------------------------------------------------- Zarr
+
+def _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts) -> None:
+    import warnings
+
+    import zarr
+
+    from climio.runs.staging import make_marked_dir
+    from .formats.xarray_io import cf_encoding
+    from .formats.zarr import chunk_shape, codec_encoding
+    settings = _zarr_settings(opts)
+    by_name = {v.path.lstrip("/"): v for v in infos}
+    lazy = {v.path.lstrip("/") for v in streamed}
+    for name, var in combined.variables.items():
+        if name not in lazy:
+            var.load()
+    enc = {}
+    for name in combined.variables:
+        info = by_name.get(name)
+        if info is None or info.path not in targets:
+            enc[name] = cf_encoding(combined[name].encoding)
+            continue
+        e = cf_encoding(combined[name].encoding, np.dtype(info.dtype))
+        e.update(codec_encoding(targets[info.path].compression, info.itemsize, settings))
+        e["chunks"] = chunk_shape(info, targets[info.path])
+        enc[name] = e
+    make_marked_dir(tmp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "consolidated metadata is not in the v3 specification"
+        try:
+            combined.to_zarr(tmp, mode="a", encoding=enc, compute=False, zarr_format=settings.zarr_format,
+                             safe_chunks=False, consolidated=False)
+        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            raise DataError(f"cannot write {tmp}: {exc}") from None
+        zarr.consolidate_metadata(str(tmp), zarr_format=settings.zarr_format)
+    tasks = [(v.path.lstrip("/"), start, count) for v in streamed for start, count in blocks_of(v.shape, plan[v.path])]
+    run_tasks(tasks, [str(p) for p in fs.paths], fs.offsets, fs.lengths, str(tmp), opts.workers)
+
+
+def run_tasks(tasks, paths, offsets, lengths, store: str, workers: int) -> None:
+    """Run the block tasks in this process (one worker) or in `workers` spawned processes."""
+    args = (paths, offsets, lengths, store)
+    if workers <= 1 or len(tasks) <= 1:
+        _init(*args)
+        try:
+            for t in tasks:
+                _write_block(t)
+        finally:
+            _close()
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    from climio.machine.spawning import context
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context(), initializer=_init,
+                             initargs=args) as pool:
+        for _ in pool.map(_write_block, tasks, chunksize=1):
+            pass
+
+
+_state: dict = {}
+
+
+def _init(paths, offsets, lengths, store) -> None:
+    _state.update(paths=paths, offsets=offsets, lengths=lengths, store=store, files={}, arrays={})
+
+
+def _close() -> None:
+    for ds in _state.get("files", {}).values():
+        ds.close()
+    _state.clear()
+
+
+def _file(i: int):
+    files = _state["files"]
+    if i not in files:
+        import netCDF4
+        ds = netCDF4.Dataset(_state["paths"][i], "r")
+        ds.set_auto_maskandscale(False)   # values as stored: the store holds them packed, as the files do
+        files[i] = ds
+    return files[i]
+
+
+def _array(name: str):
+    """(zarr array, ChunkIO or None) of a variable of the output store, opened once per process."""
+    arrays = _state["arrays"]
+    if name not in arrays:
+        import warnings
+
+        import zarr
+
+        from .zarr_chunks import ChunkIO
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = zarr.open_array(_state["store"], path=name, mode="r+")
+        arrays[name] = (arr, ChunkIO.of(arr, _state["store"]))
+    return arrays[name]
+
+
+def read_block(name: str, start, count, dtype) -> np.ndarray:
+    """The block [start, start + count) of variable `name` of the concatenated files (raw values)."""
+    block = np.empty(count, dtype)
+    t0, t1 = start[0], start[0] + count[0]
+    inner = tuple(slice(s, s + n) for s, n in zip(start[1:], count[1:]))
+    for i, (off, n) in enumerate(zip(_state["offsets"], _state["lengths"])):
+        lo, hi = max(t0, off), min(t1, off + n)
+        if lo < hi:
+            block[lo - t0:hi - t0] = _file(i)[name][(slice(lo - off, hi - off),) + inner]
+    return block
+
+
+def _write_block(task) -> int:
+    name, start, count = task
+    arr, io = _array(name)
+    block = read_block(name, start, count, arr.dtype)
+    if io is None:   # a layout ChunkIO does not cover: through zarr-python
+        arr[tuple(slice(s, s + n) for s, n in zip(start, count))] = block
+        return block.nbytes
+    for idx in np.ndindex(*[-(-n // c) for n, c in zip(count, io.chunks)]):
+        sel = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(idx, io.chunks, count))
+        io.write(tuple(s // c + i for s, c, i in zip(start, io.chunks, idx)), block[sel])
+    return block.nbytes
+
+
+# ---------------------------------------------------------------- netCDF-4
+
+def _write_netcdf(fs, combined, infos, targets, streamed, plan, tmp) -> None:
+    """xarray writes the file; the large variables as Dask arrays of the planned blocks, computed
+    one block after another (the synchronous scheduler: one block in memory at a time)."""
+    import dask
+
+    from .formats.xarray_io import cf_encoding
+    by_name = {v.path.lstrip("/"): v for v in infos}
+    lazy = {v.path.lstrip("/"): v for v in streamed}
+    ds = combined.copy()
+    for name, var in ds.variables.items():
+        if name in lazy:
+            ds[name] = ds[name].chunk(dict(zip(var.dims, plan[lazy[name].path])))
+        else:
+            var.load()
+    enc = {}
+    for name in ds.variables:
+        info = by_name.get(name)
+        e = cf_encoding(ds[name].encoding)
+        if info is not None and info.path in targets:
+            t = targets[info.path]
+            e.update(t.compression.netcdf4_kwargs())
+            if t.chunks:
+                e["chunksizes"] = _chunks(info, t)
+            else:
+                e["contiguous"] = True
+        enc[name] = e
+    unlimited = fs.datasets[0].encoding.get("unlimited_dims") or ()
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=enc, unlimited_dims=list(unlimited))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"cannot write {tmp}: {exc}") from None
