@@ -2,7 +2,7 @@
 opened lazily, ordered by their first value along the dimension, and checked before anything is
 written.
 
-Checked (a difference is one line, exit code of InputError): the same variables with the same
+Checked (a difference is one line, DataError's exit code): the same variables with the same
 dimensions and dtypes; every dimension but the concatenated one of the same length; coordinates
 not along it (lat, lon, bounds) of equal values (xarray's join='exact' refuses them too); equal
 `units` and `calendar` attributes of every variable. The concatenated coordinate is carried as its
@@ -48,7 +48,7 @@ class FileSet:
 
 
 def open_fileset(paths, dim: str, allow_overlap: bool = False) -> FileSet:
-    """Open, order and check the files (module docstring); raise InputError on the first mismatch."""
+    """Open, order and check the files (module docstring); raise DataError on the first mismatch."""
     from .formats.xarray_io import open_lazy
     datasets = []
     try:
@@ -81,7 +81,7 @@ def _first(ds, dim):
 
 
 def check_consistent(fs: FileSet) -> list:
-    """Raise InputError for a difference that would make the concatenation wrong; return the line
+    """Raise DataError for a difference that would make the concatenation wrong; return the line
     naming the attributes that differ (kept from the first file), if any."""
     first, name0 = fs.datasets[0], fs.paths[0].name
     differ = set()
@@ -89,30 +89,30 @@ def check_consistent(fs: FileSet) -> list:
         where = f"{p.name} and {name0}"
         if set(ds.variables) != set(first.variables):
             extra = sorted(set(ds.variables) ^ set(first.variables))
-            raise InputError(f"--concat: {where} hold different variables ({', '.join(map(str, extra))})")
+            raise DataError(f"--concat: {where} hold different variables ({', '.join(map(str, extra))})")
         for name, v in ds.variables.items():
             v0 = first.variables[name]
             if v.dims != v0.dims:
-                raise InputError(f"--concat: {name} has dimensions ({', '.join(v.dims)}) in {p.name}, "
+                raise DataError(f"--concat: {name} has dimensions ({', '.join(v.dims)}) in {p.name}, "
                                  f"({', '.join(v0.dims)}) in {name0}")
             if v.dtype != v0.dtype:
-                raise InputError(f"--concat: {name} is {v.dtype} in {p.name}, {v0.dtype} in {name0}")
+                raise DataError(f"--concat: {name} is {v.dtype} in {p.name}, {v0.dtype} in {name0}")
             for a in CHECKED_ATTRS:
                 if v.attrs.get(a) != v0.attrs.get(a):
-                    raise InputError(f"--concat: {name} has {a} {v.attrs.get(a)!r} in {p.name}, "
+                    raise DataError(f"--concat: {name} has {a} {v.attrs.get(a)!r} in {p.name}, "
                                      f"{v0.attrs.get(a)!r} in {name0}")
             if fs.dim not in v.dims:
                 if v.shape != v0.shape:
-                    raise InputError(f"--concat: {name} has shape {list(v.shape)} in {p.name}, "
+                    raise DataError(f"--concat: {name} has shape {list(v.shape)} in {p.name}, "
                                      f"{list(v0.shape)} in {name0}")
                 if name in ds.coords or name in ds.dims:
                     if not np.array_equal(v.values, v0.values, equal_nan=v.dtype.kind == "f"):
-                        raise InputError(f"--concat: coordinate {name} differs between {where}")
+                        raise DataError(f"--concat: coordinate {name} differs between {where}")
             elif v.shape[1:] != v0.shape[1:] or v.dims.index(fs.dim) != 0:
                 if v.dims[0] != fs.dim:
-                    raise InputError(f"--concat {fs.dim}: {name} has {fs.dim} as dimension "
+                    raise DataError(f"--concat {fs.dim}: {name} has {fs.dim} as dimension "
                                      f"{v.dims.index(fs.dim) + 1}, not the first")
-                raise InputError(f"--concat: {name} has shape {list(v.shape)} in {p.name}, "
+                raise DataError(f"--concat: {name} has shape {list(v.shape)} in {p.name}, "
                                  f"{list(v0.shape)} in {name0}")
             differ |= {f"{name}:{a}" for a in _differing(v.attrs, v0.attrs) if a not in CHECKED_ATTRS}
         differ |= set(_differing(ds.attrs, first.attrs))
@@ -159,5 +159,5 @@ def check_steps(fs: FileSet, allow_overlap: bool) -> list:
                          f"(ends {prev:g}) and {b} (starts {nxt:g})")
     if overlaps and not allow_overlap:
         more = f" (and {len(overlaps) - 1} more)" if len(overlaps) > 1 else ""
-        raise InputError(f"{overlaps[0]}{more}; pass --allow-overlap to concatenate them as they are")
+        raise DataError(f"{overlaps[0]}{more}; pass --allow-overlap to concatenate them as they are")
     return lines
