@@ -47,15 +47,17 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
     _check_output(out, opts.force, paths)
     remove_stale(stale_temporaries(out), say, "rechunk", remove=not dry_run)
     t0 = time.perf_counter()
-    fs = open_fileset(paths, dim, allow_overlap)
+    pool = None if dry_run else start_pool(opts.workers)   # its workers start while the files are checked
+    fs = None
     try:
+        fs = open_fileset(paths, dim, allow_overlap)
         for line in fs.notes:
             say(line)
         combined = combine(fs)
         infos = _infos(fs)
         targets = _targets(infos, opts, paths[0], out_fmt)
         streamed = [v for v in infos if v.path in targets and v.dims[:1] == (dim,) and len(v.dims) > 1]
-        budget = max(1, (opts.max_mem or _default_max_mem()) // (2 * max(1, opts.workers)))
+        budget = block_budget(opts.max_mem or _default_max_mem(), opts.workers, streamed)
         plan = {v.path: block_shape(v.shape, _chunks(v, targets[v.path]), v.itemsize, budget) for v in streamed}
         summary = {"inputs": [str(p) for p in fs.paths], "output": str(out), "concat": dim, "steps": fs.total,
                    "notes": list(fs.notes), "workers": opts.workers, "block_bytes": budget,
@@ -68,11 +70,14 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
         writer = formats.module(out_fmt)
         with writer.staged(out) as tmp:
             if out_fmt == "zarr":
-                _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts)
+                _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts, pool)
             else:
                 _write_netcdf(fs, combined, infos, targets, streamed, plan, tmp)
     finally:
-        fs.close()
+        if fs is not None:
+            fs.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     seconds = time.perf_counter() - t0
     nbytes = sum(v.nbytes for v in streamed)
     peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -135,6 +140,15 @@ def _label(t) -> str:
     return f"{chunks} {t.compression.label}"
 
 
+def block_budget(max_mem: int, workers: int, streamed) -> int:
+    """Bytes of one block: each worker holds one block and its encoded chunks (so --max-mem / (2 x
+    workers)), and no more than a quarter of a worker's share of the data, so that every worker
+    gets several blocks and none waits on a last, long one (a block is at least one chunk row)."""
+    workers = max(1, workers)
+    total = sum(v.nbytes for v in streamed)
+    return max(1, min(max_mem // (2 * workers), -(-total // (4 * workers)) if workers > 1 else max_mem))
+
+
 def block_shape(shape, chunks, itemsize: int, budget: int) -> tuple:
     """Whole chunks up to `budget` bytes (at least one chunk): the full extent of the inner
     dimensions, the outer ones cut first (the first dimension is the concatenated one)."""
@@ -163,7 +177,7 @@ def blocks_of(shape, block):
 
 # ---------------------------------------------------------------- Zarr
 
-def _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts) -> None:
+def _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts, pool) -> None:
     import warnings
 
     import zarr
@@ -196,56 +210,79 @@ def _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts) -> None
         except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
             raise DataError(f"cannot write {tmp}: {exc}") from None
         zarr.consolidate_metadata(str(tmp), zarr_format=settings.zarr_format)
-    tasks = [(v.path.lstrip("/"), start, count) for v in streamed for start, count in blocks_of(v.shape, plan[v.path])]
-    run_tasks(tasks, [str(p) for p in fs.paths], fs.offsets, fs.lengths, str(tmp), opts.workers)
-
-
-def run_tasks(tasks, paths, offsets, lengths, store: str, workers: int) -> None:
-    """Run the block tasks in this process (one worker) or in `workers` spawned processes."""
-    args = (paths, offsets, lengths, store)
-    if workers <= 1 or len(tasks) <= 1:
-        _init(*args)
-        try:
-            for t in tasks:
-                _write_block(t)
-        finally:
-            _close()
+    sources = file_sources(fs, streamed)
+    tasks = [(str(tmp), v.path.lstrip("/"), start, count, pieces(sources[v.path], fs, start, count))
+             for v in streamed for start, count in blocks_of(v.shape, plan[v.path])]
+    if pool is None:
+        for t in tasks:
+            _write_block(t)
+        _arrays.clear()
         return
+    for _ in pool.map(_write_block, tasks, chunksize=1):
+        pass
+
+
+def start_pool(workers: int):
+    """A pool of `workers` spawned processes (None for one worker: blocks run in this process),
+    each importing what a block task needs at once (warm_up), so that the start-up overlaps the checks."""
+    if workers <= 1:
+        return None
     from concurrent.futures import ProcessPoolExecutor
 
     from climio.machine.spawning import context
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context(), initializer=_init,
-                             initargs=args) as pool:
-        for _ in pool.map(_write_block, tasks, chunksize=1):
-            pass
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context())
+    for _ in range(workers):
+        pool.submit(warm_up)
+    return pool
 
 
-_state: dict = {}
+def warm_up() -> None:
+    import zarr  # noqa: F401
+
+    from . import blocks, zarr_chunks  # noqa: F401
 
 
-def _init(paths, offsets, lengths, store) -> None:
-    _state.update(paths=paths, offsets=offsets, lengths=lengths, store=store, files={}, arrays={})
+def file_sources(fs, streamed) -> dict:
+    """{variable path: [(blocks.Source, chunk index or None) per file]}: each file's own layout
+    and filters (direct raw-chunk reads with libdeflate where blocks can, else HDF5), as the
+    single-file rechunk reads them (formats.netcdf4.input_source)."""
+    import h5py
+
+    from .formats.netcdf4 import input_source, scan
+    out = {v.path: [] for v in streamed}
+    for p in fs.paths:
+        by_path = {i.path: i for i in scan(p)}
+        with h5py.File(p, "r") as h5:
+            for v in streamed:
+                out[v.path].append(input_source(by_path[v.path], str(p), h5, 64 << 20))
+    return out
 
 
-def _close() -> None:
-    for ds in _state.get("files", {}).values():
-        ds.close()
-    _state.clear()
+def pieces(sources, fs, start, count) -> list:
+    """[(blocks.Task reading one file's part of the block, its first row in the block)]."""
+    from . import blocks
+    from climio.dataset.layout import chunks_in
+    out = []
+    t0, t1 = start[0], start[0] + count[0]
+    for (src, index), off, n in zip(sources, fs.offsets, fs.lengths):
+        lo, hi = max(t0, off), min(t1, off + n)
+        if lo >= hi:
+            continue
+        s, c = (lo - off,) + tuple(start[1:]), (hi - lo,) + tuple(count[1:])
+        entries = ()
+        if index is not None:
+            origins = (tuple(i * k for i, k in zip(idx, src.chunks)) for idx in chunks_in(s, c, src.chunks))
+            entries = tuple((o,) + index[o] for o in origins if o in index)
+        out.append((blocks.Task(src, blocks.Sink("array"), s, c, entries), lo - t0))
+    return out
 
 
-def _file(i: int):
-    files = _state["files"]
-    if i not in files:
-        import netCDF4
-        ds = netCDF4.Dataset(_state["paths"][i], "r")
-        ds.set_auto_maskandscale(False)   # values as stored: the store holds them packed, as the files do
-        files[i] = ds
-    return files[i]
+_arrays: dict = {}
 
 
-def _array(name: str):
+def _array(store: str, name: str):
     """(zarr array, ChunkIO or None) of a variable of the output store, opened once per process."""
-    arrays = _state["arrays"]
+    arrays = _arrays
     if name not in arrays:
         import warnings
 
@@ -254,27 +291,20 @@ def _array(name: str):
         from .zarr_chunks import ChunkIO
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            arr = zarr.open_array(_state["store"], path=name, mode="r+")
-        arrays[name] = (arr, ChunkIO.of(arr, _state["store"]))
+            arr = zarr.open_array(store, path=name, mode="r+")
+        arrays[name] = (arr, ChunkIO.of(arr, store))
     return arrays[name]
 
 
-def read_block(name: str, start, count, dtype) -> np.ndarray:
-    """The block [start, start + count) of variable `name` of the concatenated files (raw values)."""
-    block = np.empty(count, dtype)
-    t0, t1 = start[0], start[0] + count[0]
-    inner = tuple(slice(s, s + n) for s, n in zip(start[1:], count[1:]))
-    for i, (off, n) in enumerate(zip(_state["offsets"], _state["lengths"])):
-        lo, hi = max(t0, off), min(t1, off + n)
-        if lo < hi:
-            block[lo - t0:hi - t0] = _file(i)[name][(slice(lo - off, hi - off),) + inner]
-    return block
-
-
 def _write_block(task) -> int:
-    name, start, count = task
-    arr, io = _array(name)
-    block = read_block(name, start, count, arr.dtype)
+    """Read a block from the files it spans and write its chunks into the store (in a worker)."""
+    from . import blocks
+    store, name, start, count, parts = task
+    arr, io = _array(store, name)
+    block = np.empty(count, arr.dtype)
+    for t, row in parts:
+        part, _, _ = blocks.read_block(t)
+        block[row:row + part.shape[0]] = part
     if io is None:   # a layout ChunkIO does not cover: through zarr-python
         arr[tuple(slice(s, s + n) for s, n in zip(start, count))] = block
         return block.nbytes
