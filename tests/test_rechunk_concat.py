@@ -122,6 +122,10 @@ def test_inconsistent_files_are_refused_before_anything_is_written(tmp_path):
     assert res.returncode == 3 and "time has calendar '360_day'" in res.stderr and not out.exists()
     res = run_cli("rechunk", f"{d}/*.nc", out, "--concat", "lev")
     assert res.returncode == 2 and "has no dimension lev" in res.stderr
+    (d / "z_broken.nc").write_bytes(b"not a netCDF file" * 100)
+    res = run_cli("rechunk", f"{d}/*.nc", out, "--concat", "time")
+    assert res.returncode == 3 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "z_broken.nc: not a readable netCDF file" in res.stderr and not out.exists()
 
 
 def test_a_glob_into_a_zarr_name_without_concat_is_refused(tmp_path):

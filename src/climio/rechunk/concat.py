@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from climio.base.errors import DataError, InputError
+from climio.base.errors import DataError, DiskSpaceError, InputError, disk_full_in
 from climio.base.units import format_size, rate_MBps
 from climio.runs.staging import remove_stale, stale_temporaries
 from . import formats
@@ -68,11 +68,18 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
         if dry_run:
             return summary
         writer = formats.module(out_fmt)
-        with writer.staged(out) as tmp:
-            if out_fmt == "zarr":
-                _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts, pool)
-            else:
-                _write_netcdf(fs, combined, infos, targets, streamed, plan, tmp)
+        try:
+            with writer.staged(out) as tmp:
+                if out_fmt == "zarr":
+                    _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts, pool)
+                else:
+                    _write_netcdf(fs, combined, infos, targets, streamed, plan, tmp)
+        except (OSError, RuntimeError, ValueError) as exc:   # HDF5, a worker's I/O, a worker that died
+            if disk_full_in(exc):
+                raise DiskSpaceError(f"disk full while writing {out}: nothing written (temporary output removed)") \
+                    from None
+            raise DataError(f"I/O error while concatenating: {type(exc).__name__}: {exc}; nothing written to "
+                            f"{out}") from None
     finally:
         if fs is not None:
             fs.close()
@@ -303,8 +310,10 @@ def _write_block(task) -> int:
     arr, io = _array(store, name)
     block = np.empty(count, arr.dtype)
     for t, row in parts:
-        part, _, _ = blocks.read_block(t)
-        block[row:row + part.shape[0]] = part
+        rows = block[row:row + t.count[0]]   # C-contiguous: the direct reader decodes into it, no copy
+        part, _, _ = blocks.read_block(t, into=rows if t.source.dtype == rows.dtype.str else None)
+        if part is not rows:
+            rows[...] = part
     if io is None:   # a layout ChunkIO does not cover: through zarr-python
         arr[tuple(slice(s, s + n) for s, n in zip(start, count))] = block
         return block.nbytes
