@@ -50,7 +50,9 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
     pool = None if dry_run else start_pool(opts.workers)   # its workers start while the files are checked
     fs = None
     try:
-        fs = open_fileset(paths, dim, allow_overlap)
+        # Zarr: the values are never computed through Dask (few tasks); netCDF-4: Dask reads them,
+        # in blocks cut from the stored chunks
+        fs = open_fileset(paths, dim, allow_overlap, one_chunk=out_fmt == "zarr")
         for line in fs.notes:
             say(line)
         combined = combine(fs)

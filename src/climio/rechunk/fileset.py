@@ -47,14 +47,16 @@ class FileSet:
             ds.close()
 
 
-def open_fileset(paths, dim: str, allow_overlap: bool = False) -> FileSet:
-    """Open, order and check the files (module docstring); raise DataError on the first mismatch."""
+def open_fileset(paths, dim: str, allow_overlap: bool = False, one_chunk: bool = True) -> FileSet:
+    """Open, order and check the files (module docstring); raise DataError on the first mismatch.
+    one_chunk: one Dask chunk per variable and file (few tasks, for values never computed through
+    Dask); else one per stored chunk (Dask then reads them in bounded pieces)."""
     from .formats.xarray_io import open_lazy
     datasets = []
     try:
         for p in paths:
             try:
-                datasets.append(open_lazy(p, "netcdf4"))
+                datasets.append(open_lazy(p, "netcdf4", one_chunk=one_chunk))
             except (OSError, ValueError) as exc:
                 raise DataError(f"input {p}: not a readable netCDF file ({exc})") from None
         for p, ds in zip(paths, datasets):
