@@ -133,3 +133,6 @@ def test_a_glob_into_a_zarr_name_without_concat_is_refused(tmp_path):
     res = run_cli("rechunk", f"{d}/*.nc", tmp_path / "many.zarr", "--for", "t")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "pass --concat DIM" in res.stderr and not (tmp_path / "many.zarr").exists()
+    res = run_cli("rechunk", f"{d}/*.nc", tmp_path / "one.zarr", "--concat", "time", "--var", "tas")
+    assert res.returncode == 2 and "--var is not supported with --concat" in res.stderr   # pr would load whole
+    assert not (tmp_path / "one.zarr").exists()

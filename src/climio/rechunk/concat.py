@@ -42,6 +42,12 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
     if opts.shards:
         raise InputError("--shards with --concat is not supported: write the store unsharded, then "
                          "`climio rechunk OUT.zarr SHARDED.zarr --shards ...`")
+    # every variable along the dimension is streamed: one left out would be loaded whole
+    for flag, given in (("--var", opts.variables), ("--verify", opts.verify), ("--tmp", opts.tmp_dir)):
+        if given:
+            raise InputError(f"{flag} is not supported with --concat (every variable is written; compare the "
+                             "output with xr.open_mfdataset to check it)" if flag != "--tmp" else
+                             "--tmp is not used with --concat (one pass, no intermediate file)")
     if out_fmt == "zarr":
         formats.module("zarr").check_settings(_zarr_settings(opts))
     _check_output(out, opts.force, paths)
