@@ -24,6 +24,8 @@ def rechunk_cmd(
     zarr_format: int = typer.Option(3, "--zarr-format", metavar="N", help="Zarr output: format 3 (default) or 2."),
     shards: Optional[list[str]] = typer.Option(None, "--shards", metavar="SPEC", help="Zarr v3 sharding: shard lengths as -c specs (time/365,lat/90 or var:s1,s2,...), multiples of the chunk lengths; dimensions not named: one chunk. Default: no shards."),
     endian: Optional[str] = typer.Option(None, "--endian", metavar="ORDER", help="Zarr v3 output: byte order of the bytes codec, little (default) or big."),
+    concat: Optional[str] = typer.Option(None, "--concat", metavar="DIM", help="Several inputs (or a glob) are one dataset along DIM (e.g. time): written to the one OUT (a Zarr store or a netCDF-4 file), files ordered by DIM's values and checked first (dimensions, dtypes, coordinates, units, calendars; gaps and overlaps reported)."),
+    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="With --concat: files overlapping along DIM are concatenated as they are (repeated steps kept) instead of refused."),
     var: Optional[list[str]] = typer.Option(None, "--var", metavar="NAME", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
     max_mem: Optional[str] = typer.Option(None, "--max-mem", metavar="SIZE", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
@@ -65,7 +67,7 @@ def rechunk_cmd(
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
                           shards=shards or (), endian=endian or "", resume=resume, scheduler=scheduler or "",
-                          endpoint_url=endpoint_url)
+                          endpoint_url=endpoint_url, concat=concat, allow_overlap=allow_overlap)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))

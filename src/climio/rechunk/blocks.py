@@ -359,13 +359,15 @@ def _block_array(count, dtype, reuse: bool) -> np.ndarray:
     return _scratch["buf"][:n].view(dt).reshape(count)
 
 
-def read_block(task: Task, reuse: bool = False) -> tuple:
+def read_block(task: Task, reuse: bool = False, into: Optional[np.ndarray] = None) -> tuple:
     """(block array, bytes read from the file, chunks decoded). `reuse`: the block may live in this
-    process's scratch buffer (it is consumed before the next block is read)."""
+    process's scratch buffer (it is consumed before the next block is read). `into`: a C-contiguous
+    array of the block's shape and dtype that a direct source decodes straight into (rechunk.concat:
+    a file's rows of a block spanning several files); other sources ignore it."""
     src = task.source
     sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
     if src.kind == "direct":
-        out = _block_array(task.count, src.dtype, reuse)
+        out = into if into is not None else _block_array(task.count, src.dtype, reuse)
         touched = math.prod((s + n - 1) // c - s // c + 1 for s, n, c in zip(task.start, task.count, src.chunks))
         if src.extent is not None or len(task.entries) < touched:
             out[...] = src.fill           # chunks never written (and records beyond them) hold the fill value

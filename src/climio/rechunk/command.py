@@ -565,12 +565,14 @@ def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path, i
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
-            endian="", remote_out="", resume=False, scheduler="") -> dict:
+            endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False) -> dict:
     """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
     from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
     bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
     of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
-    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted)."""
+    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted).
+    concat (a dimension name): the inputs are one dataset along it, written to the one output `dst`
+    (rechunk.concat; overlaps along it refused unless allow_overlap)."""
     from climio.dataset.options import parse_size
     if isinstance(chunks, dict):
         per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
@@ -594,6 +596,18 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
         from ..measure.progress import BytesProgress
         factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
     from . import many
+    if concat:
+        if mpi:
+            raise InputError("--concat runs on one machine (its own worker processes), not under mpirun")
+        if scheduler or resume:
+            raise InputError("--concat runs on one machine into a local output: not with --scheduler or --resume")
+        from .concat import rechunk_concat
+        return rechunk_concat(src, dst, opts, concat, allow_overlap=allow_overlap, dry_run=dry_run, say=say)
+    if allow_overlap:
+        raise InputError("--allow-overlap is for --concat DIM")
+    if many.is_many(src) and str(dst).rstrip("/").endswith(".zarr"):
+        raise InputError(f"output {dst}: several inputs are written one output per input into a directory, "
+                         "not into one Zarr store; pass --concat DIM to write one store along DIM")
     if many.is_many(src):   # several inputs or a pattern: dst is the directory of the outputs
         return many.rechunk_many(src, dst, opts, dry_run=dry_run, progress_factory=factory, say=say, mpi=mpi)
     src = (src,) if isinstance(src, (str, os.PathLike)) else src
