@@ -56,6 +56,8 @@ def convert(src, dst, endpoint_url=None, **kw):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
     endpoint = Endpoint.from_env(endpoint_url)
+    if endpoint_url:   # the workers (processes, Dask) open the stores from the environment: the same endpoint
+        os.environ["AWS_ENDPOINT_URL"] = endpoint.url
     where = str(dst)
     try:
         if remote_in:
