@@ -15,6 +15,7 @@ from climio.dataset.access import read_count, slice_starts
 from climio.base.errors import DataError, InputError
 from ..model import object_store as om
 from ..stores.endpoint import Endpoint, parse_s3_url
+from ..stores.errors import OTHER, check_prefix, classify, first_words, reach, store_error
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
 MORE_IN_FLIGHT = 64
@@ -127,11 +128,15 @@ def open_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
     import zarr
     from zarr.storage import ObjectStore
     u = parse_s3_url(url)
+    reach(endpoint)
+    check_prefix(endpoint, url)
     store = ObjectStore(endpoint.obstore(u.bucket, u.key), read_only=True)
     try:
         grp = zarr.open(store=store, mode="r")
     except Exception as exc:    # noqa: BLE001 -- zarr raises several types for a missing or bad store
-        raise DataError(f"{url}: not a Zarr store ({type(exc).__name__}: {endpoint.redact(str(exc))[:200]})") from None
+        if classify(exc) != OTHER:   # credentials, bucket, key, unreachable, throttled: one line each
+            raise store_error(exc, url, endpoint, is_store=True) from None
+        raise DataError(f"{url}: not a Zarr store ({type(exc).__name__}: {first_words(endpoint.redact(exc))})") from None
     if isinstance(grp, zarr.Array):
         arr, name = grp, ""
     else:
@@ -184,8 +189,8 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
             if warn:
                 warn(f"the rates of {key} come from {p} (another platform's)")
             return other[key]
-    raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX "
-                     f"--endpoint-url {key}` first")
+    flag = f" --endpoint-url {endpoint.url}" if endpoint.url else ""   # none: AWS, the flag's default
+    raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX{flag}` first")
 
 
 def slabs_of(layout: StoreLayout, read: str) -> list:
@@ -248,8 +253,8 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
+    layout = open_layout(endpoint, store_url(url), var)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
-    layout = open_layout(endpoint, store_url(url), var)
     dec_Bps, source = decode_rate(layout.codec_label, warn)
     out = StorePrediction(layout, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source})
     for read in reads:
@@ -284,8 +289,8 @@ def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None)
     stack = stack or DEFAULT_OBJECT_STACK
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
-    rates = store_rates(endpoint, warn)
     lay = open_layout(endpoint, store_url(url), var)
+    rates = store_rates(endpoint, warn)
     dec_Bps = decode_rate(lay.codec_label, warn)[0]
 
     def total(chunks, shards, st=stack, r=rates):
@@ -324,9 +329,12 @@ def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
     r = H5pyS3fs(endpoint)
     import h5py
     import hdf5plugin  # noqa: F401
+    reach(endpoint)
     try:
         r.h5 = h5py.File(r._file(url), "r")
     except Exception as exc:    # noqa: BLE001 -- s3fs and h5py raise several types
+        if classify(exc) != OTHER:
+            raise store_error(exc, url, endpoint) from None
         raise DataError(f"{url}: not a netCDF-4/HDF5 object ({type(exc).__name__})") from None
     try:
         names = [k for k, v in r.h5.items() if isinstance(v, h5py.Dataset) and v.ndim > 1]
@@ -367,8 +375,8 @@ def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
     if not reads:
         raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
     endpoint = Endpoint.from_env(endpoint_url)
-    rates = store_rates(endpoint, warn)
     lay = open_netcdf_layout(endpoint, store_url(url), var)
+    rates = store_rates(endpoint, warn)
     size = object_size(endpoint, store_url(url))
     part = 8 << 20
     s = rates.stack(DEFAULT_OBJECT_STACK)

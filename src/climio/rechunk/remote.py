@@ -19,6 +19,7 @@ from pathlib import Path
 
 from climio.base.errors import InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
+from ..stores.errors import reach
 
 
 def convert(src, dst, **kw):
@@ -33,6 +34,7 @@ def convert(src, dst, **kw):
     if remote_in and is_s3_url(str(dst)):
         raise InputError("from s3:// to s3://: convert to a local store first, or copy the objects")
     endpoint = Endpoint.from_env()
+    reach(endpoint)   # an endpoint nobody answers at: one line within the connect timeout
     with tempfile.TemporaryDirectory(prefix="climio-rechunk-s3-", dir=kw.get("tmp_dir") or None) as tmp:
         if remote_in:
             return _from_store(endpoint, str(remote_in[0]), dst, Path(tmp), local_convert, kw)
