@@ -31,6 +31,7 @@ def rechunk_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse a Zarr input with absent chunks (by default they are read as the fill value, with a warning)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
 ):
     """Change the chunk shape or compression of netCDF-4 variables or Zarr arrays fast and in bounded
@@ -61,7 +62,7 @@ def rechunk_cmd(
                           max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
-                          shards=shards or (), endian=endian or "")
+                          shards=shards or (), endian=endian or "", strict=strict)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))
