@@ -67,3 +67,14 @@ def test_failed_calibrate_store_can_be_retried(s3_server, tmp_path):
         assert r.stderr.strip().splitlines()[-1].startswith("climio: error: s3://climio/cal-retry: "), r.stderr
         assert "refused access" in r.stderr and "already holds" not in r.stderr
     assert not run.exists()
+
+
+def test_profile_that_cannot_be_saved_is_one_line(tmp_path, monkeypatch):
+    """CLIMIO_PROFILE_DIR naming a file: calibrate measured for minutes and then ended in a
+    FileExistsError traceback; now one DataError line."""
+    from climio.base.errors import DataError
+    from climio.model import profile as profmod
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "a-file"))
+    with pytest.raises(DataError, match="^cannot save the profile to .*a-file/"):
+        profmod.save(profmod.default_profile())
