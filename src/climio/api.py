@@ -55,17 +55,23 @@ def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_
     `data_dir` (where the generated files go).
     On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
     is rendered from them before the interruption goes on to the exit code."""
-    from climio.runs.rundir import RunDir
+    from climio.runs.rundir import RunDir, discard_empty_run
     claim_run_dir(run_dir, append, force)
-    with RunDir(run_dir, measured_dir or data_dir) as run:
-        ctx = RunContext(run, data_dir, progress)
-        try:
-            for step in steps:
-                step(ctx)
-        except KeyboardInterrupt:
-            run.close()
-            _render_partial(run_dir, report)
-            raise
+    fresh = not Path(run_dir).is_dir() or not any(Path(run_dir).iterdir())
+    try:
+        with RunDir(run_dir, measured_dir or data_dir) as run:
+            ctx = RunContext(run, data_dir, progress)
+            try:
+                for step in steps:
+                    step(ctx)
+            except KeyboardInterrupt:
+                run.close()
+                _render_partial(run_dir, report)
+                raise
+    except BaseException:
+        if fresh:   # a run that failed before its first record leaves nothing that refuses the retry
+            discard_empty_run(run_dir)
+        raise
     info(f"records: {Path(run_dir) / 'records.jsonl'}")
     if report:
         from .report import render_report

@@ -72,8 +72,8 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
             if warn:
                 warn(f"the rates of {key} come from {p} (another platform's)")
             return other[key]
-    raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX "
-                     f"--endpoint-url {key}` first")
+    flag = f" --endpoint-url {endpoint.url}" if endpoint.url else ""   # none: AWS, the flag's default
+    raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX{flag}` first")
 
 
 def slabs_of(desc, read: str) -> list:

@@ -107,6 +107,8 @@ def register_commands(argv=None) -> None:
 
 def main(argv=None) -> None:
     """Entry point: ClimioError -> one line on stderr and its exit code; Ctrl-C -> 130; SIGTERM -> 143."""
+    from .library_warnings import install as quiet_library_warnings
+    quiet_library_warnings()   # before the commands import zarr and the rest
     register_commands(argv)
     previous = stopping.install()
     try:

@@ -86,7 +86,9 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     from ..stores.endpoint import Endpoint
     if not store:
         raise InputError("--endpoint-url is where --store is: give --store s3://BUCKET/PREFIX too")
+    from ..stores.errors import reach
     endpoint = Endpoint.from_env(endpoint_url)
+    reach(endpoint)   # nobody answering there: one line within the connect timeout, before the run starts
     run_dir = run_study("object-read", preset="survey", out=out, report=False, append=append, force=force,
                         store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]

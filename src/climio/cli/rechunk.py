@@ -33,6 +33,7 @@ def rechunk_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (passes, block shape, bytes, peak memory, predicted time) and stop."),
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse a Zarr input with absent chunks (by default they are read as the fill value, with a warning)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
     resume: bool = typer.Option(False, "--resume", help="s3:// output: continue a killed or failed run, keeping the blocks its manifest records (size and checksum checked); without it, what an unfinished run left is removed."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Run the block tasks on a Dask cluster: a scheduler address (tcp://HOST:PORT; workers started with --nthreads 1) or 'local' (a LocalCluster of --workers processes). Writes Zarr (s3:// or a shared file system); --max-mem is per worker."),
@@ -67,7 +68,8 @@ def rechunk_cmd(
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
                           shards=shards or (), endian=endian or "", resume=resume, scheduler=scheduler or "",
-                          endpoint_url=endpoint_url, concat=concat, allow_overlap=allow_overlap)
+                          endpoint_url=endpoint_url, concat=concat, allow_overlap=allow_overlap,
+                          strict=strict)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))

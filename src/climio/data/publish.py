@@ -142,12 +142,12 @@ def reading_hint(source, out, endpoint_url=None) -> str:
 
 
 def _object_exists(endpoint, url) -> bool:
-    from climio.base.errors import DataError
+    from ..stores.errors import KEY, StoreError
     from ..stores.objects import object_size
     try:
         object_size(endpoint, url)
-    except DataError as exc:
-        if str(exc).startswith("no object"):
+    except StoreError as exc:
+        if exc.kind == KEY:
             return False
         raise
     return True

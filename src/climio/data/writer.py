@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import __version__
 from climio.dataset.compression import NONE, Compression
+from climio.dataset.h5filters import needs_h5py_write, use_hdf5plugin_blosc
 from climio.base.errors import DataError, DiskSpaceError, InputError
 from climio.runs.staging import staged
 from climio.dataset.layout import bounded_block, chunk_bytes, iter_block_slices, library_default_chunks, prime_at_least, validate_chunks
@@ -232,15 +233,30 @@ def write_4d(path, shape, chunks=None, dtype="f8", deflate=0, shuffle=False, see
     if values is None:
         def values(sel):
             return fields.values_4d(shape, sel, seed=seed, random=random, dtype=dt)
+    via_h5py = needs_h5py_write(compression.codec)
     with staged(path) as (tmp,):
         with _closing(_create_nc(tmp)) as ds:
             v = _define_4d(ds, shape, dt, contiguous, chunk, compression, var, seed, random, max_block_bytes)
-            for sel in _blocks(v, shape, dt.itemsize, max_block_bytes):
-                block = np.asarray(values(sel), dtype=dt)
-                v[sel] = block
-                if progress:
-                    progress(block.nbytes)
+            slabs, cache = _blocks(v, shape, dt.itemsize, max_block_bytes)
+            if cache and not via_h5py:
+                v.set_var_chunk_cache(size=cache[0], nelems=cache[1], preemption=1.0)
+            if not via_h5py:
+                _fill(v, slabs, values, dt, progress)
+        if via_h5py:   # netCDF-C's Blosc filter cannot store a chunk it cannot shrink (climio.dataset.h5filters)
+            import h5py
+            use_hdf5plugin_blosc()
+            rdcc = {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1], "rdcc_w0": 1.0} if cache else {}
+            with h5py.File(tmp, "r+", **rdcc) as f:
+                _fill(f[var], slabs, values, dt, progress)
     return plan["bytes"]
+
+
+def _fill(v, slabs, values, dt, progress) -> None:
+    for sel in slabs:
+        block = np.asarray(values(sel), dtype=dt)
+        v[sel] = block
+        if progress:
+            progress(block.nbytes)
 
 
 def _check_chunk_fits(chunk, itemsize, max_block_bytes) -> None:
@@ -286,28 +302,25 @@ def _define_coords(ds, shape, max_block_bytes) -> None:
 
 
 def _blocks(v, shape, itemsize, max_block_bytes):
-    """The write blocks of variable v in C order; sizes its chunk cache to one block."""
+    """(the write blocks of variable v in C order, its chunk cache (bytes, slots) or None)."""
     chunking = v.chunking()
     if chunking == "contiguous":
         # blocks of whole rows (part of one if a row exceeds the block): contiguous byte ranges
-        return iter_block_slices(shape, bounded_block(shape, None, itemsize, max_block_bytes))
+        return iter_block_slices(shape, bounded_block(shape, None, itemsize, max_block_bytes)), None
     unit = list(chunking)
     _check_chunk_fits(unit, itemsize, max_block_bytes)  # the library's default chunks too
     limit = min(max_block_bytes, MAX_CHUNKS_PER_WRITE * chunk_bytes(unit, itemsize))
     block = bounded_block(shape, unit, itemsize, limit)  # a chunk fits: blocks are unions of whole chunks
-    _size_chunk_cache(v, block, unit, itemsize)
-    return iter_block_slices(shape, block)
+    return iter_block_slices(shape, block), _chunk_cache(block, unit, itemsize)
 
 
-
-def _size_chunk_cache(v, block, unit, itemsize) -> None:
-    """Room for the chunks of one block and no more.
+def _chunk_cache(block, unit, itemsize) -> tuple:
+    """(bytes, slots): room for the chunks of one block and no more.
 
     Blocks hold whole chunks, so no chunk is evicted (compressed) before it is complete; and
     finished chunks do not pile up in netCDF's default cache (measured: 75 MiB of RSS growth
     with 256 KiB chunks and 8 MiB blocks, against 19 MiB with this cache).
     """
     nchunks = math.prod(-(-b // u) for b, u in zip(block, unit))
-    size = (nchunks + 1) * chunk_bytes(unit, itemsize)
-    v.set_var_chunk_cache(size=size, nelems=prime_at_least(max(1009, 10 * nchunks)), preemption=1.0)
+    return (nchunks + 1) * chunk_bytes(unit, itemsize), prime_at_least(max(1009, 10 * nchunks))
 

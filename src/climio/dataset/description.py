@@ -257,11 +257,17 @@ def _from_zarr(root, var, where, store, endpoint_url=None, stored_of=None) -> De
     return desc
 
 
-def _open_zarr(store, where):
+def _open_zarr(store, where, endpoint=None):
     import zarr
     try:
         return zarr.open(store=store, mode="r")
     except Exception as exc:    # noqa: BLE001 -- zarr raises several types for a missing or bad store
+        if endpoint is not None:   # in S3: credentials, bucket, key, unreachable, throttled are one line each
+            from climio.stores.errors import OTHER, classify, first_words, store_error
+            if classify(exc) != OTHER:
+                raise store_error(exc, where, endpoint, is_store=True) from None
+            raise DataError(f"{where}: not a Zarr store ({type(exc).__name__}: "
+                            f"{first_words(endpoint.redact(exc))})") from None
         raise DataError(f"{where}: not a Zarr store ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
@@ -283,8 +289,11 @@ def _zarr_s3(url, var, endpoint_url) -> Description:
     from zarr.storage import ObjectStore
     from climio.stores.endpoint import Endpoint, parse_s3_url
     endpoint = Endpoint.from_env(endpoint_url)
+    from climio.stores.errors import check_prefix, reach
     u = parse_s3_url(url)
-    root = _open_zarr(ObjectStore(endpoint.obstore(u.bucket, u.key), read_only=True), url)
+    reach(endpoint)              # nobody answering: one line within the connect timeout
+    check_prefix(endpoint, url)  # a missing bucket or store named as such
+    root = _open_zarr(ObjectStore(endpoint.obstore(u.bucket, u.key), read_only=True), url, endpoint)
 
     def stored(name, arr, max_objects=1000):
         # a chunk's stored bytes over its decoded bytes, from the sizes of the first chunk objects (one LIST)
@@ -324,12 +333,16 @@ def _netcdf_s3(url, var, endpoint_url) -> Description:
     import hdf5plugin  # noqa: F401
     from climio.dataset.codecs import hdf5_label
     from climio.stores.endpoint import Endpoint
+    from climio.stores.errors import OTHER, classify, reach, store_error
     endpoint = Endpoint.from_env(endpoint_url)
+    reach(endpoint)
     fs = endpoint.s3fs()
     try:
         fh = fs.open(url.removeprefix("s3://"), "rb")
         ds = h5netcdf.File(fh, "r")
     except Exception as exc:    # noqa: BLE001 -- s3fs and h5py raise several types
+        if classify(exc) != OTHER:
+            raise store_error(exc, url, endpoint) from None
         raise DataError(f"{url}: not a netCDF-4/HDF5 object ({type(exc).__name__})") from None
     try:
         variables = {k: (tuple(v.dimensions), dict(v.attrs)) for k, v in ds.variables.items()}

@@ -231,8 +231,10 @@ def make_reference(endpoint: Optional[Endpoint], url) -> dict:
     from kerchunk.hdf import SingleHdf5ToZarr
     fs = None
     if is_s3_url(url):
+        from climio.stores.errors import reach
         u = parse_s3_url(url)
         endpoint = endpoint or Endpoint.from_env()
+        reach(endpoint)
         fs = endpoint.s3fs()
         name, opener = str(url), lambda: fs.open(f"{u.bucket}/{u.key}", "rb", cache_type="blockcache",
                                                   block_size=H5_BLOCK_BYTES)
@@ -246,17 +248,38 @@ def make_reference(endpoint: Optional[Endpoint], url) -> dict:
         with opener() as fh:
             _check_hdf5(fh, str(url))
             return SingleHdf5ToZarr(fh, name, inline_threshold=0).translate()
-    except FileNotFoundError:
-        raise DataError(f"{url}: no such {'object' if fs is not None else 'file'}") from None
-    except PermissionError as exc:
-        raise DataError(f"{url}: not readable ({endpoint.redact(exc) if fs is not None else exc.strerror})") from None
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-        # h5py, kerchunk and s3fs raise these for damaged files or endpoints that refuse
-        text = endpoint.redact(exc) if fs is not None else str(exc)
-        raise DataError(f"{url}: cannot make a reference ({type(exc).__name__}: {text.splitlines()[0] if text else ''})") from None
+    except DataError:
+        raise
+    except Exception as exc:
+        if fs is not None:   # the cause in one line: credentials, bucket, key, unreachable, throttled
+            raise _object_error(exc, url, endpoint) from None
+        mapped = _file_error(exc, url)
+        if mapped is exc:
+            raise
+        raise mapped from None
     finally:
         if fs is not None:
             _close_s3fs(fs)
+
+
+def _object_error(exc, url, endpoint):
+    from climio.stores.errors import OTHER, classify, store_error
+    if classify(exc) != OTHER:
+        return store_error(exc, str(url), endpoint)
+    text = endpoint.redact(exc)
+    return DataError(f"{url}: cannot make a reference ({type(exc).__name__}: {text.splitlines()[0] if text else ''})")
+
+
+def _file_error(exc, url):
+    """A local file's failure as one DataError (h5py and kerchunk raise these for damaged files)."""
+    if isinstance(exc, FileNotFoundError):
+        return DataError(f"{url}: no such file")
+    if isinstance(exc, PermissionError):
+        return DataError(f"{url}: not readable ({exc.strerror})")
+    if isinstance(exc, (OSError, ValueError, KeyError, TypeError, RuntimeError)):
+        text = str(exc)
+        return DataError(f"{url}: cannot make a reference ({type(exc).__name__}: {text.splitlines()[0] if text else ''})")
+    return exc
 
 
 def load_reference(endpoint: Endpoint, url: str) -> dict:

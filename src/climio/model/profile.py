@@ -306,10 +306,13 @@ def save(prof: Profile, *paths) -> list:
     out = []
     for p in (path_for(prof.platform_id), *paths):
         p = Path(p)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(prof.to_json())
-        os.replace(tmp, p)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(p.name + ".tmp")
+            tmp.write_text(prof.to_json())
+            os.replace(tmp, p)
+        except OSError as exc:   # e.g. CLIMIO_PROFILE_DIR names a file: one line, not a traceback
+            raise DataError(f"cannot save the profile to {p}: {exc.strerror or exc}") from None
         out.append(p)
     return out
 

@@ -22,7 +22,7 @@ verify   compare every value and the metadata of two files in bounded memory
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
-            endian="") -> dict:
+            endian="", strict=False) -> dict:
     """Change the chunk shape and/or compression of netCDF-4 variables (the `climio rechunk` command).
 
     chunks: {"time": 60, "lat": 1} (per dimension), {"tas": [60, 1, 360]} (per variable), or nccopy
@@ -33,10 +33,11 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
     mpi: this process is one rank of an MPI job and converts with the others (rechunk.mpi_exec;
     no dry run, no progress bar). out_format ("netcdf4" | "zarr", default from dst's suffix),
     zarr_format (3 or 2), shards (--shards specs, Zarr v3) and endian (the Zarr v3 bytes codec's
-    byte order) as the command's options. One implementation: climio.rechunk.command.convert."""
+    byte order) as the command's options; strict: refuse a Zarr input with absent chunks (read as
+    the fill value otherwise, with a warning). One implementation: climio.rechunk.command.convert."""
     from .command import convert as _convert
     return _convert(src, dst, chunks=chunks, compression=compression, for_axes=for_axes, balanced=balanced,
                     chunk_bytes=chunk_bytes, contiguous=contiguous, variables=variables, max_mem=max_mem,
                     workers=workers, tmp_dir=tmp_dir, verify=verify, force=force, dry_run=dry_run,
                     progress=progress, say=say, mpi=mpi, out_format=out_format, zarr_format=zarr_format,
-                    shards=shards, endian=endian)
+                    shards=shards, endian=endian, strict=strict)

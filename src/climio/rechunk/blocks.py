@@ -201,6 +201,9 @@ def _h5_dataset(src: Source):
     """The dataset with a chunk cache of the planned size (an HDF5 default of 1 MiB would evict
     partly read chunks of larger blocks)."""
     import h5py
+    if src.filters:   # a pipeline we do not decode: HDF5's, with hdf5plugin's filters, before any dataset opens
+        from climio.dataset.h5filters import use_hdf5plugin_blosc
+        use_hdf5plugin_blosc()
     f = _open("h5py", src.path)
     dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
     nchunks = max(1, src.cache_bytes // max(1, int(np.prod(src.chunks or (1,))) * np.dtype(src.dtype).itemsize))

@@ -48,6 +48,7 @@ class Options:
     remote_out: str = ""               # s3://BUCKET/STORE: chunks go there (rechunk.remote publishes the rest)
     resume: bool = False               # --resume: skip the blocks a killed run wrote (rechunk.resume)
     scheduler: str = ""                # --scheduler: a Dask scheduler address or "local" (rechunk.cluster)
+    strict: bool = False               # --strict: refuse a Zarr input with absent chunks
 
 
 def zarr_settings(opts: Options):
@@ -255,11 +256,28 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     units = targets   # what blocks align to: the target chunks (Zarr: the shards when sharded)
     if out_fmt == "zarr":
         units = formats.module("zarr").layout_targets(infos, targets, zarr_settings(opts))
+    absent = absent_warnings(in_path, in_fmt, infos, opts.strict)
     prep = Prepared(max_mem, infos, targets, stored,
                     make_plans(infos, units, stored, max_mem, workers, two_pass, profile),
-                    layout_warnings(in_path, infos, targets), "".join(notes), rates, in_fmt, out_fmt,
+                    absent + layout_warnings(in_path, infos, targets), "".join(notes), rates, in_fmt, out_fmt,
                     reader.total_bytes(in_path))
     return prep
+
+
+def absent_warnings(in_path: Path, in_fmt: str, infos, strict: bool) -> list:
+    """A Zarr input's chunks without an object are read as the fill value: one warning line saying
+    how many, or with --strict one DataError (a lost chunk file would otherwise pass unnoticed)."""
+    if in_fmt != "zarr":
+        return []
+    absent = formats.module("zarr").absent_chunks(in_path, [v for v in infos if v.numeric])
+    if not absent:
+        return []
+    n = sum(a for a, _, _ in absent.values())
+    which = ", ".join(f"{p} {a} of {t}, fill value {fill}" for p, (a, t, fill) in list(absent.items())[:MAX_WARNED])
+    line = f"{in_path}: {n} chunks absent, read as the fill value ({which})"
+    if strict:
+        raise DataError(f"{line}: --strict refuses a store with absent chunks")
+    return [f"warning: {line}"]
 
 
 def changed(infos, targets) -> list:
@@ -565,7 +583,7 @@ def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path, i
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
-            endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False) -> dict:
+            endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False, strict=False) -> dict:
     """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
     from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
     bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
@@ -589,7 +607,7 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
                    tmp_dir=str(tmp_dir) if tmp_dir else None, verify=verify, force=force, out_format=out_format,
                    zarr_format=int(zarr_format), shards=tuple([shards] if isinstance(shards, str) else shards or ()),
                    endian=endian or "", remote_out=remote_out or "", resume=bool(resume),
-                   scheduler=scheduler or "")
+                   scheduler=scheduler or "", strict=bool(strict))
     say = say or (lambda *_: None)
     factory = None
     if progress and not mpi:

@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from climio.machine import spawning
+from climio.dataset.h5filters import needs_h5py_write
 from . import blocks, formats
+from .quantize import quantizer
 from .model import Target, VarInfo
 from climio.dataset.layout import chunks_in, iter_blocks
 from ..model.convert import Plan
@@ -282,7 +284,8 @@ def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str,
     try:
         with ExitStack() as stack:
             reader = (src_fmt, stack.enter_context(src_fmt.open_input(in_path)))
-            nc_jobs = [j for j in jobs if out_format == "netcdf4" and _requantize(j)]
+            requantized = [j for j in jobs if out_format == "netcdf4" and _requantize(j)]
+            nc_jobs = [j for j in requantized if not needs_h5py_write(j.target.compression.codec)]
             if nc_jobs:
                 _run_requantized(nc_jobs, runner, in_path, out_path, reader, tmp_dir, progress)
             other = [j for j in jobs if j not in nc_jobs]
@@ -292,7 +295,10 @@ def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str,
                     def write_to(job=job):
                         if out_remote:   # Zarr chunks straight to the bucket (formats.zarr.output)
                             return dst_fmt.output(out, job.out_path, job.target, remote=out_remote)
-                        return dst_fmt.output(out, job.out_path, job.target)
+                        sink, write = dst_fmt.output(out, job.out_path, job.target)
+                        if job in requantized:   # quantized by netCDF-C, written through h5py
+                            write = _quantized(write, quantizer(job.target.compression, job.info.fill_value))
+                        return sink, write
 
                     _run_job(job, runner, in_path, reader, write_to, tmp_dir, progress)
         ok = True
@@ -300,6 +306,13 @@ def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str,
         runner.close(abort=not ok)
         blocks.close_handles()
     return stats
+
+
+def _quantized(write, quantize):
+    def write_quantized(result):
+        result.payload = quantize(result.payload)
+        write(result)
+    return write_quantized
 
 
 def _run_requantized(jobs, runner, in_path, out_path, reader, tmp_dir, progress) -> None:

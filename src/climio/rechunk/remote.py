@@ -30,6 +30,7 @@ from pathlib import Path
 
 from climio.base.errors import ClimioError, DataError, InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
+from ..stores.errors import reach
 
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
@@ -58,6 +59,7 @@ def convert(src, dst, endpoint_url=None, **kw):
     endpoint = Endpoint.from_env(endpoint_url)
     if endpoint_url:   # the workers (processes, Dask) open the stores from the environment: the same endpoint
         os.environ["AWS_ENDPOINT_URL"] = endpoint.url
+    reach(endpoint)   # an endpoint nobody answers at: one line within the connect timeout
     where = str(dst)
     try:
         if remote_in:

@@ -47,6 +47,22 @@ def claim_dir(path, append=False, force=False, marks=("records.jsonl", "platform
     raise InputError(f"{p} already holds {held}: choose another output directory" + (f", {options}" if ours else ""))
 
 
+def discard_empty_run(path) -> bool:
+    """Remove a run directory that holds no record (platform.json and an empty records.jsonl, as
+    a run that failed before measuring leaves them): it would refuse the retry as "already holds a
+    run". A directory with anything else in it is left as it is. True when removed."""
+    p = Path(path)
+    records = p / "records.jsonl"
+    if not p.is_dir() or (records.is_file() and records.stat().st_size):
+        return False
+    if {f.name for f in p.iterdir()} - {"records.jsonl", "platform.json"}:
+        return False
+    for name in ("records.jsonl", "platform.json"):
+        (p / name).unlink(missing_ok=True)
+    p.rmdir()
+    return True
+
+
 def default_run_dir(study: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("climio-runs") / f"{study}-{stamp}"

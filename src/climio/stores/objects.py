@@ -10,13 +10,15 @@ from pathlib import Path
 
 from climio.base.errors import DataError
 from .endpoint import Endpoint, parse_s3_url
+from .errors import BUCKET, KEY, StoreError, bucket_exists, store_error, where
 
 UPLOAD_THREADS = 8
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
-def _err(endpoint: Endpoint, what: str, exc: Exception) -> DataError:
-    return DataError(f"{what}: {endpoint.redact(exc)}".splitlines()[0])
+def _err(endpoint: Endpoint, url, exc: Exception) -> DataError:
+    """One line naming the cause (climio.stores.errors: credentials, bucket, key, unreachable, throttled)."""
+    return store_error(exc, str(url), endpoint)
 
 
 def _upload_order(paths):
@@ -50,7 +52,7 @@ def upload(endpoint: Endpoint, local, url) -> list:
         for p in meta:
             put(p)
     except Exception as exc:
-        raise _err(endpoint, f"upload of {local} to {url} failed", exc) from None
+        raise _err(endpoint, url, exc) from None
     return [keys[p] for p in files]
 
 
@@ -61,7 +63,7 @@ def list_keys(endpoint: Endpoint, url) -> list:
         return sorted(m["path"] for batch in obstore.list(endpoint.obstore(u.bucket), prefix=u.key or None)
                       for m in batch)
     except Exception as exc:
-        raise _err(endpoint, f"cannot list {url}", exc) from None
+        raise _err(endpoint, url, exc) from None
 
 
 def delete_prefix(endpoint: Endpoint, url) -> int:
@@ -79,10 +81,8 @@ def object_size(endpoint: Endpoint, url) -> int:
     u = parse_s3_url(url)
     try:
         return int(obstore.head(endpoint.obstore(u.bucket), u.key)["size"])
-    except FileNotFoundError:
-        raise DataError(f"no object {url}") from None
     except Exception as exc:
-        raise _err(endpoint, f"cannot read {url}", exc) from None
+        raise _err(endpoint, url, exc) from None
 
 
 def put_bytes(endpoint: Endpoint, url, data) -> None:
@@ -91,7 +91,7 @@ def put_bytes(endpoint: Endpoint, url, data) -> None:
     try:
         obstore.put(endpoint.obstore(u.bucket), u.key, data)
     except Exception as exc:
-        raise _err(endpoint, f"cannot write {url}", exc) from None
+        raise _err(endpoint, url, exc) from None
 
 
 def local_size(path) -> int:
@@ -107,7 +107,9 @@ def download(endpoint: Endpoint, url, local) -> int:
     prefix = u.key.rstrip("/") + "/"
     keys = list_keys(endpoint, f"s3://{u.bucket}/{prefix}")
     if not keys:
-        raise DataError(f"{url}: no objects there")
+        kind = KEY if bucket_exists(endpoint, u.bucket) else BUCKET
+        raise StoreError(f"{url}: no objects there at {where(endpoint)}" if kind == KEY
+                         else f"{url}: no bucket '{u.bucket}' at {where(endpoint)}", kind)
     store = endpoint.obstore(u.bucket)
     local = Path(local)
 
@@ -127,4 +129,4 @@ def download(endpoint: Endpoint, url, local) -> int:
     except OSError:
         raise
     except Exception as exc:
-        raise _err(endpoint, f"download of {url} failed", exc) from None
+        raise _err(endpoint, url, exc) from None

@@ -23,7 +23,10 @@ The warm library costs are solved from the model's own request counts for the sa
 import functools
 import math
 import os
+import shutil
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +37,7 @@ from climio.dataset.options import parse_compression
 from climio.machine.platform import filesystem_of
 from ...data.writer import write_4d
 from climio.dataset.layout import Layout
+from climio.base.units import format_size
 from ...measure import probes
 from ...measure.progress import info
 from ...measure.series import Timer, storage_checked
@@ -408,6 +412,20 @@ def run_calibration(ctx, grid) -> int:
     t0 = time.perf_counter()
     say = info if ctx.progress else (lambda *_: None)
     say("calibrate: writing the calibration files")
+    with calibration_files(ctx.data_dir, say):
+        _measure_all(ctx, grid, emit, pid, say)
+    # the profile, fitted from this run's records, next to them and in the profile cache
+    from climio.runs.records import read_records
+    from .summary import profile_from_records
+    prof = profile_from_records(read_records(ctx.run.path), pid, ctx.run.platform)
+    written = profmod.save(prof, os.path.join(ctx.run.path, profmod.PROFILE_NAME))
+    say(f"calibrate: {n[0]} records in {time.perf_counter() - t0:.0f} s; profile {written[0]}")
+    for line in prof.summary_lines():
+        say(line)
+    return n[0]
+
+
+def _measure_all(ctx, grid, emit, pid, say) -> None:
     files = make_files(grid, ctx.data_dir)
     say("calibrate: storage latency and rate against request size")
     storage(files["raw"], grid.size_bytes, grid.reps, emit, pid)
@@ -430,12 +448,24 @@ def run_calibration(ctx, grid) -> int:
         cache_effect(files, codec, grid.reps, emit, pid)
         say(f"calibrate: parallel scaling at {', '.join(map(str, grid.task_list))} tasks")
         parallel(files, codec, grid.task_list, grid.reps, emit, pid)
-    # the profile, fitted from this run's records, next to them and in the profile cache
-    from climio.runs.records import read_records
-    from .summary import profile_from_records
-    prof = profile_from_records(read_records(ctx.run.path), pid, ctx.run.platform)
-    written = profmod.save(prof, os.path.join(ctx.run.path, profmod.PROFILE_NAME))
-    say(f"calibrate: {n[0]} records in {time.perf_counter() - t0:.0f} s; profile {written[0]}")
-    for line in prof.summary_lines():
-        say(line)
-    return n[0]
+
+
+@contextmanager
+def calibration_files(data_dir, say):
+    """DATA_DIR/calibrate for the calibration's files, removed when it ends (done or failed): they
+    are measuring material, a few hundred MB that a user's --data-dir kept without a word. A
+    directory of that name that was there before keeps what it held; only our files go."""
+    d = Path(data_dir) / "calibrate"
+    before = {p for p in d.rglob("*")} if d.is_dir() else None
+    try:
+        yield d
+    finally:
+        made = [p for p in (d.rglob("*") if d.is_dir() else ()) if before is None or p not in before]
+        size = sum(p.stat().st_size for p in made if p.is_file())
+        if before is None:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            for p in sorted(made, key=lambda q: -len(q.parts)):
+                (shutil.rmtree if p.is_dir() else os.unlink)(p)
+        if made:
+            say(f"calibrate: removed the calibration files ({format_size(size)} in {d})")

@@ -12,6 +12,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from climio.base.errors import DataError
+from climio.dataset.h5filters import use_hdf5plugin_blosc
 from climio.runs.staging import staged as _staged
 from .. import blocks, codec, meta
 from ..model import VarInfo
@@ -69,13 +70,13 @@ def input_source(info: VarInfo, path: str, h5file, cache_bytes: int):
     """(Source, chunk index or None) for reading a variable of the input file."""
     if not info.hdf5_path:
         return blocks.Source(path, "netcdf4", info.path, info.dtype, info.shape, None), None
+    if not codec.can_decode(info.filters):
+        use_hdf5plugin_blosc()   # before the dataset opens: zstd, blosc, bzip2... for h5py's HDF5
     dset = h5file[info.hdf5_path]
     fill = dset.fillvalue
     kind = "h5py"
     if dset.chunks and codec.can_decode(info.filters) and h5file.userblock_size == 0:
         kind = "direct"
-    elif info.filters:
-        import hdf5plugin  # noqa: F401  registers zstd, blosc, bzip2... with h5py's HDF5
     extent = tuple(dset.shape) if tuple(dset.shape) != tuple(info.shape) else None
     src = blocks.Source(path, kind, info.hdf5_path, dset.dtype.str, tuple(info.shape), dset.chunks,
                         tuple(info.filters), fill.item() if hasattr(fill, "item") else fill, cache_bytes, extent)
@@ -178,8 +179,6 @@ def output_sink(dset) -> blocks.Sink:
         level = next((v[0] if v else 6 for f, v in filters if f == codec.FILTER_DEFLATE), 0)
         shuffled = any(f == codec.FILTER_SHUFFLE for f, _ in filters)
         return blocks.Sink("chunks", tuple(dset.chunks), shuffled, int(level))
-    if filters:
-        import hdf5plugin  # noqa: F401
     return blocks.Sink("array")
 
 
@@ -207,6 +206,8 @@ def open_output(tmp):
 
 def output(out, key: str, target=None):
     """(Sink, write function) for one target variable of the open output."""
+    if target is None or target.compression.codec not in ("none", "zlib"):
+        use_hdf5plugin_blosc()   # before the dataset opens (climio.dataset.h5filters says why)
     dset = out[key]
     sink = output_sink(dset)
     return sink, writer(sink, dset)

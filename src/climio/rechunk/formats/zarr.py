@@ -185,8 +185,49 @@ def dims_of(arr) -> tuple:
     return tuple(str(n) for n in names)
 
 
+METADATA_FILES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def check_metadata(path) -> None:
+    """Every metadata file of a local store parses as JSON, else one DataError naming the file: a
+    consolidated root lets the store open while an array's own zarr.json is cut, and zarr-python
+    then fails in the worker that reads the array (a JSONDecodeError traceback before)."""
+    import json
+    for f in sorted(Path(path).rglob("*")):
+        if f.name in METADATA_FILES and f.is_file():
+            try:
+                json.loads(f.read_bytes())
+            except (ValueError, UnicodeDecodeError) as exc:
+                where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "its bytes"
+                raise DataError(f"{f}: truncated or damaged Zarr metadata (not valid JSON at {where})") from None
+            except OSError as exc:
+                raise DataError(f"{f}: unreadable Zarr metadata ({exc.strerror})") from None
+
+
+def absent_chunks(path, infos) -> dict:
+    """{variable path: (absent, total, the array's fill value)} of the storage objects (chunks, or shards when sharded) an
+    array has no object for; zarr-python reads them as the fill value. Often intended (zarr-python
+    and climio leave out chunks that are all fill), sometimes a lost file."""
+    g = _open_group(path)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in infos:
+            arr = g[info.path.lstrip("/")]
+            if not arr.ndim:
+                continue
+            unit = getattr(arr, "shards", None) or arr.chunks
+            total = int(np.prod([-(-n // c) for n, c in zip(arr.shape, unit)]))
+            have = getattr(arr, "nshards_initialized", None) if getattr(arr, "shards", None) else None
+            have = arr.nchunks_initialized if have is None else have
+            if have < total:
+                out[info.path] = (total - int(have), total, arr.fill_value)
+    return out
+
+
 def scan(path) -> list:
     """Every array of the store as a VarInfo (groups depth-first, names sorted as zarr lists them)."""
+    check_metadata(path)
     out = []
     for vpath, arr in _arrays(_open_group(path)):
         dt = np.dtype(arr.dtype) if isinstance(arr.dtype, np.dtype) else None
