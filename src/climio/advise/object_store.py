@@ -163,8 +163,8 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     endpoint = Endpoint.from_env(endpoint_url)
     stack = _stack(stack)
     specs = _specs(reads)
+    desc = desc or describe(store_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
-    desc = desc or describe(store_url(url), var, endpoint_url)
     dec_Bps, source = decode_rate(desc.codecs, warn)
     out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
     for read, passes in specs:
@@ -188,8 +188,8 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     from climio.rules.facts import Facts, ObjectStoreFacts
     endpoint = Endpoint.from_env(endpoint_url)
     specs = _specs(reads)
+    d = desc or describe(store_url(url), var, endpoint_url)      # the store first, as predict_store
     rates = store_rates(endpoint, warn)
-    d = desc or describe(store_url(url), var, endpoint_url)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
     dec_Bps = decode_rate(d.codecs, warn)[0]
