@@ -63,7 +63,7 @@ def convert(src, dst, endpoint_url=None, **kw):
     where = str(dst)
     try:
         if remote_in:
-            _check_input(str(remote_in[0]))
+            _check_input(endpoint, str(remote_in[0]))
             src = str(remote_in[0])
         if not is_s3_url(str(dst)):
             if kw.get("resume"):
@@ -76,16 +76,22 @@ def convert(src, dst, endpoint_url=None, **kw):
     except ClimioError:
         raise
     except Exception as exc:  # noqa: BLE001 -- obstore's and zarr's failures, after the retries
+        from ..stores.errors import OTHER, SERVER, StoreError, classify, store_error
         from ..stores.retry import is_transient
-        kind = "the object store kept failing" if is_transient(exc) else "object store error"
-        first = endpoint.redact(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         tail = (f"; nothing readable under {where} (run again with --resume to continue)" if is_s3_url(where)
                 else f"; nothing written to {where}")
+        if classify(exc) not in (OTHER, SERVER):   # credentials, bucket, key, unreachable, throttled: named
+            err = store_error(exc, str(remote_in[0]) if remote_in else where, endpoint, is_store=bool(remote_in))
+            raise StoreError(f"{err}{tail}", err.kind) from None
+        kind = "the object store kept failing" if is_transient(exc) else "object store error"
+        first = endpoint.redact(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{kind}: {first}{tail}") from None
 
 
-def _check_input(url: str) -> None:
+def _check_input(endpoint, url: str) -> None:
+    from ..stores.errors import check_prefix
     from .formats.zarr import is_store
+    check_prefix(endpoint, url)   # a missing bucket, or nothing under the key, named as such
     if not is_store(url):
         raise DataError(f"input {url}: no Zarr store there (no zarr.json, .zgroup or .zarray); from object "
                         "storage climio rechunk reads Zarr stores")

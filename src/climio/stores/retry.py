@@ -37,6 +37,10 @@ _TRANSIENT_ERRNOS = {errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED, e
 
 def is_transient(exc: BaseException) -> bool:
     """Whether another try of the same request may succeed (see the module docstring)."""
+    from .errors import OTHER, classify, is_transient as mapped
+    if classify(exc) != OTHER:   # the one mapping of climio.stores.errors decides what it knows
+        return mapped(exc)
+    # what it calls "other": resets, timeouts and 5xx named only in a library's message text
     if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
         return False
     if isinstance(exc, (TimeoutError, ConnectionError)):
