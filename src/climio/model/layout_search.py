@@ -6,11 +6,16 @@ chunk cache) plus the one-off conversion (the rechunk planner's prediction, the 
 `climio rechunk --dry-run` gives). Pure: the caller gives the conversion cost as a function.
 
     candidates(shape, itemsize, low, high) -> [chunk shape]
-    search(layout, codec, mix, stack, profile, convert_s, ...) -> SearchResult
+    search(layout, codec, mix, stack, profile, convert_s, ..., progress=) -> SearchResult
+    search_exhaustive(...)      the search before issue 34: the reference of tests and bench/advise_speed.py
 
-The search is two-stage to stay fast on large variables: every candidate is first priced on a
-sample of each pattern's reads (SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits
-simulated, counts scaled, as the model does beyond its window), the best `refine` are then priced on all reads and ranked.
+The exhaustive search priced every candidate (up to 4,000) on a sample of each pattern's reads
+(SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits simulated, counts scaled, as the
+model does beyond its window), then the best `refine` on all reads: minutes to hours on a
+CMIP-sized variable. The fast search (issue 34) screens every candidate in closed form
+(model.layout_estimate), simulates a shortlist, walks the lattice around its best, and prices
+the best few on all reads (see `search`); tests/test_layout_search_fast.py holds its answer
+within 2% of the exhaustive one's predicted total.
 
 Contiguous storage is a candidate too (HDF5 stores it uncompressed): for maps read whole it makes
 one request per map and decodes nothing, and on this machine's measurements it beat every chunk
