@@ -173,12 +173,39 @@ def workflow_facts(wf, profile: Profile) -> tuple:
     return wp, Facts("workflow", workflow=wff, profile=profile, tasks=wf.tasks)
 
 
-def advise_workflow(wf, profile: Profile, source="", keep_codec: bool = False) -> Advice:
+class Progress:
+    """What a long advise is doing, as plain lines on stderr (a terminal and a batch log alike): said
+    only once the advise has run AFTER_S seconds, at most one line a second (issue 34: an advise
+    that printed nothing for minutes). Called with a short text per step."""
+    AFTER_S = 2.0
+
+    def __init__(self, write=None):
+        import sys
+        import time
+        self._clock = time.monotonic
+        self._t0 = self._last = self._clock()
+        self._write = write or (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
+        self._pending = ""
+
+    def __call__(self, text: str) -> None:
+        now = self._clock()
+        self._pending = text
+        if now - self._t0 >= self.AFTER_S and now - self._last >= 1.0:
+            self._last = now
+            self._write(f"advise: {text} ({now - self._t0:.0f} s)")
+
+
+def advise_workflow(wf, profile: Profile, source="", keep_codec: bool = False, progress=None) -> Advice:
+    """`progress(text)`: told each step (default: Progress(), lines on stderr past 2 s; False: quiet)."""
+    say = (Progress() if progress is None else progress) or (lambda text: None)
+    say("predicting the workflow's reads")
     wp, facts = workflow_facts(wf, profile)
+    say("judging the rules (their what-ifs are predicted too)")
     adv = Advice(source or str(wf.file), "workflow", rules.judge(facts), wp, profile.platform_id)
     items = facts.workflow.items
     if len(items) > 1 and len({(it.path, it.var) for it in items}) == 1 and len(items[0].layout.shape) >= 2:
-        adv.layout = search_layout(wf, profile, items, keep_codec)
+        say("searching one chunk shape for the read patterns")
+        adv.layout = search_layout(wf, profile, items, keep_codec, say)
         one_layout(adv)
     return adv
 
@@ -195,7 +222,7 @@ def one_layout(adv) -> None:
                          f"reads (below); the chunk-shape item for {other[0]['evidence']['target_chunks']} is left out")
 
 
-def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict:
+def search_layout(wf, profile: Profile, items, keep_codec: bool = False, progress=None) -> dict:
     """One chunk shape for the workflow's read patterns of one variable (model.layout_search):
     the searched shape with the least predicted reads plus conversion, each pattern's time under
     it and now, and the `climio rechunk` command."""
@@ -205,7 +232,7 @@ def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict
     cache = it.prediction.chunk_cache
     res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
                                chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None,
-                               keep_codec=keep_codec, contiguous_ok=not any(it.desc.unlimited))
+                               keep_codec=keep_codec, contiguous_ok=not any(it.desc.unlimited), progress=progress)
     d = res.to_dict()
     if res.best is not res.current:
         target = ("--contiguous" + (" --compression none" if it.layout.compressed else "") if res.best.chunks is None

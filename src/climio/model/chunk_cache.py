@@ -110,6 +110,7 @@ class ChunkCache:
         self.prev, self.next = {}, {}   # the doubly linked list, keyed by scaled coordinates
         self.head = self.tail = None
         self.rd_count = {}              # bytes of the entry not yet read
+        self.nfull = 0                  # entries whose bytes have all been read (rd_count 0): _prune's fast path
         self.nused = 0
         self.counts = CacheCounts(filtered=filtered)
 
@@ -134,7 +135,8 @@ class ChunkCache:
     def _evict(self, e):
         self._unlink(e)
         del self.slot[self._slot_of.pop(e)]
-        del self.rd_count[e]
+        if self.rd_count.pop(e) == 0:
+            self.nfull -= 1
         self.nused -= 1
 
     def _append(self, e):
@@ -168,6 +170,19 @@ class ChunkCache:
     def _prune(self):
         """H5D__chunk_cache_prune for one new chunk of chunk_size bytes."""
         size, total = self.chunk_size, self.spec.nbytes
+        if self.nused * size + size <= total:
+            return
+        if self.nfull == 0:
+            # No entry is fully read, so the first pointer evicts nothing: the walk below reduces to
+            # the second pointer evicting from the head once the first has passed w0 x entries, or
+            # to nothing when the first walks off the list before (w0 = 1). Same evictions, O(1)
+            # instead of a walk of w0 x entries per miss (the advise profile's hot spot, issue 34).
+            if int(self.nused * self.spec.w0) >= self.nused:
+                return
+            while self.head is not None and self.nused * size + size > total:
+                self._evict(self.head)
+                self.counts.evictions += 1
+            return
         used = lambda: self.nused * size   # noqa: E731  (every entry costs the full chunk size)
         w = int(self.nused * self.spec.w0)
         p = [self.head, None]
@@ -205,7 +220,12 @@ class ChunkCache:
             if self.slot.get(s) == scaled:
                 c.hits += 1
                 self._move_back_one(scaled)
-                self.rd_count[scaled] -= min(self.rd_count[scaled], piece_bytes)
+                left = self.rd_count[scaled]
+                if left:
+                    left -= min(left, piece_bytes)
+                    self.rd_count[scaled] = left
+                    if left == 0:
+                        self.nfull += 1
                 return True
         c.misses += 1
         c.chunk_reads[scaled] = c.chunk_reads.get(scaled, 0) + 1
@@ -219,7 +239,10 @@ class ChunkCache:
         self._prune()
         self.slot[s] = scaled
         self._slot_of[scaled] = s
-        self.rd_count[scaled] = self.chunk_size - min(self.chunk_size, piece_bytes)
+        left = self.chunk_size - min(self.chunk_size, piece_bytes)
+        self.rd_count[scaled] = left
+        if left == 0:
+            self.nfull += 1
         self.nused += 1
         self._append(scaled)
         return False

@@ -6,11 +6,16 @@ chunk cache) plus the one-off conversion (the rechunk planner's prediction, the 
 `climio rechunk --dry-run` gives). Pure: the caller gives the conversion cost as a function.
 
     candidates(shape, itemsize, low, high) -> [chunk shape]
-    search(layout, codec, mix, stack, profile, convert_s, ...) -> SearchResult
+    search(layout, codec, mix, stack, profile, convert_s, ..., progress=) -> SearchResult
+    search_exhaustive(...)      the search before issue 34: the reference of tests and bench/advise_speed.py
 
-The search is two-stage to stay fast on large variables: every candidate is first priced on a
-sample of each pattern's reads (SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits
-simulated, counts scaled, as the model does beyond its window), the best `refine` are then priced on all reads and ranked.
+The exhaustive search priced every candidate (up to 4,000) on a sample of each pattern's reads
+(SAMPLE_REQUESTS storage requests or SAMPLE_VISITS chunk visits simulated, counts scaled, as the
+model does beyond its window), then the best `refine` on all reads: minutes to hours on a
+CMIP-sized variable. The fast search (issue 34) screens every candidate in closed form
+(model.layout_estimate), simulates a shortlist, walks the lattice around its best, and prices
+the best few on all reads (see `search`); tests/test_layout_search_fast.py holds its answer
+within 2% of the exhaustive one's predicted total.
 
 Contiguous storage is a candidate too (HDF5 stores it uncompressed): for maps read whole it makes
 one request per map and decodes nothing, and on this machine's measurements it beat every chunk
@@ -26,11 +31,19 @@ from dataclasses import dataclass, field
 from climio.base.errors import InputError
 from climio.dataset.layout import Layout, format_chunks
 from ..rules.chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES
+from . import layout_estimate as estimate
 from . import predict as model
 
 SAMPLE_REQUESTS = 4_000
 SAMPLE_VISITS = 20_000      # chunk visits simulated per pattern in the sampled stage
 MAX_CANDIDATES = 4_000
+# the fast search (issue 34): its stages' sizes, chosen on bench/advise_speed.py's file
+SHORTLIST = 12              # candidates simulated after the closed-form screen
+FAST_SAMPLE_REQUESTS, FAST_SAMPLE_VISITS = 1_000, 5_000    # their sample of each pattern's reads
+NEIGHBOUR_SEEDS = 2         # the best sampled shapes whose lattice neighbours are simulated next
+NEIGHBOUR_ROUNDS = 1
+REFINE = 4                  # the best sampled priced on all their reads ...
+FINAL_VISITS = 30_000       # ... up to this many chunk visits per pattern (then scaled, as the sample is)
 
 
 @dataclass
@@ -132,14 +145,9 @@ def _stored(src: Layout, chunks) -> int:
     return max(1, round(dst.allocated_bytes * src.stored / max(src.allocated_bytes, 1)))
 
 
-def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
-           low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12, keep_codec: bool = False,
-           contiguous_ok: bool = True, memo=None) -> SearchResult:
-    """The chunk shape (or contiguous storage, unless `keep_codec` and the variable is compressed)
-    minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the one-off conversion
-    (0 for the current layout). `contiguous_ok` False: the variable cannot be stored contiguously
-    (HDF5 needs chunks along an unlimited dimension). `memo`: a dict shared by searches of the same
-    variable and profile, to price each (shape, pattern) once (see _price)."""
+def _setup(layout, codec, mix, low, high, keep_codec, contiguous_ok) -> tuple:
+    """(candidates, the pool searched: candidates + contiguous when allowed, lay_of(chunks) -> Layout,
+    candidate(layout, per pattern, conversion) -> Candidate); one-line errors for a bad search."""
     if not mix:
         raise InputError("a layout search needs at least one read pattern")
     names = [p.name for p in mix]
@@ -149,9 +157,7 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
     cands = candidates(shape, isz, low, high)
     if not cands:
         raise InputError(f"no chunk shape of {format_chunks(shape)} x {isz} B lies between {low} and {high} bytes")
-
-    if contiguous_ok and not (keep_codec and layout.compressed):
-        cands = cands + [None]
+    pool = cands + [None] if contiguous_ok and not (keep_codec and layout.compressed) else list(cands)
 
     def lay_of(ch):
         if ch is None:
@@ -161,20 +167,22 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
     def candidate(lay, per, convert):
         return Candidate(lay.chunks, per, sum(per.values()), convert, codec if lay.compressed else "none",
                          int(lay.stored if lay.compressed else lay.allocated_bytes))
-    sampled = []
-    for ch in cands:
-        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS, memo)
-        sampled.append((sum(per.values()), ch))
-    sampled.sort(key=lambda x: x[0])
+    return cands, pool, lay_of, candidate
+
+
+def _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, finalists, searched, bounds, memo,
+            lay_of, candidate, max_visits=None) -> SearchResult:
+    """`finalists` priced on all their reads (up to `max_visits` chunk visits simulated, then scaled)
+    plus conversion, ranked against the current layout priced the same way."""
     ranked = []
-    for _, ch in sampled[:refine]:
+    for ch in finalists:
         lay = lay_of(ch)
-        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, memo=memo)
+        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, max_visits, memo)
         same = (layout.chunks is None and ch is None) or (
             layout.chunks is not None and ch is not None and tuple(layout.chunks) == tuple(ch))
         ranked.append(candidate(lay, per, 0.0 if same else float(convert_s(layout, lay, codec))))
     ranked.sort(key=lambda c: c.total_s if math.isfinite(c.total_s) else math.inf)
-    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, memo=memo)
+    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, max_visits, memo)
     current = candidate(layout, now, 0.0)
     best = ranked[0] if ranked and ranked[0].total_s < current.total_s else current
     notes = []
@@ -184,4 +192,112 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
         notes.append(f"stores the variable uncompressed: {best.stored_bytes / 2**20:.0f} MiB on disk instead of "
                      f"{current.stored_bytes / 2**20:.0f} MiB (keep_codec / --keep-codec searches only shapes that "
                      f"keep {codec or 'its codec'})")
-    return SearchResult(best, current, ranked, len(cands), (low, high), notes)
+    return SearchResult(best, current, ranked, searched, bounds, notes)
+
+
+def _screen(layout, codec, mix, stack, profile, tasks, chunk_cache, pool, lay_of) -> list:
+    """[(estimated seconds of the mix, chunks)] of every candidate in `pool`, closed form
+    (model.layout_estimate) for patterns that tile a grid; None when a pattern does not (then the
+    caller simulates every candidate, as the exhaustive search does)."""
+    sr = profile.stack(stack)
+    spec = model.cache_spec(chunk_cache if chunk_cache is not None else int(sr.chunk_cache_bytes), sr)
+    axes = [estimate.axes_of(p.reads) for p in mix]
+    if any(a is None for a in axes):
+        return None
+    per_read = stack in model.DATASET_PER_READ
+    memos = [[{} for _ in layout.shape] for _ in mix]
+    out = []
+    for ch in pool:
+        lay = lay_of(ch)
+        t = sum(p.passes * estimate.estimate(lay, a, stack, profile, spec, codec, tasks, per_read, m)
+                for p, a, m in zip(mix, axes, memos))
+        out.append((t, ch))
+    return out
+
+
+def _neighbours(ch, shape, isz, low, high) -> list:
+    """Shapes one step away on the candidate lattice: one axis to the next or previous allowed length,
+    or one up and another down (about the same bytes), within the chunk-byte bounds."""
+    steps = []
+    for a, n in enumerate(shape):
+        ls = axis_lengths(int(n))
+        i = ls.index(ch[a]) if ch[a] in ls else None
+        steps.append({d: ls[i + d] for d in (-1, 1) if i is not None and 0 <= i + d < len(ls)})
+    out = []
+    for a in range(len(shape)):
+        for d, v in steps[a].items():
+            out.append(ch[:a] + (v,) + ch[a + 1:])
+            for b in range(len(shape)):
+                if b != a and -d in steps[b]:
+                    c2 = list(ch)
+                    c2[a], c2[b] = v, steps[b][-d]
+                    out.append(tuple(c2))
+    return [c for c in out if low <= math.prod(c) * isz <= high]
+
+
+def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
+           low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = REFINE, keep_codec: bool = False,
+           contiguous_ok: bool = True, memo=None, progress=None) -> SearchResult:
+    """The chunk shape (or contiguous storage, unless `keep_codec` and the variable is compressed)
+    minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the one-off conversion
+    (0 for the current layout). `contiguous_ok` False: the variable cannot be stored contiguously
+    (HDF5 needs chunks along an unlimited dimension). `memo`: a dict shared by searches of the same
+    variable and profile, to price each (shape, pattern) once (see _price). `progress(text)`: told
+    what is being priced (the caller shows it; the model prints nothing).
+
+    Fast (issue 34): every candidate is estimated in closed form (model.layout_estimate), only the
+    SHORTLIST best estimated, each pattern's own best few and the current layout are simulated on
+    a sample, the lattice around the best sampled is searched coarse-to-fine (NEIGHBOUR_ROUNDS),
+    and the best `refine` are priced on all reads (up to FINAL_VISITS chunk visits). Patterns that do not tile a grid, or a pool small
+    enough, are simulated whole as search_exhaustive does (its answer, within 2%, is the test)."""
+    say = progress or (lambda text: None)
+    cands, pool, lay_of, candidate = _setup(layout, codec, mix, low, high, keep_codec, contiguous_ok)
+    memo = {} if memo is None else memo
+    sampled = {}
+
+    def sample(chs):
+        for ch in chs:
+            if ch not in sampled:
+                per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, FAST_SAMPLE_REQUESTS,
+                             FAST_SAMPLE_VISITS, memo)
+                sampled[ch] = sum(per.values())
+    screened = None if len(pool) <= 2 * SHORTLIST else _screen(layout, codec, mix, stack, profile, tasks,
+                                                                 chunk_cache, pool, lay_of)
+    if screened is None:
+        say(f"simulating {len(pool)} chunk shapes")
+        sample(pool)
+    else:
+        say(f"{len(pool)} chunk shapes estimated; simulating the best {SHORTLIST}")
+        order = [ch for _, ch in sorted(screened, key=lambda x: x[0])]
+        short = order[:SHORTLIST] + [None] * (None in pool)
+        if layout.chunks is not None and tuple(layout.chunks) in cands:
+            short.append(tuple(layout.chunks))
+        sample(short)
+        for r in range(NEIGHBOUR_ROUNDS):
+            top = [ch for ch in sorted(sampled, key=sampled.get) if ch is not None][:NEIGHBOUR_SEEDS]
+            near = [c for ch in top for c in _neighbours(ch, layout.shape, layout.itemsize, low, high)
+                    if c not in sampled]
+            if not near:
+                break
+            say(f"refining around the best: {len(near)} neighbouring shapes (round {r + 1})")
+            sample(near)
+    ranked_in = sorted(sampled, key=lambda ch: sampled[ch])[:refine]
+    say(f"pricing the best {len(ranked_in)} on all reads")
+    return _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, ranked_in, len(cands),
+                   (low, high), memo, lay_of, candidate, FINAL_VISITS)
+
+
+def search_exhaustive(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1,
+                      chunk_cache=None, low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = 12,
+                      keep_codec: bool = False, contiguous_ok: bool = True, memo=None) -> SearchResult:
+    """The search as it was before issue 34, kept as the reference the fast `search` is tested and
+    benchmarked against: every candidate simulated on a sample of each pattern's reads, the best
+    `refine` on all reads (minutes to hours on a large variable)."""
+    cands, pool, lay_of, candidate = _setup(layout, codec, mix, low, high, keep_codec, contiguous_ok)
+    sampled = []
+    for ch in pool:
+        per = _price(lay_of(ch), codec, mix, stack, profile, tasks, chunk_cache, SAMPLE_REQUESTS, SAMPLE_VISITS, memo)
+        sampled.append((sum(per.values()), ch))
+    sampled.sort(key=lambda x: x[0])
+    return _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, [ch for _, ch in sampled[:refine]],
+                   len(cands), (low, high), memo, lay_of, candidate)
