@@ -12,7 +12,7 @@ import pytest
 from climio.bench.layouts import PRESETS, parse_mix
 from climio.dataset.access import slice_starts
 from climio.dataset.layout import Layout
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 from climio.model import layout_estimate, layout_search
 from climio.model import predict as model
 from climio.model.convert import rechunk_cost

@@ -104,11 +104,11 @@ def test_bad_searches_are_one_line_errors():
 
 
 def test_advise_a_mix_prints_one_layout_and_its_command(tmp_path):
-    from climio.advise.recommend import advise
+    from climio.api import advise
     from climio.data import write_4d
     src = tmp_path / "maps.nc"
     write_4d(src, [48, 2, 32, 64], chunks=[1, 1, 32, 64], deflate=1, shuffle=True, seed=2)
-    a = advise(src, var="ta", reads=["xy", "xt"], passes=[30, 5], profile=default_profile())
+    a = advise(src, var="ta", read=["xy", "xt"], passes=[30, 5], profile=default_profile())
     d = a.layout
     assert set(d["best"]["per_pattern_s"]) == {"xy", "xt"} and d["searched"] > 10
     assert d["best"]["total_s"] <= d["current"]["total_s"]
@@ -129,11 +129,11 @@ def test_advised_layout_command_runs_and_respects_unlimited_dimensions(tmp_path)
     import subprocess
     import netCDF4
     import numpy as np
-    from climio.advise.recommend import advise
+    from climio.api import advise
     from climio.data import write_4d
     src = tmp_path / "maps.nc"
     write_4d(src, [48, 2, 32, 64], chunks=[8, 1, 8, 16], deflate=1, shuffle=True, seed=2)
-    a = advise(src, var="ta", reads=["xy", "xt"], passes=[50, 1], profile=default_profile())
+    a = advise(src, var="ta", read=["xy", "xt"], passes=[50, 1], profile=default_profile())
     d = a.layout
     if d["best"]["chunks"] == "contiguous":
         assert "--contiguous --compression none" in d["command"]
@@ -156,7 +156,7 @@ def test_advised_layout_command_runs_and_respects_unlimited_dimensions(tmp_path)
         v = ds.createVariable("ta", "f4", ("time", "lev", "lat", "lon"), zlib=True, complevel=1,
                               chunksizes=(8, 1, 8, 16))
         v[:] = np.random.default_rng(1).random((48, 2, 32, 64), dtype=np.float32)
-    a = advise(ul, var="ta", reads=["xy", "xt"], passes=[50, 1], profile=default_profile())
+    a = advise(ul, var="ta", read=["xy", "xt"], passes=[50, 1], profile=default_profile())
     assert all(c["chunks"] != "contiguous" for c in a.layout["ranked"]) and a.layout["best"]["chunks"] != "contiguous"
 
 
