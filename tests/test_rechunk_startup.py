@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from climio.machine import cache
-from climio.rechunk import blocks, command, execute
+from climio.rechunk import blocks, command, entry, execute
 from climio.rechunk.formats import netcdf4 as nc_format
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ def test_rechunk_with_an_early_pool_converts_and_leaves_no_process(tmp_path, mon
     monkeypatch.setattr(execute, "start_early", lambda n: (started.append(n), real(n)))
     before = _children()
     out = tmp_path / "out.nc"
-    summary = command.convert(str(path), str(out), chunks="time/40,lat/1,lon/64", workers=2, max_mem="256KiB")
+    summary = entry.convert(str(path), str(out), chunks="time/40,lat/1,lon/64", workers=2, max_mem="256KiB")
     assert started == [2]
     assert max(p["workers"] for p in summary["plans"]["/ta"]["passes"]) == 2
     with netCDF4.Dataset(path) as a, netCDF4.Dataset(out) as b:
@@ -126,7 +126,7 @@ def test_a_failure_before_the_plan_stops_the_early_pool(tmp_path, monkeypatch):
     monkeypatch.setattr(command, "EARLY_POOL_BYTES", 1)
     before = _children()
     with pytest.raises(Exception, match="nosuchdim"):
-        command.convert(str(path), str(tmp_path / "out.nc"), chunks="nosuchdim/4", workers=2)
+        entry.convert(str(path), str(tmp_path / "out.nc"), chunks="nosuchdim/4", workers=2)
     assert _children() == before and execute._early == {}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.nc"]
 

@@ -26,7 +26,7 @@ from . import formats
 
 # A URL scheme (https://, gs://, file://): refused, never read as a relative path. s3:// is the
 # object-store support's (rechunk.remote moves the store through a local directory and calls
-# command.convert with local paths), so it is let through here.
+# entry.convert with local paths), so it is let through here.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 OBJECT_STORE_SCHEMES = ("s3",)
 SUPPORTED = ("local paths (netCDF-4, netCDF-3 or CDF-5 files and Zarr store directories) and Zarr stores "

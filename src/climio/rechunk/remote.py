@@ -36,9 +36,9 @@ METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
 def convert(src, dst, endpoint_url=None, **kw):
-    """command.convert with s3:// URLs allowed for one input (a Zarr store) and the output (.zarr);
+    """entry.convert with s3:// URLs allowed for one input (a Zarr store) and the output (.zarr);
     `endpoint_url` (--endpoint-url) the S3 endpoint, else AWS_ENDPOINT_URL."""
-    from .command import convert as local_convert
+    from .entry import convert as local_convert
     srcs = src if isinstance(src, (list, tuple)) else [src]
     remote_in = [s for s in srcs if is_s3_url(str(s))]
     if not remote_in and not is_s3_url(str(dst)):
@@ -148,7 +148,7 @@ def _remove_stale_locals(where, say) -> None:
 
 def local_convert_to(src, local: Path, final: str, kw):
     from ..stores.retry import COUNTER
-    from .command import convert as local_convert
+    from .entry import convert as local_convert
     before = COUNTER.n
     summary = local_convert(src, str(local), **{**kw, "out_format": "zarr", "remote_out": final})
     if isinstance(summary, dict):   # retries of this process: in-process tasks, the manifest, the listing

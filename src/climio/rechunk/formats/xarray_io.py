@@ -27,7 +27,7 @@ def var_path(group: str, name: str) -> str:
 def group_tree(path, fmt: str) -> list:
     """Every group of the input, parents first ("/" first), empty ones too."""
     if fmt == "zarr":
-        from .zarr import group_tree as zarr_tree
+        from .zarr_groups import group_tree as zarr_tree
         return zarr_tree(path)
     from ..meta import open_dataset, walk
     with open_dataset(path) as ds:

@@ -25,6 +25,7 @@ from climio.base.errors import DataError, InputError
 from climio.runs.staging import make_marked_dir, replace_output, tmp_name
 from .. import blocks
 from ..model import Target, VarInfo
+from .zarr_groups import _open_group, group_tree  # noqa: F401  (group_tree: this format's face)
 
 ZARR_FORMATS = (2, 3)
 ENDIANS = ("little", "big")
@@ -136,41 +137,11 @@ def _codecs(arr) -> list:
 
 # ---------------------------------------------------------------- input
 
-_REMOTE_GROUPS = {}   # s3:// inputs opened once per command (each open reads the metadata over the network)
-
-
-def _open_group(path, mode="r"):
-    import zarr
-    if mode == "r" and str(path).startswith("s3://") and str(path) in _REMOTE_GROUPS:
-        return _REMOTE_GROUPS[str(path)]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            g = zarr.open_group(blocks.zarr_store(str(path), mode == "r"), mode=mode)
-    except Exception as exc:  # zarr raises many types for a broken store
-        raise DataError(f"{path}: not a readable Zarr store ({exc})") from None
-    if mode == "r" and str(path).startswith("s3://"):
-        _REMOTE_GROUPS[str(path)] = g
-    return g
-
-
 def _arrays(group, prefix=""):
     for name, arr in group.arrays():
         yield f"{prefix}/{name}", arr
     for name, sub in group.groups():
         yield from _arrays(sub, f"{prefix}/{name}")
-
-
-def group_tree(path) -> list:
-    """Every group of the store, parents first ("/" first), empty ones too."""
-    out = []
-
-    def walk(group, prefix):
-        out.append(prefix or "/")
-        for name, sub in sorted(group.groups()):
-            walk(sub, f"{prefix}/{name}")
-    walk(_open_group(path), "")
-    return out
 
 
 def dims_of(arr) -> tuple:
