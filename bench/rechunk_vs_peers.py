@@ -269,7 +269,7 @@ def codec_floor(path, var, level) -> dict:
 def _floor_worker(i, workers, go, results):
     """One floor worker: wait for `go`, then decode its share of source chunks and encode its share
     of target chunks (the data were put in _FLOOR before the fork); report CPU and the end time."""
-    from climio.rechunk import codec
+    from climio.rechunking import codec
     raws, targets, nbytes, item, level = _FLOOR
     go.wait()
     cpu0 = time.process_time()
@@ -286,7 +286,7 @@ _FLOOR = None
 def parallel_codec_floor(path, var, level, workers) -> dict:
     """The codec floor of this conversion on `workers` processes: every source chunk inflated and
     unshuffled, every target chunk [T,1,1,X] shuffled and deflated at `level` with libdeflate
-    (climio.rechunk.codec, the converter's own codec calls), from memory: the raw chunks are read and
+    (climio.rechunking.codec, the converter's own codec calls), from memory: the raw chunks are read and
     the target chunks assembled before the clock starts, and handed to forked workers by
     copy-on-write, so no file I/O, copy between processes, serialisation or transpose is timed.
     Returns the wall time (start signal to the last worker's end) and the workers' summed CPU."""

@@ -12,8 +12,8 @@ from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as profmod
 from climio.model.fit import fit as fit_records
 from climio import rules
-from climio.advise import recommend
-from climio.advise.measured import advise_measured
+from climio.advice import recommend
+from climio.advice.measured import advise_measured
 from climio.rules import predicted
 from climio.model.profile import Profile, StackRates
 from climio.api import predict as predict_api
@@ -99,7 +99,7 @@ def _partial_trace(d, nc_file, dur=MS):
 def _fitting_trace(d, nc_file):
     """_partial_trace with its reads timed as the model predicts them (on synthetic()): a job the model
     fits, so the advice carries its scaled predictions (issue 35: an unfitting model ranks nothing)."""
-    from climio.advise.measured import _scaled
+    from climio.advice.measured import _scaled
     _partial_trace(d.with_name(d.name + "-model"), nc_file)
     facts = measured_facts(d.with_name(d.name + "-model"))
     v = next(v for v in facts.netcdf["variables"] if v["var"] == "ta")
@@ -581,14 +581,19 @@ def test_advised_chunks_respect_the_bounds_rechunk_warns_about(tmp_path, profile
 
 
 def test_rechunk_face_is_a_plain_function(tmp_path):
-    """climio.rechunk(...) is the face's function over climio.rechunk.convert, also after the
-    subpackage is imported; the subpackage is a plain module (no callable-module class)."""
+    """climio.rechunk(...) and climio.advise(...) are the package's functions, also after their
+    implementations (the subpackages climio.rechunking and climio.advice) are imported; the package
+    is a plain module (no class swapped in to keep the names)."""
     import types
     import climio
-    import climio.rechunk.spec  # noqa: F401  (the import system would set climio.rechunk to the subpackage)
-    from climio.rechunk import convert
-    assert type(sys.modules["climio.rechunk"]) is types.ModuleType
+    import climio.advice.recommend  # noqa: F401
+    import climio.rechunking.spec  # noqa: F401
+    from climio.rechunking import convert
+    assert type(sys.modules["climio"]) is types.ModuleType
+    assert type(sys.modules["climio.rechunking"]) is types.ModuleType
     assert isinstance(climio.rechunk, types.FunctionType) and callable(convert)
+    assert isinstance(climio.advise, types.FunctionType) and isinstance(climio.advice, types.ModuleType)
+    assert climio.rechunking is sys.modules["climio.rechunking"]
     src = tmp_path / "in.nc"
     write_4d(src, SHAPE, chunks="contiguous")
     summary = climio.rechunk(src, tmp_path / "out.nc", chunks={"ta": [16, 1, 8, 64]}, workers=1)

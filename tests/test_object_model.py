@@ -122,7 +122,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     import h5py
     import hdf5plugin  # noqa: F401
     import obstore
-    from climio.advise import object_store as ao
+    from climio.advice import object_store as ao
     from climio.dataset.codecs import hdf5_label, zarr_label
     from climio.dataset.compression import Compression
     from climio.data.writer import write_4d

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from climio.data.writer import write_4d
-from climio.rechunk.verify import compare
+from climio.rechunking.verify import compare
 
 from conftest import run_cli, slow_rechunk_source, start_slow_rechunk
 
@@ -136,8 +136,8 @@ def test_peak_memory_stays_within_budget(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "climio")
     peak = _peak_rss_of([exe, "rechunk", src, tmp_path / "o.nc", "-c", "time/96,lev/1,lat/1,lon/256",
                          "--max-mem", str(budget), "--workers", "1"])
-    base = _peak_rss_of([sys.executable, "-c", "import climio.cli, climio.rechunk.command, climio.rechunk.execute, "
-                         "climio.rechunk.meta, climio.rechunk.verify, h5py, netCDF4, numpy, deflate"])
+    base = _peak_rss_of([sys.executable, "-c", "import climio.cli, climio.rechunking.command, climio.rechunking.execute, "
+                         "climio.rechunking.meta, climio.rechunking.verify, h5py, netCDF4, numpy, deflate"])
     assert peak - base <= budget + (12 << 20), f"grew {(peak - base) >> 20} MiB with an 8 MiB budget"
     assert np.array_equal(_values(src)[0], _values(tmp_path / "o.nc")[0])
 
@@ -245,7 +245,7 @@ def test_fused_shuffle_gives_the_same_chunks_as_the_plain_pipeline(dtype):
     """Gathering and shuffling a target chunk in one pass (edge chunks padded) encodes to the very
     bytes of shuffling a contiguous copy; decoding to byte planes and unshuffling into a block
     region gives the values back."""
-    from climio.rechunk import blocks, codec
+    from climio.rechunking import blocks, codec
     rng = np.random.default_rng(7)
     block = (rng.random((13, 2, 7, 9)) * 1000).astype(dtype)
     sink = blocks.Sink("chunks", (13, 1, 3, 9), True, 1)
@@ -267,7 +267,7 @@ def test_fused_shuffle_gives_the_same_chunks_as_the_plain_pipeline(dtype):
 
 def test_raw_runs_read_and_write_any_box(tmp_path):
     """A two-pass intermediate is read and written by byte runs: every box round-trips."""
-    from climio.rechunk import blocks
+    from climio.rechunking import blocks
     rng = np.random.default_rng(3)
     shape = (5, 4, 6, 3)
     full = rng.random(shape).astype("f4")

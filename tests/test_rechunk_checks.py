@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from climio.data.writer import write_4d
-from climio.rechunk import spec
-from climio.rechunk.model import VarInfo
-from climio.rechunk.plan import Layout, plan_variable
-from climio.rechunk.verify import compare
+from climio.rechunking import spec
+from climio.rechunking.model import VarInfo
+from climio.rechunking.plan import Layout, plan_variable
+from climio.rechunking.verify import compare
 from climio.base.units import format_size
 from climio.dataset.compression import Compression
 
@@ -107,7 +107,7 @@ def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     platform's calibrated profile (what the profile does not hold stays a default, and says so)."""
     from climio.model import profile as profmod
     from climio.machine.platform import platform_id_here as platform_id_of
-    from climio.rechunk import meta
+    from climio.rechunking import meta
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     codec = next(v.compression.label for v in meta.scan(field) if v.compression.codec != "none")
 

@@ -18,8 +18,8 @@ import pytest
 import xarray as xr
 import zarr
 
-from climio.rechunk.meta import scan
-from climio.rechunk.verify import compare_formats
+from climio.rechunking.meta import scan
+from climio.rechunking.verify import compare_formats
 
 from conftest import run_cli, slow_rechunk_source, start_slow_rechunk
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from climio.base.errors import DataError
-from climio.rechunk import command, meta
-from climio.rechunk.verify import compare
+from climio.rechunking import command, meta
+from climio.rechunking.verify import compare
 
 from conftest import run_cli
 

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from climio.data.writer import write_4d
-from climio.rechunk.verify import compare
+from climio.rechunking.verify import compare
 
 from conftest import run_cli
 

@@ -13,8 +13,8 @@ from climio.dataset.compression import Compression
 from climio.dataset.options import parse_compression
 from climio.base.errors import DataError, InputError
 from climio.dataset.layout import bounded_block, iter_block_slices
-from climio.rechunk import meta, verify
-from climio.rechunk.model import Target
+from climio.rechunking import meta, verify
+from climio.rechunking.model import Target
 from rechunk_corpus import make_corpus
 
 

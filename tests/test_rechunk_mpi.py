@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from climio.data.writer import write_4d
-from climio.rechunk.verify import compare
+from climio.rechunking.verify import compare
 
 
 pytestmark = pytest.mark.usefixtures("builtin_rates")   # the planner's built-in rates, not this machine's profile

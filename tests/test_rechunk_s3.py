@@ -39,7 +39,7 @@ def test_s3_store_not_openable_until_its_last_object(s3_server, tmp_path, monkey
     import zarr
     from zarr.storage import ObjectStore
     from climio.data.writer import write_4d
-    from climio.rechunk.remote import convert
+    from climio.rechunking.remote import convert
     from climio.stores.chunks import ObjectChunks
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
@@ -82,7 +82,7 @@ def test_s3_to_s3_streamed_leftovers_and_resume(s3_server, tmp_path, monkeypatch
     from zarr.storage import ObjectStore
     from climio.base.errors import DataError
     from climio.data.writer import write_4d
-    from climio.rechunk.remote import convert
+    from climio.rechunking.remote import convert
     from climio.stores.chunks import ObjectChunks
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
@@ -142,7 +142,7 @@ def test_s3_sharded_output_and_shard_bound(s3_server, tmp_path, monkeypatch):
     from zarr.storage import ObjectStore
     from climio.base.errors import InputError
     from climio.data.writer import write_4d
-    from climio.rechunk.remote import convert
+    from climio.rechunking.remote import convert
     from climio.stores.chunks import ObjectChunks
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)

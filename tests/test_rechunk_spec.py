@@ -1,4 +1,4 @@
-"""climio.rechunk.spec: user chunk options -> exact targets per variable (nccopy forms, --for,
+"""climio.rechunking.spec: user chunk options -> exact targets per variable (nccopy forms, --for,
 --balanced, --contiguous, compression), checked on made-up VarInfos, on real files for the CF axis
 lookup, and against the nccopy binary where its documentation and behaviour agree."""
 
@@ -13,8 +13,8 @@ from climio.dataset.compression import NONE
 from climio.dataset.options import parse_compression
 from climio.base.errors import DataError, InputError
 from climio.dataset.layout import balanced_chunks
-from climio.rechunk import spec as S
-from climio.rechunk.model import Target, VarInfo
+from climio.rechunking import spec as S
+from climio.rechunking.model import Target, VarInfo
 
 MiB = 1 << 20
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from climio.machine import cache
-from climio.rechunk import blocks, command, entry, execute
-from climio.rechunk.formats import netcdf4 as nc_format
+from climio.rechunking import blocks, command, entry, execute
+from climio.rechunking.formats import netcdf4 as nc_format
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -210,7 +210,7 @@ def test_a_worker_heap_serves_every_encoded_chunk_without_new_page_faults(tmp_pa
     tasks = [dataclasses.replace(t, spill=slot) for t in execute.tasks(src, sink, (200, 1, 24, 240), index)]
     (tmp_path / "tasks.pkl").write_bytes(pickle.dumps(tasks))
     code = ("import pickle, resource, sys\n"
-            "from climio.rechunk import blocks\n"
+            "from climio.rechunking import blocks\n"
             "if sys.argv[1] == 'keep':\n    blocks._keep_heap()\n"
             "tasks = pickle.load(open(sys.argv[2], 'rb'))\n"
             "blocks.run_task(tasks[0])\n"
@@ -227,7 +227,7 @@ def test_a_worker_heap_serves_every_encoded_chunk_without_new_page_faults(tmp_pa
 
 
 def test_the_early_define_child_does_the_work_and_says_its_failures():
-    from climio.rechunk import child
+    from climio.rechunking import child
     before = _children()
     child.start_early()
     early = child._early["child"][0]

@@ -15,8 +15,8 @@ import pytest
 import xarray as xr
 import zarr
 
-from climio.rechunk.verify import compare_formats
-from climio.rechunk.formats.zarr import scan
+from climio.rechunking.verify import compare_formats
+from climio.rechunking.formats.zarr import scan
 
 from conftest import run_cli
 
@@ -206,7 +206,7 @@ def test_under_mpirun_ranks_write_disjoint_shards(cf_file, tmp_path):
 def test_verify_finds_a_changed_value_and_attribute(cf_file, tmp_path):
     out = tmp_path / "v.zarr"
     rechunk(cf_file, out, "-c", f"time/{T},lat/1")
-    targets = [i for i in __import__("climio.rechunk.meta", fromlist=["scan"]).scan(cf_file)
+    targets = [i for i in __import__("climio.rechunking.meta", fromlist=["scan"]).scan(cf_file)
                if i.path in ("/tas", "/pr", "/hfls", "/time_bnds")]
     assert compare_formats(cf_file, "netcdf4", out, "zarr", targets) == []
     g = zarr.open_group(str(out), mode="r+")
@@ -253,7 +253,7 @@ def test_corpus_files_to_zarr_and_back(tmp_path, name):
     rechunk(src, store, "--balanced", "--chunk-bytes", "4KiB", "--verify", "--workers", "1")
     rechunk(store, back, "--verify", "--workers", "1")
     a, b = _open(src), _open(back)
-    for g in sorted({i.path.rsplit("/", 1)[0] for i in __import__("climio.rechunk.meta", fromlist=["scan"]).scan(src)}):
+    for g in sorted({i.path.rsplit("/", 1)[0] for i in __import__("climio.rechunking.meta", fromlist=["scan"]).scan(src)}):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ga = xr.open_dataset(src, group=g or None)

@@ -9,7 +9,7 @@ import pytest
 import zarr
 import zarr.codecs as zc
 
-from climio.rechunk.zarr_chunks import ChunkIO
+from climio.rechunking.zarr_chunks import ChunkIO
 
 SHAPE, CHUNKS = (30, 7, 50), (30, 1, 16)     # edge chunks on the last axis (50 = 3 x 16 + 2)
 

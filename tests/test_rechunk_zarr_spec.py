@@ -15,7 +15,7 @@ import xarray as xr
 import zarr
 
 from climio.dataset.compression import Compression
-from climio.rechunk.formats.zarr import compression_of
+from climio.rechunking.formats.zarr import compression_of
 
 from conftest import run_cli
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from climio.advise.object_store import reference_command
+from climio.advice.object_store import reference_command
 from climio.dataset.compression import Compression
 from climio.data.writer import write_4d
 from climio.stores.objects import put_bytes, upload

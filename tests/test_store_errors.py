@@ -104,7 +104,7 @@ def test_closed_port_is_unreachable_within_the_connect_timeout(objects, tmp_path
 
 
 def test_no_endpoint_suggests_a_calibrate_command_the_flag_accepts(monkeypatch, tmp_path):
-    from climio.advise.object_store import store_rates
+    from climio.advice.object_store import store_rates
     from climio.base.errors import InputError
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path))
     with pytest.raises(InputError) as got:

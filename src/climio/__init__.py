@@ -1,8 +1,6 @@
 """climio: measure, explain and fix the I/O performance of climate data work."""
 
 import os as _os
-import sys as _sys
-import types as _types
 
 __version__ = "0.1.0"
 
@@ -11,11 +9,15 @@ __version__ = "0.1.0"
 USER_HDF5_PLUGIN_PATH = _os.environ.get("HDF5_PLUGIN_PATH")
 
 
+# climio.rechunk and climio.advise are these functions; their implementations are the subpackages
+# climio.rechunking and climio.advice, named apart so that importing them cannot replace the functions.
+
+
 def rechunk(src, dst, **options) -> dict:
     """climio.rechunk(src, dst, chunks=..., compression=..., ...): the `climio rechunk` command from
-    Python, i.e. climio.rechunk.convert (see its docstring); returns the summary --json prints."""
+    Python, i.e. climio.rechunking.convert (see its docstring); returns the summary --json prints."""
     import importlib   # (imported on use, as the rest of the API: the core imports this package's face)
-    return importlib.import_module("climio.rechunk").convert(src, dst, **options)
+    return importlib.import_module("climio.rechunking").convert(src, dst, **options)
 
 
 def advise(target, **options):
@@ -23,21 +25,6 @@ def advise(target, **options):
     (the numbers, ranked(), best, to_dict()): `climio advise` from Python (climio.api.advise)."""
     import importlib
     return importlib.import_module("climio.api").advise(target, **options)
-
-
-class _Face(_types.ModuleType):
-    """The package's face keeps `climio.rechunk` and `climio.advise` the functions above. The
-    subpackages of the same names stay in sys.modules ("climio.rechunk", "climio.advise"), where
-    `from climio.rechunk import convert` finds them; the import system's setattr of a subpackage
-    onto this package is what is declined."""
-
-    def __setattr__(self, name, value):
-        if name in ("rechunk", "advise") and isinstance(value, _types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Face
 
 
 def __getattr__(name):

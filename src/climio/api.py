@@ -157,7 +157,7 @@ def predict(source, var=None, read="xt", passes=1, tasks=None, stack=None, chunk
             check=False, reps=3, endpoint_url=None, warn=None):
     """Predict (and with check=True also measure) reading `var` of `source`: a path (netCDF, a local
     Zarr store, a workflow YAML/JSON), an s3:// URL (a Zarr store), an xarray/netCDF4 Dataset, or a
-    climio.advise.request.Request (what `climio predict` builds from its flags). `read`: a read
+    climio.advice.request.Request (what `climio predict` builds from its flags). `read`: a read
     shape or a list (t, xy, xt, xyt, z, xz, yz, box, dimension names such as "lat,lon", a count
     template), `passes` one count or one per read, through `stack` with `tasks` tasks. The chunk
     cache is the one the stack really opens the variable with; `chunk_cache` (bytes or "64MiB")
@@ -210,6 +210,6 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
 
 
 def rechunk(*args, **kwargs) -> dict:
-    """climio.rechunk.convert: change chunking and compression (see its docstring)."""
+    """climio.rechunking.convert: change chunking and compression (see its docstring)."""
     from .rechunk import convert
     return convert(*args, **kwargs)

@@ -168,7 +168,7 @@ def predict_cmd(
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1). FILE may be a Zarr
     store in object storage, s3://BUCKET/STORE.zarr (rates from `climio calibrate --store`)."""
-    from ..advise.request import make_request
+    from ..advice.request import make_request
     from ..api import predict
     req = make_request(_target(file), var, read, passes, tasks, stack, chunk_cache,
                        str(profile) if profile else None, endpoint_url, workflow, check, reps)
@@ -197,8 +197,8 @@ def advise_cmd(
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
     and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack). TARGET may be a
     Zarr store in object storage, s3://BUCKET/STORE.zarr, or a netCDF-4 object there."""
-    from ..advise.object_store import is_store_url
-    from ..advise.request import make_request
+    from ..advice.object_store import is_store_url
+    from ..advice.request import make_request
     from ..api import advise
     warnings = []
     if not is_store_url(target):

@@ -56,7 +56,7 @@ def rechunk_cmd(
         activate()  # the MPI h5py must be the first h5py this process imports
     from climio.base.errors import ClimioError
     from climio.dataset.options import renamed
-    from ..rechunk.remote import convert   # entry.convert, with s3:// stores in or out
+    from ..rechunking.remote import convert   # entry.convert, with s3:// stores in or out
 
     chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given

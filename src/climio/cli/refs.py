@@ -23,7 +23,7 @@ def make_refs_cmd(
     from climio.base.errors import InputError
     from ..data.publish import reading_hint, write_reference
     if concat:
-        from ..rechunk.refs_concat import write_concat_reference
+        from ..rechunking.refs_concat import write_concat_reference
         done = write_concat_reference(sources if len(sources) > 1 else sources[0], out, concat, allow_overlap,
                                       force, say=info)
         info(f"wrote {done['out']}: one kerchunk reference over {len(done['files'])} files along {concat} "

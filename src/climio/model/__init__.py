@@ -7,11 +7,11 @@
                  and the path through the thesis's flowchart (Fig. 7.1)
     workflow.py  workflows (reads, passes, tasks, stack) over described data, predicted read by
                  read; the loading (YAML/JSON, climio.dataset.describe, this platform's profile)
-                 is the caller's (climio.advise.loading)
+                 is the caller's (climio.advice.loading)
     rates.py     the conversion planner's rates (read, write, encode, decode, per request) from
                  the profile, each saying whether it is calibrated or a built-in default
     convert.py   the conversion planner (climio rechunk's plans) and the one-off cost of a
                  conversion (conversion_plan), which the advisor states and rechunk --dry-run prints
 
-Everything is derived from one Profile; nothing here measures (climio.advise and the studies do).
+Everything is derived from one Profile; nothing here measures (climio.advice and the studies do).
 """

@@ -12,7 +12,7 @@ From the command line (`--read xt --passes 3 --tasks 4`), or a small YAML/JSON f
       - read: 1,1,Y,X
 
 A read tiles the variable with hyperslabs of its count (access.slice_starts), in C order of the
-starts, as the thesis's loops did. Pure: the caller loads the file (climio.advise.loading.load_workflow),
+starts, as the thesis's loops did. Pure: the caller loads the file (climio.advice.loading.load_workflow),
 describes its data (describe_workflow: climio.dataset.describe) and finds the profile (profile_for);
 this module takes the descriptions and the profile and returns numbers.
 """
@@ -54,7 +54,7 @@ class Workflow:
     described: dict = field(default_factory=dict, repr=False)   # (file, var) -> Description, opened once
 
     def __post_init__(self):
-        # the stack's name is checked by the caller (climio.advise), which knows the stacks that
+        # the stack's name is checked by the caller (climio.advice), which knows the stacks that
         # measure; an unknown one also fails in predict (the profile has no rates for it)
         if not isinstance(self.tasks, int) or isinstance(self.tasks, bool) or self.tasks < 1:
             raise InputError(f"tasks {self.tasks!r} must be a positive integer")
@@ -212,11 +212,11 @@ class WorkflowPrediction:
 
 def resolve(wf: Workflow, spec: ReadSpec):
     """The Description of one read's variable, as the caller described it (wf.described, filled by
-    climio.advise.loading.describe_workflow: the model opens nothing)."""
+    climio.advice.loading.describe_workflow: the model opens nothing)."""
     key = workflow_key(wf, spec)
     if key not in wf.described:
         raise InputError(f"the workflow's data {key[0] or 'Dataset'}:{key[1] or ''} is not described: "
-                         "describe it first (climio.advise.loading.describe_workflow)")
+                         "describe it first (climio.advice.loading.describe_workflow)")
     return wf.described[key]
 
 

@@ -1,7 +1,7 @@
 """The one facts type every advice rule reads, and the trace vocabulary its sources share.
 
 A climio trace's events (climio.trace.analysis), a counters-mode trace and a Darshan log
-(climio.trace.counters) and a workflow with the model's predictions (climio.advise) each produce
+(climio.trace.counters) and a workflow with the model's predictions (climio.advice) each produce
 a Facts; the rules (climio.rules) judge it, whatever produced it. A fact a source cannot give is
 None, with the reason in `missing`: the rules that need it are listed as not checked.
 """
@@ -109,7 +109,7 @@ WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var
 @dataclass
 class WorkflowFacts:
     """A workflow with its predictions. The core does not import the model: `again` and
-    `rechunk_cost` are the caller's (climio.advise), predicting with the calibrated profile.
+    `rechunk_cost` are the caller's (climio.advice), predicting with the calibrated profile.
 
     again(layout=None, tasks=None, stack=None, cache=None, codec_of=None, nodes=1) -> (total s, s per pass)
         the same reads predicted with one thing changed (layout: Layout -> Layout; codec_of: codec -> codec)
@@ -184,7 +184,7 @@ def program_stack(command, cwd=None) -> Optional[str]:
 @dataclass
 class ObjectStoreFacts:
     """Reads of a variable in object storage (a Zarr store or a netCDF-4 object) and the object-store
-    model's what-if (climio.advise computes it; the core does not import the model).
+    model's what-if (climio.advice computes it; the core does not import the model).
 
     desc        the variable's climio.dataset.description.Description (store, chunks, shards, roles)
     url         where it is; stack: the stack that reads it; concurrency: GETs it keeps in flight

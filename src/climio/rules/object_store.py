@@ -1,6 +1,6 @@
 """The rules on reads of data in object storage (Facts.object_store): every GET pays a round trip,
 so fewer, bigger GETs and more of them in flight are what helps. Each finding carries the predicted
-time before and after (all passes) and the command; the caller (climio.advise) gives the what-if.
+time before and after (all passes) and the command; the caller (climio.advice) gives the what-if.
 """
 
 import math

@@ -1,7 +1,7 @@
 """The rules on predicted facts: a workflow's reads with the model's predictions (Facts.workflow),
 and collective-vs-independent, which judges workflows, traces and Darshan logs alike.
 
-The core does not import the model: the caller (climio.advise) hands over the predictions and a
+The core does not import the model: the caller (climio.advice) hands over the predictions and a
 what-if function (WorkflowFacts.again) that predicts the same reads with one thing changed, and
 the rechunk planner's one-off cost. Every recommendation carries the predicted time before and
 after (seconds over all passes), the one-off cost and the break-even passes.

@@ -12,9 +12,9 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
             endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False, strict=False) -> dict:
-    """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
+    """climio.rechunking.convert with the output-format options: out_format ("netcdf4" | "zarr", default
     from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
-    bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
+    bytes codec's byte order). The other arguments are climio.rechunking.convert's. `src` may be a list
     of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
     name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted).
     concat (a dimension name): the inputs are one dataset along it, written to the one output `dst`

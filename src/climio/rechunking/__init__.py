@@ -34,7 +34,7 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
     no dry run, no progress bar). out_format ("netcdf4" | "zarr", default from dst's suffix),
     zarr_format (3 or 2), shards (--shards specs, Zarr v3) and endian (the Zarr v3 bytes codec's
     byte order) as the command's options; strict: refuse a Zarr input with absent chunks (read as
-    the fill value otherwise, with a warning). One implementation: climio.rechunk.entry.convert."""
+    the fill value otherwise, with a warning). One implementation: climio.rechunking.entry.convert."""
     from .entry import convert as _convert
     return _convert(src, dst, chunks=chunks, compression=compression, for_axes=for_axes, balanced=balanced,
                     chunk_bytes=chunk_bytes, contiguous=contiguous, variables=variables, max_mem=max_mem,
