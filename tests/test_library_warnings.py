@@ -27,7 +27,7 @@ def shuffled_store(s3_server, tmp_path_factory):
 def test_s3_predict_and_advise_of_a_climio_store_print_no_library_warning(s3_server, shuffled_store, tmp_path,
                                                                             monkeypatch):
     from climio.model import object_store as om
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     key = om.store_key(s3_server.endpoint.url)
     om.save_rates(platform_id_of(None), key, om.StoreRates(key, 0.002, 200e6, 800e6))   # rates, as calibrate --store keeps them
