@@ -404,6 +404,9 @@ def run_forked(argv, inp: Path, out, command: str, timeout: float, mem_bytes: in
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(errf.fileno(), 2)
+            # Python's own streams onto those descriptors (under pytest they are capture objects)
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False, buffering=1)
             limit = _vm_bytes() + mem_bytes
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             try:

@@ -59,6 +59,8 @@ def run_isolated(fn, *args, what: str, timeout: float = None, memory: int = MEMO
         try:
             os.close(rfd)
             os.dup2(errf.fileno(), 2)
+            import faulthandler
+            faulthandler.disable()   # a crash here is reported by the parent, in one line
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             hard = resource.getrlimit(resource.RLIMIT_AS)[1]
