@@ -142,7 +142,7 @@ def _umount(where: Path) -> None:
     subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
-def run_point(p: Point, inputs: Path, work: Path) -> list:
+def run_point(p: Point, inputs: Path, work: Path, rerun: bool = True) -> list:
     """Run one kill point; the list of what went wrong (empty: the point passed)."""
     c = COMMANDS[p.command]
     if work.exists():
@@ -155,13 +155,13 @@ def run_point(p: Point, inputs: Path, work: Path) -> list:
     else:
         outdir.mkdir()
     try:
-        return _run_point(p, c, inputs, outdir)
+        return _run_point(p, c, inputs, outdir, rerun)
     finally:
         if mounted:
             _umount(outdir)
 
 
-def _run_point(p: Point, c: Command, inputs: Path, outdir: Path) -> list:
+def _run_point(p: Point, c: Command, inputs: Path, outdir: Path, rerun: bool) -> list:
     argv = [EXE, *map(str, c.argv(inputs, outdir))]
     env = dict(os.environ, TMPDIR=str(outdir.parent))
     if p.kind == "full":   # write until the disk is full at the drawn size, not be refused up front
@@ -188,6 +188,11 @@ def _run_point(p: Point, c: Command, inputs: Path, outdir: Path) -> list:
     problems += _check_final(c, final, inputs)
     if p.command == "records" and (final / "records.jsonl").is_file():
         problems += _check_records(final / "records.jsonl")
+    if not rerun:   # an error or a full disk Python saw: climio removed its temporaries itself
+        if p.kind != "kill" and outdir.is_dir():
+            left = [x.name for x in outdir.rglob("*") if x.name.startswith(".") and ".tmp-" in x.name]
+            problems += [f"temporaries left behind: {left}"] if left else []
+        return problems
     # the next run without --resume: exit 0, temporaries gone, a complete output
     if p.kind == "vanish":
         outdir.mkdir(exist_ok=True)
@@ -248,6 +253,9 @@ def _check_final(c: Command, final: Path, inputs: Path) -> list:
     purpose: its records are checked line by line instead)."""
     if not final.exists() or c.name == "records":
         return []
+    if c.name == "rechunk-many":   # each input's output is renamed when it is complete: each all or nothing
+        return [f"incomplete {f.name} under its final name" for f in final.iterdir()
+                if not f.name.startswith(".") and not _same(inputs / "a.nc", f)]
     if c.name == "stsa" and final.is_dir() and not any(final.iterdir()):
         return []
     return [] if _complete(c, final, inputs) else [f"incomplete output under the final name {final.name}"]
