@@ -198,3 +198,22 @@ def test_integrity_check_runs_the_probe_and_says_a_crash_in_one_line(seeds, monk
         integrity.check(s["nc4"])
     monkeypatch.setenv("CLIMIO_ISOLATE", "off")
     integrity.check(s["nc4"])
+
+
+def test_huge_ids_in_trace_events_are_not_allocated(seeds, tmp_path):
+    """A trace event whose string id a damaged file turned into ~2^31: the reader keeps it under a
+    placeholder name instead of growing a 7 GiB table (a MemoryError traceback the fuzzer found)."""
+    d, s = seeds
+    ev = max(s["trace"].glob("*.events"), key=lambda p: p.stat().st_size)
+    size = ev.stat().st_size
+    for at in (size // 3, size // 2, 2 * size // 3):
+        m = F.Mutation("huge", ev.name, at - at % 4, 4, "ffffff70")
+        o = _run(seeds, "trace", m, "trace-report", tmp_path)
+        assert o.kind != "other", _explain("trace", m, "trace-report", o)
+
+
+def test_the_planner_takes_an_axis_of_1e15():
+    """Candidate block extents of a 10^15 axis: a few thousand, not 10^7 (a MemoryError the fuzzer found)."""
+    from climio.model.convert import _extents
+    ex = _extents(10**15, 8)
+    assert 100 < len(ex) < 10_000 and ex[0] == 8 and ex[-1] == 10**15
