@@ -7,7 +7,7 @@ import math
 import pytest
 
 from climio.dataset.access import slice_starts
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as prof_mod
 from climio.model.predict import predict, simulate
 from climio.model.fit import fit, fit_storage

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from climio.bench import base
+from climio.bench import base, registry
 from climio.measure.progress import config_text
 
 CLIMIO = str(Path(sys.executable).with_name("climio"))
@@ -21,7 +21,7 @@ def run(*args, env=None):
 def test_bench_help_gives_every_study_its_whole_summary():
     out = run("bench", "--help").stdout
     flat = " ".join(out.split())
-    for study in base.studies():
+    for study in registry.studies():
         assert " ".join(study.title.split()) in flat, study.name
     assert "(thesis ch.\n" not in out and not any(line.rstrip().endswith("(thesis ch.") for line in out.splitlines())
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from climio.bench import base
+from climio.bench import base, registry
 from climio.cli import app
 from climio.cli import bench as cli_bench
 from conftest import run_cli
@@ -63,7 +63,7 @@ def test_old_aliases_are_hidden_in_help():
 def test_python_keywords_are_the_flags_names():
     """From Python the flag's name sets the field as the field's own name does (stacks= is layers=)."""
     from climio.base.errors import InputError
-    rs, ch = base.get("read-stack"), base.get("chunking")
+    rs, ch = registry.get("read-stack"), registry.get("chunking")
     assert rs.grid("quick", stacks="numpy,h5py").layers == rs.grid("quick", layers="numpy,h5py").layers == ["numpy", "h5py"]
     assert ch.grid("quick", stacks="h5py").layers == ["h5py"]
     with pytest.raises(InputError, match="stacks is another name of layers: give one"):
@@ -131,7 +131,7 @@ def test_help_shows_readable_metavars():
 
 
 def test_every_study_has_out_and_the_variable_is_var():
-    for study in base.studies():
+    for study in registry.studies():
         text = run_cli("bench", study.name, "--help").stdout
         assert "-o, --out DIR" in text, study.name
         assert not re.search(r"^\s+-v,", text, re.M), study.name

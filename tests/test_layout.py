@@ -12,6 +12,7 @@ import pytest
 from climio.dataset import access as A
 from climio.dataset import layout as L
 from climio.dataset import options as O
+from climio.dataset import reads as R
 from climio.bench.chunking import catalogue as C
 from climio.base.errors import InputError
 
@@ -115,10 +116,10 @@ def test_slice_starts_tile_the_array_once_in_c_order():
             hits[tuple(slice(a, a + b) for a, b in zip(s, n))] += 1
         assert (hits == 1).all()
     # the thesis's xy loop: t outer, z inner
-    slabs = A.slice_starts([3, 2, 4, 5], A.read_count("xy", [3, 2, 4, 5]))
+    slabs = A.slice_starts([3, 2, 4, 5], R.read_count("xy", [3, 2, 4, 5]))
     assert [s for s, _ in slabs[:3]] == [(0, 0, 0, 0), (0, 1, 0, 0), (1, 0, 0, 0)]
     assert A.slice_starts([5], [2]) == [((0,), (2,)), ((2,), (2,)), ((4,), (1,))]
-    assert A.n_slices(S430, A.read_count("xy", S430)) == 430 * 430
+    assert A.n_slices(S430, R.read_count("xy", S430)) == 430 * 430
     with pytest.raises(InputError):
         A.slice_starts(S430, [1, 1, 1, 1])                  # 3.4e10 hyperslabs: refused, not built
 
@@ -182,7 +183,7 @@ def test_thesis_uneven_chunks_explain_the_larger_file():
 
 def test_thesis_reads_against_chunk_shapes():
     F, zero = [430, 1, 1, 430], [0, 0, 0, 0]
-    xy, xt, xyt = (A.read_count(n, S430) for n in ("xy", "xt", "xyt"))
+    xy, xt, xyt = (R.read_count(n, S430) for n in ("xy", "xt", "xyt"))
     assert (xy, xt, xyt) == ((1, 1, 430, 430), (430, 1, 1, 430), (430, 1, 430, 430))
     assert L.chunks_touched(S430, F, zero, xt) == 1
     assert L.partial_chunks(S430, F, zero, xt) == 0
@@ -337,20 +338,22 @@ def one_line_error(fn, *args):
 
 
 def test_parse_read():
-    assert O.parse_read("xy", S430) == (1, 1, 430, 430)
-    assert O.parse_read(" XT ", S430) == (430, 1, 1, 430)
-    assert O.parse_read("xyt", S430) == (430, 1, 430, 430)
-    assert O.parse_read("1,1,Y,X", S430) == (1, 1, 430, 430)
-    assert O.parse_read("T,1,10,X", S430) == (430, 1, 10, 430)
-    assert O.parse_read("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
-    assert O.parse_read("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
-    assert "unknown read shape 'yz'" in one_line_error(O.parse_read, "yz", S430)
-    assert "outside 1..430" in one_line_error(O.parse_read, "500,1,Y,X", S430)
-    one_line_error(O.parse_read, "0,1,Y,X", S430)
-    one_line_error(O.parse_read, "1,Y,X", S430)
-    one_line_error(O.parse_read, "X,1,Y,T", S430)                     # letters name their position
-    one_line_error(O.parse_read, "1,1,Y,Q", S430)
-    one_line_error(A.read_count, "xy", [10, 10, 10])                  # named reads are 4-D
+    assert R.read_count("xy", S430) == (1, 1, 430, 430)
+    assert R.read_count(" XT ", S430) == (430, 1, 1, 430)
+    assert R.read_count("xyt", S430) == (430, 1, 430, 430)
+    assert R.read_count("1,1,Y,X", S430) == (1, 1, 430, 430)
+    assert R.read_count("T,1,10,X", S430) == (430, 1, 10, 430)
+    assert R.read_count("[24,1,y,x]", [48, 8, 96, 192]) == (24, 1, 96, 192)
+    assert R.read_count("3,X", [5, 6]) == (3, 6)                      # other ranks: a letter is "all"
+    assert R.read_count("yz", S430) == (1, 430, 430, 1)                # sections by roles
+    assert "unknown read shape 'yq'" in one_line_error(R.read_count, "yq", S430)
+    assert "outside 1..430" in one_line_error(R.read_count, "500,1,Y,X", S430)
+    one_line_error(R.read_count, "0,1,Y,X", S430)
+    one_line_error(R.read_count, "1,Y,X", S430)
+    one_line_error(R.read_count, "X,1,Y,T", S430)                     # letters name their position
+    one_line_error(R.read_count, "1,1,Y,Q", S430)
+    assert R.read_count("xy", [10, 10, 10]) == (1, 10, 10)           # any rank: by roles
+    assert "needs a vertical dimension" in one_line_error(R.read_count, "z", [10, 10, 10])
 
 
 def test_parse_chunk_spec():

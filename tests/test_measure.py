@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from climio.machine import cache, native
-from climio.dataset.access import plan, read_count, slice_starts
+from climio.dataset.access import plan, slice_starts
+from climio.dataset.reads import read_count
 from climio.data import write_4d
 from climio.data.fields import values_1d, values_4d
 from climio.base.errors import NativeError

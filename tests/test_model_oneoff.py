@@ -16,7 +16,7 @@ from climio.dataset.layout import Layout
 from climio.model.convert import conversion_plan, plan_variable
 from climio.model.profile import default_profile
 from climio.model.rates import Rates, codec_key
-from climio.model.workflow import platform_id_of
+from climio.machine.platform import platform_id_here as platform_id_of
 from climio.dataset.options import parse_compression
 from conftest import run_cli
 

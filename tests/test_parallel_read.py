@@ -299,14 +299,14 @@ def test_old_stack_names_are_read_and_taken_with_a_note(capfd):
     old, new = configurations(_grid_records(256 << 20, c_stack="netcdf-c")), configurations(_grid_records(256 << 20))
     assert old == new and {r["stack"] for r in old} == {"c-netcdf", "netcdf4-python", "mpiio"}
     assert verdicts(old) == verdicts(new)
-    from climio.bench import base
+    from climio.bench import base, registry
     capfd.readouterr()
-    g = base.get("parallel-read").grid("quick", experiments="tasks", stacks="posix,netcdf-c,h5py")
+    g = registry.get("parallel-read").grid("quick", experiments="tasks", stacks="posix,netcdf-c,h5py")
     assert g.stacks == ["c-posix", "c-netcdf", "h5py"]
     assert capfd.readouterr().err.splitlines() == [
         "climio: note: stack posix is deprecated and will be removed; use c-posix",
         "climio: note: stack netcdf-c is deprecated and will be removed; use c-netcdf"]
-    assert base.get("parallel-read").grid("quick", experiments="tasks", stacks="c-posix").stacks == ["c-posix"]
+    assert registry.get("parallel-read").grid("quick", experiments="tasks", stacks="c-posix").stacks == ["c-posix"]
     assert not capfd.readouterr().err
 
 

@@ -162,7 +162,7 @@ def test_report_section_draws_records_and_lists_foreign_ones():
 # --- the Study contract ------------------------------------------------------------------------------
 
 def test_grid_options_reproduce_the_command_line():
-    from climio.bench import base
+    from climio.bench import base, registry
     flags = [o.flag for _, o in base.options_of(pw.Grid)]
     assert flags == ["--mode", "--ranks", "--backends", "--strategies", "--hint", "--hints-file", "--reps", "--local",
                      "--global", "--grid", "--nt", "--decomposition", "--io-layout", "--small", "--chunks", "--var-counts",
@@ -172,7 +172,7 @@ def test_grid_options_reproduce_the_command_line():
     assert opts["--hint"].repeat and opts["--hint"].metavar == "KEY=VALUE"
     assert opts["--ranks"].metavar == "LIST" and opts["--grid"].metavar == "nx,ny,nz"
     assert all(o.help for o in opts.values())
-    assert base.get("parallel-write").Grid is pw.Grid
+    assert registry.get("parallel-write").Grid is pw.Grid
 
 
 def test_grid_values_presets_and_one_line_errors(tmp_path):

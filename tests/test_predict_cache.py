@@ -16,7 +16,8 @@ import climio
 from climio.dataset.layout import Layout
 from climio.model import profile as profmod
 from climio.model.predict import predict
-from climio.model.workflow import layout_of, reads_for
+from climio.dataset.description import layout_of
+from climio.model.workflow import reads_for
 from climio.measure.stacks import chunk_cache_of
 
 SHAPE, CHUNKS = (256, 4, 8, 64), (1, 1, 8, 64)     # 1,024 chunks of 2 KiB: more chunks than netCDF-C's 1,000 slots

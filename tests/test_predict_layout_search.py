@@ -11,7 +11,7 @@ from climio.dataset.layout import Layout
 from climio.model.layout_search import Pattern, axis_lengths, candidates, search
 from climio.model.predict import predict
 from climio.model.profile import default_profile
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 
 SHAPE = (24, 2, 16, 32)
 
@@ -117,6 +117,9 @@ def test_advise_a_mix_prints_one_layout_and_its_command(tmp_path):
         assert ("-c ta:" in d["command"]) != (d["best"]["chunks"] == "contiguous" and "--contiguous" in d["command"])
     assert any(line.startswith("one layout for the 2 read patterns") for line in a.lines())
     assert a.to_dict()["layout_search"] == d
+    # one recommended layout per output: no item names another chunk shape (issue 35 item 2)
+    shapes = [r["evidence"]["target_chunks"] for r in a.recommendations if r["rule"] == "chunk-shape"]
+    assert all(list(s) == list(d["best"]["chunks"] or []) for s in shapes), (shapes, d["best"]["chunks"])
 
 
 def test_advised_layout_command_runs_and_respects_unlimited_dimensions(tmp_path):

@@ -133,8 +133,8 @@ def test_every_stack_is_named_once():
         native.program(prog)          # NativeError if a probe is not built
     assert sorted(stack_names.STACK_NAMES, key=stack_names.stack_sort_key)[:2] == ["c-posix", "c-netcdf"]
     assert stack_names.stack_sort_key("zz-unknown") > stack_names.stack_sort_key("xarray")
-    from climio.bench import base
-    assert list(base.get("read-stack").grid("quick").layers) == list(stack_names.STACK_NAMES)
+    from climio.bench import registry
+    assert list(registry.get("read-stack").grid("quick").layers) == list(stack_names.STACK_NAMES)
 
 
 # --- issue 27 item 8: the passes in order, on real runs --------------------------------------------

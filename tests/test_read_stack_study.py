@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from climio import api
-from climio.bench import base
+from climio.bench import base, registry
 from climio.bench.read_stack import Grid, ReadStack, study
 from climio.cli.bench import make_command
 from climio.base.errors import DataError, InputError
@@ -45,7 +45,7 @@ OLD_OPTIONS = [
 
 
 def test_registered_with_the_old_options_and_presets():
-    assert base.get("read-stack") is study and isinstance(study, ReadStack) and study.Grid is Grid
+    assert registry.get("read-stack") is study and isinstance(study, ReadStack) and study.Grid is Grid
     assert [(o.flag, o.metavar, o.help) for _, o in base.options_of(Grid)] == OLD_OPTIONS
     assert study.presets["full"] == {"size": "1GiB", "buffers": "512B..1GiB", "reps": 3, "budget_s": 60.0}
     assert study.presets["survey"] == {"size": "128MiB", "buffers": "512B..128MiB:4", "reps": 3, "budget_s": 4.0}

@@ -106,7 +106,7 @@ def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     """--dry-run prints one line per rate of the cost model: a built-in default, or taken from this
     platform's calibrated profile (what the profile does not hold stays a default, and says so)."""
     from climio.model import profile as profmod
-    from climio.model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     from climio.rechunk import meta
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     codec = next(v.compression.label for v in meta.scan(field) if v.compression.codec != "none")

@@ -33,14 +33,14 @@ def test_rechunk_netcdf_to_s3_zarr_and_back(s3_server, tmp_path, monkeypatch):
 
 
 def test_s3_store_not_openable_until_its_last_object(s3_server, tmp_path, monkeypatch):
-    """The upload puts the root zarr.json last: before every object a reader opening the final
-    name finds no Zarr group; after the last one, the complete store opens with every value."""
-    import obstore
+    """Chunks are PUT straight under the final name and the metadata last: before every object a
+    reader opening the final name finds no Zarr group; after the last one (the root zarr.json),
+    the complete store opens with every value. Nothing of the store is staged locally."""
     import zarr
     from zarr.storage import ObjectStore
     from climio.data.writer import write_4d
     from climio.rechunk.remote import convert
-    from climio.stores import objects
+    from climio.stores.chunks import ObjectChunks
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
     src = tmp_path / "in.nc"
@@ -54,18 +54,127 @@ def test_s3_store_not_openable_until_its_last_object(s3_server, tmp_path, monkey
         except Exception:   # noqa: BLE001 -- any failure to open is "not visible"
             return False
     seen = []
-    real_put = obstore.put
+    real_put = ObjectChunks.put
 
-    def put(store, key, *a, **kw):
-        seen.append((key, openable()))
-        return real_put(store, key, *a, **kw)
-    monkeypatch.setattr(objects, "UPLOAD_THREADS", 1)
-    monkeypatch.setattr(obstore, "put", put)
-    convert(str(src), "s3://climio/vis/out.zarr", chunks=["ta:4,1,4,4"], progress=False, say=lambda *_: None)
+    def put(self, rel, data):
+        seen.append((rel, openable()))
+        return real_put(self, rel, data)
+    monkeypatch.setattr(ObjectChunks, "put", put)
+    convert(str(src), "s3://climio/vis/out.zarr", chunks=["ta:4,1,4,4"], workers=1, progress=False,
+            say=lambda *_: None)
     assert len(seen) > 5 and not any(vis for _, vis in seen)
-    assert seen[-1][0] == "vis/out.zarr/zarr.json"
+    assert any(k.startswith("ta/c/") for k, _ in seen[:4])          # chunks first, straight to the bucket
+    assert seen[-1][0] == "zarr.json"
     g = zarr.open_group(store=ObjectStore(ep.obstore("climio", "vis/out.zarr"), read_only=True), mode="r")
     assert g["ta"].shape == (4, 1, 8, 16) and g["ta"].chunks == (4, 1, 4, 4)
+    assert not any(k.startswith(".climio-rechunk") for k in ObjectChunks("s3://climio/vis/out.zarr", ep).listing())
     from climio.base.errors import InputError
     with pytest.raises(InputError, match="exists"):
         convert(str(src), "s3://climio/vis/out.zarr", chunks=["ta:4,1,4,4"], progress=False, say=lambda *_: None)
+
+
+def test_s3_to_s3_streamed_leftovers_and_resume(s3_server, tmp_path, monkeypatch):
+    """S3 -> S3 with no local copy of either store; an unfinished run's objects are removed by the
+    next run without --resume (one line); a run that fails midway leaves nothing readable and
+    --resume keeps the blocks its manifest records (size and MD5 checked: a damaged chunk's block
+    is written again), and the result equals the input."""
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.base.errors import DataError
+    from climio.data.writer import write_4d
+    from climio.rechunk.remote import convert
+    from climio.stores.chunks import ObjectChunks
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    ep = s3_server.endpoint
+    src = tmp_path / "in.nc"
+    write_4d(src, [8, 4, 32, 64], chunks=[1, 1, 32, 64], dtype="f4")   # 8 blocks of 8 chunks below
+    quiet = dict(progress=False, say=lambda *_: None, workers=1)
+    convert(str(src), "s3://climio/s2s/in.zarr", chunks=["ta:1,1,32,64"], **quiet)
+    ref = xr.open_dataset(src)["ta"].values
+
+    def values(name):
+        return xr.open_zarr(ObjectStore(ep.obstore("climio", f"s2s/{name}"), read_only=True))["ta"].values
+    out = ObjectChunks("s3://climio/s2s/out.zarr", ep)
+    out.put("ta/c/9/9/9/9", b"left by a killed run")
+    lines = []
+    convert("s3://climio/s2s/in.zarr", "s3://climio/s2s/out.zarr", chunks=["ta:8,1,8,16"], max_mem="96KiB",
+            progress=False, workers=1, say=lines.append)
+    assert any("unfinished run" in line for line in lines), lines
+    np.testing.assert_array_equal(values("out.zarr"), ref)
+    assert "ta/c/9/9/9/9" not in out.listing()
+
+    # a run that fails after 20 chunk objects (2 blocks done): one line, nothing readable, a manifest left
+    real_put, n = ObjectChunks.put, []
+
+    def failing(self, rel, data):
+        if rel.startswith("ta/c/"):
+            n.append(rel)
+            if len(n) > 20:
+                raise PermissionError("403 Forbidden (injected)")
+        return real_put(self, rel, data)
+    monkeypatch.setattr(ObjectChunks, "put", failing)
+    with pytest.raises(DataError, match="nothing readable.*--resume"):
+        convert("s3://climio/s2s/in.zarr", "s3://climio/s2s/res.zarr", chunks=["ta:8,1,8,16"], max_mem="96KiB",
+                **quiet)
+    monkeypatch.setattr(ObjectChunks, "put", real_put)
+    res = ObjectChunks("s3://climio/s2s/res.zarr", ep)
+    left = res.listing()
+    assert "zarr.json" not in left and "ta/zarr.json" not in left
+    done = [k for k in left if k.startswith(".climio-rechunk/done/")]
+    assert done
+    # damage one recorded chunk: its block must be written again
+    import json
+    first = json.loads(bytes(res.get(done[0])))[0][0]
+    res.put(first, b"damaged")
+    summary = convert("s3://climio/s2s/in.zarr", "s3://climio/s2s/res.zarr", chunks=["ta:8,1,8,16"],
+                      max_mem="96KiB", resume=True, **quiet)
+    assert 0 < summary["blocks_skipped"] < len(done) + 1 and summary["blocks_skipped"] == len(done) - 1
+    np.testing.assert_array_equal(values("res.zarr"), ref)
+    assert not any(k.startswith(".climio-rechunk") for k in res.listing())
+
+
+def test_s3_sharded_output_and_shard_bound(s3_server, tmp_path, monkeypatch):
+    """Sharded Zarr v3 output streamed to the bucket: a block holds whole shards, each one object
+    (written through zarr-python in memory, then PUT); zarr reads it back equal. A shard larger
+    than the per-worker --max-mem is refused in one line (the planner's) before anything is written."""
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.base.errors import InputError
+    from climio.data.writer import write_4d
+    from climio.rechunk.remote import convert
+    from climio.stores.chunks import ObjectChunks
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    ep = s3_server.endpoint
+    src = tmp_path / "in.nc"
+    write_4d(src, [8, 2, 16, 32], chunks=[1, 1, 16, 32], dtype="f4")
+    quiet = dict(progress=False, say=lambda *_: None, workers=1)
+    convert(str(src), "s3://climio/sh/out.zarr", chunks=["ta:8,1,4,8"], shards=["ta:8,1,8,32"], **quiet)
+    keys = [k for k in ObjectChunks("s3://climio/sh/out.zarr", ep).listing() if k.startswith("ta/c/")]
+    assert len(keys) == 2 * 2   # shards [8,1,8,32]: 1 x 2 x 2 x 1
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "sh/out.zarr"), read_only=True))["ta"]
+    np.testing.assert_array_equal(got.values, xr.open_dataset(src)["ta"].values)
+    with pytest.raises(InputError, match="--max-mem 4KiB is too small: one target chunk .8,1,8,32."):
+        convert(str(src), "s3://climio/sh/big.zarr", chunks=["ta:8,1,4,8"], shards=["ta:8,1,8,32"], max_mem="4KiB",
+                **quiet)
+    assert not ObjectChunks("s3://climio/sh/big.zarr", ep).listing()
+
+
+def test_rechunk_endpoint_url_flag(s3_server, tmp_path, monkeypatch):
+    """--endpoint-url, as the other S3 commands take it: without AWS_ENDPOINT_URL the output lands on
+    the endpoint named; on two local paths it is one line."""
+    from climio.data.writer import write_4d
+    from climio.stores.objects import list_keys
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    src = tmp_path / "in.nc"
+    write_4d(src, [4, 1, 8, 16], chunks=[1, 1, 8, 16], dtype="f4")
+    url = "s3://climio/ep/out.zarr"
+    out = run_cli("rechunk", src, url, "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ep/out.zarr/zarr.json" in list_keys(s3_server.endpoint, url + "/")
+    bad = run_cli("rechunk", src, tmp_path / "o.nc", "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--endpoint-url" in bad.stderr
+

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from climio.bench import base
+from climio.bench import base, registry
 from climio.data import write_4d
 from climio.measure.tasks import measure
 
@@ -431,7 +431,7 @@ def ctx_collecting(tmp_path):
 
 def test_parallel_read_mpi_tasks_and_dask(tmp_path):
     from climio.bench.parallel_read.run import run_grid
-    grid = base.get("parallel-read").grid("quick", experiments="tasks,dask", stacks="netcdf4-python",
+    grid = registry.get("parallel-read").grid("quick", experiments="tasks,dask", stacks="netcdf4-python",
                                           file_sets="shared", ranks="2", size="64KiB", buffers="16KiB", reps=1)
     ctx, recs = ctx_collecting(tmp_path)
     assert run_grid(ctx, grid) == 2
@@ -456,7 +456,7 @@ def test_calibrate_parallel_scaling(tmp_path):
 
 def test_stsa_on_the_dask_cluster(tmp_path):
     from climio.bench.stsa.run import run_study
-    grid = base.get("stsa").grid("quick", shape="48,1,4,64", layouts="contiguous", workers="1", modes="io", reps=1,
+    grid = registry.get("stsa").grid("quick", shape="48,1,4,64", layouts="contiguous", workers="1", modes="io", reps=1,
                                  tasks=2)
     ctx, recs = ctx_collecting(tmp_path)
     assert run_study(ctx.run, grid, tmp_path, progress=False) == 1
@@ -502,7 +502,7 @@ def shape_group(r) -> str:
 def test_serial_studies_and_parallel_write(tmp_path, study, values):
     """A quick run at the smallest sizes: every record has its group's keys and value types, and every
     group of the study is there."""
-    s = base.get(study)
+    s = registry.get(study)
     ctx, recs = ctx_collecting(tmp_path)
     s.run(ctx, s.grid("quick", **values))
     assert recs and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs if r["status"] != "ok"]

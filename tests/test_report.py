@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from climio.bench import base
+from climio.bench import base, registry
 from climio.bench.read_stack import figures
 from climio.bench.read_stack.summary import classify_profile, profile_table, syscall_table
 from climio.base.errors import DataError
@@ -314,7 +314,7 @@ def test_registered_section_replaces_the_generic_table(tmp_path, monkeypatch):
         def section(self, records):
             return Section("study-future-study", "Study: future-study").add(Paragraph(f"custom {len(records)} record"))
 
-    base.studies()   # load the built-in studies first, then put the custom one in their registry
+    registry.studies()   # load the built-in studies first, then put the custom one in their registry
     monkeypatch.setitem(base._REGISTRY, "future-study", Custom())
     text = render_report(run).read_text()
     assert "custom 1 record" in text and "No dedicated report section" not in text
@@ -347,7 +347,7 @@ def test_the_terminal_results_lead_with_the_platform_and_collapse_the_undecided(
                        Finding("future-study", "mpiio beats posix 2x", "reproduced"),
                        Finding("future-study", "mpiio reads 8.4 MB/s at 4 ranks")])
 
-    base.studies()
+    registry.studies()
     monkeypatch.setitem(base._REGISTRY, "future-study", Checks())
     lines = results_table(run).splitlines()
     assert lines[0] == "This platform:" and lines[1].startswith("  read-stack: ")

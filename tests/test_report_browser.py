@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure as MplFigure
 
-from climio.bench import base
+from climio.bench import registry
 from climio.present.cells import num
 from climio.runs.records import make_record, read_records
 from climio.report import render_report
@@ -183,7 +183,7 @@ NO_FIGURE_YET = {}
 
 
 @pytest.mark.parametrize("study", [pytest.param(s.name, marks=pytest.mark.xfail(reason=NO_FIGURE_YET[s.name], strict=True))
-                                   if s.name in NO_FIGURE_YET else s.name for s in base.studies()])
+                                   if s.name in NO_FIGURE_YET else s.name for s in registry.studies()])
 def test_each_study_report_in_a_browser(survey, tmp_path, study, quick_study_runs, monkeypatch):
     # every matplotlib figure the report draws, kept for its axis labels
     drawn, savefig = [], MplFigure.savefig

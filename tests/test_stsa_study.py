@@ -4,7 +4,7 @@ a cold cache verified, a summary with every finding F12-F18 marked, and a report
 import pytest
 
 from climio import api
-from climio.bench import base
+from climio.bench import base, registry
 from climio.base.errors import InputError
 from climio.runs.records import SCHEMA_VERSION, read_records, to_frame
 from climio.report import render_report
@@ -37,7 +37,7 @@ def test_stsa_study_tiny_run_records_and_report(tmp_path):
             for r in recs} >= {"contiguous", (16, 1, 1, 64)}
     df = to_frame(recs)
     assert set(df["compression"]) == {"none", "deflate1"}
-    study = base.get("stsa")
+    study = registry.get("stsa")
     s = study.summarise(recs)
     assert [c["id"] for c in s["checks"]] == [f"F{i}" for i in range(12, 19)]
     assert all(c["verdict"] in VERDICTS for c in s["checks"])
@@ -49,7 +49,7 @@ def test_stsa_study_tiny_run_records_and_report(tmp_path):
 
 
 def test_stsa_grid_errors_are_one_line():
-    study = base.get("stsa")
+    study = registry.get("stsa")
     with pytest.raises(InputError, match="unknown layout"):
         study.grid("quick", layouts="contiguous,zigzag")
     with pytest.raises(InputError, match="cannot be compressed"):

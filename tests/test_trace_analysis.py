@@ -16,6 +16,7 @@ from climio.rules import fixes
 from climio.trace.analysis import SIZE_BUCKETS, analyse, size_bucket
 from climio.trace.reader import TraceError, read_trace
 from conftest import run_cli
+from objects_synth import OBJECT_RULE_TRACES
 from test_cli import one_line_error
 from trace_synth import SynthProc, ranks_beside_a_wrapper, write_synthetic
 
@@ -28,7 +29,8 @@ def facts_of(d):
 
 
 def rules_fired(d):
-    found = rules.judge(analyse(read_trace(d)).facts())
+    from climio.trace.report import measured_facts      # the trace's facts with its object-store records
+    found = rules.judge(measured_facts(d))
     return {f["rule"] for f in found}, found
 
 
@@ -411,7 +413,8 @@ def _fpp(d, secs=(1, 1, 1, 4)):
 RULE_TRACES = {"small-requests": _small_requests, "random-access": _random_access,
                "partial-chunk-compressed": _partial_chunks, "chunk-cache-small": _chunk_cache,
                "independent-shared-writes": _shared_writes, "close-truncate": _close_truncate,
-               "below-library-min-read": _library_min_read, "file-per-process-imbalance": _fpp}
+               "below-library-min-read": _library_min_read, "file-per-process-imbalance": _fpp,
+               **OBJECT_RULE_TRACES}
 
 
 def test_every_rule_has_a_crafted_trace():

@@ -15,7 +15,8 @@ import pytest
 from climio.machine import native
 from conftest import run_cli
 from climio.trace import counters_log, report
-from climio.trace.reader import read_input, read_trace
+from climio.trace.inputs import read_input
+from climio.trace.reader import read_trace
 
 def total(n):
     """calls of `mix DIR n`: 4n writes, 2n preads, n/8 reads, 2 opens, ftruncate, lseek, 2 closes"""

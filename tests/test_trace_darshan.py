@@ -17,7 +17,8 @@ from climio import rules
 from climio.trace import counters  # noqa: E402
 from climio.trace.analysis import SIZE_BUCKETS  # noqa: E402
 from climio.trace.darshan_log import BUCKET_SUFFIXES, DarshanLogError, read_darshan  # noqa: E402
-from climio.trace.reader import Trace, read_input  # noqa: E402
+from climio.trace.inputs import read_input  # noqa: E402
+from climio.trace.reader import Trace  # noqa: E402
 
 PKG = Path(darshan.__file__).parent
 

@@ -51,3 +51,73 @@ def long_functions_without_a_reason(root: Path) -> list:
 def test_no_long_function_without_a_reason():
     assert long_functions_without_a_reason(ROOT / "src" / "climio") == []
     assert long_functions_without_a_reason(ROOT / "bench") == []
+
+
+# The layers of the whole package, lowest first (pyproject.toml's contracts, as one list): an import
+# from a module to one in a higher layer runs up the layers.
+LAYERS = ("climio.base", "climio.machine", "climio.runs", "climio.stores", "climio.dataset", "climio.measure",
+          "climio.rules | climio.data | climio.present", "climio.model",
+          "climio.bench | climio.rechunk | climio.trace | climio.stsa | climio.advise",
+          "climio.report", "climio.api", "climio.cli")
+MAX_CYCLES, MAX_UPWARD = 2, 10     # issue 34's targets: 7 cycles and 26 upward imports before it
+
+
+def _graph() -> dict:
+    import grimp
+    g = grimp.build_graph("climio", cache_dir=None)
+    return {m: set(g.find_modules_directly_imported_by(m)) for m in g.modules}
+
+
+def import_cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = n[0]; n[0] += 1; stack.append(root); on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = set()
+                    while True:
+                        x = stack.pop(); on.discard(x); comp.add(x)
+                        if x == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+            elif w not in index:
+                index[w] = low[w] = n[0]; n[0] += 1; stack.append(w); on.add(w)
+                work.append((w, iter(sorted(graph.get(w, ())))))
+            elif w in on:
+                low[v] = min(low[v], index[w])
+    return out
+
+
+def _layer(module: str):
+    found = None
+    for i, layer in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in (s.strip() for s in layer.split("|"))):
+            found = i
+    return found
+
+
+def upward_imports(graph: dict) -> list:
+    return sorted((a, b) for a, deps in graph.items() for b in deps
+                  if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a))
+
+
+def test_import_cycles_counted():
+    assert import_cycles({"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"d"}}) == [["a", "b"]]
+
+
+def test_few_import_cycles_and_few_imports_up_the_layers():
+    graph = _graph()
+    cycles, up = import_cycles(graph), upward_imports(graph)
+    assert len(cycles) <= MAX_CYCLES, cycles
+    assert len(up) <= MAX_UPWARD, up

@@ -296,6 +296,17 @@ void ct_cnt_capped(uint64_t t_start);      /* the first call past the cap starte
  * "finalize"; tracing goes on until exit (core.c). */
 void ct_mpi_finalize_hook(void);
 
+/* What `climio trace try` injects (try.c, CLIMIO_TRY_*): redirected read-only opens, chunk caches. */
+extern int ct_try_n;   /* redirects configured */
+const char *ct_try_path_slow(const char *path, int dirfd, int readonly);
+/* `path`, or the converted copy it is redirected to when it names a redirected file (device and
+ * inode) and the open is read-only; one branch when nothing is redirected. */
+static inline const char *ct_try_path(const char *path, int dirfd, int readonly) {
+    return CT_UNLIKELY(ct_try_n) ? ct_try_path_slow(path, dirfd, readonly) : path;
+}
+typedef struct { int on; size_t bytes, slots; double w0; } ct_try_cache;
+extern ct_try_cache ct_try_nc, ct_try_h5;   /* CLIMIO_TRY_NC_CACHE, CLIMIO_TRY_H5_CACHE */
+
 /* The module table. A module (a layer, or the counters) registers what the core calls at its
  * points of the lifecycle, each optional:
  *   init        once tracing is configured, before the first traced call

@@ -147,15 +147,63 @@ CT_EXPORT hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fa
     CT_RETURN(r);
 }
 
+/* `climio trace try` (try.c): a copy of the file access list with the injected raw-data chunk
+ * cache (h5py always passes its own list; H5P_DEFAULT is left alone), in the caller's HDF5. */
+static hid_t h5_try_fapl(hid_t fapl, const void *caller) {
+    if (CT_LIKELY(!ct_try_h5.on) || fapl == H5P_DEFAULT) return -1;
+    __typeof__(&H5Pcopy) copy = CT_LIB(H5Pcopy, caller);
+    __typeof__(&H5Pset_cache) set = CT_LIB(H5Pset_cache, caller);
+    __typeof__(&H5Pclose) close_ = CT_LIB(H5Pclose, caller);
+    if (!copy || !set || !close_) return -1;
+    hid_t c = copy(fapl);
+    if (c < 0) return -1;
+    if (set(c, 0, ct_try_h5.slots, ct_try_h5.bytes, ct_try_h5.w0) < 0) { close_(c); return -1; }
+    return c;
+}
+
+/* The raw-data chunk cache an open file uses (aux "cache_bytes", "cache_slots"): what the
+ * injected H5Pset_cache did, seen by the tracer's own events. */
+static void h5_cache_aux(int64_t ev, hid_t file, const void *caller) {
+    __typeof__(&H5Fget_access_plist) acc = CT_LIB(H5Fget_access_plist, caller);
+    __typeof__(&H5Pget_cache) get = CT_LIB(H5Pget_cache, caller);
+    __typeof__(&H5Pclose) close_ = CT_LIB(H5Pclose, caller);
+    if (ev < 0 || file < 0 || !acc || !get || !close_) return;
+    hid_t p = acc(file);
+    if (p < 0) return;
+    int mdc;
+    size_t slots = 0, bytes = 0;
+    double w0;
+    if (get(p, &mdc, &slots, &bytes, &w0) >= 0) {
+        ct_sb b = {0};
+        ct_sb_printf(&b, ",\"cache_bytes\":%zu,\"cache_slots\":%zu", bytes, slots);
+        ct_aux(ev, &b);
+        ct_sb_free(&b);
+    }
+    close_(p);
+}
+
 CT_EXPORT hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
     H5_REAL(H5Fopen, -1);
-    if (!ct_on(CT_HDF5)) return real(name, flags, fapl);
+    name = ct_try_path(name, AT_FDCWD, !(flags & 0x0001u));   /* H5F_ACC_RDWR (the macro calls H5open) */
+    hid_t tried = h5_try_fapl(fapl, caller);
+    hid_t use = tried >= 0 ? tried : fapl;
+    if (!ct_on(CT_HDF5)) {
+        hid_t r = real(name, flags, use);
+        if (tried >= 0) CT_LIB(H5Pclose, caller)(tried);
+        return r;
+    }
     CT_BEGIN();
-    hid_t r = real(name, flags, fapl);
+    hid_t r = real(name, flags, use);
     CT_END();
     ct_tls.inside = 1;
+    if (tried >= 0) CT_LIB(H5Pclose, caller)(tried);
     uint32_t id = ct_path_id(name, AT_FDCWD);
-    if (id) h5_file_event(CT_FUNC_ID("H5Fopen"), id, r, ct_t0_, ct_t1_, ct_d_);
+    if (id) {
+        ct_event e = {.t_start = ct_t0_, .t_end = ct_t1_, .offset = -1, .size = -1, .ret = r, .file_id = id,
+                      .func_id = CT_FUNC_ID("H5Fopen"), .depth = ct_d_, .layer = CT_HDF5,
+                      .flags = (uint8_t)((r < 0 ? CT_F_FAILED : 0) | CT_F_AUX)};
+        h5_cache_aux(ct_emit(&e), r, caller);
+    }
     ct_tls.inside = 0;
     CT_RETURN(r);
 }

@@ -426,8 +426,19 @@ static void nc_opened(uint32_t func, const void *caller, const char *path, int m
     if (!real) { ct_missing(#fn); return NC_EINTERNAL; }
 
 /* ---- open, create, define mode, close ----------------------------------------------------- */
+/* `climio trace try` (try.c): the converted copy of a redirected file, and a chunk cache set in
+ * the caller's own libnetcdf just before the open (the default each variable of the file gets). */
+static const char *nc_try(const char *path, int mode, const void *caller) {
+    if (CT_UNLIKELY(ct_try_nc.on)) {
+        __typeof__(&nc_set_chunk_cache) set = CT_LIB(nc_set_chunk_cache, caller);
+        if (set) set(ct_try_nc.bytes, ct_try_nc.slots, (float)ct_try_nc.w0);
+    }
+    return ct_try_path(path, AT_FDCWD, !(mode & NC_WRITE));
+}
+
 CT_EXPORT int nc_open(const char *path, int mode, int *ncidp) {
     NC_REAL(nc_open);
+    path = nc_try(path, mode, caller);
     if (!ct_on(CT_NETCDF)) return real(path, mode, ncidp);
     CT_BEGIN();
     int r = real(path, mode, ncidp);
@@ -449,6 +460,7 @@ CT_EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
 #if CT_HAVE_MPI
 CT_EXPORT int nc_open_par(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp) {
     NC_REAL(nc_open_par);
+    path = nc_try(path, mode, caller);
     if (!ct_on(CT_NETCDF)) return real(path, mode, comm, info, ncidp);
     CT_BEGIN();
     int r = real(path, mode, comm, info, ncidp);

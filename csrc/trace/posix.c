@@ -151,8 +151,11 @@ static inline void io_event(uint32_t func, uint8_t layer, uint32_t file, uint64_
     if ((flags) & O_CREAT || ((flags) & O_TMPFILE) == O_TMPFILE) { \
         va_list ap; va_start(ap, flags); mode = (mode_t)va_arg(ap, int); va_end(ap); }
 
+/* read-only: what `climio trace try` may redirect to a converted copy (try.c) */
+#define RDONLY_FLAGS(flags) (((flags) & O_ACCMODE) == O_RDONLY && !((flags) & (O_CREAT | O_TRUNC)))
 #define OPEN_BODY(fn, name, dirfd, path, flags, call) do { \
     __typeof__(&fn) real_ = CT_REAL(fn); \
+    path = ct_try_path(path, dirfd, RDONLY_FLAGS(flags)); \
     if (!ct_on(CT_POSIX)) { int fd_ = real_ call; fd_forget(fd_); return fd_; } \
     CT_BEGIN(); \
     int fd_ = real_ call; \
@@ -340,6 +343,7 @@ CT_EXPORT int ftruncate64(int fd, off64_t len) { POS_IO(ftruncate64, "ftruncate6
 #define FD_STAT(fn, name, fd, call) POS_IO(fn, name, fd, -1, -1, call)
 #define PATH_STAT(fn, name, dirfd, path, call) do { \
     __typeof__(&fn) real_ = CT_REAL(fn); uint32_t id_; \
+    path = ct_try_path(path, dirfd, 1); \
     if (!ct_on(CT_POSIX) || !(id_ = ct_path_id(path, dirfd))) return real_ call; \
     CT_BEGIN(); \
     int r_ = real_ call; \
@@ -396,6 +400,7 @@ static inline int file_fd(FILE *fp) {   /* fileno without touching errno (EBADF 
 
 #define FOPEN_BODY(fn, name) do { \
     __typeof__(&fn) real_ = CT_REAL(fn); \
+    path = ct_try_path(path, AT_FDCWD, mode && mode[0] == 'r' && !strchr(mode, '+')); \
     if (!ct_on(CT_STDIO)) { FILE *fp_ = real_(path, mode); if (fp_) fd_forget(file_fd(fp_)); return fp_; } \
     CT_BEGIN(); \
     FILE *fp_ = real_(path, mode); \

@@ -43,8 +43,6 @@ _sys.modules[__name__].__class__ = _Face
 def __getattr__(name):
     """The Python API, imported on first use so that `import climio` stays cheap."""
     import importlib
-    if name == "predict":   # climio.predict(path | Dataset, var=..., read="xt", tasks=...) -> WorkflowPrediction
-        return importlib.import_module("climio.advise.predict").predict_api
-    if name in ("run_study", "load_records"):
+    if name in ("run_study", "load_records", "predict"):   # climio.predict(path | URL | Dataset, read=...)
         return getattr(importlib.import_module("climio.api"), name)
     raise AttributeError(f"module 'climio' has no attribute {name!r}")

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .bench import base
+from .bench import base, registry
 from .bench.base import RunContext
 from .measure.progress import info
 from climio.runs.staging import pid_alive
@@ -99,7 +99,7 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     run directory. The CLI and notebooks both come here. An `out` that already holds a run is
     refused unless `append` (add to it) or `force` (replace it)."""
     from climio.runs.rundir import default_run_dir
-    study = base.get(study) if isinstance(study, str) else study
+    study = registry.get(study) if isinstance(study, str) else study
     grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
     run_dir = Path(out) if out else default_run_dir(study.name)
     claim_run_dir(run_dir, append, force)   # before any data are generated
@@ -123,7 +123,7 @@ def results_table(run_dir) -> str:
     from climio.present.stats import by_study
     findings = []
     for name, recs in by_study(read_records(run_dir)).items():
-        st = base.find(name)
+        st = registry.find(name)
         findings += st.findings(recs) if st else []
     groups = [(title, [f"{f.study}: {f.text}" for f in items])
               for title, items in sorted(finding_groups(findings, PLATFORM_TITLE), key=lambda g: g[0] != PLATFORM_TITLE)]
@@ -135,16 +135,45 @@ def results_table(run_dir) -> str:
 
 def load_records(run_dir):
     """The records of a run directory (or records.jsonl) as a flat pandas DataFrame: one row per
-    record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame)."""
+    record, params.* / metrics.* / cache.* columns and the shared nouns (records.to_frame); nested
+    dicts are dotted columns, a histogram or a list one JSON string column."""
     from climio.runs.records import read_records, to_frame
-    return to_frame(read_records(run_dir))
+    return to_frame(read_records(run_dir), flat=True)
 
+
+
+def _warn(warn):
+    import warnings
+    return warn or (lambda line: warnings.warn(line, stacklevel=3))
+
+
+def predict(source, var=None, read="xt", passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
+            check=False, reps=3, endpoint_url=None, warn=None):
+    """Predict (and with check=True also measure) reading `var` of `source`: a path (netCDF, a local
+    Zarr store, a workflow YAML/JSON), an s3:// URL (a Zarr store), an xarray/netCDF4 Dataset, or a
+    climio.advise.request.Request (what `climio predict` builds from its flags). `read`: a read
+    shape or a list (t, xy, xt, xyt, z, xz, yz, box, dimension names such as "lat,lon", a count
+    template), `passes` one count or one per read, through `stack` with `tasks` tasks. The chunk
+    cache is the one the stack really opens the variable with; `chunk_cache` (bytes or "64MiB")
+    asks it for another (refused on Zarr).
+
+        p = climio.predict("ta.nc", var="ta", read=["xy", "xt"], passes=[30, 5])
+        print(p)                    # the breakdown and the flowchart path
+        p.seconds, p.total_s        # the reads (all passes); with the opens
+        p.items                     # [(ReadSpec, Layout, codec, Prediction)] per read (files)
+        p.to_dict()                 # the same numbers as `climio predict --json`
+    """
+    from .advise.request import Request, make_request, predict as run
+    req = source if isinstance(source, Request) else make_request(
+        source, var, read, passes, tasks, stack, chunk_cache, profile, endpoint_url, check=check, reps=reps)
+    return run(req, _warn(warn))
 
 
 def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
-           keep_codec=False):
-    """Ranked advice, as `climio advise` gives it: for a netCDF file with its reads (`read`,
-    `passes` as climio.predict), a workflow YAML/JSON, a climio trace directory or a Darshan log.
+           keep_codec=False, endpoint_url=None, warn=None):
+    """Ranked advice, as `climio advise` gives it: for data with its reads (`read`, `passes` as
+    climio.predict: a netCDF file, a local Zarr store, an s3:// URL, an open Dataset), a workflow
+    YAML/JSON, a climio trace directory or a Darshan log, or a Request.
 
         a = climio.advise("ta.nc", var="ta", read=["xy", "xt"], passes=[30, 5])
         a.predicted_s              # the workflow's predicted time now
@@ -153,31 +182,25 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
         a.to_dict()                # the same as `climio advise --json`
     With several read patterns of one variable, a.layout is the one layout for all of them (the
     search also weighs contiguous, uncompressed storage unless `keep_codec`).
-    Warnings (another platform's profile, the built-in defaults) go to warnings.warn.
+    Warnings (another platform's profile, the built-in defaults) go to `warn`, else warnings.warn.
     """
-    import warnings
-    from .trace.report import is_measured_input, measured_facts
-    from climio.base.errors import no_such_file
-    warn = lambda line: warnings.warn(line, stacklevel=3)   # noqa: E731
-    if not Path(target).exists():
-        raise no_such_file(target)
-    if is_measured_input(Path(target)):
-        from .advise.measured import advise_measured
-        from .model.workflow import profile_for
-        prof = profile_for(None, profile, warn) if profile else None
-        return advise_measured(measured_facts(Path(target)), prof, warn, str(target))
-    from .advise.recommend import advise as advise_file
-    reads = [read] if isinstance(read, str) else read
-    return advise_file(target, var=var, reads=reads, passes=passes, tasks=tasks, stack=stack,
-                       chunk_cache=_size(chunk_cache), profile=profile, warn=warn, keep_codec=keep_codec)
-
-
-def _size(value):
-    """A chunk-cache size as bytes: an int, or a text such as "64MiB"; None stays None."""
-    if value is None or isinstance(value, int):
-        return value
-    from climio.dataset.options import parse_size
-    return parse_size(str(value))
+    from .advise.request import Request, make_request, advise as run
+    warn = _warn(warn)
+    if isinstance(target, Request):
+        return run(target, warn)
+    if isinstance(target, (str, Path)) and not str(target).startswith("s3:"):
+        from .trace.report import is_measured_input, measured_facts
+        from climio.base.errors import no_such_file
+        if not Path(target).exists():
+            raise no_such_file(target)
+        if is_measured_input(Path(target)):
+            from .advise.measured import advise_measured
+            from .advise.loading import profile_for
+            prof = profile_for(None, str(profile), warn) if profile else None
+            return advise_measured(measured_facts(Path(target)), prof, warn, str(target))
+    req = make_request(target, var, [read] if isinstance(read, str) else read, passes, tasks, stack, chunk_cache,
+                       profile, endpoint_url, keep_codec=keep_codec)
+    return run(req, warn)
 
 
 def rechunk(*args, **kwargs) -> dict:

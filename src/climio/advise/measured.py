@@ -18,6 +18,7 @@ import os
 
 from .. import rules
 from ..model import workflow as wfmod
+from .loading import profile_for
 from .recommend import Advice, advise_workflow
 
 DISAGREE_FACTOR = 2.0
@@ -53,11 +54,12 @@ def advise_measured(facts, profile=None, warn=None, source="") -> Advice:
     merged, recs = set(), []
     for f in findings:
         rec = {"before_s": None, "after_s": None, "gain_s": None, "one_off_s": 0.0, "break_even_passes": None,
-               "command": "", **f}
+               "command": _trace_command(f), **f}
         ev = f.get("evidence", {})
         v = variables.get((ev.get("file"), ev.get("var")))
         if f["rule"] in MODEL_BACKED and v is not None and os.path.exists(v["file"]):
             m = model(v)
+            m = m if m and m["fits"] else None      # a model that does not fit this job: the trace ranks
             backed = next((r for r in m["recommendations"] if r["rule"] == MODEL_BACKED[f["rule"]]), None) if m else None
             if backed:
                 merged.add((v["file"], v["var"], backed["rule"]))
@@ -74,7 +76,7 @@ def advise_measured(facts, profile=None, warn=None, source="") -> Advice:
         if not os.path.exists(v["file"]) or len(v.get("shape") or ()) < 2:   # coordinates: read once, nothing to re-lay out
             continue
         m = model(v)
-        for r in (m["recommendations"] if m else []):
+        for r in (m["recommendations"] if m and m["fits"] else []):
             if (v["file"], v["var"], r["rule"]) in merged or (r["rule"] == "collective-vs-independent" and r["rule"] in told):
                 continue
             recs.append({**r, "message": f"{v['var']} of {v['file']}, its traced reads of {list(v['typical_count'])} "
@@ -82,6 +84,14 @@ def advise_measured(facts, profile=None, warn=None, source="") -> Advice:
     prof_id = profile.platform_id if profile is not None else ""
     return Advice(source or str(facts.run.get("path", "")), facts.input, recs, None, prof_id, notes,
                   verdict=rules.verdict(facts))
+
+
+def _trace_command(f) -> str:
+    """The command a trace finding names by itself (the model may replace it): the rechunk line."""
+    ev = f.get("evidence") or {}
+    if f["rule"] == "partial-chunk-compressed" and ev.get("target_chunks"):
+        return rules.fixes.rechunk_command(ev["file"], ev["var"], ev["target_chunks"])
+    return ""
 
 
 def _scaled(v, facts, profile, warn):
@@ -93,7 +103,7 @@ def _scaled(v, facts, profile, warn):
     template = ",".join(str(int(c)) for c in count)
     wf = wfmod.Workflow(v["file"], v["var"].lstrip("/"), [wfmod.ReadSpec(template)], facts.tasks,
                         MODEL_STACK.get(facts.stack, wfmod.DEFAULT_STACK))
-    adv = advise_workflow(wf, profile or wfmod.profile_for(v["file"], None, warn))
+    adv = advise_workflow(wf, profile or profile_for(v["file"], None, warn))
     wp = adv.prediction
     model_total = wp.seconds          # what the workflow rules call the total (WorkflowFacts.total_s)
     model_reads = sum(p.counts.calls * spec.passes for spec, _, _, p in wp.items)
@@ -102,10 +112,11 @@ def _scaled(v, facts, profile, warn):
     k = traced / model_total if model_total > 0 else 0.0
     apart = traced / same if same > 0 else float("inf")
     note = ""
-    if not (1 / DISAGREE_FACTOR <= apart <= DISAGREE_FACTOR):
-        note = (f"{v['var']} of {v['file']}: the model predicts {same:.3g} s for its {reads} traced reads, the trace "
-                f"measured {traced:.3g} s ({max(apart, 1 / apart) if apart > 0 else float('inf'):.1f}x apart): the "
-                "advice starts from the traced time, the model's prediction scaled to it")
+    fits = 1 / DISAGREE_FACTOR <= apart <= DISAGREE_FACTOR
+    if not fits:     # one line, no raw model time: a model this far off says nothing about this job
+        note = (f"the model does not fit this job ({v['var']}: its traced reads took {traced:.3g} s, "
+                f"{max(apart, 1 / apart) if apart > 0 else float('inf'):.0f}x from the model's): the items are "
+                "ranked by the traced I/O time; `climio trace try` measures them")
     io = facts.run.get("io_time_s") or 0.0
     out = []
     for r in adv.recommendations:
@@ -125,10 +136,11 @@ def _scaled(v, facts, profile, warn):
                 before, gain = min(before, io), min(gain, io)
             r.update(before_s=before, after_s=before - gain, gain_s=gain,
                      break_even_passes=(r["one_off_s"] / gain if gain > 0 and r.get("one_off_s") else None))
-            r["message"] += (f" (traced {traced:.3g} s for these reads; the model's times x {k:.3g}"
-                             + (", the model and the trace disagree" if note else "") + ")")
+            r["message"] += f" (scaled to the traced {traced:.3g} s of these reads)"
+        if str(r.get("command") or "").startswith("--") and facts.stack not in (None, "native"):
+            r["command"] = ""       # a bare climio flag is no command a program's author can run
         saves, share = rules.saving_share(facts, r.get("gain_s") or 0.0)
         ev.update(could_save_s=saves, share_of_run=share)
         r.update(evidence=ev, severity=rules.severity(share))
         out.append(r)
-    return {"recommendations": out, "note": note}
+    return {"recommendations": out, "note": note, "fits": fits}

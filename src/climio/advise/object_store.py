@@ -1,115 +1,28 @@
-"""`climio predict` and `climio advise` for a Zarr store in object storage (s3://BUCKET/STORE.zarr).
+"""`climio predict` and `climio advise` for data in object storage: a Zarr store
+(s3://BUCKET/STORE.zarr) or a netCDF-4 object.
 
-The store's layout (shape, chunks, shards, codecs) is read from its metadata; the reads are every
-hyperslab of the named read shapes; the rates are the endpoint's, kept in this machine's profile
-by `climio calibrate --store` (model.object_store). --check reads the same hyperslabs through the
-stack (measure.object_reads) and prints predicted against measured. advise: each change's predicted time (bigger chunks,
-shards over time for time-series reads, more GETs in flight, obstore over fsspec), with the command.
+The variable is described once (climio.dataset.description: shape, chunks, shards, codecs, the
+dimensions' roles); the reads are every hyperslab of each read shape (climio.dataset.reads, any
+rank), weighed by their passes; the rates are the endpoint's, kept in this machine's profile by
+`climio calibrate --store` (model.object_store). --check reads the same hyperslabs through the stack
+(measure.object_reads) and prints predicted against measured. advise: store_facts gives the
+object-store rules (climio.rules.object_store: bigger chunks, shards over time, more GETs in
+flight, obstore over fsspec; a reference or a Zarr copy of a netCDF-4 object) their Facts.
 """
 
 import math
 from dataclasses import dataclass, field, replace
 from statistics import median
 
-from climio.dataset.access import read_count, slice_starts
-from climio.base.errors import DataError, InputError
+from climio.base.errors import InputError
+from climio.dataset.access import slice_starts
+from climio.dataset.description import describe
+from climio.dataset.reads import read_count_of
 from ..model import object_store as om
-from ..stores.endpoint import Endpoint, parse_s3_url
+from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-MORE_IN_FLIGHT = 64
 MAX_SLABS = 4096
-
-
-@dataclass
-class StoreLayout:
-    url: str
-    var: str
-    shape: list
-    chunks: list
-    shards: list = None           # the shard shape, or None
-    itemsize: int = 4
-    codecs: str = "none"
-    codec_label: str = "none"     # climio's label of the codecs (zstd3, deflate4+shuffle ...): the decode rate's key
-    stored_ratio: float = 1.0     # a chunk's stored bytes over its decoded bytes (what a GET moves)
-
-    def chunk_bytes(self, chunks) -> tuple:
-        """(stored, decoded) bytes of a chunk of shape `chunks` in this store's codecs."""
-        raw = math.prod(chunks) * self.itemsize
-        return max(1, int(round(raw * self.stored_ratio))), raw
-
-
-def _label(codec, level, shuffle, other) -> str:
-    """climio's label (data.compression's grammar) of a codec (netCDF4-python's name: zlib, zstd,
-    bzip2, blosc_*), a level and shuffle; codecs climio has no name for keep their own."""
-    from climio.dataset.compression import Compression
-    if other:
-        return "+".join(other + (["shuffle"] if shuffle else []))
-    if codec is None:
-        return "none"
-    return Compression(codec, int(level), bool(shuffle)).label
-
-
-def codec_label(codecs) -> str:
-    """climio's compression label of zarr-python or numcodecs codec objects: zstd3, deflate4+shuffle,
-    blosc_lz4:5+shuffle; "none" for none. An unknown codec keeps its own name (the model then decodes
-    it at the slowest calibrated rate)."""
-    codec = level = None
-    shuffle, other = False, []
-    for c in codecs or ():
-        name = type(c).__name__.lower().removesuffix("codec")
-        if name == "shuffle":
-            shuffle = True
-        elif name == "blosc":
-            cname = str(getattr(c.cname, "value", c.cname))
-            codec, level = f"blosc_{'lz' if cname == 'blosclz' else cname}", c.clevel
-            shuffle = shuffle or str(getattr(c.shuffle, "value", c.shuffle)) not in ("noshuffle", "0")
-        elif name in ("zstd", "gzip", "zlib", "bz2"):
-            codec = {"gzip": "zlib", "bz2": "bzip2"}.get(name, name)
-            level = getattr(c, "level", 1)
-        elif name not in ("bytes", "crc32c", "transpose", "bitround"):
-            other.append(name)
-    return _label(codec, level, shuffle if codec or other else False, other)
-
-
-BLOSC_CODES = ("lz", "lz4", "lz4hc", "snappy", "zlib", "zstd")   # hdf5plugin's Blosc compressor codes 0-5
-
-
-def h5_codec_label(dset) -> str:
-    """climio's compression label of an HDF5 dataset's filter pipeline (deflate, shuffle, zstd,
-    Blosc, bzip2 by their registered filter ids); "none" for none."""
-    plist = dset.id.get_create_plist()
-    codec = level = None
-    shuffle, other = False, []
-    for i in range(plist.get_nfilters()):
-        fid, _, cd, name = plist.get_filter(i)
-        if fid == 2:
-            shuffle = True
-        elif fid in (1, 32015, 307):
-            codec, level = {1: "zlib", 32015: "zstd", 307: "bzip2"}[fid], (cd[0] if cd else 1)
-        elif fid == 32001 and len(cd) >= 7 and cd[6] < len(BLOSC_CODES):
-            codec, level = f"blosc_{BLOSC_CODES[cd[6]]}", cd[4]
-            shuffle = shuffle or bool(cd[5])
-        elif fid != 4:   # 4: Fletcher32, a checksum
-            other.append(name.decode(errors="replace") or str(fid))
-    return _label(codec, level, shuffle if codec or other else False, other)
-
-
-def stored_ratio(endpoint: Endpoint, url: str, var: str, arr, max_objects: int = 1000) -> float:
-    """A chunk's stored bytes over its decoded bytes, from the sizes of the array's first
-    `max_objects` chunk (or shard) objects (one LIST request): 1.0 for an uncompressed array."""
-    import obstore
-    u = parse_s3_url(url)
-    prefix = "/".join(p for p in (u.key.rstrip("/"), var) if p) + "/"
-    sizes = []
-    for batch in obstore.list(endpoint.obstore(u.bucket), prefix=prefix, chunk_size=max_objects):
-        sizes += [m["size"] for m in batch if not m["path"].endswith(("zarr.json", ".zarray", ".zattrs"))]
-        break
-    if not sizes:
-        return 1.0
-    unit = list(getattr(arr, "shards", None) or arr.chunks)
-    raw = math.prod(unit) * arr.dtype.itemsize
-    return (sum(sizes) / len(sizes)) / raw
 
 
 def is_store_url(text) -> bool:
@@ -119,45 +32,20 @@ def is_store_url(text) -> bool:
 
 def store_url(text) -> str:
     t = str(text)
-    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") else t
+    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
 
 
-def open_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
-    """The Zarr array's layout from its metadata (one GET or two)."""
-    import zarr
-    from zarr.storage import ObjectStore
-    u = parse_s3_url(url)
-    store = ObjectStore(endpoint.obstore(u.bucket, u.key), read_only=True)
-    try:
-        grp = zarr.open(store=store, mode="r")
-    except Exception as exc:    # noqa: BLE001 -- zarr raises several types for a missing or bad store
-        raise DataError(f"{url}: not a Zarr store ({type(exc).__name__}: {endpoint.redact(str(exc))[:200]})") from None
-    if isinstance(grp, zarr.Array):
-        arr, name = grp, ""
-    else:
-        arrays = dict(grp.arrays())
-        if var is None:
-            multi = [k for k, a in arrays.items() if a.ndim > 1]
-            if len(multi) != 1:
-                raise InputError(f"{url}: give --var (multi-dimensional arrays: {', '.join(sorted(multi)) or 'none'})")
-            var = multi[0]
-        if var not in arrays:
-            raise InputError(f"{url}: no array '{var}' (arrays: {', '.join(sorted(arrays))})")
-        arr, name = arrays[var], var
-    if arr.ndim != 4:
-        raise InputError(f"{url}/{name}: the object-store model reads [t,z,y,x] arrays; this one has {arr.ndim} dimensions")
-    shards = list(arr.shards) if getattr(arr, "shards", None) else None
-    codecs = ",".join(type(c).__name__ for c in (arr.compressors or ())) or "none"
-    label = codec_label([*(arr.filters or ()), *(arr.compressors or ())])
-    ratio = stored_ratio(endpoint, url, name, arr) if label != "none" else 1.0
-    return StoreLayout(url, name, list(arr.shape), list(arr.chunks), shards, arr.dtype.itemsize, codecs, label, ratio)
+def chunk_bytes(desc, chunks) -> tuple:
+    """(stored, decoded) bytes of a chunk of shape `chunks` in the store's codecs."""
+    raw = math.prod(chunks) * desc.itemsize
+    return max(1, int(round(raw * desc.stored_ratio))), raw
 
 
 def decode_rate(label: str, warn=None) -> tuple:
     """(B/s, where it comes from) of decoding `label` on this machine: the calibrated profile's
     codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
     from ..model import profile as profmod
-    from ..model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     if label == "none":
         return math.inf, "nothing to decode"
     prof, note = profmod.find(platform_id_of(None))
@@ -171,7 +59,7 @@ def decode_rate(label: str, warn=None) -> tuple:
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
     """The endpoint's rates measured from this machine, else from another platform's (with a
     warning); a one-line error naming the calibrate command when none has them."""
-    from ..model.workflow import platform_id_of
+    from climio.machine.platform import platform_id_here as platform_id_of
     key = om.store_key(endpoint.describe()["endpoint_url"])
     pid = platform_id_of(None)
     mine = om.load_rates(pid)
@@ -188,165 +76,149 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
                      f"--endpoint-url {key}` first")
 
 
-def slabs_of(layout: StoreLayout, read: str) -> list:
-    slabs = slice_starts(layout.shape, read_count(read, layout.shape))
+def slabs_of(desc, read: str) -> list:
+    slabs = slice_starts(desc.shape, read_count_of(read, desc))
     if len(slabs) > MAX_SLABS:
         raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
     return slabs
 
 
-def predict_layout(layout: StoreLayout, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf) -> dict:
-    """The read's predicted time with the store's codecs: GETs of the chunks' stored bytes and
-    their decoding at `decode_Bps` (decode_rate of layout.codec_label)."""
-    slabs = slabs_of(layout, read)
-    stored, raw = layout.chunk_bytes(chunks)
-    tasks = [om.read_tasks(layout.shape, chunks, shards, s, c, layout.itemsize, stored) for s, c in slabs]
-    out = om.predict_read(tasks, rates, stack, decode_Bps, raw,
-                          cpu_units=[om.cpu_units(layout.shape, chunks, shards, s, c) for s, c in slabs])
+def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
+                   tasks=1) -> dict:
+    """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
+    bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
+    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
+    slabs = slabs_of(desc, read)
+    stored, raw = chunk_bytes(desc, chunks)
+    gets = [om.read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
+    out = om.predict_read(gets, rates, stack, decode_Bps, raw,
+                          cpu_units=[om.cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
+    if tasks > 1:
+        out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+        out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+    for k in ("time_s", "io_s", "decode_s", "gets", "bytes"):
+        out[k] *= passes
     out["slabs"] = len(slabs)
     return out
 
 
 @dataclass
 class StorePrediction:
-    layout: StoreLayout
+    layout: object                # the Description
     stack: str
     rates: dict
-    reads: list = field(default_factory=list)     # [{read, time_s, decode_s, gets, bytes, measured_s?, error?}]
+    reads: list = field(default_factory=list)     # [{read, passes, time_s, decode_s, gets, bytes, measured_s?, error?}]
     decode: dict = field(default_factory=dict)    # {"Bps", "source"}: how fast this machine decodes the codecs
+    tasks: int = 1
+
+    @property
+    def total_s(self) -> float:
+        return sum(r["time_s"] for r in self.reads)
 
     def lines(self) -> list:
-        lay = self.layout
-        out = [f"{lay.url}{'/' + lay.var if lay.var else ''}: shape {lay.shape}, chunks {lay.chunks}"
-               + (f", shards {lay.shards}" if lay.shards else "") + f", codecs {lay.codecs}; stack {self.stack}",
+        d = self.layout
+        out = [f"{d.location}: {d.label()}; stack {self.stack}" + (f", {self.tasks} tasks" if self.tasks > 1 else ""),
                f"  store {self.rates['endpoint']}: GET {self.rates['latency_s'] * 1e3:.1f} ms + size / "
                f"{self.rates['per_connection_Bps'] / 1e6:.0f} MB/s, {self.rates['aggregate_Bps'] / 1e6:.0f} MB/s aggregate"]
-        if lay.codec_label != "none":
-            out.append(f"  codecs {lay.codec_label}: chunks stored at {lay.stored_ratio:.2f}x their size, decoded at "
+        if d.codecs != "none":
+            out.append(f"  codecs {d.codecs}: chunks stored at {d.stored_ratio:.2f}x their size, decoded at "
                        f"{self.decode['Bps'] / 1e6:.0f} MB/s ({self.decode['source']})")
         for r in self.reads:
             dec = f", {r['decode_s']:.3f} s of it decoding" if r.get("decode_s") else ""
-            line = f"  {r['read']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, {r['bytes'] / 1e6:.1f} MB{dec})"
+            line = (f"  {r['read']} x{r['passes']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, "
+                    f"{r['bytes'] / 1e6:.1f} MB{dec})")
             if "measured_s" in r:
-                line += f", measured {r['measured_s']:.3f} s (median of {r['reps']}), error {r['error']:.2f}x"
+                line += (f", one pass measured {r['measured_s']:.3f} s (median of {r['reps']}), "
+                         f"error {r['error']:.2f}x")
             out.append(line)
+        if len(self.reads) > 1:
+            out.append(f"workflow total: {self.total_s:.3g} s")
         return out
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-        return {"layout": asdict(self.layout), "stack": self.stack, "rates": self.rates, "reads": self.reads,
+        return {"layout": self.layout.to_dict(), "stack": self.stack, "tasks": self.tasks, "rates": self.rates,
+                "reads": self.reads, "total_s": self.total_s,
                 "decode": {"Bps": self.decode["Bps"] if math.isfinite(self.decode["Bps"]) else None,
                            "source": self.decode["source"]}}
 
 
-def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None) -> StorePrediction:
-    endpoint = Endpoint.from_env(endpoint_url)
-    stack = stack or DEFAULT_OBJECT_STACK
-    from ..measure.object_reads import slab_walls
+def _specs(reads) -> list:
+    """[(read, passes)] from ReadSpecs or plain read names (one pass each)."""
+    if not reads:
+        raise InputError("say how the workflow reads: --read xt|xy|xyt|TEMPLATE (repeatable)")
+    return [(getattr(r, "read", r), getattr(r, "passes", 1)) for r in reads]
+
+
+def _stack(stack) -> str:
     from climio.measure.stacks_s3 import ZARR_STACKS
+    stack = stack or DEFAULT_OBJECT_STACK
     if stack not in ZARR_STACKS:
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")
-    if not reads:
-        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
+    return stack
+
+
+def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=False, reps=3, warn=None,
+                  tasks=1, desc=None) -> StorePrediction:
+    """The predicted time of `reads` (ReadSpecs, or read names of one pass) of a Zarr store in S3."""
+    endpoint = Endpoint.from_env(endpoint_url)
+    stack = _stack(stack)
+    specs = _specs(reads)
     rates = store_rates(endpoint, warn)
-    layout = open_layout(endpoint, store_url(url), var)
-    dec_Bps, source = decode_rate(layout.codec_label, warn)
-    out = StorePrediction(layout, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source})
-    for read in reads:
-        p = predict_layout(layout, layout.chunks, layout.shards, read, rates, stack, dec_Bps)
-        row = {"read": read, **{k: p[k] for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "slabs")}}
+    desc = desc or describe(store_url(url), var, endpoint_url)
+    dec_Bps, source = decode_rate(desc.codecs, warn)
+    out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
+    for read, passes in specs:
+        p = predict_layout(desc, desc.chunks, desc.shards, read, rates, stack, dec_Bps, passes, tasks)
+        row = {"read": read, "passes": passes, **{k: p[k] for k in ("time_s", "io_s", "decode_s", "gets", "bytes",
+                                                                     "slabs")}}
         if check:
-            walls = slab_walls(endpoint, layout.url, layout.var, slabs_of(layout, read), stack, reps)
-            row.update(measured_s=median(walls), reps=len(walls), error=om.error_ratio(p["time_s"], median(walls)))
+            from ..measure.object_reads import slab_walls
+            walls = slab_walls(endpoint, desc.location, desc.var, slabs_of(desc, read), stack, reps)
+            row.update(measured_s=median(walls), reps=len(walls),
+                       error=om.error_ratio(p["time_s"] / passes, median(walls)))
         out.reads.append(row)
     return out
 
 
-# --- advice -------------------------------------------------------------------------------------
+# --- advice: the object-store rules (climio.rules.object_store) over these facts -------------------
 
-def _bigger(chunks, shape, axis_order=(3, 2, 0)) -> list:
-    """The chunk shape doubled along the first axis that can grow (x, then y, then t)."""
-    for ax in axis_order:
-        if chunks[ax] < shape[ax]:
-            c = list(chunks)
-            c[ax] = min(shape[ax], c[ax] * 2)
-            return c
-    return list(chunks)
-
-
-def _spec(lay, lengths) -> str:
-    return f"{lay.var or 'VAR'}:{','.join(map(str, lengths))}"
-
-
-def advise_store(url, reads, var=None, stack=None, endpoint_url=None, warn=None) -> list:
-    """Changes ranked by predicted gain over the reads as they are: [(text, before_s, after_s, command)]."""
+def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, tasks=1, desc=None):
+    """The Facts of reads of data in S3 (Facts.object_store): the reads as they are (a Zarr store)
+    or downloading the object first (a netCDF-4 object), all passes, and the what-if the rules ask."""
+    from climio.rules.facts import Facts, ObjectStoreFacts
     endpoint = Endpoint.from_env(endpoint_url)
-    stack = stack or DEFAULT_OBJECT_STACK
-    if not reads:
-        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
+    specs = _specs(reads)
     rates = store_rates(endpoint, warn)
-    lay = open_layout(endpoint, store_url(url), var)
-    dec_Bps = decode_rate(lay.codec_label, warn)[0]
+    d = desc or describe(store_url(url), var, endpoint_url)
+    zarr_store = d.store == "zarr-s3"
+    stack = _stack(stack) if zarr_store else "zarr-fsspec"
+    dec_Bps = decode_rate(d.codecs, warn)[0]
 
-    def total(chunks, shards, st=stack, r=rates):
-        return sum(predict_layout(lay, chunks, shards, read, r, st, dec_Bps)["time_s"] for read in reads)
+    def again(chunks=None, shards=(), stack=stack, concurrency=None):
+        chunks = list(chunks or d.chunks or d.shape)
+        shards = d.shards if shards == () else shards
+        r = rates
+        if concurrency is not None:
+            s = rates.stack(stack)
+            r = replace(rates, stacks={**rates.stacks, stack: replace(
+                s, concurrency=concurrency, gets_per_s=s.gets_per_s * concurrency / s.concurrency)})
+        return sum(predict_layout(d, chunks, shards, read, r, stack, dec_Bps, n, tasks)["time_s"] for read, n in specs)
 
-    now = total(lay.chunks, lay.shards)
-    out = []
-    big = lay.chunks
-    for _ in range(3):                                 # up to 8x the chunk along x, y, t
-        big = _bigger(big, lay.shape)
-    if big != lay.chunks:
-        out.append((f"bigger chunks {big} (fewer GETs, each longer than a round trip)", now, total(big, None),
-                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, big)}"))
-    if not lay.shards and lay.chunks[0] < lay.shape[0]:
-        sh = [lay.shape[0], *lay.chunks[1:]]
-        out.append((f"shards over time {sh} (a time-series read gets one shard per GET)", now, total(lay.chunks, sh),
-                    f"climio rechunk {store_url(url)} OUT.zarr -c {_spec(lay, lay.chunks)} --shards {_spec(lay, sh)}"))
-    s = rates.stack(stack)
-    more = replace(rates, stacks={**rates.stacks, stack: replace(
-        s, concurrency=MORE_IN_FLIGHT, gets_per_s=s.gets_per_s * MORE_IN_FLIGHT / s.concurrency)})
-    out.append((f"more GETs in flight ({MORE_IN_FLIGHT} instead of the {s.concurrency:.1f} measured)",
-                now, total(lay.chunks, lay.shards, stack, more),
-                f"python: zarr.config.set({{'async.concurrency': {MORE_IN_FLIGHT}}}) before reading"))
-    if stack != "zarr-obstore":
-        out.append(("zarr-python on obstore instead of fsspec/s3fs", now, total(lay.chunks, lay.shards, "zarr-obstore"),
-                    "zarr.storage.ObjectStore(obstore.store.S3Store(...)) in place of FsspecStore"))
-    out.sort(key=lambda r: r[2])
-    return [r for r in out if r[2] < r[1] and math.isfinite(r[2])]
-
-
-# --- netCDF-4 in object storage: a reference file against downloading, and rechunking to Zarr ---
-
-def open_netcdf_layout(endpoint: Endpoint, url: str, var=None) -> StoreLayout:
-    """A netCDF-4/HDF5 object's variable layout (h5py on an s3fs file: a few ranged GETs)."""
-    from climio.measure.stacks_s3 import H5pyS3fs
-    r = H5pyS3fs(endpoint)
-    import h5py
-    import hdf5plugin  # noqa: F401
-    try:
-        r.h5 = h5py.File(r._file(url), "r")
-    except Exception as exc:    # noqa: BLE001 -- s3fs and h5py raise several types
-        raise DataError(f"{url}: not a netCDF-4/HDF5 object ({type(exc).__name__})") from None
-    try:
-        names = [k for k, v in r.h5.items() if isinstance(v, h5py.Dataset) and v.ndim > 1]
-        if var is None:
-            if len(names) != 1:
-                raise InputError(f"{url}: give --var (multi-dimensional variables: {', '.join(sorted(names)) or 'none'})")
-            var = names[0]
-        if var not in r.h5:
-            raise InputError(f"{url}: no variable '{var}'")
-        d = r.h5[var]
-        if d.ndim != 4:
-            raise InputError(f"{url}/{var}: the object-store model reads [t,z,y,x] variables; this one has {d.ndim} dimensions")
-        label = h5_codec_label(d)
-        stored = d.id.get_storage_size()    # the chunks' bytes, from the chunk index
-        ratio = stored / (d.size * d.dtype.itemsize) if label != "none" and stored and d.size else 1.0
-        return StoreLayout(url, var, list(d.shape), list(d.chunks or d.shape), None, d.dtype.itemsize,
-                           d.compression or label, label, ratio)
-    finally:
-        r.h5.close()
-        r.fh.close()
+    counts = [(read, read_count_of(read, d)) for read, _ in specs]
+    if zarr_store:
+        now, ref_s, ref_cmd = again(), None, ""
+    else:
+        from ..stores.objects import object_size
+        size = object_size(endpoint, store_url(url))
+        part = 8 << 20
+        through = [predict_layout(d, list(d.chunks or d.shape), None, r, rates, "zarr-fsspec", dec_Bps, n, tasks)
+                   for r, n in specs]
+        # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
+        now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
+               + sum(p["decode_s"] for p in through))
+        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(store_url(url), endpoint_url)
+    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd)
+    return Facts("object-store", object_store=o, tasks=tasks)
 
 
 def reference_command(url, endpoint_url=None) -> str:
@@ -356,36 +228,3 @@ def reference_command(url, endpoint_url=None) -> str:
     name = str(url).rstrip("/").rsplit("/", 1)[-1]
     where = f" --endpoint-url {shlex.quote(endpoint_url)}" if endpoint_url else ""
     return f"climio make-refs {shlex.quote(str(url))} -o {shlex.quote(name + '.kerchunk.json')}{where}"
-
-
-def advise_netcdf(url, reads, var=None, endpoint_url=None, warn=None) -> list:
-    """netCDF-4 in a bucket: read its chunks through a kerchunk reference (zarr-python on s3fs, one
-    GET per chunk) against downloading the whole object first (ranged GETs of 8 MiB at the stack's
-    concurrency), and a Zarr copy with chunks of each read's shape; [(text, before_s, after_s, command)]
-    with `before` the download."""
-    from ..stores.objects import object_size
-    if not reads:
-        raise InputError("say how the workflow reads: --read xt|xy|xyt (repeatable)")
-    endpoint = Endpoint.from_env(endpoint_url)
-    rates = store_rates(endpoint, warn)
-    lay = open_netcdf_layout(endpoint, store_url(url), var)
-    size = object_size(endpoint, store_url(url))
-    part = 8 << 20
-    s = rates.stack(DEFAULT_OBJECT_STACK)
-    dec_Bps = decode_rate(lay.codec_label, warn)[0]
-    through = [predict_layout(lay, lay.chunks, None, r, rates, "zarr-fsspec", dec_Bps) for r in reads]
-    refs = sum(p["time_s"] for p in through)
-    # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
-    download = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
-                + sum(p["decode_s"] for p in through))
-    out = [(f"download the whole object ({size / 1e6:.1f} MB, 8 MiB ranged GETs) and read it locally", download, download,
-            f"python: obstore.get(S3Store(...), KEY) -> a local file"),
-           (f"read through a kerchunk reference (chunks {lay.chunks}, {lay.codecs}) instead of downloading "
-            "it first", download, refs, reference_command(store_url(url), endpoint_url))]
-    for r in reads:
-        chunks = list(read_count(r, lay.shape))
-        t = predict_layout(lay, chunks, None, r, rates, DEFAULT_OBJECT_STACK, dec_Bps)["time_s"]
-        out.append((f"a Zarr copy chunked for {r} reads {chunks} (zarr-python + obstore, {s.concurrency:.0f} GETs in flight)",
-                    download, t, f"climio rechunk FILE.nc s3://BUCKET/{lay.var}-{r}.zarr -c {_spec(lay, chunks)}"))
-    out.sort(key=lambda row: row[2])
-    return out

@@ -1,7 +1,7 @@
 """Ranked recommendations for a workflow (and, through advise/measured.py, for the Facts of a
 climio trace or a Darshan log), by the rules of the one registry (climio.rules).
 
-    advise(target, ...) -> Advice      target: a netCDF file (+ reads) or a workflow YAML/JSON
+    (the request, from flags, a workflow file or Python, is built in advise/request.py)
     advise_workflow(wf, profile) -> Advice   the workflow's Facts (the model's predictions and a
                                        what-if predictor) judged by the registry
     Advice.lines() / Advice.to_dict()
@@ -16,7 +16,6 @@ collective MPI-IO without the profile's MPI-IO records) follow, by the share of 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from climio.base.errors import InputError
 from climio.dataset.layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
@@ -26,16 +25,32 @@ from ..model.predict import SHARED_FS_KEY, predict
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
-from .predict import stack_cache, workflow_checked
+from .loading import describe_workflow
+from .predict import stack_cache
 
+
+
+class Recommendation(dict):
+    """One recommendation: the dict `climio advise --json` prints, read as attributes too
+    (.rule, .title, .before_s, .after_s, .gain_s, .command, .evidence), with to_dict() as
+    climio.predict's items have."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> dict:
+        return dict(self)
 
 
 @dataclass
 class Advice:
     source: str
-    kind: str                         # workflow | trace | darshan
+    kind: str                         # workflow | trace | darshan | object-store
     recommendations: list
-    prediction: object = None         # WorkflowPrediction for a workflow
+    prediction: object = None         # WorkflowPrediction for a workflow, StorePrediction for Zarr in S3
     platform_id: str = ""
     notes: list = field(default_factory=list)
     verdict: str = ""                 # measured inputs: is I/O the bottleneck of the run (rules.verdict)
@@ -51,8 +66,8 @@ class Advice:
 
     @property
     def best(self):
-        """The first-ranked recommendation (a dict: rule, title, before_s, after_s, gain_s, command,
-        evidence, ...), or None when no rule fired."""
+        """The first-ranked Recommendation (rule, title, before_s, after_s, gain_s, command, evidence,
+        ... as attributes and keys; to_dict()), or None when no rule fired."""
         r = self.ranked()
         return r[0] if r else None
 
@@ -61,7 +76,7 @@ class Advice:
             if r.get("gain_s") is not None:
                 return (0, -r["gain_s"])
             return (1, rules.SEVERITY_ORDER.get(r.get("severity"), 3), -(r.get("evidence", {}).get("share_of_io_time") or 0))
-        return sorted(self.recommendations, key=key)
+        return [Recommendation(r) for r in sorted(self.recommendations, key=key)]
 
     def to_dict(self) -> dict:
         return {"source": self.source, "kind": self.kind, "platform_id": self.platform_id, "notes": self.notes,
@@ -70,7 +85,7 @@ class Advice:
                 "verdict": self.verdict, "rules": rules.table(self.kind), "layout_search": self.layout}
 
     def lines(self) -> list:
-        out = [f"advice for {self.source} ({self.kind}; profile {self.platform_id})"]
+        out = [f"advice for {self.source} ({self.kind}" + (f"; profile {self.platform_id})" if self.platform_id else ")")]
         out += [f"note: {n}" for n in self.notes]
         if self.verdict:
             out.append(self.verdict)
@@ -92,7 +107,7 @@ class Advice:
             out.append(f"   {r['message']}")
             if r.get("gain_s") is not None and r["gain_s"] <= 0:
                 out.append("   no change predicted")
-            elif r.get("gain_s") is not None:
+            elif r.get("gain_s") is not None and "one_off_s" in r and r["one_off_s"] is not None:
                 be = r.get("break_even_passes")
                 if r.get("one_off_s"):
                     out.append(f"   one-off cost {r['one_off_s']:.3g} s (climio rechunk, predicted with this platform's "
@@ -107,11 +122,13 @@ class Advice:
 
 
 def _items(wf, prof):
+    describe_workflow(wf)
     wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
     items = []
     for spec, lay, codec, p in wp.items:
-        _, _, path, var = wfmod.resolve(wf, spec)
-        items.append(WorkflowItem(spec, lay, codec, p, path, var, wfmod.reads_for(lay, spec.read, var)))
+        desc = wfmod.resolve(wf, spec)
+        items.append(WorkflowItem(spec, lay, codec, p, desc.location or None, desc.var,
+                                  wfmod.reads_for(desc, spec.read, desc.var), desc))
     return wp, items
 
 
@@ -162,7 +179,20 @@ def advise_workflow(wf, profile: Profile, source="", keep_codec: bool = False) -
     items = facts.workflow.items
     if len(items) > 1 and len({(it.path, it.var) for it in items}) == 1 and len(items[0].layout.shape) >= 2:
         adv.layout = search_layout(wf, profile, items, keep_codec)
+        one_layout(adv)
     return adv
+
+
+def one_layout(adv) -> None:
+    """One recommended layout per output: with the layout search's answer for all the reads, a
+    chunk-shape item that names another shape is left out (a note says so)."""
+    best = adv.layout["best"]["chunks"]
+    other = [r for r in adv.recommendations if r["rule"] == "chunk-shape"
+             and list(r["evidence"]["target_chunks"]) != list(best or [])]
+    if other:
+        adv.recommendations = [r for r in adv.recommendations if r not in other]
+        adv.notes.append(f"one layout for this output: chunks {best if best else 'contiguous'} searched over all the "
+                         f"reads (below); the chunk-shape item for {other[0]['evidence']['target_chunks']} is left out")
 
 
 def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict:
@@ -175,20 +205,13 @@ def search_layout(wf, profile: Profile, items, keep_codec: bool = False) -> dict
     cache = it.prediction.chunk_cache
     res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
                                chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None,
-                               keep_codec=keep_codec, contiguous_ok=not _unlimited(it.path, it.var))
+                               keep_codec=keep_codec, contiguous_ok=not any(it.desc.unlimited))
     d = res.to_dict()
     if res.best is not res.current:
         target = ("--contiguous" + (" --compression none" if it.layout.compressed else "") if res.best.chunks is None
                   else f"-c {it.var}:{','.join(map(str, res.best.chunks))}")
         d["command"] = f"climio rechunk {it.path} {_out_name(it.path)} {target}"
     return d
-
-
-def _unlimited(path, var) -> bool:
-    """Whether `var` spans an unlimited dimension (HDF5 then needs chunks: no contiguous layout)."""
-    from ..data.source import open_netcdf
-    with open_netcdf(str(path)) as ds:
-        return any(ds.dimensions[d].isunlimited() for d in ds.variables[var].dimensions)
 
 
 def layout_lines(d) -> list:
@@ -207,28 +230,3 @@ def layout_lines(d) -> list:
     if d.get("command"):
         out.append(f"   command: {d['command']}")
     return out
-
-
-def advise(target, var=None, reads=None, passes=1, tasks=None, stack=None, chunk_cache=None, profile=None,
-           warn=None, keep_codec: bool = False) -> Advice:
-    """Advice for a workflow file, or a netCDF file with its reads. A trace directory or a Darshan
-    log is read by climio.trace (its Facts) and advised by advise.measured.advise_measured: the
-    caller composes the two (cli/advise.py), as the studies do not import each other."""
-    p = Path(target)
-    if p.is_dir() or ".darshan" in p.name:
-        raise InputError(f"{target}: a trace directory or Darshan log: `climio advise` reads it with climio.trace "
-                         "(climio.trace.report.measured_facts), then advise.measured.advise_measured")
-    if p.suffix.lower() in (".yaml", ".yml", ".json"):
-        wf = wfmod.load(p)
-        if tasks:
-            wf.tasks = tasks
-        if stack:
-            wf.stack = stack
-    else:
-        if not reads:
-            raise InputError("say how the workflow reads the file: --read xt|xy|xyt|TEMPLATE (repeatable)")
-        wf = wfmod.Workflow(str(p), var, wfmod.read_specs(reads, passes), tasks or 1,
-                            stack or wfmod.DEFAULT_STACK, chunk_cache)
-    workflow_checked(wf)
-    prof = wfmod.profile_for(wf.file, profile, warn)
-    return advise_workflow(wf, prof, str(target), keep_codec)

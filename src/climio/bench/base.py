@@ -27,7 +27,6 @@ from typing import Any, Optional
 from climio.base.errors import InputError
 
 _REGISTRY = {}
-_loaded = False
 
 
 @dataclass(frozen=True)
@@ -208,42 +207,3 @@ def register(study: Study) -> Study:
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
-
-
-def _load() -> None:
-    """The built-in studies, registered once, in the report's order: one line per study (its
-    package calls register() on import). Imported here, on first use, so that importing this
-    module stays cheap; static, so that the import linter sees them."""
-    global _loaded
-    if not _loaded:
-        from . import read_stack  # noqa: F401
-        from . import chunking  # noqa: F401
-        from . import parallel_write  # noqa: F401
-        from . import parallel_read  # noqa: F401
-        from . import stsa  # noqa: F401
-        from . import calibrate  # noqa: F401
-        from . import predict  # noqa: F401
-        from . import layouts  # noqa: F401
-        from . import object_read  # noqa: F401
-        from . import object_chunking  # noqa: F401
-        _loaded = True
-
-
-def studies() -> list:
-    """Every registered study, the built-in ones first in _load's order."""
-    _load()
-    return list(_REGISTRY.values())
-
-
-def get(name: str) -> Study:
-    _load()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise InputError(f"unknown study '{name}': choose from {', '.join(_REGISTRY)}") from None
-
-
-def find(name: str) -> Optional[Study]:
-    """The study that wrote records named `name`, or None (records of an unknown study)."""
-    _load()
-    return _REGISTRY.get(name)

@@ -2,14 +2,14 @@
 
 import os
 
-from . import base
+from . import base, registry
 
 
 def survey_steps(quick: bool) -> list:
     """One step per registered study whose survey_grid is not None; each generates its data in a
     directory of its own under the run's data directory."""
     steps = []
-    for study in base.studies():
+    for study in registry.studies():
         grid = study.survey_grid(quick)
         if grid is None:
             continue

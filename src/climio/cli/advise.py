@@ -59,9 +59,9 @@ def calibrate_cmd(
             print(line)
         return
     from ..api import run_study
-    from ..bench import base
+    from ..bench import base, registry
     preset = "quick" if quick else "full"
-    base.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
+    registry.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
     if data_dir is None:
         _warn(["no --data-dir: this measures a temporary directory on local disk, not the file system of your "
                "data, and the profile is keyed by that file system; run `climio calibrate --data-dir DIR` with DIR "
@@ -92,8 +92,8 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
     key, rates = store_rates(records, endpoint, store)
     from ..model.object_store import save_rates
-    from ..model.workflow import platform_id_of
-    written = save_rates(platform_id_of(None), key, rates, Path(run_dir) / "object-stores.json")
+    from climio.machine.platform import platform_id_here
+    written = save_rates(platform_id_here(None), key, rates, Path(run_dir) / "object-stores.json")
     info(f"object store {key}: profile " + ", ".join(map(str, written)))
     print(f"  GET latency {rates.latency_s * 1e3:.2f} ms, {rates.per_connection_Bps / 1e6:.0f} MB/s per connection, "
           f"{rates.aggregate_Bps / 1e6:.0f} MB/s aggregate")
@@ -111,27 +111,6 @@ def _defaults_line(prof) -> list:
     if not defaults:
         return []
     return [f"  stacks at built-in default rates (not measured here): {', '.join(defaults)}"]
-
-
-def _workflow(file, var, reads, passes, tasks, stack, chunk_cache, workflow):
-    from ..advise.predict import workflow_checked
-    from ..model import workflow as wfmod
-    from climio.dataset.options import parse_size
-    if workflow:
-        if file or reads:
-            raise InputError("give a --workflow file or FILE --read ..., not both")
-        wf = wfmod.load(workflow)
-        if tasks is not None:
-            wf.tasks = tasks
-        if stack is not None:
-            wf.stack = stack
-        return workflow_checked(wf)
-    if not file:
-        raise InputError("give a FILE and --read (xt, xy, xyt or a template), or --workflow FILE.yaml")
-    if not reads:
-        raise InputError("say how the workflow reads: --read xt|xy|xyt|TEMPLATE (repeatable)")
-    return workflow_checked(wfmod.Workflow(str(file), var, wfmod.read_specs(reads, passes or [1]), tasks or 1,
-                                           stack or wfmod.DEFAULT_STACK, parse_size(chunk_cache) if chunk_cache else None))
 
 
 def _warn(lines) -> None:
@@ -152,9 +131,25 @@ ProfileOpt = Annotated[Optional[Path], typer.Option("--profile", metavar="FILE",
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 
 
+EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// FILE (else AWS_ENDPOINT_URL).")]
+
+
+def _target(file):
+    """typer's Path keeps s3:// URLs as s3:/...: give the text back (make_request reads both)."""
+    return None if file is None else str(file)
+
+
+def _print(result, json_out) -> None:
+    if json_out:
+        print(json.dumps(result.to_dict(), default=str))
+        return
+    for line in result.lines():
+        print(line)
+
+
 @app.command("predict")
 def predict_cmd(
-    file: Optional[Path] = typer.Argument(None, help="netCDF-4/HDF5 file."),
+    file: Optional[Path] = typer.Argument(None, help="netCDF file, local Zarr store or s3:// Zarr store."),
     var: VarOpt = None,
     read: ReadOpt = None,
     passes: PassesOpt = None,
@@ -166,65 +161,25 @@ def predict_cmd(
     check: bool = typer.Option(False, "--check", help="Also run each read cold and print predicted against measured."),
     reps: int = typer.Option(3, "--reps", metavar="N", help="Cold runs per read for --check."),
     json_out: JsonOpt = False,
-    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// FILE (else AWS_ENDPOINT_URL)."),
+    endpoint_url: EndpointOpt = None,
 ):
     """Predict how long reading a variable takes here: the time, its breakdown (I/O, decode, CPU,
     parallel factor) and the path through the thesis's flowchart (Fig. 7.1). FILE may be a Zarr
     store in object storage, s3://BUCKET/STORE.zarr (rates from `climio calibrate --store`)."""
-    from ..advise.object_store import is_store_url
-    if file is not None and is_store_url(file):
-        return _predict_store(file, var, read, stack, endpoint_url, check, reps, json_out)
-    from ..advise.predict import check_workflow, stack_cache
-    from ..model import workflow as wfmod
-    wf = _workflow(file, var, read, passes, tasks, stack, chunk_cache, workflow)
+    from ..advise.request import make_request
+    from ..api import predict
+    req = make_request(_target(file), var, read, passes, tasks, stack, chunk_cache,
+                       str(profile) if profile else None, endpoint_url, workflow, check, reps)
     warnings = []
-    prof = wfmod.profile_for(wf.file, str(profile) if profile else None, warnings.append)
-    # bad reads fail here, before any warning is shown; the chunk cache is the one the stack really has
-    wp = wfmod.predict_workflow(wf, prof, cache_of=stack_cache)
+    result = predict(req, warn=warnings.append)     # bad reads fail here, before any warning is shown
     _warn(warnings)
-    if check:
-        wp.checks = check_workflow(wf, wp, reps)
-    if json_out:
-        print(json.dumps(wp.to_dict()))
-        return
-    for line in wp.lines():
-        print(line)
-
-
-def _predict_store(file, var, read, stack, endpoint_url, check, reps, json_out) -> None:
-    from ..advise.object_store import predict_store
-    warnings = []
-    sp = predict_store(str(file), read, var=var, stack=stack, endpoint_url=endpoint_url, check=check, reps=reps,
-                       warn=warnings.append)
-    _warn(warnings)
-    if json_out:
-        print(json.dumps(sp.to_dict()))
-        return
-    for line in sp.lines():
-        print(line)
-
-
-def _advise_store(target, var, read, stack, endpoint_url) -> None:
-    from ..advise.object_store import advise_netcdf, advise_store, store_url
-    warnings = []
-    if store_url(target).rstrip("/").endswith(".zarr"):
-        rows = advise_store(str(target), read, var=var, stack=stack, endpoint_url=endpoint_url, warn=warnings.append)
-    else:   # a netCDF-4 object: a reference file or a Zarr copy against downloading it
-        rows = advise_netcdf(str(target), read, var=var, endpoint_url=endpoint_url, warn=warnings.append)
-    _warn(warnings)
-    if not rows:
-        print("no change the object-store model predicts faster")
-    elif not store_url(target).rstrip("/").endswith(".zarr"):
-        print("ways to read it, fastest first ('now': downloading the whole object first):")
-    for i, (text, before, after, cmd) in enumerate(rows, 1):
-        print(f"{i}. {text}: {after:.3f} s predicted (now {before:.3f} s: {before / after:.2g}x)")
-        print(f"   {cmd}")
+    _print(result, json_out)
 
 
 @app.command("advise")
 def advise_cmd(
-    target: Path = typer.Argument(..., help="A netCDF file (with --read), a workflow YAML/JSON, a climio trace "
-                                            "directory or a Darshan log."),
+    target: Path = typer.Argument(..., help="A netCDF file or Zarr store (with --read; s3:// too), a workflow "
+                                            "YAML/JSON, a climio trace directory or a Darshan log."),
     var: VarOpt = None,
     read: ReadOpt = None,
     passes: PassesOpt = None,
@@ -233,34 +188,27 @@ def advise_cmd(
     chunk_cache: CacheOpt = None,
     profile: ProfileOpt = None,
     json_out: JsonOpt = False,
-    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// TARGET (else AWS_ENDPOINT_URL)."),
+    endpoint_url: EndpointOpt = None,
     keep_codec: bool = typer.Option(False, "--keep-codec", help="With several --read patterns: search only layouts that keep the variable's compression (else contiguous, uncompressed storage is weighed too, with its disk size)."),
 ):
     """What to change, ranked by predicted gain: each with its evidence, the predicted time before
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
     and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack). TARGET may be a
-    Zarr store in object storage, s3://BUCKET/STORE.zarr."""
+    Zarr store in object storage, s3://BUCKET/STORE.zarr, or a netCDF-4 object there."""
     from ..advise.object_store import is_store_url
-    if is_store_url(target):
-        return _advise_store(target, var, read, stack, endpoint_url)
-    from ..advise.recommend import advise
-    from climio.dataset.options import parse_size
-    if not target.exists():
-        raise no_such_file(target)
-    from ..trace.report import is_measured_input, measured_facts
+    from ..advise.request import make_request
+    from ..api import advise
     warnings = []
-    if is_measured_input(target):   # a trace or Darshan log: climio.trace reads its Facts, the advisor judges them
-        from ..advise.measured import advise_measured
-        from ..model.workflow import profile_for
-        prof = profile_for(None, str(profile), warnings.append) if profile else None
-        adv = advise_measured(measured_facts(target), prof, warnings.append, str(target))
-    else:
-        adv = advise(target, var=var, reads=read, passes=passes or [1], tasks=tasks, stack=stack,
-                     chunk_cache=parse_size(chunk_cache) if chunk_cache else None,
-                     profile=str(profile) if profile else None, warn=warnings.append, keep_codec=keep_codec)
+    if not is_store_url(target):
+        if not target.exists():
+            raise no_such_file(target)
+        from ..trace.report import is_measured_input
+        if is_measured_input(target):   # a trace or Darshan log: the API reads its Facts with climio.trace
+            adv = advise(str(target), profile=str(profile) if profile else None, warn=warnings.append)
+            _warn(warnings)
+            return _print(adv, json_out)
+    req = make_request(_target(target), var, read, passes, tasks, stack, chunk_cache,
+                       str(profile) if profile else None, endpoint_url, keep_codec=keep_codec)
+    adv = advise(req, warn=warnings.append)
     _warn(warnings)
-    if json_out:
-        print(json.dumps(adv.to_dict(), default=str))
-        return
-    for line in adv.lines():
-        print(line)
+    _print(adv, json_out)

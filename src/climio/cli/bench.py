@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from ..api import results_table, run_study
-from ..bench import base
+from ..bench import base, registry
 from climio.base.errors import InputError
 from climio.dataset.options import renamed
 from . import CONTEXT, app
@@ -117,7 +117,7 @@ def make_command(study):
 
 
 def register_study_commands() -> None:
-    for study in base.studies():
+    for study in registry.studies():
         # short_help given whole: click cuts its own summary at the first period ("(thesis ch.")
         bench_app.command(study.name, context_settings=CONTEXT, short_help=study.title)(make_command(study))
 

@@ -11,7 +11,7 @@ from . import app
 
 @app.command("rechunk")
 def rechunk_cmd(
-    inputs: list[str] = typer.Argument(..., metavar="IN...", help="netCDF-4, netCDF-3 or CDF-5 files or Zarr stores, or a quoted glob ('data/tas_*.nc'); local paths only (opened read-only, never modified)."),
+    inputs: list[str] = typer.Argument(..., metavar="IN...", help="netCDF-4, netCDF-3 or CDF-5 files or Zarr stores, or a quoted glob ('data/tas_*.nc'), or one Zarr store in object storage (s3://BUCKET/IN.zarr, read object by object; opened read-only, never modified)."),
     output: str = typer.Argument(..., metavar="OUT", help="netCDF-4 file or Zarr store (OUT.zarr) to write (under a temporary name, renamed when complete); with several inputs or a glob, the directory that gets one output per input, of the same name with the output format's suffix (.nc, or .zarr with --format zarr)."),
     chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunks", metavar="SPEC", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
     chunk_old: Optional[list[str]] = typer.Option(None, "--chunk", hidden=True, help="Deprecated spelling of --chunks."),
@@ -24,6 +24,8 @@ def rechunk_cmd(
     zarr_format: int = typer.Option(3, "--zarr-format", metavar="N", help="Zarr output: format 3 (default) or 2."),
     shards: Optional[list[str]] = typer.Option(None, "--shards", metavar="SPEC", help="Zarr v3 sharding: shard lengths as -c specs (time/365,lat/90 or var:s1,s2,...), multiples of the chunk lengths; dimensions not named: one chunk. Default: no shards."),
     endian: Optional[str] = typer.Option(None, "--endian", metavar="ORDER", help="Zarr v3 output: byte order of the bytes codec, little (default) or big."),
+    concat: Optional[str] = typer.Option(None, "--concat", metavar="DIM", help="Several inputs (or a glob) are one dataset along DIM (e.g. time): written to the one OUT (a Zarr store or a netCDF-4 file), files ordered by DIM's values and checked first (dimensions, dtypes, coordinates, units, calendars; gaps and overlaps reported)."),
+    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="With --concat: files overlapping along DIM are concatenated as they are (repeated steps kept) instead of refused."),
     var: Optional[list[str]] = typer.Option(None, "--var", metavar="NAME", help="Convert only this variable (name or /group/path); repeatable. Default: every numeric variable."),
     max_mem: Optional[str] = typer.Option(None, "--max-mem", metavar="SIZE", help="Memory budget for data blocks, e.g. 2GiB (default: a quarter of the RAM)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", metavar="N", help="Processes that read, decode and encode blocks; the parent writes (default: one per core)."),
@@ -32,6 +34,9 @@ def rechunk_cmd(
     verify: bool = typer.Option(False, "--verify", help="Re-read the output and compare every value and all metadata before renaming it."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and the result as one JSON object on stdout."),
+    resume: bool = typer.Option(False, "--resume", help="s3:// output: continue a killed or failed run, keeping the blocks its manifest records (size and checksum checked); without it, what an unfinished run left is removed."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="Run the block tasks on a Dask cluster: a scheduler address (tcp://HOST:PORT; workers started with --nthreads 1) or 'local' (a LocalCluster of --workers processes). Writes Zarr (s3:// or a shared file system); --max-mem is per worker."),
+    endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="The S3 endpoint of an s3:// input or output (else AWS_ENDPOINT_URL)."),
 ):
     """Change the chunk shape or compression of netCDF-4 variables or Zarr arrays fast and in bounded
     memory; convert netCDF-4 to Zarr (v3 or v2) and back.
@@ -61,7 +66,8 @@ def rechunk_cmd(
                           max_mem=max_mem or None, workers=workers, tmp_dir=tmp, verify=verify, force=force,
                           dry_run=dry_run, progress=True, say=err_line if json_out else info,
                           mpi=under_mpi() and not dry_run, out_format=out_format, zarr_format=zarr_format,
-                          shards=shards or (), endian=endian or "")
+                          shards=shards or (), endian=endian or "", resume=resume, scheduler=scheduler or "",
+                          endpoint_url=endpoint_url, concat=concat, allow_overlap=allow_overlap)
     except ClimioError as exc:   # some of several files failed: the summary of them all, then the error
         if json_out and getattr(exc, "summary", None):
             print(json.dumps(exc.summary))

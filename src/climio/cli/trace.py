@@ -1,4 +1,4 @@
-"""`climio trace run|report`: the LD_PRELOAD tracer and its explanation."""
+"""`climio trace run|report|try`: the LD_PRELOAD tracer, its explanation, and its fixes tried on the job."""
 
 import sys
 from pathlib import Path
@@ -54,6 +54,28 @@ def trace_report_cmd(
     if shot:
         from .report import keep_screenshot
         keep_screenshot(page)
+
+
+@trace_app.command("try")
+def trace_try_cmd(
+    trace_dir: Path = typer.Argument(..., metavar="DIR", help="A trace directory written by `climio trace run` (its meta.json names the command and its directory)."),
+    items: Optional[str] = typer.Option(None, "--items", metavar="LIST", help="The advice items of `climio trace report DIR` to try, e.g. 1,3 (or ids such as 2b); default all."),
+    top: Optional[int] = typer.Option(None, "--top", metavar="K", help="Try the first K advice items."),
+    reps: int = typer.Option(2, "--reps", metavar="N", help="Cold runs of each fix and of the baseline (in the same rounds, alternating order)."),
+    passes: int = typer.Option(1, "--passes", metavar="P", help="How often the job will run: a conversion's time counts 1/P (gain = baseline / (after + conversion / P))."),
+    scratch: Optional[Path] = typer.Option(None, "--scratch", metavar="DIR", help="Where the converted copies and each run's outputs go (default DIR/try)."),
+    allow_writes: bool = typer.Option(False, "--allow-writes", help="Run a job that writes a file it also reads (those writes go to the file itself)."),
+    compare: Optional[str] = typer.Option(None, "--compare", metavar="CMD", help="Decide whether a fix changed the result with `CMD BASE_RUN_DIR RUN_DIR` (exit 0: the same) instead of comparing the printed numbers (rtol 1e-6) and written files."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout instead of text."),
+):
+    """Re-run the traced job with each fix of its advice applied (a converted copy redirected in, a chunk
+    cache or open_dataset arguments injected), cold, and rank the fixes by their measured gain. Never
+    edits the script or touches the file; a fix that is slower or changes the result is never advised."""
+    import json
+    from ..trace.trying import rank, try_fixes
+    summary = try_fixes(trace_dir, items=items, top=top, reps=reps, passes=passes, scratch=scratch,
+                        allow_writes=allow_writes, compare=compare, say=None if json_out else info)
+    print(json.dumps(summary, indent=1, default=str) if json_out else rank.text(summary), end="\n" if json_out else "")
 
 
 def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:

@@ -21,36 +21,23 @@ from climio.base.errors import InputError
 from climio.dataset.layout import bounded_block, iter_block_slices, validate_chunks
 from climio.runs.staging import make_marked_dir, replace_output, tmp_name
 from . import fields
-from climio.dataset.compression import NONE, Compression
+from climio.dataset.compression import NONE, Compression, zarr_v3_compressors
 from .writer import _COORDS, DEFAULT_BLOCK_BYTES, check_space
 
 ZARR_NAME = "field4d.zarr"
 
 
 def zarr_codecs(compression: Compression, itemsize: int) -> dict:
-    """create_array keyword arguments (filters, compressors) for a climio compression setting."""
-    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
-    from zarr.codecs.numcodecs import BitRound, Shuffle
+    """create_array keyword arguments (filters, compressors) for a climio compression setting: v3
+    specification codecs (a shuffle goes inside blosc: compression.zarr_v3_compressors)."""
     c = compression or NONE
-    filters, compressors = [], []
+    filters = []
     if c.quantize:
+        from zarr.codecs.numcodecs import BitRound
         if c.quantize != "BitRound":
             raise InputError(f"{c.label}: Zarr output quantizes with bitroundN only")
         filters.append(BitRound(keepbits=int(c.nsd)))
-    if c.codec.startswith("blosc_"):
-        cname = {"lz": "blosclz"}.get(c.codec[len("blosc_"):], c.codec[len("blosc_"):])
-        compressors.append(BloscCodec(cname=cname, clevel=int(c.level),
-                                      shuffle="shuffle" if c.shuffle else "noshuffle", typesize=itemsize))
-        return {"filters": filters or None, "compressors": compressors}
-    if c.shuffle:
-        compressors.append(Shuffle(elementsize=itemsize))
-    if c.codec == "zlib":
-        compressors.append(GzipCodec(level=int(c.level)))
-    elif c.codec == "zstd":
-        compressors.append(ZstdCodec(level=int(c.level)))
-    elif c.codec != "none":
-        raise InputError(f"{c.label}: Zarr output takes deflate, zstd and blosc codecs, not {c.codec}")
-    return {"filters": filters or None, "compressors": compressors or None}
+    return {"filters": filters or None, "compressors": zarr_v3_compressors(c, itemsize) or None}
 
 
 def check_shards(shape, chunks, shards):

@@ -3,20 +3,17 @@
   * 1-D read patterns of the thesis (ch. 3.1.2) as (offset, length) plans; they agree bit for
     bit with the C probes (csrc/common/pattern.c) so every layer of the read-stack study reads
     the same bytes in the same order (a test checks it);
-  * named read shapes over [t, z, y, x] (xy, xt, xyt) and count templates (1,1,Y,X), and the
-    hyperslabs that tile a variable with them.
+  * the hyperslabs that tile a variable with one read's count (the count itself: climio.dataset.reads,
+    the one parser of read shapes).
 """
 
 import itertools
 import math
-import re
-
 import numpy as np
 
 from climio.base.errors import InputError
-from climio.dataset.layout import DIMS, _fmt, _int, _shape
+from climio.dataset.layout import _fmt, _int, _shape
 
-READ_SHAPES = ("xy", "xt", "xyt", "t")   # as rechunk --for: t is a time series at one point
 # slice_starts materialises its list; past this many hyperslabs a read plan is a mistake, not a study.
 MAX_SLICES = 2_000_000
 
@@ -56,49 +53,6 @@ def plan(pattern: str, file_bytes: int, buffer: int, random_count=DEFAULT_RANDOM
 
 
 # --- read shapes ------------------------------------------------------------------------------------
-
-def _need_4d(shape, what) -> tuple:
-    shape = _shape(shape)
-    if len(shape) != 4:
-        raise InputError(f"{what} needs a 4-D [t,z,y,x] variable, not shape {_fmt(shape)}")
-    return shape
-
-
-def read_count(read_shape, shape) -> tuple:
-    """Count of one named read over [t,z,y,x]: xy (1,1,Y,X), xt (T,1,1,X), xyt (T,1,Y,X), t (T,1,1,1)."""
-    if read_shape not in READ_SHAPES:
-        raise InputError(f"unknown read shape '{read_shape}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
-    t, _, y, x = _need_4d(shape, f"read shape '{read_shape}'")
-    return {"xy": (1, 1, y, x), "xt": (t, 1, 1, x), "xyt": (t, 1, y, x), "t": (t, 1, 1, 1)}[read_shape]
-
-
-def _template(text, shape, what, check_range=True) -> tuple:
-    """`T,1,10,X` / `[1,1,Y,X]` -> ints; a letter means the whole dimension.
-
-    For a 4-D shape a letter must name its position (T,Z,Y,X); for other ranks any of the four
-    letters means the whole dimension at that position."""
-    items = [s.strip() for s in text.strip().strip("[]").split(",")]
-    if len(items) != len(shape):
-        raise InputError(f"{what} '{text}' has {len(items)} entries for the {len(shape)} dimensions "
-                         f"of shape {_fmt(shape)}")
-    out = []
-    for i, (item, d) in enumerate(zip(items, shape)):
-        letter = item.upper()
-        if letter in ("T", "Z", "Y", "X"):
-            if len(shape) == 4 and letter != DIMS[i].upper():
-                raise InputError(f"{what} '{text}': entry {i + 1} is '{item}', but dimension {i + 1} "
-                                 f"is {DIMS[i].upper()}")
-            out.append(d)
-        elif re.fullmatch(r"\d+", item):
-            n = int(item)
-            if check_range and not 1 <= n <= d:
-                name = f" ({DIMS[i]})" if len(shape) == 4 else ""
-                raise InputError(f"{what} '{text}': entry {i + 1}{name} is {n}, outside 1..{d}")
-            out.append(n)
-        else:
-            raise InputError(f"{what} '{text}': entry {i + 1} '{item}' is neither a count nor one of T,Z,Y,X")
-    return tuple(out)
-
 
 def n_slices(shape, count) -> int:
     """Hyperslabs of `count` needed to tile the array (the last along a dimension may be clipped)."""

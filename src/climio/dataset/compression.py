@@ -57,3 +57,44 @@ class Compression:
 
 NONE = Compression()
 
+
+
+# ---------------------------------------------------------------- Zarr v3
+#
+# The Zarr v3 specification registers bytes, transpose, gzip, zstd, blosc, crc32c and
+# sharding_indexed; a byte shuffle exists there only inside blosc. numcodecs' shuffle written as a
+# v3 codec ("numcodecs.shuffle") makes zarr-python warn on every open and other implementations
+# (tensorstore, zarrs) refuse the array. So a setting with a shuffle is written as blosc with its
+# byte shuffle and the setting's compressor inside: deflateN+shuffle -> blosc(cname=zlib, clevel=N,
+# shuffle), zstdN+shuffle -> blosc(cname=zstd, clevel=min(N, 9)) (blosc levels are 0-9), and a
+# shuffle alone (nothing compressed) is dropped (blosc at level 0 stores bytes unshuffled anyway).
+# Reading a store back, blosc(zlib|zstd, shuffle) is that setting again (zarr_v3_setting).
+BLOSC_CNAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_zlib": "zlib",
+                "blosc_zstd": "zstd"}
+_SHUFFLED_IN_BLOSC = {"zlib": "zlib", "zstd": "zstd"}   # climio codec -> the blosc cname that carries it
+
+
+def zarr_v3_compressors(comp: Compression, itemsize: int) -> list:
+    """The bytes-to-bytes codecs (zarr.codecs objects, all in the v3 specification) for a setting."""
+    import zarr.codecs as zc
+    shuffle = comp.shuffle and itemsize > 1
+    if comp.codec in BLOSC_CNAMES or (shuffle and comp.codec in _SHUFFLED_IN_BLOSC):
+        cname = BLOSC_CNAMES.get(comp.codec) or _SHUFFLED_IN_BLOSC[comp.codec]
+        return [zc.BloscCodec(cname=cname, clevel=min(int(comp.level), 9),
+                              shuffle="shuffle" if shuffle else "noshuffle", typesize=itemsize)]
+    if comp.codec == "zlib":
+        return [zc.GzipCodec(level=int(comp.level))]
+    if comp.codec == "zstd":
+        return [zc.ZstdCodec(level=int(comp.level))]
+    if comp.codec != "none":
+        raise InputError(f"{comp.label}: Zarr output takes deflate (gzip), zstd and blosc codecs, not {comp.codec}")
+    return []
+
+
+def zarr_v3_setting(cname: str, level: int, shuffle: bool) -> Compression:
+    """The setting a v3 blosc codec stands for: blosc(zlib|zstd) with its shuffle is deflate/zstd +
+    shuffle (how zarr_v3_compressors writes them); any other blosc is blosc_<cname>."""
+    by_cname = {v: k for k, v in BLOSC_CNAMES.items()}
+    if shuffle and cname in _SHUFFLED_IN_BLOSC.values():
+        return Compression({v: k for k, v in _SHUFFLED_IN_BLOSC.items()}[cname], level, True)
+    return Compression(by_cname.get(cname, "blosc_lz4"), level, shuffle)

@@ -1,12 +1,11 @@
 """Every parser of option values: comma lists of names and integers, array shapes, sizes and size
-lists, compression settings, chunk shapes, read shapes, KEY=VALUE hints, and the values only one
+lists, compression settings, chunk shapes, KEY=VALUE hints, and the values only one
 command takes (--lat-band, --layouts, --mode, --chunk-cache). Each builds the noun of its module
-(layout, access, data.compression) and fails with one InputError line. (A study's own vocabulary, e.g. the thesis's chunk letters A-G, stays with it.)"""
+(layout, access, data.compression; read shapes: climio.dataset.reads) and fails with one InputError line. (A study's own vocabulary, e.g. the thesis's chunk letters A-G, stays with it.)"""
 
 import re
 from pathlib import Path
 
-from climio.dataset.access import READ_SHAPES, _template, read_count
 from climio.base.errors import InputError
 from climio.dataset.layout import DIMS, _shape
 
@@ -211,17 +210,6 @@ def parse_chunk_text(text, rank=4):
         raise InputError(f"malformed chunk shape '{text}': use contiguous, default, or {names} e.g. "
                          + ("1,1,180,360" if rank == 4 else ",".join(["1"] * rank)))
     return vals
-
-
-def parse_read(spec, shape) -> tuple:
-    """A named read (xy, xt, xyt) or a count template (`1,1,Y,X`, `T,1,10,X`, `24,1,Y,X`) -> count."""
-    shape = _shape(shape)
-    text = str(spec).strip()
-    if text.lower() in READ_SHAPES:
-        return read_count(text.lower(), shape)
-    if "," not in text and len(shape) > 1:
-        raise InputError(f"unknown read shape '{spec}': use {', '.join(READ_SHAPES)} or a count like 1,1,Y,X")
-    return _template(text, shape, "read count")
 
 
 # --- one command's values ------------------------------------------------------------------------------

@@ -161,3 +161,14 @@ def platform_id(info: dict) -> str:
             "ram_bytes": info.get("ram_bytes"),
             "filesystem": {k: fs.get(k) for k in ("type", "source", "mount_point")}}
     return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def platform_id_here(path=None) -> str:
+    """This machine's platform id for the file system holding `path` (as collect() computes it,
+    without the slow library-version probes)."""
+    import platform as _pf
+    import socket
+    d = os.path.dirname(os.path.abspath(str(path))) if path else os.getcwd()
+    info = {"host": socket.gethostname(), "machine": _pf.uname().machine, "cpu": cpu_info(),
+            "ram_bytes": ram_bytes(), "filesystem": filesystem_of(d)}
+    return platform_id(info)

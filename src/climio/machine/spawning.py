@@ -18,7 +18,10 @@ untouched.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from multiprocessing import context as _mp_context
 from multiprocessing import popen_spawn_posix, spawn
 
@@ -85,3 +88,22 @@ def dask_workers() -> None:
     import distributed.process
     _install()
     distributed.process.get_mp_context = context
+
+
+STOP_GRACE_S = 5.0
+
+
+def kill_group(proc, grace_s=STOP_GRACE_S) -> None:
+    """Stop the child's process group: SIGTERM, up to `grace_s` for the leader to exit, then
+    SIGKILL for whatever is left. The grace lets mpirun forward the stop to its ranks and remove
+    its session directory (ompi.HOST.N/ in TMPDIR, with shared-memory segments), which a SIGKILL
+    leaves behind."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if sig == signal.SIGTERM:
+            end = time.monotonic() + grace_s
+            while proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.05)

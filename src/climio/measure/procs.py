@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from climio.machine.spawning import STOP_GRACE_S, kill_group  # noqa: F401  (stopping a child is the spawning policy's)
 from climio.base.errors import NativeError
 from climio.runs.records import parse_line
 
@@ -33,25 +34,6 @@ def failure_line(stderr: str, program: str) -> str:
         return lines[-1]   # a Python child's exception: its last line says what it was
     useful = [l for l in lines if not set(l) <= set("-=*") and not l.startswith(("[", "*** "))]
     return useful[0] if useful else "no message"
-
-
-STOP_GRACE_S = 5.0
-
-
-def kill_group(proc, grace_s=STOP_GRACE_S) -> None:
-    """Stop the child's process group: SIGTERM, up to `grace_s` for the leader to exit, then
-    SIGKILL for whatever is left. The grace lets mpirun forward the stop to its ranks and remove
-    its session directory (ompi.HOST.N/ in TMPDIR, with shared-memory segments), which a SIGKILL
-    leaves behind."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        if sig == signal.SIGTERM:
-            end = time.monotonic() + grace_s
-            while proc.poll() is None and time.monotonic() < end:
-                time.sleep(0.05)
 
 
 # Children streaming now, from any thread: each runs in its own session (so a terminal's Ctrl-C does

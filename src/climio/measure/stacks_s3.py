@@ -27,6 +27,7 @@ import numpy as np
 from climio.measure.stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
 from climio.base.errors import DataError
 from climio.dataset.integrity import HDF5_SIGNATURE
+from climio.dataset.stack_names import ZARR_STACKS
 from climio.dataset.integrity import check as check_whole
 from climio.stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
@@ -332,5 +333,4 @@ OBJECT_STACKS = {
     "h5netcdf-s3fs": H5netcdfS3fs, "h5netcdf-s3fs-nocache": H5netcdfS3fsNoCache,
     "zarr-kerchunk": ZarrKerchunk, "netcdf-c-bytes": NetCDFCBytes,
 }
-ZARR_STACKS = ("zarr-obstore", "zarr-fsspec", "xarray-zarr")
 NETCDF_STACKS = tuple(s for s in OBJECT_STACKS if s not in ZARR_STACKS)

@@ -35,12 +35,13 @@ import numpy as np
 from climio.machine import cache
 from climio.base.errors import DataError, InputError
 from climio.runs.records import make_record
+from climio.dataset.stack_names import HYPERSLAB_STACKS
 from climio.measure.stacks import STACKS
 from . import probes
 from .procs import DEFAULT_TIMEOUT_S
 from .series import Series, Timer, run_series, storage_checked, storage_read_bytes, total_storage_bytes
 
-MEASURED_STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
+MEASURED_STACKS = HYPERSLAB_STACKS
 
 
 def split(items, tasks) -> list:

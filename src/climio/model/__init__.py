@@ -5,9 +5,9 @@
     predict.py   the read-time model: requests x latency + bytes / rate(size, pattern)
                  + bytes decoded / decode rate + per-call CPU, with parallel scaling; a breakdown
                  and the path through the thesis's flowchart (Fig. 7.1)
-    workflow.py  workflow descriptions (reads, passes, tasks, stack) from the CLI, YAML or JSON,
-                 the Layout of a file's variable or an xarray Dataset's, and the one profile
-                 lookup (find_profile) of predict, advise and rechunk
+    workflow.py  workflows (reads, passes, tasks, stack) over described data, predicted read by
+                 read; the loading (YAML/JSON, climio.dataset.describe, this platform's profile)
+                 is the caller's (climio.advise.loading)
     rates.py     the conversion planner's rates (read, write, encode, decode, per request) from
                  the profile, each saying whether it is calibrated or a built-in default
     convert.py   the conversion planner (climio rechunk's plans) and the one-off cost of a

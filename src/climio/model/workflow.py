@@ -12,20 +12,20 @@ From the command line (`--read xt --passes 3 --tasks 4`), or a small YAML/JSON f
       - read: 1,1,Y,X
 
 A read tiles the variable with hyperslabs of its count (access.slice_starts), in C order of the
-starts, as the thesis's loops did. The Layout (shape, item size, chunks, compression, stored
-bytes) comes from the file (netCDF4 + h5py) or from an xarray Dataset's encoding.
+starts, as the thesis's loops did. Pure: the caller loads the file (climio.advise.loading.load_workflow),
+describes its data (describe_workflow: climio.dataset.describe) and finds the profile (profile_for);
+this module takes the descriptions and the profile and returns numbers.
 """
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from climio.dataset.access import slice_starts
-from climio.dataset.options import parse_read
-from climio.base.errors import DataError, InputError
+from climio.dataset.reads import read_count
+from climio.base.errors import InputError
 from climio.dataset.layout import Layout, format_chunks
 from .predict import Prediction, predict
 from .profile import Profile
@@ -50,6 +50,8 @@ class Workflow:
     stack: str = DEFAULT_STACK
     chunk_cache: Optional[int] = None
     dataset: object = field(default=None, repr=False)   # an xarray Dataset instead of a file
+    endpoint_url: Optional[str] = None                   # the S3 endpoint of an s3:// file
+    described: dict = field(default_factory=dict, repr=False)   # (file, var) -> Description, opened once
 
     def __post_init__(self):
         # the stack's name is checked by the caller (climio.advise), which knows the stacks that
@@ -114,102 +116,18 @@ def from_mapping(d: dict, base_dir=".") -> Workflow:
                     str(d.get("stack", DEFAULT_STACK)), parse_size(str(cc)) if cc is not None else None)
 
 
-def load(path) -> Workflow:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read workflow {p}: {exc.strerror}") from None
-    try:
-        if p.suffix.lower() == ".json":
-            d = json.loads(text)
-        else:
-            import yaml
-            d = yaml.safe_load(text)
-    except Exception as exc:  # noqa: BLE001  (json/yaml parse errors: one line)
-        raise InputError(f"workflow {p} is not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
-                         f"{str(exc).splitlines()[0]}") from None
-    return from_mapping(d, p.parent)
-
-
 # --- layouts ---------------------------------------------------------------------------------------
 
-def codec_label(filters: dict) -> str:
-    """netCDF4 Variable.filters() -> a compression label (deflate4+shuffle, zstd3, none)."""
-    f = filters or {}
-    parts = []
-    if f.get("zlib"):
-        parts.append(f"deflate{int(f.get('complevel') or 0)}")
-    for name in ("zstd", "bzip2", "blosc", "szip"):
-        if f.get(name):
-            lvl = f.get("complevel") or ""
-            parts.append(f"{name}{lvl if isinstance(lvl, int) else ''}")
-    if f.get("shuffle") and parts:
-        parts.append("shuffle")
-    return "+".join(parts) or "none"
-
-
-def layout_of(path, var) -> tuple:
-    """(Layout, codec label) of `var` in the netCDF-4/HDF5 file at `path`."""
-    from ..data.source import open_netcdf
-    p = str(path)
-    with open_netcdf(p) as ds:
-        if var is None:
-            cands = [k for k, v in ds.variables.items() if len(v.shape) >= 2 and k not in ds.dimensions]
-            if len(cands) != 1:
-                raise InputError(f"say which variable with --var: {p} has {', '.join(cands) or 'no multi-dimensional variables'}")
-            var = cands[0]
-        if var not in ds.variables:
-            raise DataError(f"no variable '{var}' in {p}: it has {', '.join(ds.variables)}")
-        v = ds.variables[var]
-        chunking = v.chunking()
-        filters = v.filters() or {}
-        chunks = None if chunking in ("contiguous", "compact", None) else tuple(int(c) for c in chunking)
-        codec = codec_label(filters)
-        itemsize = v.dtype.itemsize
-        shape = tuple(int(n) for n in v.shape)
-    stored = None
-    try:
-        import h5py
-        with h5py.File(p, "r") as fh:
-            stored = int(fh[var].id.get_storage_size())
-    except Exception:  # noqa: BLE001  (netCDF-3 or a group path: stored bytes unknown)
-        stored = None
-    compressed = codec != "none" and chunks is not None and any(x in codec for x in ("deflate", "zstd", "bzip2", "blosc", "szip"))
-    return Layout(shape, itemsize, chunks, compressed, stored or None), codec, var
-
-
-def layout_of_dataset(ds, var) -> tuple:
-    """(Layout, codec, source path or None) from an xarray Dataset: its encoding says where the
-    variable came from and how it is stored."""
-    if var is None:
-        cands = [k for k, v in ds.data_vars.items() if v.ndim >= 2]
-        if len(cands) != 1:
-            raise InputError(f"say which variable: the Dataset has {', '.join(cands) or 'no multi-dimensional variables'}")
-        var = cands[0]
-    if var not in ds.variables:
-        raise DataError(f"no variable '{var}' in the Dataset: it has {', '.join(map(str, ds.variables))}")
-    da = ds[var]
-    enc = dict(da.encoding)
-    src = enc.get("source") or ds.encoding.get("source")
-    if src and os.path.exists(src):
-        lay, codec, var = layout_of(src, var)
-        return lay, codec, src, var
-    chunks = enc.get("chunksizes")
-    chunks = None if enc.get("contiguous") or not chunks else tuple(int(c) for c in chunks)
-    codec = codec_label({"zlib": enc.get("zlib"), "complevel": enc.get("complevel"), "shuffle": enc.get("shuffle")})
-    lay = Layout(tuple(int(n) for n in da.shape), da.dtype.itemsize, chunks, codec != "none" and chunks is not None)
-    return lay, codec, None, var
-
-
-def reads_for(layout: Layout, spec: str, var: str = "") -> list:
-    """The (start, count) hyperslabs tiling the variable with the read `spec`; InputError (one line)
-    for a read bigger than the variable or one that does not fit its rank."""
+def reads_for(layout, spec: str, var: str = "") -> list:
+    """The (start, count) hyperslabs tiling the variable with the read `spec` (climio.dataset.reads,
+    by the dimensions' roles when `layout` is a Description; a bare Layout takes the fallback roles);
+    InputError (one line) for a read bigger than the variable or one that does not fit it."""
     shape = layout.shape
     if str(spec).strip().lower() == "stsa":
         return stsa_reads(shape)
     try:
-        count = parse_read(spec, shape)
+        count = read_count(spec, shape, getattr(layout, "dims", None), getattr(layout, "roles", None),
+                           getattr(layout, "var", var))
     except InputError as exc:
         msg = str(exc)
         if "outside 1.." in msg:
@@ -228,12 +146,38 @@ def stsa_reads(shape, levels=None) -> list:
     return [((0, k, j, 0), (t, 1, 1, x)) for j in range(y) for k in range(levels or z)]
 
 
+class ReadItem(NamedTuple):
+    """One read of a workflow as predicted: unpacks as (spec, layout, codec, prediction), reads as
+    attributes (.read, .passes, .seconds, ...), and to_dict() as `climio predict --json` prints it."""
+    spec: ReadSpec
+    layout: Layout
+    codec: str
+    prediction: Prediction
+
+    @property
+    def read(self) -> str:
+        return self.spec.read
+
+    @property
+    def passes(self) -> int:
+        return self.spec.passes
+
+    @property
+    def seconds(self) -> float:
+        return self.prediction.seconds
+
+    def to_dict(self) -> dict:
+        return {"read": self.spec.read, "passes": self.spec.passes, "layout": self.layout.to_dict(),
+                "codec": self.codec, "prediction": self.prediction.to_dict()}
+
+
 @dataclass
 class WorkflowPrediction:
-    items: list            # [(ReadSpec, Layout, codec, Prediction)]
+    items: list            # [ReadItem]: (ReadSpec, Layout, codec, Prediction) with attributes and to_dict()
     tasks: int
     stack: str
     checks: list = field(default_factory=list)   # [Check] after --check
+    notes: list = field(default_factory=list)    # how the data was priced, when not as asked
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -255,25 +199,33 @@ class WorkflowPrediction:
         if len(self.items) > 1:
             out.append(f"workflow total: {self.total_s:.3g} s")
         out += [c.line() for c in self.checks]
+        out += [f"note: {n}" for n in self.notes]
         return out
 
     def to_dict(self) -> dict:
         return {"seconds": self.seconds, "total_s": self.total_s, "tasks": self.tasks, "stack": self.stack,
-                "reads": [{"read": s.read, "passes": s.passes, "layout": lay.to_dict(), "codec": codec,
-                           "prediction": p.to_dict()} for s, lay, codec, p in self.items],
+                "notes": self.notes,
+                "reads": [item.to_dict() for item in self.items],
                 "checks": [{"read": c.read, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
                             "measured_all": c.measured_all, "ratio": c.ratio} for c in self.checks]}
 
 
-def resolve(wf: Workflow, spec: ReadSpec) -> tuple:
-    """(Layout, codec, path, var) of one read of the workflow."""
-    if wf.dataset is not None and spec.file is None:
-        return layout_of_dataset(wf.dataset, spec.var or wf.var)
-    path = spec.file or wf.file
-    if not path:
+def resolve(wf: Workflow, spec: ReadSpec):
+    """The Description of one read's variable, as the caller described it (wf.described, filled by
+    climio.advise.loading.describe_workflow: the model opens nothing)."""
+    key = workflow_key(wf, spec)
+    if key not in wf.described:
+        raise InputError(f"the workflow's data {key[0] or 'Dataset'}:{key[1] or ''} is not described: "
+                         "describe it first (climio.advise.loading.describe_workflow)")
+    return wf.described[key]
+
+
+def workflow_key(wf: Workflow, spec: ReadSpec) -> tuple:
+    """(file or None for the Dataset, var as asked) of one read: the key of wf.described."""
+    src = spec.file or wf.file
+    if src is None and wf.dataset is None:
         raise InputError("the workflow names no file")
-    lay, codec, var = layout_of(path, spec.var or wf.var)
-    return lay, codec, path, var
+    return (str(src) if src else None, spec.var or wf.var)
 
 
 def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache_of=None) -> WorkflowPrediction:
@@ -285,55 +237,20 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache
     rechunked layout is predicted with the same cache."""
     items = []
     for spec in wf.reads:
-        lay, codec, path, var = resolve(wf, spec)
-        reads = reads_for(lay, spec.read, var)
+        desc = resolve(wf, spec)
+        lay, codec, path, var = desc.layout, desc.codecs, desc.location or None, desc.var
+        reads = reads_for(desc, spec.read, var)
         cache = cache_of(wf.stack, path, var, wf.chunk_cache) if cache_of is not None and path else None
         if layout_override is not None:
             lay, codec = layout_override(lay, codec)
         p = predict(lay, reads, wf.stack, profile, tasks=wf.tasks, codec=codec if lay.compressed else "",
                     chunk_cache=cache, chunk_cache_bytes=wf.chunk_cache, passes=spec.passes)
-        items.append((spec, lay, codec, p))
+        items.append(ReadItem(spec, lay, codec, p))
     return WorkflowPrediction(items, wf.tasks, wf.stack)
 
 
 def human_count(n) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
-
-
-# --- the platform and its profile -----------------------------------------------------------------
-
-def platform_id_of(path) -> str:
-    """This machine's platform id for the file system holding `path` (as climio.machine.platform.collect
-    computes it, without the slow library-version probes)."""
-    import platform as _pf
-    import socket
-    from climio.machine import platform as plat
-    d = os.path.dirname(os.path.abspath(str(path))) if path else os.getcwd()
-    info = {"host": socket.gethostname(), "machine": _pf.uname().machine, "cpu": plat.cpu_info(),
-            "ram_bytes": plat.ram_bytes(), "filesystem": plat.filesystem_of(d)}
-    return plat.platform_id(info)
-
-
-def find_profile(path=None, profile=None) -> tuple:
-    """(Profile, warning line or "") to price work on the data at `path` with: `profile` (a Profile,
-    or a path to one), else this platform's calibrated profile, else the newest of another
-    platform's (said), else the built-in defaults (said). The one lookup of `climio predict`,
-    `climio advise` and `climio rechunk`."""
-    from . import profile as profmod
-    if isinstance(profile, Profile):
-        return profile, ""
-    pid = platform_id_of(path)
-    prof, line = profmod.find(pid, profile)
-    return prof or profmod.default_profile(pid), line
-
-
-def profile_for(path=None, profile=None, warn=None) -> Profile:
-    """The calibrated profile for the file system of `path` (or `profile`, a Profile or a path);
-    `warn(line)` hears why another platform's profile or the defaults are used."""
-    prof, line = find_profile(path, profile)
-    if line and warn:
-        warn(line)
-    return prof
 
 
 @dataclass

@@ -13,6 +13,7 @@ import math
 import mmap
 import os
 import resource
+import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Optional
@@ -57,6 +58,9 @@ class Sink:
     path: str = ""
     var: str = ""
     offset: int = 0
+    remote: str = ""          # "zarr": s3://BUCKET/STORE, the chunks go there as objects (stores.chunks)
+    meta: tuple = ()          # with `remote`: ((key, bytes), ...) the array's metadata documents, which
+                              # are not in the bucket until the store is complete (written last)
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,32 @@ class Result:
     chunks_decoded: int
     maxrss: int               # this process's peak RSS so far, bytes
     pid: int
+    retries: int = 0          # object-store requests retried during the task (stores.retry)
 
 
-_handles = {}
-_scratch = {}                 # this process's reusable block buffer
+class _PerThread:
+    """Open handles and the reusable block buffer of one thread: a Dask worker may run tasks in
+    several threads of one process."""
+    def __init__(self):
+        self.handles = {}
+        self.scratch = {}
+
+
+_local = threading.local()
+_threads = {}   # thread id -> its _PerThread, so that close_all_handles reaches every thread's
+
+
+def _state() -> _PerThread:
+    st = getattr(_local, "state", None)
+    if st is None:
+        st = _local.state = _PerThread()
+        _threads[threading.get_ident()] = st
+    return st
 
 
 def _open(kind: str, path: str):
     key = (kind, path)
+    _handles = _state().handles
     if key not in _handles:
         if kind == "fd":
             _handles[key] = os.open(path, os.O_RDONLY)
@@ -99,7 +121,12 @@ def _open(kind: str, path: str):
             _handles[key] = _zarr_array(*path, mode="r" if kind == "zarr" else "r+")
         elif kind in ("zarr-chunks", "zarr+chunks"):   # a zarr_chunks.ChunkIO, or None: through zarr-python
             from .zarr_chunks import ChunkIO
-            _handles[key] = ChunkIO.of(_open("zarr" if kind == "zarr-chunks" else "zarr+", path), path[0])
+            arr = _open("zarr" if kind == "zarr-chunks" else "zarr+", path)
+            _handles[key] = ChunkIO.of(arr, path[0], _objects_of(path[0]))
+        elif kind == "zarr-remote":   # (s3 url, array path, metadata): an output array, chunks in the bucket
+            from .zarr_chunks import ChunkIO
+            arr = _memory_array(path[2], path[1])
+            _handles[key] = (arr, ChunkIO.of(arr, "", _objects_of(path[0])))
         else:
             import netCDF4
             ds = netCDF4.Dataset(path, "r")
@@ -108,21 +135,63 @@ def _open(kind: str, path: str):
     return _handles[key]
 
 
+def _objects_of(store: str):
+    if not str(store).startswith("s3://"):
+        return None
+    from ..stores.chunks import ObjectChunks
+    return ObjectChunks.of(store)
+
+
+def zarr_store(store: str, read_only: bool = True):
+    """What zarr opens: the directory, or for s3://BUCKET/STORE an ObjectStore on it (streamed:
+    requests time out and are retried by stores.retry, not by obstore)."""
+    if not str(store).startswith("s3://"):
+        return store
+    from zarr.storage import ObjectStore
+
+    from ..stores.chunks import ObjectChunks, streamed_store
+    objs = ObjectChunks.of(store)
+    return ObjectStore(streamed_store(objs.endpoint, objs.url.bucket, objs.prefix or None), read_only=read_only)
+
+
 def _zarr_array(store: str, var: str, mode: str):
     import warnings
 
     import zarr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # numcodecs codecs "not in the v3 specification"
-        return zarr.open_array(store, path=var, mode=mode)
+        return zarr.open_array(zarr_store(store, mode == "r"), path=var, mode=mode)
 
 
-def close_handles() -> None:
+def _memory_array(meta: tuple, var: str):
+    """The array defined by its metadata documents, in memory: its codecs encode the chunks, and
+    zarr-python writes what ChunkIO does not cover (shards) here, to be moved to the bucket."""
+    import warnings
+
+    import zarr
+    from zarr.core.buffer import cpu
+    from zarr.storage import MemoryStore
+    store = MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in meta})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return zarr.open_array(store, path=var, mode="r+")
+
+
+def close_all_handles() -> None:
+    """close_handles for every thread of this process (a Dask worker's, between runs)."""
+    for state in list(_threads.values()):
+        close_handles(state)
+
+
+def close_handles(state: _PerThread = None) -> None:
     """Close every file a process opened (the intermediate file must be reopened after it is written)."""
+    _handles = (state or _state()).handles
     for (kind, _), h in list(_handles.items()):
         try:
             if kind in ("fd", "fdw"):
                 os.close(h)
+            elif kind == "zarr-remote":
+                h[1] and h[1].flush()
             elif h is not None and hasattr(h, "close"):
                 h.close()
         except Exception:
@@ -236,6 +305,9 @@ def _write_zarr(task: Task, block: np.ndarray) -> None:
     """Write a block (whole target chunks, edge chunks clipped by the array's end) into its Zarr
     array: chunk by chunk through zarr_chunks.ChunkIO, else through zarr-python."""
     sink = task.sink
+    if sink.remote:
+        _write_remote(task, block)
+        return
     io = _open("zarr+chunks", (sink.path, sink.var))
     whole = io is not None and all(s % c == 0 and (n % c == 0 or s + n == d)
                                    for s, n, c, d in zip(task.start, task.count, io.chunks, io.shape))
@@ -247,6 +319,34 @@ def _write_zarr(task: Task, block: np.ndarray) -> None:
         origin = tuple(i * c for i, c in zip(idx, io.chunks))
         dst, _ = _overlap(task.start, task.count, origin, io.chunks)
         io.write(idx, block[dst])
+
+
+def _write_remote(task: Task, block: np.ndarray) -> None:
+    """A block's chunks as objects in the bucket: encoded here (ChunkIO), or by zarr-python into
+    the in-memory array and moved from there (shards: a block holds whole shards, each one PUT);
+    then the block's line of the resume manifest (rechunk.resume), once every chunk is stored."""
+    sink = task.sink
+    arr, io = _open("zarr-remote", (sink.remote, sink.var, sink.meta))
+    if io is not None:
+        for idx in chunks_in(task.start, task.count, io.chunks):
+            origin = tuple(i * c for i, c in zip(idx, io.chunks))
+            dst, _ = _overlap(task.start, task.count, origin, io.chunks)
+            io.write(idx, block[dst])
+        written = io.flush()
+    else:
+        written = _write_through_memory(arr, task, block, _objects_of(sink.remote))
+    from .resume import record_block
+    record_block(_objects_of(sink.remote), sink.var, task.start, written)
+
+
+def _write_through_memory(arr, task: Task, block: np.ndarray, objs) -> list:
+    store = arr.store
+    sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
+    arr[sel or ...] = block
+    keys = [k for k in list(store._store_dict) if not k.endswith(("zarr.json", ".zarray", ".zattrs"))]
+    for k in keys:
+        objs.put_later(k, store._store_dict.pop(k).to_bytes())
+    return objs.flush()
 
 
 def _overlap(start, count, origin, chunks, extent=None):
@@ -267,19 +367,22 @@ def _block_array(count, dtype, reuse: bool) -> np.ndarray:
     n = int(np.prod(count)) * dt.itemsize
     if not reuse:
         return np.empty(count, dt)
+    _scratch = _state().scratch
     if _scratch.get("buf") is None or _scratch["buf"].size < n:
         _scratch["buf"] = None
         _scratch["buf"] = np.empty(n, np.uint8)
     return _scratch["buf"][:n].view(dt).reshape(count)
 
 
-def read_block(task: Task, reuse: bool = False) -> tuple:
+def read_block(task: Task, reuse: bool = False, into: Optional[np.ndarray] = None) -> tuple:
     """(block array, bytes read from the file, chunks decoded). `reuse`: the block may live in this
-    process's scratch buffer (it is consumed before the next block is read)."""
+    process's scratch buffer (it is consumed before the next block is read). `into`: a C-contiguous
+    array of the block's shape and dtype that a direct source decodes straight into (rechunk.concat:
+    a file's rows of a block spanning several files); other sources ignore it."""
     src = task.source
     sel = tuple(slice(s, s + n) for s, n in zip(task.start, task.count))
     if src.kind == "direct":
-        out = _block_array(task.count, src.dtype, reuse)
+        out = into if into is not None else _block_array(task.count, src.dtype, reuse)
         touched = math.prod((s + n - 1) // c - s // c + 1 for s, n, c in zip(task.start, task.count, src.chunks))
         if src.extent is not None or len(task.entries) < touched:
             out[...] = src.fill           # chunks never written (and records beyond them) hold the fill value
@@ -430,6 +533,8 @@ def remove_spilled(prefix: str) -> None:
 
 
 def run_task(task: Task) -> Result:
+    from ..stores.retry import COUNTER
+    retries0 = COUNTER.n
     block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
     if task.sink.kind == "chunks":
         chunks = encoded_chunks(block, task.start, task.sink)
@@ -447,7 +552,7 @@ def run_task(task: Task) -> Result:
         payload = block
     return Result(task.start, task.count, payload, int(np.prod(task.count)) * np.dtype(task.source.dtype).itemsize,
                   nread, ndec,
-                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, os.getpid())
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, os.getpid(), COUNTER.n - retries0)
 
 
 def init_worker() -> None:

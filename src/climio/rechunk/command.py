@@ -45,6 +45,9 @@ class Options:
     zarr_format: int = 3
     shards: tuple = ()                 # --shards specs (Zarr v3)
     endian: str = ""                   # --endian of the Zarr v3 bytes codec
+    remote_out: str = ""               # s3://BUCKET/STORE: chunks go there (rechunk.remote publishes the rest)
+    resume: bool = False               # --resume: skip the blocks a killed run wrote (rechunk.resume)
+    scheduler: str = ""                # --scheduler: a Dask scheduler address or "local" (rechunk.cluster)
 
 
 def zarr_settings(opts: Options):
@@ -107,14 +110,16 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
 
 def platform_profile(in_path: Path, say=None):
     """The profile the plans are priced with, found as `climio advise` finds it for this file
-    (climio.model.workflow.find_profile: this platform's calibrated profile, else another
+    (this platform's calibrated profile, else another
     platform's, else the built-in defaults, whose rates the rate lines name). `say` hears which."""
     from ..model import profile as profmod
-    from ..model.workflow import find_profile, platform_id_of
+    from climio.machine.platform import platform_id_here
+    pid = platform_id_here(in_path)
     try:
-        prof, line = find_profile(in_path)
+        prof, line = profmod.find(pid)
     except DataError:   # an unreadable profile file: the built-in rates, as with none
-        return profmod.default_profile(platform_id_of(in_path))
+        return profmod.default_profile(pid)
+    prof = prof or profmod.default_profile(pid)
     if say and prof.source != "defaults":
         say(line or f"predicted times use this platform's calibrated profile {prof.platform_id} "
                     f"({profmod.path_for(prof.platform_id)})")
@@ -195,6 +200,10 @@ class Prepared:
         return _estimate_output(self.in_bytes, self.infos, self.targets, self.stored)
 
 
+def _is_url(path) -> bool:
+    return str(path).startswith("s3://")
+
+
 def io_formats(in_path: Path, out_path: Path, opts: Options) -> tuple:
     """(input format, output format); Zarr-only options without Zarr output are errors."""
     out_fmt = formats.output_format(out_path, opts.out_format)
@@ -227,8 +236,11 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
     # first: it may put back an output a killed --force run had moved aside, which the check must see
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # (and it frees space before the space check)
-    _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
-    integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
+    if _is_url(in_path):   # a Zarr store in a bucket, read object by object (rechunk.remote)
+        _check_paths(out_path.parent, out_path, opts.force or force, "zarr", out_fmt)
+    else:
+        _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
+        integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
     if workers < 1:
         raise InputError("--workers must be at least 1")
     max_mem = opts.max_mem or default_max_mem()
@@ -237,7 +249,7 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     targets = _targets(infos, opts, in_path, out_fmt)
     stored = reader.stored_bytes(in_path, infos)
     notes = []
-    profile = platform_profile(in_path, notes.append)
+    profile = platform_profile(out_path.parent if _is_url(in_path) else in_path, notes.append)
     labels = {(v.compression.label, targets[v.path].compression.label) for v in infos if v.path in targets}
     rates = {(c, t): Rates.from_profile(profile, c, t) for c, t in sorted(labels)}
     units = targets   # what blocks align to: the target chunks (Zarr: the shards when sharded)
@@ -321,8 +333,12 @@ def say_plans(prep: Prepared, say) -> None:
 
 def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
     """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
-    in_path, out_path = Path(in_path), Path(out_path)
-    early = "" if dry_run else _early_start(in_path, out_path, opts)
+    in_path = str(in_path) if _is_url(in_path) else Path(in_path)
+    out_path = Path(out_path)
+    early = "" if dry_run or _is_url(in_path) or opts.scheduler else _early_start(in_path, out_path, opts)
+    if opts.scheduler and not dry_run:
+        from . import cluster
+        cluster.start_early(opts.scheduler, opts.workers)   # connected while the input is scanned and planned
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -332,6 +348,9 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     finally:
         execute.discard_early()   # not taken: the plan wanted another pool, or the command failed first
         child.discard()
+        if opts.scheduler:
+            from . import cluster
+            cluster.discard_early()
 
 
 EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _early_start)
@@ -369,6 +388,8 @@ def _at_least(path: Path, nbytes: int) -> bool:
 def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_factory, say) -> dict:
     prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
+    if opts.remote_out or _is_url(in_path):
+        _object_store_bounds(prep, opts, say)
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
                "plans": {k: p.to_dict() for k, p in plans.items()}}
@@ -386,6 +407,11 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
             say(f"{path} -> {_target_label(targets[path])}")
             for line in p.describe():
                 say("  " + line)
+        if opts.scheduler:
+            from .cluster import per_worker_lines, round_trip_s
+            store = opts.remote_out or (str(in_path) if _is_url(in_path) else "")
+            for line in per_worker_lines(plans, opts.workers, max_mem, round_trip_s(store) if store else 0.0):
+                say(line)
         return summary
 
     say_plans(prep, say)
@@ -397,12 +423,15 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
             with writer.staged(out_path) as tmp:
                 bar = progress_factory(total) if progress_factory else None
                 with (bar if bar else _null()):
-                    runner, jobs, checked = define_and_start(prep, in_path, tmp, zarr_settings(opts))
+                    runner, jobs, checked = define_and_start(prep, in_path, tmp, zarr_settings(opts), opts)
+                    if opts.remote_out:
+                        jobs = _remote_jobs(opts, in_path, jobs, say)
                     stats = execute.convert(str(in_path), str(tmp), jobs, opts.workers, str(tmp_dir),
-                                            bar.callback if bar else None, prep.in_fmt, prep.out_fmt, runner)
+                                            bar.callback if bar else None, prep.in_fmt, prep.out_fmt, runner,
+                                            out_remote=opts.remote_out)
                 _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt, checked)
         except KeyboardInterrupt:
-            raise Interrupted(f"interrupted: nothing written to {out_path} (temporary output removed)") from None
+            raise Interrupted(f"interrupted: {_nothing(out_path, opts)}") from None
         except DiskSpaceError:   # judged by staging before it removed the temporary output
             raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "
                                  "(temporary output removed)") from None
@@ -410,14 +439,17 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
             if disk_full_in(exc):
                 raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "
                                      "(temporary output removed)") from None
-            raise DataError(f"I/O error while converting: {exc}; nothing written to {out_path}") from None
+            raise DataError(f"I/O error while converting: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}; "
+                            f"{_nothing(out_path, opts)}") from None
         except Interrupted:
-            raise TerminatedError(f"terminated: nothing written to {out_path} (temporary output removed)") from None
+            raise TerminatedError(f"terminated: {_nothing(out_path, opts)}") from None
     seconds = time.perf_counter() - t0
     nbytes = sum(j.info.nbytes for j in jobs)
     summary.update(seconds=seconds, bytes=nbytes, rate_MBps=rate_MBps(nbytes, seconds),
                    bytes_read=stats.bytes_read, chunks_decoded=stats.chunks_decoded,
-                   peak_rss=_peak_rss(stats), verified=opts.verify)
+                   peak_rss=_peak_rss(stats), verified=opts.verify, retries=stats.retries,
+                   task_processes=len(stats.worker_rss),
+                   blocks_skipped=stats.skipped)
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
         f"{', verified' if opts.verify else ''} -> {out_path}")
@@ -428,7 +460,41 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
     return summary
 
 
-def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
+def _object_store_bounds(prep: Prepared, opts: Options, say) -> None:
+    """Streamed to or from a bucket: the line stating the margin above --max-mem. (A shard is one
+    PUT from one block: the planner already refuses a shard whose block does not fit the bound.)"""
+    block = max((math.prod(p.block) * p.src.itemsize for plan in prep.plans.values() for p in plan.passes),
+                default=0)
+    say(f"object storage: memory per worker is the plan's bound plus up to {format_size(block)} of one block's "
+        "compressed chunks in flight (GET batch or PUT queue) and the HTTP client's buffers; local disk holds the "
+        "output's metadata and coordinates only")
+
+
+def _nothing(out_path, opts: Options) -> str:
+    if opts.remote_out:   # chunk objects may be there, but no metadata: nothing opens
+        return f"nothing readable under {opts.remote_out} (run again with --resume to continue)"
+    return f"nothing written to {out_path} (temporary output removed)"
+
+
+def _remote_jobs(opts: Options, in_path, jobs, say) -> list:
+    """Jobs writing into the bucket: the run recorded (or checked, --resume) and, resumed, the
+    blocks already written marked to be skipped (rechunk.resume)."""
+    import dataclasses
+
+    from ..stores.chunks import ObjectChunks
+    from . import resume
+    objs = ObjectChunks.of(opts.remote_out)
+    resume.begin(objs, str(in_path), jobs, opts.resume)
+    if not opts.resume:
+        return jobs
+    done = resume.done_blocks(objs)
+    out = [dataclasses.replace(j, skip=frozenset(done.get(j.out_path.strip("/"), ()))) for j in jobs]
+    n = sum(len(j.skip) for j in out)
+    say(f"--resume: {n} block(s) already written by the earlier run are kept")
+    return out
+
+
+def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options = None) -> tuple:
     """(execute.Runner, [execute.Job], whether the output's metadata was checked already): the output
     defined and the worker pool started. With worker processes, defining through xarray (a Zarr
     input or output) happens in a child process that exits before the pool starts: imported into
@@ -438,13 +504,20 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings) -> tuple:
     the check holds at the end and xarray is not imported a second time for it. Without the child
     the pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
-    apart = size > 1 and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
+    scheduler = opts.scheduler if opts is not None else ""
+    apart = size > 1 and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules and not scheduler
+
+    def make_runner():
+        if scheduler:   # the same tasks on Dask distributed workers (rechunk.cluster)
+            from .cluster import DaskRunner
+            return DaskRunner(scheduler, opts.workers)
+        return execute.Runner(size)
     args = (prep, in_path, tmp, settings, apart and prep.out_fmt == "zarr")
-    runner = None if apart else execute.Runner(size)
+    runner = None if apart else make_runner()
     try:
         if apart:
             jobs = child.run(_define_output, args)
-            runner = execute.Runner(size)
+            runner = make_runner()
         else:
             jobs = _define_output(*args)
     except BaseException:
@@ -495,12 +568,14 @@ def _check_written(tmp: Path, jobs, verify: bool, max_mem: int, in_path: Path, i
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
-            endian="") -> dict:
+            endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False) -> dict:
     """climio.rechunk.convert with the output-format options: out_format ("netcdf4" | "zarr", default
     from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
     bytes codec's byte order). The other arguments are climio.rechunk.convert's. `src` may be a list
     of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
-    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted)."""
+    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted).
+    concat (a dimension name): the inputs are one dataset along it, written to the one output `dst`
+    (rechunk.concat; overlaps along it refused unless allow_overlap)."""
     from climio.dataset.options import parse_size
     if isinstance(chunks, dict):
         per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]
@@ -516,18 +591,37 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
                    workers=workers if workers is not None else len(os.sched_getaffinity(0)),
                    tmp_dir=str(tmp_dir) if tmp_dir else None, verify=verify, force=force, out_format=out_format,
                    zarr_format=int(zarr_format), shards=tuple([shards] if isinstance(shards, str) else shards or ()),
-                   endian=endian or "")
+                   endian=endian or "", remote_out=remote_out or "", resume=bool(resume),
+                   scheduler=scheduler or "")
     say = say or (lambda *_: None)
     factory = None
     if progress and not mpi:
         from ..measure.progress import BytesProgress
         factory = lambda total: BytesProgress(total, "rechunk")  # noqa: E731
     from . import many
+    if concat:
+        if mpi:
+            raise InputError("--concat runs on one machine (its own worker processes), not under mpirun")
+        if scheduler or resume:
+            raise InputError("--concat runs on one machine into a local output: not with --scheduler or --resume")
+        from .concat import rechunk_concat
+        return rechunk_concat(src, dst, opts, concat, allow_overlap=allow_overlap, dry_run=dry_run, say=say)
+    if allow_overlap:
+        raise InputError("--allow-overlap is for --concat DIM")
+    if many.is_many(src) and str(dst).rstrip("/").endswith(".zarr"):
+        raise InputError(f"output {dst}: several inputs are written one output per input into a directory, "
+                         "not into one Zarr store; pass --concat DIM to write one store along DIM")
     if many.is_many(src):   # several inputs or a pattern: dst is the directory of the outputs
         return many.rechunk_many(src, dst, opts, dry_run=dry_run, progress_factory=factory, say=say, mpi=mpi)
     src = (src,) if isinstance(src, (str, os.PathLike)) else src
-    src = many.expand(src)[0]   # a URL is one line naming what is supported, not a mangled path
+    # a URL is one line naming what is supported, not a mangled path; s3:// is read object by object
+    src = src[0] if _is_url(src[0]) else many.expand(src)[0]
     many.refuse_url(dst, "output")
+    if scheduler:   # --max-mem is per worker: the plan is made for all of them
+        from .cluster import check_output
+        check_output(remote_out or dst, out_format)
+        if opts.max_mem:
+            opts.max_mem *= max(1, opts.workers)
     if mpi:
         from .mpi_exec import rechunk_mpi
         return rechunk_mpi(src, dst, opts, say=say)

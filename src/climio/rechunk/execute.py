@@ -36,6 +36,7 @@ class Job:
     target: Target
     out_path: str             # the variable in the output: HDF5 dataset path, or Zarr array path
     plan: Plan
+    skip: frozenset = frozenset()   # block starts already written by a killed run (--resume, rechunk.resume)
 
 
 @dataclass
@@ -43,10 +44,14 @@ class RechunkStats:
     bytes_read: int = 0
     chunks_decoded: int = 0
     worker_rss: dict = field(default_factory=dict)   # pid -> peak RSS bytes
+    retries: int = 0          # object-store requests retried (stores.retry)
+    skipped: int = 0          # blocks a resumed run found written
 
     def add(self, r: blocks.Result) -> None:
         self.bytes_read += r.bytes_read
         self.chunks_decoded += r.chunks_decoded
+        if r.pid != os.getpid():   # this process's own retries are counted by the command (stores.retry.COUNTER)
+            self.retries += r.retries
         self.worker_rss[r.pid] = max(self.worker_rss.get(r.pid, 0), r.maxrss)
 
 
@@ -234,10 +239,31 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
             if p.name == "from-intermediate":
                 src = blocks.Source(str(inter_path), "raw", "data", src.dtype, src.shape, None, offset=offset)
                 index = None
-            runner.run(tasks(src, sink, p.block, index), write, p.workers, progress)
+            todo = tasks(src, sink, p.block, index)
+            if job.skip and (sink.kind == "zarr" or p.name == "to-intermediate"):
+                todo = _skipping(todo, job, runner.stats, sink.kind == "zarr", progress)
+            runner.run(todo, write, p.workers, progress)
     finally:
         if inter_path is not None:
             inter_path.unlink(missing_ok=True)
+
+
+def _skipping(todo, job: Job, stats: RechunkStats, final: bool, progress):
+    """The tasks a resumed run still has to do: the blocks not written (the final pass), and the
+    first pass of a two-pass plan only if any is left."""
+    n_final = sum(1 for _ in iter_blocks(job.info.shape, job.plan.passes[-1].block))
+    if not final:
+        if len(job.skip) >= n_final:
+            return
+        yield from todo
+        return
+    for t in todo:
+        if tuple(t.start) in job.skip:
+            stats.skipped += 1
+            if progress:
+                progress(int(np.prod(t.count)) * np.dtype(t.source.dtype).itemsize)
+            continue
+        yield t
 
 
 def _nothing_to_write(result) -> None:
@@ -245,7 +271,8 @@ def _nothing_to_write(result) -> None:
 
 
 def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str, progress=None,
-            in_format: str = "netcdf4", out_format: str = "netcdf4", runner: Runner = None) -> RechunkStats:
+            in_format: str = "netcdf4", out_format: str = "netcdf4", runner: Runner = None,
+            out_remote: str = "") -> RechunkStats:
     """Fill the target variables of `out_path` (already defined by the output format's define_output).
     `runner`: a Runner started earlier for these jobs (pool_size of their plans); closed here."""
     runner = runner or Runner(pool_size(j.plan for j in jobs))
@@ -263,6 +290,8 @@ def convert(in_path: str, out_path: str, jobs: list, workers: int, tmp_dir: str,
                 out = stack.enter_context(dst_fmt.open_output(out_path))
                 for job in other:
                     def write_to(job=job):
+                        if out_remote:   # Zarr chunks straight to the bucket (formats.zarr.output)
+                            return dst_fmt.output(out, job.out_path, job.target, remote=out_remote)
                         return dst_fmt.output(out, job.out_path, job.target)
 
                     _run_job(job, runner, in_path, reader, write_to, tmp_dir, progress)

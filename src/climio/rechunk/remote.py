@@ -1,79 +1,184 @@
-"""`climio rechunk` to and from object storage: s3://BUCKET/OUT.zarr as output, s3://BUCKET/IN.zarr
-as input (the endpoint and credentials from the standard AWS variables, climio.stores.endpoint).
+"""`climio rechunk` to and from object storage, streamed: s3://BUCKET/IN.zarr as input and
+s3://BUCKET/OUT.zarr as output, S3 to S3 included (the endpoint and credentials from the standard
+AWS variables, climio.stores.endpoint). No store is staged on local disk:
 
-The conversion itself is the local one (command.convert: bounded memory, parallel workers); the
-store moves through a temporary directory on local disk (--tmp, else the system's):
+    from S3   the workers read the chunk objects a block needs (one concurrent batch per block,
+              stores.chunks) and decode them as a local store's files; the metadata is read once.
+    to S3     the output is defined locally as for a local store, but that directory holds only
+              the metadata and the variables that are not re-laid out (coordinates); each worker
+              PUTs its blocks' chunk objects straight under the final name (blocks.Sink.remote),
+              then a manifest line per block (rechunk.resume). When every block is written, the
+              local directory is published: the manifest removed, its data objects, then the
+              metadata deepest first, the root zarr.json the very last object. Until then zarr
+              finds nothing under the final name.
 
-    to S3     converted into TMP/OUT.zarr, then uploaded in parallel with every chunk first and the
-              metadata last, the root zarr.json the very last object (stores.objects.upload): until
-              then zarr finds no array or group under the final name, so a reader sees nothing or
-              the complete store. Chunk objects are listable under the prefix while uploading; a
-              failed upload removes what it wrote. An existing store there is refused unless --force
-              (then removed before the upload starts: --force is not atomic on object storage).
-    from S3   the store's objects downloaded in parallel (each streamed to its file) into TMP, then
-              converted to the local OUT as any local store.
+Memory: a worker holds its block, the block's compressed input chunks (fetched together) and its
+encoded output chunks until their PUTs return: the plan's per-worker bound (block + encoded
+chunks) plus the compressed input of one block. Local disk: the metadata and coordinates only.
+
+A store under the final name without its root metadata is what a killed or failed run left: the
+next run removes it (one line), unless --resume, which keeps every block whose chunks are listed
+with the recorded size and checksum and writes the rest. Transient failures are retried with
+backoff (stores.retry) and counted in the summary ("retries"); a failure that outlasts the retries
+stops the run with one line and nothing readable under the final name.
 """
 
+import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from climio.base.errors import InputError
+from climio.base.errors import ClimioError, DataError, InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
+METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
-def convert(src, dst, **kw):
-    """command.convert with s3:// URLs allowed for one input (a Zarr store) or the output (.zarr)."""
+
+def convert(src, dst, endpoint_url=None, **kw):
+    """command.convert with s3:// URLs allowed for one input (a Zarr store) and the output (.zarr);
+    `endpoint_url` (--endpoint-url) the S3 endpoint, else AWS_ENDPOINT_URL."""
     from .command import convert as local_convert
     srcs = src if isinstance(src, (list, tuple)) else [src]
     remote_in = [s for s in srcs if is_s3_url(str(s))]
     if not remote_in and not is_s3_url(str(dst)):
+        if endpoint_url:
+            raise InputError("--endpoint-url is the S3 endpoint of an s3:// input or output: neither is one")
+        if kw.get("resume"):
+            raise InputError("--resume continues a rechunk to object storage (s3://BUCKET/OUT.zarr); a local "
+                             "output is written under a temporary name and needs no resume")
         return local_convert(src, dst, **kw)
     if len(srcs) > 1 and remote_in:
         raise InputError("an s3:// input is converted alone: give one input")
-    if remote_in and is_s3_url(str(dst)):
-        raise InputError("from s3:// to s3://: convert to a local store first, or copy the objects")
-    endpoint = Endpoint.from_env()
-    with tempfile.TemporaryDirectory(prefix="climio-rechunk-s3-", dir=kw.get("tmp_dir") or None) as tmp:
+    if is_s3_url(str(dst)) and (len(srcs) > 1 or not remote_in and "*" in str(srcs[0])):
+        raise InputError(f"output {dst}: several inputs go into a local directory, one output each; "
+                         "convert them to s3:// one at a time")
+    if is_s3_url(str(dst)) and kw.get("verify"):
+        raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
+                         "to do: run without --verify and compare the published store")
+    endpoint = Endpoint.from_env(endpoint_url)
+    where = str(dst)
+    try:
         if remote_in:
-            return _from_store(endpoint, str(remote_in[0]), dst, Path(tmp), local_convert, kw)
-        return _to_store(endpoint, src, str(dst), Path(tmp), local_convert, kw)
+            _check_input(str(remote_in[0]))
+            src = str(remote_in[0])
+        if not is_s3_url(str(dst)):
+            if kw.get("resume"):
+                raise InputError("--resume continues a rechunk to object storage (s3://BUCKET/OUT.zarr)")
+            summary = local_convert(src, dst, **kw)
+            if isinstance(summary, dict):
+                summary["input"] = src
+            return summary
+        return _to_store(endpoint, src, str(dst), kw)
+    except ClimioError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- obstore's and zarr's failures, after the retries
+        from ..stores.retry import is_transient
+        kind = "the object store kept failing" if is_transient(exc) else "object store error"
+        first = endpoint.redact(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        tail = (f"; nothing readable under {where} (run again with --resume to continue)" if is_s3_url(where)
+                else f"; nothing written to {where}")
+        raise DataError(f"{kind}: {first}{tail}") from None
 
 
-def _from_store(endpoint, url, dst, tmp: Path, local_convert, kw):
-    from ..stores.objects import download
-    u = parse_s3_url(url)
-    name = Path(u.key.rstrip("/")).name or "input.zarr"
-    local = tmp / name
-    download(endpoint, url, local)
-    summary = local_convert(str(local), dst, **kw)
-    if isinstance(summary, dict):
-        summary["input"] = url
-    return summary
+def _check_input(url: str) -> None:
+    from .formats.zarr import is_store
+    if not is_store(url):
+        raise DataError(f"input {url}: no Zarr store there (no zarr.json, .zgroup or .zarray); from object "
+                        "storage climio rechunk reads Zarr stores")
 
 
-def _to_store(endpoint, src, url, tmp: Path, local_convert, kw):
-    from ..stores.objects import delete_prefix, list_keys, upload
+def _to_store(endpoint, src, url, kw):
+    from ..stores.chunks import ObjectChunks
     u = parse_s3_url(url)
     key = u.key.rstrip("/")
     name = Path(key).name
     if not key or (not name.lower().endswith(".zarr") and (kw.get("out_format") or "zarr") != "zarr"):
         raise InputError(f"output {url}: object storage takes a Zarr store, s3://BUCKET/NAME.zarr")
     final = f"s3://{u.bucket}/{key}"
-    if list_keys(endpoint, final + "/"):
-        if not kw.get("force"):
-            raise InputError(f"output {final} exists: remove it or pass --force")
-    local = tmp / name
-    summary = local_convert(src, str(local), **{**kw, "out_format": "zarr"})
-    if kw.get("dry_run"):
-        return summary
-    if kw.get("force"):
-        delete_prefix(endpoint, final + "/")
-    parent = f"s3://{u.bucket}/{str(Path(key).parent)}" if "/" in key else f"s3://{u.bucket}"
-    try:
-        upload(endpoint, local, parent)
-    except BaseException:
-        delete_prefix(endpoint, final + "/")
-        raise
+    if is_s3_url(str(src)) and str(src).rstrip("/") == final:
+        raise InputError(f"output {final} is the input: choose another name")
+    objs = ObjectChunks(final, endpoint)
+    say = kw.get("say") or (lambda *_: None)
+    _clear_old(objs, final, kw, say)
+    _remove_stale_locals(kw.get("tmp_dir") or tempfile.gettempdir(), say)
+    with tempfile.TemporaryDirectory(prefix=f"climio-rechunk-s3-{os.getpid()}-", dir=kw.get("tmp_dir") or None) as tmp:
+        local = Path(tmp) / name   # metadata and coordinates only
+        summary = local_convert_to(src, local, final, kw)
+        if kw.get("dry_run"):
+            return summary
+        from ..stores.retry import COUNTER
+        before = COUNTER.n
+        publish(objs, local)
     if isinstance(summary, dict):
         summary["output"] = final
+        summary["retries"] = summary.get("retries", 0) + COUNTER.n - before
+        say(f"published {final} (metadata last); {summary['retries']} object-store request(s) retried"
+            + (f", {summary.get('blocks_skipped', 0)} block(s) kept from the earlier run" if kw.get("resume") else ""))
     return summary
+
+
+def _remove_stale_locals(where, say) -> None:
+    """The local metadata directories of runs that were killed (their process is gone)."""
+    import re
+    import shutil
+    for d in Path(where).glob("climio-rechunk-s3-*-*"):
+        m = re.match(r"climio-rechunk-s3-(\d+)-", d.name)
+        if not m or not d.is_dir():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue   # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        say(f"removed {d}, the local metadata of a killed rechunk to object storage")
+
+
+def local_convert_to(src, local: Path, final: str, kw):
+    from ..stores.retry import COUNTER
+    from .command import convert as local_convert
+    before = COUNTER.n
+    summary = local_convert(src, str(local), **{**kw, "out_format": "zarr", "remote_out": final})
+    if isinstance(summary, dict):   # retries of this process: in-process tasks, the manifest, the listing
+        summary["retries"] = summary.get("retries", 0) + COUNTER.n - before
+    return summary
+
+
+def _clear_old(objs, final: str, kw, say) -> None:
+    """A complete store there: refused, or removed with --force (its root metadata first, so that
+    it stops being readable before its chunks go). An incomplete one (no root metadata): a killed
+    run's, removed unless --resume continues it."""
+    listing = objs.listing()
+    if not listing or kw.get("dry_run"):
+        if listing and any(k in listing for k in METADATA_NAMES) and not kw.get("force"):
+            raise InputError(f"output {final} exists: remove it or pass --force")
+        return
+    if any(k in listing for k in METADATA_NAMES):
+        if not kw.get("force"):
+            raise InputError(f"output {final} exists: remove it or pass --force")
+        objs.delete([k for k in listing if k in METADATA_NAMES])
+        objs.delete(list(listing))
+        return
+    if kw.get("resume"):
+        return
+    objs.delete(list(listing))
+    say(f"removed {len(listing)} object(s) an unfinished run left under {final} (pass --resume to continue one)")
+
+
+def publish(objs, local: Path) -> None:
+    """The local part of the store into the bucket, metadata last (root zarr.json the very last),
+    after the resume manifest is removed."""
+    from . import resume
+    resume.clear(objs)
+    files = [p for p in sorted(local.rglob("*")) if p.is_file() and not p.name.startswith(".climio")]
+    data = [p for p in files if p.name not in METADATA_NAMES]
+    meta = sorted((p for p in files if p.name in METADATA_NAMES), key=lambda p: -len(p.relative_to(local).parts))
+
+    def put(p):
+        objs.put(p.relative_to(local).as_posix(), p.read_bytes())
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, data))
+    for p in meta:
+        put(p)

@@ -24,6 +24,7 @@ import re
 
 import numpy as np
 
+from climio.dataset.cf import AXES, axis_of
 from climio.dataset.compression import CODECS, Compression
 from climio.dataset.options import parse_compression
 from climio.base.errors import DataError, InputError
@@ -38,7 +39,6 @@ BALANCED_BYTES = 4 << 20      # --balanced default, as Rew's blog post and layou
 FALLBACK_BYTES = 4 << 20      # chunks for variables that must be chunked and have no other rule
 NCCOPY_UNLIM_BYTES = 4 << 20  # nccopy's default chunk along an unlimited dimension nobody named
 MAX_CHUNK_BYTES = 2**32 - 1   # HDF5 refuses chunks of 4 GiB or more
-AXES = "xyzt"
 
 _CODEC_NAME = {codec: name for name, (codec, _, _) in CODECS.items()}  # zlib -> deflate, ...
 
@@ -141,59 +141,10 @@ def _check_len(info: VarInfo, i: int, n: int) -> None:
                          "is larger than the dimension")
 
 
-# --- CF axes -------------------------------------------------------------------------------------
-
-_STD_NAMES = {
-    "x": {"longitude", "projection_x_coordinate", "grid_longitude"},
-    "y": {"latitude", "projection_y_coordinate", "grid_latitude"},
-    "t": {"time"},
-    "z": {"air_pressure", "height", "depth", "altitude", "model_level_number"},
-}
-_X_UNITS = {"degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"}
-_Y_UNITS = {"degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn"}
-_P_UNITS = {"pa", "hpa", "kpa", "mpa", "pascal", "pascals", "mbar", "millibar", "millibars", "mb",
-            "bar", "bars", "dbar", "decibar", "decibars", "atm"}
-_COMMON = {"x": {"lon", "longitude", "x"}, "y": {"lat", "latitude", "y"},
-           "z": {"lev", "level", "depth", "z", "plev"}, "t": {"time", "t"}}
-
-
-def _attr(attrs: dict, key: str) -> str:
-    v = attrs.get(key)
-    if v is None:
-        return ""
-    if isinstance(v, bytes):
-        v = v.decode("utf-8", "replace")
-    return str(v).strip()
-
+# --- CF axes (climio.dataset.cf) ----------------------------------------------------------------
 
 def _axis_of(dim: str, coord) -> tuple:
-    """(letter, rank) for one dimension, rank = which CF evidence said so (lower is stronger):
-    0 the axis attribute, 1 standard_name, 2 units or `positive`, 3 the name alone."""
-    attrs = coord.attrs if coord is not None else {}
-    axis = _attr(attrs, "axis").lower()
-    if len(axis) == 1 and axis in AXES:
-        return axis, 0
-    std = _attr(attrs, "standard_name").lower()
-    for letter, names in _STD_NAMES.items():
-        if std in names:
-            return letter, 1
-    # CF parametric vertical coordinates: atmosphere_sigma_coordinate, ocean_s_coordinate_g1, ...
-    if "_coordinate" in std and std.startswith(("atmosphere_", "ocean_")):
-        return "z", 1
-    units = _attr(attrs, "units")
-    low = units.lower()
-    if low in _X_UNITS:
-        return "x", 2
-    if low in _Y_UNITS:
-        return "y", 2
-    if re.match(r"^\s*\w+\s+since\s+\S", low):
-        return "t", 2
-    if low in _P_UNITS or _attr(attrs, "positive").lower() in ("up", "down"):
-        return "z", 2
-    for letter, names in _COMMON.items():
-        if dim.lower() in names:
-            return letter, 3
-    return None, 9
+    return axis_of(dim, coord.attrs if coord is not None else None)
 
 
 def _coord_var(info: VarInfo, dim: str, infos):

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from climio.present import render
-from ..bench import base
+from ..bench import base, registry
 from climio.present.cells import generic_section
 from climio.base.errors import DataError
 from climio.runs.records import atomic_write_text, read_records
@@ -87,7 +87,7 @@ def sections_and_findings(records) -> tuple:
     """([Section], [Finding]) of every study in the records, in order of first appearance."""
     sections, findings = [], []
     for study, recs in by_study(records).items():
-        st = base.find(study)
+        st = registry.find(study)
         if st is None:
             sections.append(generic_section(study, recs))
             continue
@@ -123,7 +123,7 @@ def headlines(records, sections=(), findings=()) -> list:
     figure (fallback_headline), so a new study still shows on the first screen."""
     out = []
     for study, recs in by_study(records).items():
-        st = base.find(study)
+        st = registry.find(study)
         if st is None:
             continue
         try:

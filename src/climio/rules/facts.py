@@ -23,13 +23,14 @@ OTHER, READ, WRITE = 0, 1, 2
 KIND_NAMES = ("other", "read", "write")
 
 # Where facts come from, and the rule input each one is judged as.
-INPUT_OF = {"trace": "trace", "climio-counters": "trace", "darshan": "darshan", "workflow": "workflow"}
+INPUT_OF = {"trace": "trace", "climio-counters": "trace", "darshan": "darshan", "workflow": "workflow",
+            "object-store": "object-store"}
 MEASURED = ("trace", "darshan")      # inputs whose times were measured (the baseline of their advice)
-INPUTS = ("workflow", "trace", "darshan")
+INPUTS = ("workflow", "trace", "darshan", "object-store")
 
 # The facts a rule can name in `needs`: Facts fields.
 FACT_NAMES = ("run", "files", "netcdf", "small_requests", "library_reads", "shared_writes", "truncation",
-              "file_per_process", "workflow")
+              "file_per_process", "workflow", "objects", "object_store")
 
 
 @dataclass
@@ -49,6 +50,8 @@ class Facts:
     truncation      MPI_File_set_size / ftruncate under the libraries
     file_per_process  per-rank time and bytes on files one rank used
     workflow        WorkflowFacts: a workflow's reads with the model's predictions (advise computes them)
+    objects         a job's object-store requests, store ops and wire requests (climio.trace.objects_facts)
+    object_store    ObjectStoreFacts: reads of data in S3 with the object-store model's what-if
     profile         the platform profile the caller predicts with (duck-typed; None: none)
     tasks           ranks / processes / tasks of the run
     missing         fact name -> why this input cannot give it
@@ -65,6 +68,8 @@ class Facts:
     truncation: Optional[dict] = None
     file_per_process: Optional[dict] = None
     workflow: Optional["WorkflowFacts"] = None
+    objects: Optional[dict] = None
+    object_store: Optional["ObjectStoreFacts"] = None
     profile: object = None
     tasks: int = 1
     missing: dict = field(default_factory=dict)
@@ -90,13 +95,15 @@ class Facts:
                 "truncation": self.truncation or {"calls": 0, "time_s": 0.0, "share_of_io": 0.0, "under_close": 0,
                                                   "max_rank_time_s": 0.0, "close_time_s": 0.0, "functions": []},
                 "file_per_process": self.file_per_process or {"files": 0, "ranks": 0},
+                "objects": self.objects,
                 "missing": dict(self.missing)}
 
 
 # One read of a workflow as the model predicted it (climio.model): spec (.read, .passes), the
 # variable's Layout, its codec, the Prediction (.seconds, .io_s, .decode_s, .counts), the file,
 # the variable and the read hyperslabs.
-WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var reads")
+# desc: the variable's climio.dataset.description.Description (dimension names and roles)
+WorkflowItem = namedtuple("WorkflowItem", "spec layout codec prediction path var reads desc", defaults=(None,))
 
 
 @dataclass
@@ -168,6 +175,30 @@ def program_stack(command, cwd=None) -> Optional[str]:
                 pass
             break
     for module, stack in _PY_STACKS:
-        if re.search(rf"^\s*(import|from)\s+{module}\b", code, re.M):
+        # `import xarray`, `import numpy as np, xarray as xr`, `from xarray import ...`
+        if re.search(rf"^\s*(import\s+([\w.]+(\s+as\s+\w+)?\s*,\s*)*|from\s+){module}\b", code, re.M):
             return stack
     return "python"
+
+
+@dataclass
+class ObjectStoreFacts:
+    """Reads of a variable in object storage (a Zarr store or a netCDF-4 object) and the object-store
+    model's what-if (climio.advise computes it; the core does not import the model).
+
+    desc        the variable's climio.dataset.description.Description (store, chunks, shards, roles)
+    url         where it is; stack: the stack that reads it; concurrency: GETs it keeps in flight
+    now_s       the reads as they are, all passes (for a netCDF-4 object: downloading it first)
+    again(chunks=, shards=, stack=, concurrency=) -> seconds of the same reads, all passes
+    read_counts [(read name, its count)] of the workflow's reads
+    reference_s the reads through a kerchunk reference (netCDF-4 objects), reference_command its command
+    """
+    desc: object
+    url: str
+    stack: str
+    concurrency: float
+    now_s: float
+    again: Callable
+    read_counts: list
+    reference_s: Optional[float] = None
+    reference_command: str = ""

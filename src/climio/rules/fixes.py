@@ -2,12 +2,14 @@
 `open_dataset` options, a netCDF4-python one `set_var_chunk_cache`, a C program the library calls.
 
     rechunk_command(file, var, chunks) -> the `climio rechunk` line
-    xarray_open(file, chunks, dims) -> xr.open_dataset(...) with chunks= matching the file's chunks
+    xarray_open(file, chunks, dims) -> xr.open_dataset(...) with chunks=
+    dask_chunks(shape, file_chunks, count, itemsize) -> Dask chunks: whole multiples of the file's chunks
     whole_chunks(stack, file, var, chunks, dims, target) -> text: read whole chunks (partial-chunk reads)
     chunk_cache(stack, file, var, nbytes, chunks, dims) -> text: a chunk cache of nbytes
     library_min_read(stack) -> text;  random_access(stack) -> text;  small_requests(stack) -> text
 """
 
+import math
 import os
 import shlex
 
@@ -33,7 +35,32 @@ def xarray_open(file, chunks, dims=None, extra="") -> str:
     return f"xr.open_dataset({str(file)!r}, chunks={_chunks_arg(chunks, dims)}{extra})"
 
 
-def whole_chunks(stack, file, var, chunks, dims, target) -> str:
+# Dask chunks for open_dataset: tens to hundreds of MiB per task (Dask's own guidance is ~100 MiB).
+DASK_LOW_BYTES, DASK_HIGH_BYTES = 32 << 20, 256 << 20
+
+
+def dask_chunks(shape, file_chunks, count, itemsize, low=DASK_LOW_BYTES, high=DASK_HIGH_BYTES) -> tuple:
+    """Dask chunks for `open_dataset(chunks=)`: whole multiples of the file's chunks, covering the
+    read `count` along the axes it spans (a series read gets its whole time extent in one task,
+    never one task per small chunk), grown along those axes, then the others from the outermost,
+    until a task reaches `low` bytes; at most `high` (multiples shrink, largest first)."""
+    shape = [int(d) for d in shape]
+    fc = [max(1, min(int(c), d)) for c, d in zip(file_chunks or shape, shape)]
+    k = [1] * len(fc)                                      # multiples of the file's chunk per axis
+    for i, n in enumerate(count):
+        k[i] = max(1, min(-(-int(n) // fc[i]), -(-shape[i] // fc[i])))
+    size = lambda: math.prod(min(shape[i], k[i] * fc[i]) for i in range(len(fc))) * int(itemsize)
+    spans = [i for i, n in enumerate(count) if int(n) > 1]
+    for i in spans + [i for i in range(len(fc)) if i not in spans]:
+        while size() < low and k[i] * fc[i] < shape[i]:
+            k[i] = min(2 * k[i], -(-shape[i] // fc[i]))
+    while size() > high and max(k) > 1:
+        i = max(range(len(k)), key=lambda j: k[j])
+        k[i] = -(-k[i] // 2)
+    return tuple(min(shape[i], k[i] * fc[i]) for i in range(len(fc)))
+
+
+def whole_chunks(stack, file, var, chunks, dims, target, shape=None, count=None, itemsize=None) -> str:
     """Partial-chunk reads of compressed data: read in whole chunks, or re-lay the file out."""
     if [int(c) for c in target] == [int(c) for c in chunks or ()]:
         return (f"The chunks {list(chunks)} are already the smallest within climio's chunk-size bounds for these "
@@ -41,9 +68,10 @@ def whole_chunks(stack, file, var, chunks, dims, target) -> str:
                 + (f": `{xarray_open(file, chunks, dims)}`." if stack == "xarray" else "."))
     relayout = f"`{rechunk_command(file, var, target)}` (chunks {list(target)}: a read then decodes about what it asks for)"
     if stack == "xarray":
-        return (f"Open the file with Dask chunks that are the file's chunks {list(chunks)} (or whole multiples), so "
-                f"each task decodes a chunk once: `{xarray_open(file, chunks, dims)}`; or rechunk the file for "
-                f"this read: {relayout}.")
+        dc = dask_chunks(shape, chunks, count, itemsize) if shape and count and itemsize else chunks
+        return (f"Rechunk the file for this read: {relayout}; or open it with Dask chunks that are whole multiples "
+                f"of the file's chunks {list(chunks)}, sized for the scheduler (not one task per small chunk): "
+                f"`{xarray_open(file, dc, dims)}`.")
     if stack in PYTHON_PROGRAMS:
         return (f"Read slabs that cover whole chunks {list(chunks)} (one call per chunk row, not per partial "
                 f"slice), or rechunk the file for this read: {relayout}.")
@@ -55,11 +83,11 @@ def chunk_cache(stack, file, var, nbytes, chunks, dims) -> str:
     """A chunk cache of `nbytes` for the variable, through the program's own library."""
     n = int(nbytes)
     if stack == "xarray":
-        return (f"Give the variable a chunk cache of at least {n} B through the engine: "
-                f"`xr.open_dataset({str(file)!r}, engine='h5netcdf', open_kwargs={{'rdcc_nbytes': {n}, "
-                f"'rdcc_nslots': {CACHE_SLOTS}}})`, or with the netcdf4 engine call "
-                f"`netCDF4.set_chunk_cache({n}, {CACHE_SLOTS})` before opening; or open with chunks= that are "
-                f"the file's chunks ({xarray_open(file, chunks, dims)}) so each chunk is read once.")
+        # h5netcdf opens the dataset again at every read: a cache given at open starts empty each time
+        return (f"Give the variable a chunk cache of at least {n} B through the netCDF4 engine: "
+                f"`import netCDF4; netCDF4.set_chunk_cache({n}, {CACHE_SLOTS})` before "
+                f"`xr.open_dataset({str(file)!r}, engine='netcdf4')` (with engine='h5netcdf' a cache given at "
+                f"open does not help: h5netcdf opens the dataset again at each read, so its cache starts empty).")
     if stack == "netcdf4-python":
         return f"Enlarge the variable's chunk cache: `ds[{str(var).lstrip('/')!r}].set_var_chunk_cache(size={n}, nelems={CACHE_SLOTS})`."
     if stack in ("h5py", "h5netcdf"):

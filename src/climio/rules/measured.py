@@ -6,7 +6,7 @@ The sources count with the same thresholds (SMALL_REQUEST_BYTES, LIBRARY_MIN_REA
 """
 
 from . import fixes
-from . import finding, rule
+from .registry import finding, rule
 from .chunks import bounded_chunks
 from .facts import OFFSET_LAYERS
 from climio.base.units import format_size
@@ -144,7 +144,8 @@ def partial_chunks(facts):
              "requested": v["requested"], "decoded": v["decoded_after_cache"], "ratio": ratio,
              "chunks": v["chunks"], "typical_count": v["typical_count"], "target_chunks": list(target),
              "filters": v["filters"]},
-            fixes.whole_chunks(facts.stack, v["file"], v["var"], v["chunks"], v.get("dims"), target)))
+            fixes.whole_chunks(facts.stack, v["file"], v["var"], v["chunks"], v.get("dims"), target, v["shape"],
+                               v["typical_count"], v["itemsize"])))
     return out
 
 

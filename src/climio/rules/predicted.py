@@ -9,11 +9,12 @@ after (seconds over all passes), the one-off cost and the break-even passes.
 
 import math
 
-from . import REGISTRY, fixes, rule, saving_share, severity
+from . import fixes
+from .registry import REGISTRY, rule, saving_share, severity
 from .chunks import ADVISED_MAX_CHUNK_BYTES, SMALL_CHUNK_BYTES, bounded_chunks
 from .measured import SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE
 from climio.dataset.layout import Layout, balanced_chunks
-from climio.dataset.options import parse_read
+from climio.dataset.reads import read_count as parse_read
 from climio.base.units import format_size
 
 MIN_GAIN_SHARE = 0.10        # a recommendation must save at least this share of the predicted time
@@ -47,9 +48,11 @@ def _first(wf):
     return it, same_var
 
 
-def read_chunks(spec, lay) -> tuple:
-    """The chunk shape advised for one read of the workflow, within the chunk-size bounds."""
-    count = (lay.shape[0], 1, 1, lay.shape[3]) if spec.read.strip().lower() == "stsa" else parse_read(spec.read, lay.shape)
+def read_chunks(spec, lay, desc=None) -> tuple:
+    """The chunk shape advised for one read of the workflow, within the chunk-size bounds (the read
+    by the dimensions' roles when the variable's description is known)."""
+    count = ((lay.shape[0], 1, 1, lay.shape[3]) if spec.read.strip().lower() == "stsa" else
+             parse_read(spec.read, lay.shape, getattr(desc, "dims", None), getattr(desc, "roles", None)))
     return bounded_chunks(count, lay.shape, lay.itemsize)
 
 
@@ -67,7 +70,7 @@ def chunk_shape(facts):
     if not same_var or len(lay0.shape) < 2:
         return []
     total, per_pass = wf.total_s, wf.per_pass_s
-    cands = {f"read {x.spec.read}": read_chunks(x.spec, x.layout) for x in wf.items}
+    cands = {f"read {x.spec.read}": read_chunks(x.spec, x.layout, x.desc) for x in wf.items}
     cands["balanced"] = tuple(balanced_chunks(lay0.shape, lay0.itemsize))
     best = None
     for label, ch in cands.items():

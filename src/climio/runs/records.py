@@ -157,21 +157,31 @@ def shared_value(params: dict, noun: str):
     return None
 
 
-def _flat(prefix, d, out) -> None:
+def _is_histogram(d) -> bool:
+    """A dict keyed by values (sizes, counts), not by names: {"4096": 12, "65536": 3}."""
+    return any(not str(k)[:1].isalpha() for k in d)
+
+
+def _flat(prefix, d, out, flat=False) -> None:
+    """Nested dicts as dotted columns. flat: every dict (metrics.syscalls too) except histograms,
+    and histograms and lists as one JSON string column each (a frame of scalars only)."""
     for k, v in d.items():
-        if isinstance(v, dict) and v and prefix != "metrics.syscalls":
-            _flat(f"{prefix}.{k}", v, out)
+        if isinstance(v, dict) and v and (flat or prefix != "metrics.syscalls") and not (flat and _is_histogram(v)):
+            _flat(f"{prefix}.{k}", v, out, flat)
+        elif flat and isinstance(v, (dict, list, tuple)):
+            out[f"{prefix}.{k}"] = json.dumps(v, sort_keys=True, default=str)
         else:
             out[f"{prefix}.{k}"] = v
 
 
-def to_frame(records):
+def to_frame(records, flat=False):
     """A flat pandas DataFrame of records, one row each.
 
     Columns: study, rep, status, time (UTC timestamps), platform_id, schema; `params.*`,
     `metrics.*` and `cache.*` (nested dicts flattened with dots, lists kept as lists); and the
     shared nouns `stack`, `chunks`, `compression`, `ranks`. Records of schema 1 (no version)
-    read the same way."""
+    read the same way. flat=True (climio.load_records): only scalar columns, metrics.syscalls.*
+    flattened too, a histogram or a list one JSON string column."""
     import pandas as pd
 
     rows = []
@@ -181,8 +191,10 @@ def to_frame(records):
         params = rec.get("params", {})
         for noun in SHARED_KEYS:
             row[noun] = shared_value(params, noun)
+            if flat and isinstance(row[noun], (list, tuple, dict)):
+                row[noun] = json.dumps(row[noun], default=str)
         for part in ("params", "metrics", "cache"):
-            _flat(part, rec.get(part, {}) or {}, row)
+            _flat(part, rec.get(part, {}) or {}, row, flat)
         rows.append(row)
     df = pd.DataFrame(rows)
     if "time" in df and len(df):

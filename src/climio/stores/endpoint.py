@@ -98,10 +98,13 @@ class Endpoint:
 
     # --- clients -------------------------------------------------------------------------------
 
-    def obstore(self, bucket: str, prefix: Optional[str] = None, **client_options):
-        """An obstore S3Store for `bucket` (path-style requests, http allowed for a local server)."""
+    def obstore(self, bucket: str, prefix: Optional[str] = None, retry_config=None, **client_options):
+        """An obstore S3Store for `bucket` (path-style requests, http allowed for a local server).
+        retry_config: obstore's (stores.chunks turns its retries off and counts its own)."""
         from obstore.store import S3Store
         kw = {"region": self.region, "virtual_hosted_style_request": False}
+        if retry_config is not None:
+            kw["retry_config"] = retry_config
         if self.url:
             kw["endpoint"] = self.url
         if self.anonymous:

@@ -27,7 +27,7 @@ from typing import Optional
 
 from climio.machine import cache
 from climio.base.errors import NativeError
-from ..measure.procs import kill_group
+from climio.machine.spawning import kill_group
 from . import binaries
 from .endpoint import Endpoint
 from .toxiproxy import Toxiproxy
@@ -52,7 +52,7 @@ def free_ports(n: int) -> list:
 
 
 def _stop_group(proc: Optional[subprocess.Popen]) -> None:
-    """The process group stopped (SIGTERM, climio.measure.procs.kill_group's grace for weed to
+    """The process group stopped (SIGTERM, climio.machine.spawning.kill_group's grace for weed to
     flush and exit, SIGKILL for what is left) and the leader reaped."""
     if proc is None:
         return
@@ -125,6 +125,34 @@ class S3Server:
         self.toxiproxy.create_proxy(PROXY, f"{HOST}:{self.proxy_port}", f"{HOST}:{self.s3_port}")
         self._wait(self._s3_ready, "SeaweedFS's S3 gateway")
         return self
+
+    def kill_server(self) -> None:
+        """SIGKILL the SeaweedFS processes (a crash; the proxy stays: clients see refused or reset
+        connections). The data directory is kept for restart_server."""
+        import signal
+        if self.weed_proc is not None:
+            try:
+                os.killpg(self.weed_proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.weed_proc.wait()
+            self.weed_proc = None
+
+    def restart_server(self, wait: bool = True) -> None:
+        """Start SeaweedFS again on the same ports and data (after kill_server)."""
+        with self._log("weed.log") as log:
+            self.weed_proc = subprocess.Popen(self._weed_argv(binaries.weed()), env=self._weed_env(),
+                                              start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, cwd=self.data_dir)
+        if wait:
+            self._wait(self._s3_ready, "SeaweedFS's S3 gateway (restarted)")
+
+    def add_toxic(self, name: str, kind: str, attributes: dict, stream: str = "downstream") -> None:
+        """Any Toxiproxy toxic on the S3 proxy (reset_peer, timeout, limit_data, latency, ...)."""
+        self.toxiproxy.set_toxic(PROXY, name, kind, attributes, stream)
+
+    def remove_toxic(self, name: str) -> None:
+        self.toxiproxy.remove_toxic(PROXY, name)
 
     def stop(self) -> None:
         _stop_group(self.proxy_proc)

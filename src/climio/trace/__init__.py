@@ -7,4 +7,8 @@
     Analysis.facts(), CountersAnalysis.facts()  the one Facts type (event_facts, counters_facts) that
                                                 climio.rules judges: named thresholds, cited evidence
     report.render(dir, fmt, out)                `climio trace report`: text, JSON or HTML
+    trying.try_fixes(dir, ...) -> summary       `climio trace try`: the advice's fixes applied to the job
+                                                (preload redirect, injected caches, inject/ sitecustomize),
+                                                measured cold against the baseline, ranked by measured gain
+    inject/                                     modules run inside the job's own Python (sitecustomize)
 """

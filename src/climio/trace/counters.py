@@ -35,44 +35,10 @@ import numpy as np
 from ..rules.facts import OFFSET_LAYERS, TRACE_LAYER_ORDER
 from . import counters_facts
 from .analysis import ACCESS_SHARE, MAIN_PER_LAYER, SIZE_BUCKETS, analyse, imbalance
-from .counters_facts import pseudo_file
+from .counters_facts import DEFINITIONS_CLIMIO, DEFINITIONS_DARSHAN, pseudo_file  # noqa: F401  (the definitions sit beside the facts they define)
 from .darshan_log import FUNCTION_NAMES
 
 CHAIN = ("netcdf", "hdf5", "mpiio", "posix")  # top to bottom; stdio stands alone
-
-DEFINITIONS_DARSHAN = {
-    "calls (Darshan)": "Darshan's operation counts per class: reads, writes and metadata operations "
-                       "(opens, seeks, stats, syncs, set_view); Darshan does not name the functions.",
-    "inclusive time (Darshan)": "the cumulative read, write and metadata time Darshan recorded for the layer.",
-    "exclusive time (Darshan)": "estimated: a layer's time on a file minus the time of the next lower layer "
-                                "recorded on that file (Darshan records no nesting).",
-    "traced I/O time (Darshan)": "over files, the time of the top layer recorded on the file, plus STDIO time.",
-    "process time (Darshan)": "number of processes x the job's run time.",
-    "access classes (Darshan)": "POSIX only, from Darshan's counters: transitions = operations - ranks, "
-                                "consecutive / sequential from CONSEC_ / SEQ_, strided when one of the four most "
-                                "common strides (gap after the previous access) covers the threshold share; "
-                                "the stride shown is that gap plus the most common request size. MPI-IO and "
-                                "STDIO: unknown unless DXT recorded the offsets.",
-    "small requests (Darshan)": "requests in the buckets up to 10 KiB, plus those of the 10-100 KiB bucket "
-                                "that Darshan's four most common access sizes place below the threshold; "
-                                "STDIO has no histogram: all its operations count as small when their mean "
-                                "size is below the threshold.",
-    "shared files (Darshan)": "a file opened by all ranks has one record summed over them; per-rank tables "
-                              "spread it evenly, and its fastest and slowest rank times are listed separately.",
-}
-
-
-DEFINITIONS_CLIMIO = {
-    "calls (climio counters)": "every traced call, counted per process, file, function and layer.",
-    "inclusive time (climio counters)": "the summed duration of a function's calls.",
-    "exclusive time (climio counters)": "estimated: a function's time on a file minus the time of the next lower "
-                                        "layer's calls of the same kind on that file (counters record no nesting).",
-    "traced I/O time (climio counters)": "the summed duration of the outermost traced calls (depth 0), exact.",
-    "access classes (climio counters)": "per stream (process, file, layer, kind) as for events: transitions, "
-                                        "consecutive and sequential counts, and the four most common strides "
-                                        "(offset - previous offset) kept by the tracer.",
-}
-
 
 
 # One access stream's class from its counters, as analysis.Analysis.classify does from events:

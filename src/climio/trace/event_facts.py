@@ -14,7 +14,7 @@ import numpy as np
 from ..rules import Facts, not_checked
 from ..rules.facts import OFFSET_LAYERS, READ, WRITE, program_stack
 from ..rules.measured import LIBRARY_MIN_READ_BYTES, SMALL_REQUEST_BYTES
-from .analysis import DEFINITIONS, LIBRARY_LAYERS, TRACE_LAYER_ORDER, TRUNCATE_FUNCS, _s, ancestor, imbalance
+from .events import DEFINITIONS, LIBRARY_LAYERS, TRACE_LAYER_ORDER, TRUNCATE_FUNCS, _s, ancestor, imbalance
 from .reader import LAYER_IDS
 
 

@@ -260,19 +260,3 @@ def _read_done(f: Path, proc: Proc, n_events: int) -> None:
     if isinstance(done.get("events"), int) and done["events"] > n_events and not done.get("dropped"):
         proc.partial = True
         proc.notes.append(f".done.json counts {done['events']} events, the file holds {n_events}")
-
-
-def read_input(path):
-    """What `climio trace report PATH` reads: a trace directory -> Trace (or, when it holds counters, a
-    climio.trace.counters_log.CountersTrace, analysed like a Darshan log); a file -> a Darshan log
-    (climio.trace.darshan_log.DarshanLog, read through pydarshan). Anything else is a TraceError."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        from .counters_log import has_counters, read_counters_trace
-        if has_counters(p):   # counters mode, or a full trace that reached its event cap
-            return read_counters_trace(p)
-        return read_trace(p)
-    if p.is_file():
-        from .darshan_log import read_darshan
-        return read_darshan(p)
-    raise TraceError(f"no trace directory or Darshan log at {p}")

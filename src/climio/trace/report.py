@@ -20,7 +20,9 @@ from climio.base.units import format_size
 from .. import rules
 from . import figures
 from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
-from .reader import Trace, read_input
+from .objects_report import html_section as objects_section, text_lines as object_lines
+from .inputs import read_input
+from .reader import Trace
 
 REPORT_FORMATS = ("text", "json", "html")
 TOP_FUNCTIONS = 20
@@ -33,8 +35,13 @@ def measured_facts(trace_dir) -> rules.Facts:
     src = read_input(trace_dir)
     if not isinstance(src, Trace):
         from . import counters
-        return counters.analyse_log(src).facts()
-    return analyse(src).facts()
+        f = counters.analyse_log(src).facts()
+    else:
+        f = analyse(src).facts()
+    if Path(trace_dir).expanduser().is_dir():
+        from . import objects_report
+        objects_report.attach(f, Path(trace_dir).expanduser(), src)
+    return f
 
 
 def is_measured_input(path) -> bool:
@@ -118,20 +125,10 @@ def text(facts, findings) -> str:
     out.append(f"wall {_t(tr['wall_s'])} s; traced I/O time {_t(tr['io_time_s'])} s = {_pct(tr['io_share'])} of "
                f"process time ({_t(tr['process_time_s'])} s summed over processes)")
 
-    out += ["", "Advice"]
-    if verdict(facts):
-        out.append(f"  {verdict(facts)}")
     checked = rules_table(_input_of(facts))
-    if findings:
-        for f in findings:
-            out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
-            out.append("      " + _weight(f) + "; thresholds: "
-                       + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
-            out.append(f"      -> {f['advice']}")
-    else:
-        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    out += _advice_lines(facts, findings, checked)
 
-    out += ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
+    out += object_lines(facts.get("objects")) + ["", "Layers (incl = with the traced calls beneath; excl = own time; share of process time)"]
     out += _cols(["layer", "calls", "incl [s]", "incl %", "excl [s]", "excl %", "read", "written", "ranks"],
                  [[l["layer"], l["calls"], _t(l["time_incl_s"]), _pct(l["share_incl"]), _t(l["time_excl_s"]),
                    _pct(l["share_excl"]), format_size(l["bytes_read"]), format_size(l["bytes_written"]), l["ranks"]]
@@ -186,6 +183,48 @@ def text(facts, findings) -> str:
     return "\n".join(out) + "\n"
 
 
+def _advice_lines(facts, findings, checked) -> list:
+    """The advice items; one that `climio trace try` measured shows what it measured instead."""
+    out = ["", "Advice"]
+    if verdict(facts):
+        out.append(f"  {verdict(facts)}")
+    tried = tried_items(facts["trace"]["path"])
+    for i, f in enumerate(findings, 1):
+        out.append(f"  [{f['severity']}] {f['title']}: {f['message']}")
+        out.append("      " + _weight(f) + "; thresholds: "
+                   + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
+        out += _tried_lines(tried[i]) if i in tried else [f"      -> {f['advice']}"]
+    if not findings:
+        out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
+    return out
+
+
+def tried_items(trace_path) -> dict:
+    """What `climio trace try` measured for each advice item (DIR/try/try.json): {item: [results]}."""
+    p = Path(str(trace_path)) / "try" / "try.json"
+    if not p.is_file():
+        return {}
+    try:
+        results = json.loads(p.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for r in results:
+        if r.get("label") == "measured":
+            out.setdefault(r["item"], []).append(r)
+    return out
+
+
+def _tried_lines(results) -> list:
+    """An item tried on the job: its advised fixes with their measured gain; none advised: say why."""
+    good = [r for r in results if r.get("advised")]
+    if not good:
+        return ["      tried (climio trace try): not advised: "
+                + "; ".join(f"{r['title']}: {r['status']}" for r in results)]
+    return [f"      -> measured {r['gain']['1']:.2f}x at P=1, {r['gain']['10']:.2f}x at P=10 ({r['title']}): "
+            + (r["advice"].get("shell") or r["advice"].get("python") or "").replace("\n", "; ") for r in good]
+
+
 def _chunks(c) -> str:
     return "contiguous" if not c else "[" + ",".join(map(str, c)) + "]"
 
@@ -230,7 +269,8 @@ def html_page(facts, findings) -> str:
 def html_sections(facts, findings) -> list:
     """The trace report as climio.present.sections objects: advice, layers and functions, call-path flow,
     balance per rank, files, netCDF reads, rules, definitions."""
-    return [s for s in (_advice_section(facts, findings), _layers_section(facts), _flow_section(facts),
+    return [s for s in (_advice_section(facts, findings), objects_section(facts.get("objects")),
+                        _layers_section(facts), _flow_section(facts),
                         _ranks_section(facts), _files_section(facts), _netcdf_section(facts),
                         _rules_section(facts, findings), _definitions_section(facts)) if s is not None]
 
@@ -419,6 +459,11 @@ def html_lead(facts, findings):
     fig = Figure(lambda: figures.io_share(facts), "share of the run per traced layer",
                  "How much of the run each traced layer took: the grey bar is the time outside traced I/O, "
                  "which no I/O change can shorten.")
+    if ((facts.get("objects") or {}).get("timeline") or {}).get("t_s"):   # a job that waits on an object store
+        from .objects_report import figure as objects_figure
+        fig = Figure(lambda: objects_figure(facts["objects"]), "object-store requests over time",
+                     "Requests started per second and mean requests in flight (the dotted line: zarr's "
+                     "async.concurrency); the Object storage section says which level each number comes from.")
     return Lead("Verdict", blocks, fig)
 
 

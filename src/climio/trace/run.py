@@ -120,9 +120,23 @@ def preload(existing, lib) -> str:
     return ":".join(parts if lib in parts else [*parts, lib])
 
 
-def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None, mode="full", sample=0) -> dict:
+INJECT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
+
+
+def python_path(existing) -> str:
+    """PYTHONPATH with climio's injection directory first (its sitecustomize dispatcher,
+    climio.trace.inject, loads the object tracer by path: the job's Python may lack climio)."""
+    parts = [p for p in (existing or "").split(os.pathsep) if p and p != INJECT_DIR]
+    return os.pathsep.join([INJECT_DIR, *parts])
+
+
+def trace_vars(lib, out_dir, layers, excludes, max_events, existing_preload=None, mode="full", sample=0,
+               existing_pythonpath=None) -> dict:
+    """The variables of a traced job: the preload's, and for Python jobs the object-store tracer's
+    (CLIMIO_TRACE_OBJECTS, written by climio.trace.inject.objects into the same directory)."""
     env = {"LD_PRELOAD": preload(existing_preload, lib), "CLIMIO_TRACE_DIR": str(out_dir),
-           "CLIMIO_TRACE_LAYERS": ",".join(layers), "CLIMIO_TRACE_EXCLUDE": ":".join(excludes)}
+           "CLIMIO_TRACE_LAYERS": ",".join(layers), "CLIMIO_TRACE_EXCLUDE": ":".join(excludes),
+           "CLIMIO_TRACE_OBJECTS": str(out_dir), "PYTHONPATH": python_path(existing_pythonpath)}
     if max_events is not None:
         env["CLIMIO_TRACE_MAX_EVENTS"] = str(max_events)
     if mode == "counters":
@@ -182,7 +196,8 @@ def run_trace(command, out=None, layers=None, excludes=(), max_events=None, say=
     excl = outermost([*default_excludes(), *interpreter_excludes(command), *excludes])
     env = dict(os.environ)
     kind = launcher_flavour(command)
-    tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"), mode_name, sample)
+    tvars = trace_vars(lib, out_dir, layer_list, excl, max_events, env.get("LD_PRELOAD"), mode_name, sample,
+                       env.get("PYTHONPATH"))
     if kind:
         argv = wrap_command(command, tvars, kind)  # the ranks get the variables, the launcher does not
     else:

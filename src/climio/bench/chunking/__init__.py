@@ -16,10 +16,8 @@ from .. import base
 from ..base import option
 from climio.base.errors import InputError
 from .catalogue import LayoutCase
-from .summary import STUDY  # defined once, beside the summary
+from .summary import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # defined once, beside the summary
 
-CHUNKING_STACKS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
-CACHE_SETTINGS = ("default", "fit")
 
 DEFAULT_COMPRESSION = ("none,deflate1,deflate4,deflate9,deflate4+shuffle,granularbr3+deflate4+shuffle,"
                        "bitround12+deflate4+shuffle,zstd3")
@@ -96,7 +94,7 @@ def build_grid(preset="full", **values) -> Grid:
     preset's defaults; one-line InputError / DataError."""
     import numpy as np
 
-    from climio.dataset.options import parse_read
+    from climio.dataset.reads import read_count as parse_read
     from climio.dataset.compression import NONE
     from climio.dataset.options import parse_compression_list
     from climio.dataset.options import parse_choice, parse_count, parse_shape

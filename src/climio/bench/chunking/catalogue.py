@@ -13,7 +13,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from climio.dataset.access import _need_4d, _template
+from climio.dataset.layout import _fmt, _shape
+from climio.dataset.reads import template as _template
 from climio.base.errors import InputError
 from climio.dataset.layout import _itemsize, _shape, balanced_chunks, library_default_chunks, validate_chunks
 
@@ -22,6 +23,13 @@ CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles"
 
 # The thesis's file-system stripe: "64 KB", decimal; four C tiles fit in it, four D tiles do not.
 STRIPE_BYTES = 64000
+
+
+def _need_4d(shape, what) -> tuple:
+    shape = _shape(shape)
+    if len(shape) != 4:
+        raise InputError(f"{what} needs a 4-D [t,z,y,x] variable, not shape {_fmt(shape)}")
+    return shape
 
 
 def named_chunk_shapes(shape, itemsize) -> dict:

@@ -15,10 +15,9 @@ import random
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from climio.dataset.reads import READ_SHAPES
 from climio.dataset import access, layout
 from climio.machine import native
 from climio.dataset.compression import NONE
@@ -27,11 +26,8 @@ from climio.base.errors import NativeError
 from ...measure import probes
 from ...measure.procs import stream_records
 from climio.runs.records import make_record
-from . import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # noqa: F401  (the package's; re-exported for callers)
+from .summary import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # noqa: F401  (re-exported for callers)
 from .catalogue import LayoutCase  # noqa: F401
-
-if TYPE_CHECKING:
-    from . import Grid
 
 
 def split_reads(text) -> list:
@@ -40,7 +36,7 @@ def split_reads(text) -> list:
     if ";" in text:
         return [t.strip() for t in text.split(";") if t.strip()]
     items = [t.strip() for t in text.split(",") if t.strip()]
-    return items if all(t in access.READ_SHAPES for t in items) else [text]
+    return items if all(t in READ_SHAPES for t in items) else [text]
 
 
 def open_source(spec):
@@ -50,7 +46,7 @@ def open_source(spec):
 
 # --- files ------------------------------------------------------------------------------------------
 
-def check_space(grid: Grid, data_dir) -> None:
+def check_space(grid, data_dir) -> None:
     """Room for every layout file (uncompressed bound, edge chunks padded) before writing any."""
     from ...data.writer import check_space as check
     itemsize = np.dtype(grid.dtype).itemsize
@@ -62,7 +58,7 @@ def check_space(grid: Grid, data_dir) -> None:
     check([(Path(data_dir) / lay.name, bound(lay.chunks)) for lay in grid.layouts])
 
 
-def write_layouts(grid: Grid, data_dir, progress=None) -> None:
+def write_layouts(grid, data_dir, progress=None) -> None:
     """One file per layout; a codec the Python netCDF stack lacks is recorded, not fatal."""
     from ...data.writer import write_4d
     values = open_source(grid.source)[2] if grid.source else None
@@ -121,7 +117,7 @@ def fit_cache(chunks, max_touched, itemsize):
 
 # --- running ----------------------------------------------------------------------------------------
 
-def layer_command(layer, path, slices_file, grid: Grid, cache_spec, platform_id) -> list:
+def layer_command(layer, path, slices_file, grid, cache_spec, platform_id) -> list:
     common = probes.slab_options(path, "ta", slices_file, grid.reps, "cold", grid.budget_s, cache_spec, platform_id)
     if layer == "c-netcdf":
         return [native.program(probes.SLAB), *common]
@@ -136,7 +132,7 @@ def unavailable_record(lay, layer, read_name, cache_setting, reason, platform_id
                        "error", platform_id)
 
 
-def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int:
+def run_grid(grid, data_dir, writer, platform_id="", progress=None) -> int:
     """Write the layouts, run every cell, write records; return the number of records."""
     write_layouts(grid, data_dir)
     itemsize = np.dtype(grid.dtype).itemsize
@@ -196,7 +192,7 @@ def run_grid(grid: Grid, data_dir, writer, platform_id="", progress=None) -> int
     return count
 
 
-def run_study(run, grid: Grid, data_dir, progress=True) -> int:
+def run_study(run, grid, data_dir, progress=True) -> int:
     from ...measure.progress import StudyProgress
     with StudyProgress(grid.runs() * grid.reps, "chunking", enabled=None if progress else False) as bar:
         return run_grid(grid, data_dir, run.writer, run.platform_id, bar)

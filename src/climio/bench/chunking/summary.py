@@ -24,6 +24,8 @@ from climio.present.stats import RATE, group_configs
 from climio.base.units import format_size
 
 STUDY = "chunking"
+CHUNKING_STACKS = ("netcdf4-python", "h5py", "c-netcdf")  # the stacks that read hyperslabs
+CACHE_SETTINGS = ("default", "fit")
 CELL_PARAMS = ("layer", "compression", "cache_setting", "read_shape", "chunk_label")
 # The same five as columns of records.to_frame: the shared nouns where the design has one.
 CELL_COLUMNS = ("stack", "compression", "params.cache_setting", "params.read_shape", "params.chunk_label")

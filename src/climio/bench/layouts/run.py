@@ -24,7 +24,8 @@ from ...model import profile as profmod
 from ...model.convert import rechunk_cost
 from ...model.layout_search import Pattern
 from ...model.predict import predict
-from ...model.workflow import layout_of, reads_for
+from climio.dataset.description import layout_of
+from ...model.workflow import reads_for
 from climio.dataset.options import parse_compression
 from climio.runs.records import make_record
 from climio.measure.stacks import chunk_cache_of

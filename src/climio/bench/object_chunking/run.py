@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from climio.dataset.access import read_count, slice_starts
+from climio.dataset.access import slice_starts
+from climio.dataset.stack_names import OBJECT_READ_STACKS
+from climio.dataset.reads import read_count
 from ...data import values_4d, write_4d
 from ...data.zarr_writer import write_zarr_4d
 from climio.dataset.layout import chunks_touched, format_chunks
@@ -43,7 +45,7 @@ def cases(grid) -> list:
                 shard = shard_of(grid.shape_list, chunks, sh)
                 if sh == "t" and shard is None:
                     continue   # the chunk already holds the whole time axis
-                for stack in ("zarr-obstore", "zarr-fsspec"):
+                for stack in OBJECT_READ_STACKS:
                     if stack in grid.stack_list and (stack == "zarr-obstore" or shard is None):
                         out.append((stack, label, chunks, shard, comp, f"{label}-{comp.label}-{sh}.zarr"))
             if "zarr-kerchunk" in grid.stack_list and comp.codec in ("none", "zlib") and not comp.quantize:

@@ -22,7 +22,7 @@ import numpy as np
 from climio.base.errors import InputError
 from ...measure.dask import Cluster
 from ...measure.series import storage_read_bytes
-from .run import file_bytes, task_record
+from .task_record import file_bytes, task_record
 
 
 def _digest(block, block_info=None):

@@ -68,8 +68,7 @@ class Predict(base.Study):
     preset_help = {"quick": "30 configurations, two repetitions: a few minutes."}
 
     def run(self, ctx, grid) -> int:
-        from .run import run_validation
-        return run_validation(ctx, grid)
+        return self._part("run").run_validation(ctx, grid)   # by name, as base.Study.run: no import cycle
 
     def survey_grid(self, quick: bool):
         return None

@@ -14,7 +14,8 @@ from ...measure.progress import info
 from ...measure.tasks import measure, split
 from ...model import profile as profmod
 from ...model.predict import DATASET_PER_READ, predict
-from ...model.workflow import layout_of, reads_for
+from climio.dataset.description import layout_of
+from ...model.workflow import reads_for
 from climio.dataset.options import parse_compression
 from climio.runs.records import make_record
 from climio.measure.stacks import chunk_cache_of

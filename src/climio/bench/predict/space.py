@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from climio.dataset.stack_names import HYPERSLAB_STACKS
+
 SPACE = {
     # a 4-D [t, z, y, x] variable; files stay small enough for 2 shared cores (MAX_BYTES)
     "T": (48, 96, 120, 192, 240),
@@ -31,7 +33,7 @@ SPACE = {
     "read": ("xy", "xt", "xyt", "block", "stsa"),
     # sub-block count templates: (t fraction, y fraction) of the dimension per read, z = 1, x whole
     "block": ((2, 1), (3, 2), (4, 4), (2, 3), (1, 4)),
-    "stack": ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf"),
+    "stack": HYPERSLAB_STACKS,
     "tasks": (1, 2, 4),
     "cache": ("default", "sized"),
     "cache_bytes": (256 << 10, 1 << 20, 4 << 20, 32 << 20),

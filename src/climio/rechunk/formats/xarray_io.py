@@ -42,7 +42,8 @@ def open_lazy(path, fmt: str, group: str = "/", one_chunk: bool = False):
     kw = {"group": g, "chunks": -1 if one_chunk else {}, "decode_times": False, "decode_timedelta": False,
           "decode_coords": False}
     if fmt == "zarr":
-        return xr.open_zarr(path, consolidated=None, **kw)
+        from ..blocks import zarr_store
+        return xr.open_zarr(zarr_store(str(path)), consolidated=None, **kw)
     return xr.open_dataset(path, engine="netcdf4", **kw)
 
 

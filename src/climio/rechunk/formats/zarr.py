@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from climio.dataset.compression import Compression
+from climio.dataset.compression import BLOSC_CNAMES as BLOSC_NAMES, Compression, zarr_v3_compressors, zarr_v3_setting
 from climio.base.errors import DataError, InputError
 from climio.runs.staging import make_marked_dir, replace_output, tmp_name
 from .. import blocks
@@ -28,9 +28,6 @@ from ..model import Target, VarInfo
 
 ZARR_FORMATS = (2, 3)
 ENDIANS = ("little", "big")
-# Zarr's codec names for Blosc's compressors (climio's blosc_lz is BloscLZ)
-BLOSC_NAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_zlib": "zlib",
-               "blosc_zstd": "zstd"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +50,10 @@ def check_settings(s: Settings) -> None:
 
 
 def is_store(path) -> bool:
+    if str(path).startswith("s3://"):
+        from ...stores.chunks import ObjectChunks
+        got = ObjectChunks.of(str(path)).get_many(["zarr.json", ".zgroup", ".zarray"])
+        return any(v is not None for v in got.values())
     p = Path(path)
     return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
 
@@ -77,34 +78,19 @@ def check_compression(comp: Compression, where: str) -> None:
         raise InputError(f"{comp.label}: Zarr output takes zstd, gzip (deflate), blosc_* or none{where}")
 
 
-def _shuffle_codec(itemsize: int, v3: bool):
-    if v3:
-        try:
-            from zarr.codecs import Shuffle
-        except ImportError:  # zarr < 3.1.3
-            from numcodecs.zarr3 import Shuffle
-        return Shuffle(elementsize=itemsize)
-    import numcodecs
-    return numcodecs.Shuffle(elementsize=itemsize)
-
-
 def codec_encoding(comp: Compression, itemsize: int, s: Settings) -> dict:
-    """xarray's to_zarr encoding keys (compressors, filters, serializer) for a Compression."""
-    v3 = s.zarr_format == 3
-    out, pre = {}, []
-    if comp.shuffle and not comp.codec.startswith("blosc_") and itemsize > 1:
-        pre.append(_shuffle_codec(itemsize, v3))
-    if v3:
+    """xarray's to_zarr encoding keys (compressors, filters, serializer) for a Compression. Zarr v3:
+    only codecs of the v3 specification (a shuffle goes inside blosc: compression.zarr_v3_compressors
+    says how each setting maps); Zarr v2: numcodecs' shuffle filter and compressor, as before."""
+    if s.zarr_format == 3:
         import zarr.codecs as zc
-        main = {"none": None, "zlib": lambda: zc.GzipCodec(level=comp.level),
-                "zstd": lambda: zc.ZstdCodec(level=comp.level)}.get(comp.codec)
-        if comp.codec in BLOSC_NAMES:
-            main = lambda: zc.BloscCodec(cname=BLOSC_NAMES[comp.codec], clevel=comp.level,  # noqa: E731
-                                         shuffle="shuffle" if comp.shuffle else "noshuffle", typesize=itemsize)
-        out["compressors"] = pre + ([main()] if main else [])
-        out["serializer"] = zc.BytesCodec(endian=s.endian or "little")
-        return out
+        return {"compressors": zarr_v3_compressors(comp, itemsize),
+                "serializer": zc.BytesCodec(endian=s.endian or "little")}
     import numcodecs
+    pre = []
+    if comp.shuffle and not comp.codec.startswith("blosc_") and itemsize > 1:
+        pre.append(numcodecs.Shuffle(elementsize=itemsize))
+    out = {}
     main = {"none": None, "zlib": lambda: numcodecs.GZip(level=comp.level),
             "zstd": lambda: numcodecs.Zstd(level=comp.level)}.get(comp.codec)
     if comp.codec in BLOSC_NAMES:
@@ -125,6 +111,9 @@ def compression_of(arr) -> Compression:
             shuffle = True
         elif name in ("zstd", "gzip", "zlib") and codec == "none":
             codec, level = ("zstd" if name == "zstd" else "zlib"), int(conf.get("level", 1) or 0)
+        elif name == "blosc" and codec == "none" and "id" not in c:   # v3: may stand for deflate/zstd+shuffle
+            b = zarr_v3_setting(conf.get("cname"), int(conf.get("clevel", 5)), conf.get("shuffle") != "noshuffle")
+            codec, level, shuffle = b.codec, b.level, shuffle or b.shuffle
         elif name == "blosc" and codec == "none":
             cname = {v: k for k, v in BLOSC_NAMES.items()}.get(conf.get("cname"), "blosc_lz4")
             codec, level = cname, int(conf.get("clevel", 5))
@@ -147,14 +136,22 @@ def _codecs(arr) -> list:
 
 # ---------------------------------------------------------------- input
 
+_REMOTE_GROUPS = {}   # s3:// inputs opened once per command (each open reads the metadata over the network)
+
+
 def _open_group(path, mode="r"):
     import zarr
+    if mode == "r" and str(path).startswith("s3://") and str(path) in _REMOTE_GROUPS:
+        return _REMOTE_GROUPS[str(path)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return zarr.open_group(str(path), mode=mode)
+            g = zarr.open_group(blocks.zarr_store(str(path), mode == "r"), mode=mode)
     except Exception as exc:  # zarr raises many types for a broken store
         raise DataError(f"{path}: not a readable Zarr store ({exc})") from None
+    if mode == "r" and str(path).startswith("s3://"):
+        _REMOTE_GROUPS[str(path)] = g
+    return g
 
 
 def _arrays(group, prefix=""):
@@ -217,6 +214,9 @@ def stored_bytes(path, infos) -> dict:
 
 
 def total_bytes(path) -> int:
+    if str(path).startswith("s3://"):
+        from ...stores.chunks import ObjectChunks
+        return sum(size for size, _ in ObjectChunks.of(str(path)).listing().values())
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
@@ -358,11 +358,17 @@ def open_output(tmp):
     return nullcontext(str(tmp))
 
 
-def output(store: str, key: str, target=None):
-    """(Sink, write): the worker writes its chunks into the store itself; the parent has nothing to do."""
+def output(store: str, key: str, target=None, remote: str = ""):
+    """(Sink, write): the worker writes its chunks into the store itself; the parent has nothing to
+    do. With `remote` (s3://BUCKET/STORE) the chunks go to the bucket and the Sink carries the
+    array's metadata documents from the local `store` (they reach the bucket last)."""
     def write(result):
         result.payload = None
-    return blocks.Sink("zarr", path=str(store), var=key), write
+    if not remote:
+        return blocks.Sink("zarr", path=str(store), var=key), write
+    meta = tuple((f"{key}/{name}", (Path(store) / key / name).read_bytes())
+                 for name in ("zarr.json", ".zarray", ".zattrs") if (Path(store) / key / name).is_file())
+    return blocks.Sink("zarr", path=str(store), var=key, remote=remote, meta=meta), write
 
 
 def check_written(tmp: Path, jobs) -> None:

@@ -1,0 +1,167 @@
+"""`climio rechunk --scheduler ADDRESS` (or `--scheduler local`): the same block tasks
+(blocks.run_task: the same reads, native codec path and chunk writes) on Dask distributed workers.
+
+Cluster mode writes Zarr, to a bucket (s3://, the workers PUT their own chunk objects) or to a
+file system every worker sees; each worker writes its blocks' chunks itself, so nothing passes
+through the client but the task descriptions and small results. netCDF-4 output (one HDF5 writer)
+is refused. As the local executor, at most IN_FLIGHT_PER_WORKER x workers tasks are handed out at
+a time, each a block: --max-mem is per worker, and the plan is made for workers x --max-mem. The
+two-pass intermediate goes to --tmp, which must then be on a shared file system.
+
+`local` starts a LocalCluster of --workers processes (one thread each) for the run and stops it.
+An address uses that scheduler's workers (started with `dask worker ADDRESS --nthreads 1`: more
+threads per worker run more blocks at once than --max-mem allows for); the client leaves them
+running.
+"""
+
+import collections
+
+from climio.base.errors import InputError, NativeError
+from .execute import IN_FLIGHT_PER_WORKER, RechunkStats
+
+REQUESTS_IN_FLIGHT = 8   # a worker's concurrent GETs or PUTs (stores.chunks.GET_THREADS / PUT_THREADS)
+
+
+def check_output(dst, out_format=None) -> None:
+    from . import formats
+    if formats.output_format(str(dst).rstrip("/"), out_format) != "zarr":
+        raise InputError("--scheduler writes Zarr (each worker writes its own chunks): netCDF-4 output on a "
+                         "cluster is refused; name OUT *.zarr or s3://BUCKET/OUT.zarr")
+
+
+def connect(address: str, workers: int):
+    """(client, cluster or None): a client of the scheduler, or of a LocalCluster it starts."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise NativeError("--scheduler needs dask.distributed (pip install distributed)") from None
+    if address == "local":
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40)
+        return Client(cluster), cluster
+    try:
+        return Client(address, timeout="20s"), None
+    except (OSError, TimeoutError) as exc:
+        raise InputError(f"--scheduler {address}: no Dask scheduler answers there ({exc})") from None
+
+
+def worker_count(client) -> int:
+    info = client.scheduler_info()
+    return sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
+
+
+_early = {}   # (address, workers) -> a connect() started by start_early, in a thread
+
+
+def start_early(address: str, workers: int) -> None:
+    """Import distributed and connect (or start the LocalCluster) in a thread while the command
+    scans, plans and defines the output: about a third of a short run's time otherwise."""
+    import threading
+    box = {}
+
+    def go():
+        try:
+            box["value"] = connect(address, workers)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the runner, which raises it
+            box["error"] = exc
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    _early[(address, workers)] = (t, box)
+
+
+def discard_early() -> None:
+    for t, box in _early.values():
+        t.join()
+        for obj in box.get("value", ()):
+            if obj is not None:
+                obj.close()
+    _early.clear()
+
+
+def _connected(address: str, workers: int):
+    early = _early.pop((address, workers), None)
+    if early is None:
+        return connect(address, workers)
+    early[0].join()
+    if "error" in early[1]:
+        raise early[1]["error"]
+    return early[1]["value"]
+
+
+class DaskRunner:
+    """execute.Runner's face (run, close, stats, workers) over a Dask client."""
+
+    def __init__(self, address: str, workers: int, stats: RechunkStats = None):
+        self.stats = stats if stats is not None else RechunkStats()
+        self.client, self.cluster = _connected(address, workers)
+        self.workers = max(1, worker_count(self.client))
+
+    def run(self, tasks, write, workers: int, progress=None) -> None:
+        from distributed import wait
+
+        from . import blocks
+        window = IN_FLIGHT_PER_WORKER * self.workers
+        pending = collections.deque()
+        for t in tasks:
+            if t.sink.kind == "chunks":
+                raise InputError("--scheduler writes Zarr: netCDF-4 output on a cluster is refused")
+            pending.append(self.client.submit(blocks.run_task, t, pure=False))
+            if len(pending) >= window:
+                wait([pending[0]])
+                self._take(pending, write, progress)
+        while pending:
+            self._take(pending, write, progress)
+        # the workers cache open stores and files: the next pass, or the next run on these
+        # long-lived workers, may read what this one wrote
+        self.client.run(blocks.close_all_handles)
+
+    def _take(self, pending, write, progress) -> None:
+        result = pending.popleft().result()
+        self.stats.add(result)
+        write(result)
+        if progress:
+            progress(result.nbytes)
+
+    def close(self, abort=False) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+
+def per_worker_lines(plans: dict, workers: int, max_mem: int, request_s: float = 0.0) -> list:
+    """--dry-run in cluster mode: tasks, bytes and requests per worker, the predicted time (with
+    `request_s`, an object store's measured round trip: each worker's requests at IN_FLIGHT
+    requests at once added to the plan's time)."""
+    from climio.base.units import format_size
+    lines = [f"cluster: {workers} Dask worker(s), --max-mem {format_size(max_mem // max(1, workers))} per worker "
+             f"({format_size(max_mem)} in all)"]
+    for path, plan in plans.items():
+        for i, p in enumerate(plan.passes, 1):
+            w = max(1, min(workers, p.n_blocks))
+            lines.append(f"  {path} pass {i}: {p.n_blocks} tasks, per worker {-(-p.n_blocks // w)} tasks, "
+                         f"read {format_size(p.bytes_read // w)} in {-(-p.read_ops // w)} requests, write "
+                         f"{format_size(p.bytes_written // w)} in {-(-p.write_ops // w)} requests")
+        reqs = sum(-(-(p.read_ops + p.write_ops) // max(1, min(workers, p.n_blocks))) for p in plan.passes)
+        extra = reqs * request_s / REQUESTS_IN_FLIGHT
+        lines.append(f"  {path}: predicted {plan.predicted_s + extra:.2f} s"
+                     + (f" (of which {extra:.2f} s the object store's {1e3 * request_s:.1f} ms round trips, "
+                        f"{REQUESTS_IN_FLIGHT} in flight per worker)" if request_s else ""))
+    return lines
+
+
+def round_trip_s(url: str, n: int = 3) -> float:
+    """The median time of a small GET at `url` (s3://BUCKET/STORE): the object store's round trip."""
+    import statistics
+    import time
+
+    from ..stores.chunks import ObjectChunks
+    objs = ObjectChunks.of(url)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        objs.get("zarr.json")
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

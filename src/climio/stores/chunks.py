@@ -1,0 +1,121 @@
+"""Streamed object I/O under one prefix (a Zarr store in a bucket): what a rechunk worker reads and
+writes, object by object, with no local copy of the store.
+
+    objs = ObjectChunks.of("s3://bucket/out.zarr")     one per store and process (reused by tasks)
+    objs.get_many(["ta/c/0/0"])                      {key: bytes or None}, fetched concurrently
+    objs.put_later("ta/c/0/0", data); objs.flush()    PUTs in the background (at most PUT_THREADS at
+                                                      once), flush waits: [(key, size, md5)]
+    objs.listing(".climio-rechunk/")                  {key: (size, etag)}
+
+Every request goes through retry.retried (obstore's own retries off, so that each is counted) and
+has a timeout (CLIMIO_S3_TIMEOUT). Memory: the bytes handed to put_later are held until their PUT
+is done; a caller flushes once per block, so at most one block's encoded chunks wait.
+"""
+
+import hashlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from .endpoint import Endpoint, parse_s3_url
+from .retry import retried
+
+PUT_THREADS = 8
+GET_THREADS = 8
+TIMEOUT = os.environ.get("CLIMIO_S3_TIMEOUT", "30s")
+
+
+def streamed_store(endpoint: Endpoint, bucket: str, prefix: str = None):
+    """An obstore S3Store whose requests time out and are not retried by obstore (we retry, and count)."""
+    return endpoint.obstore(bucket, prefix, retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=1)},
+                            timeout=TIMEOUT, connect_timeout="5s")
+
+
+class ObjectChunks:
+    _cache = {}
+    _lock = threading.Lock()
+
+    def __init__(self, url: str, endpoint: Endpoint = None):
+        self.url = parse_s3_url(url)
+        self.endpoint = endpoint or Endpoint.from_env()
+        self.prefix = self.url.key.rstrip("/")
+        self.store = streamed_store(self.endpoint, self.url.bucket)
+        self._pool = None
+        self._pending = []
+
+    @classmethod
+    def of(cls, url: str) -> "ObjectChunks":
+        """The one instance for this store in this process and thread."""
+        key = (str(url).rstrip("/"), threading.get_ident())
+        with cls._lock:
+            if key not in cls._cache:
+                cls._cache[key] = cls(url)
+            return cls._cache[key]
+
+    def key(self, rel: str) -> str:
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    # ------------------------------------------------------------ reads
+    def get(self, rel: str):
+        """The object's bytes, or None if there is none."""
+        import obstore
+
+        def call():
+            try:
+                return obstore.get(self.store, self.key(rel)).bytes()
+            except FileNotFoundError:
+                return None
+        return retried(call, f"GET {rel}")
+
+    def get_many(self, rels) -> dict:
+        rels = list(rels)
+        if len(rels) <= 1:
+            return {r: self.get(r) for r in rels}
+        with ThreadPoolExecutor(min(GET_THREADS, len(rels))) as pool:
+            return dict(zip(rels, pool.map(self.get, rels)))
+
+    # ------------------------------------------------------------ writes
+    def put(self, rel: str, data) -> tuple:
+        """(key, size, md5 hex) once the object is stored."""
+        import obstore
+        data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        retried(lambda: obstore.put(self.store, self.key(rel), data), f"PUT {rel}")
+        return rel, len(data), hashlib.md5(data).hexdigest()
+
+    def put_later(self, rel: str, data) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(PUT_THREADS)
+        self._pending.append(self._pool.submit(self.put, rel, bytes(data)))
+
+    def flush(self) -> list:
+        """Wait for every PUT handed to put_later; the first failure is raised (after all finished)."""
+        pending, self._pending = self._pending, []
+        out, first = [], None
+        for f in pending:
+            try:
+                out.append(f.result())
+            except Exception as exc:  # noqa: BLE001 -- re-raised below once the others are done
+                first = first or exc
+        if first is not None:
+            raise first
+        return out
+
+    # ------------------------------------------------------------ listing, deleting
+    def listing(self, under: str = "") -> dict:
+        """{key relative to the store: (size, etag without quotes)} of every object under `under`."""
+        import obstore
+        prefix = self.key(under) if under else (self.prefix + "/" if self.prefix else None)
+
+        def call():
+            return [m for batch in obstore.list(self.store, prefix=prefix) for m in batch]
+        start = len(self.prefix) + 1 if self.prefix else 0
+        return {m["path"][start:]: (int(m["size"]), str(m.get("e_tag") or "").strip('"'))
+                for m in retried(call, "LIST")}
+
+    def delete(self, rels) -> None:
+        import obstore
+        keys = [self.key(r) for r in rels]
+        for i in range(0, len(keys), 1000):
+            part = keys[i:i + 1000]
+            retried(lambda part=part: obstore.delete(self.store, part), "DELETE")

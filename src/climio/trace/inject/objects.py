@@ -1,0 +1,600 @@
+"""Object-store tracing inside a traced Python job: every store operation and wire request it makes.
+
+Enabled by the `sitecustomize` of this directory when CLIMIO_TRACE_OBJECTS=DIR (set by `climio trace
+run`); writes DIR/objects-<host>-<pid>.jsonl when the process exits (format: climio.trace.objects_reader).
+CLIMIO_TRACE_MODE=counters keeps per-key totals only.
+
+Two levels, each record says which:
+  store  what the job asked of a store: zarr v3 Store methods (any Store class, patched in place the way
+         zarr's WrapperStore would wrap it: get / ranged get / get_partial_values / set / exists / list*),
+         fsspec file-system methods (s3fs, HTTP, reference and every other fsspec class: _cat_file,
+         _info, _ls, _find, _exists, _pipe_file, ...), and reads of fsspec file objects (what h5py and
+         h5netcdf ask of a file opened through fsspec). Only the outermost store operation of a task is
+         recorded: a zarr get served by s3fs is one store op, not two.
+  wire   the HTTP requests sent: botocore's before-send / needs-retry / after-call events (s3fs through
+         aiobotocore; one record per attempt, retries counted) and aiohttp's TraceConfig for every other
+         aiohttp session (fsspec's HTTP). A wire record's end is when the response headers arrived;
+         its bytes are the response's Content-Length. `parent` names the store op it served.
+Keys are paths only: no query string (signatures), no user info, no credential ever.
+This module imports nothing of climio and no third-party module at start-up (it hooks imports).
+"""
+
+import atexit
+import contextvars
+import itertools
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+SCHEMA = "climio-objects/1"
+_now = time.time_ns
+_tid = threading.get_native_id
+_ids = itertools.count(1)
+_CURRENT = contextvars.ContextVar("climio_object_op", default=None)   # the store op running in this task
+_state = {"out": None, "mode": "full", "recs": [], "counters": {}, "t0": 0, "installed": False}
+META_SUFFIXES = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
+_V3_CHUNK = re.compile(r"^(?:(?P<a>.*)/)?c(?P<c>(?:[/.]\d+)+)$")
+_V2_CHUNK = re.compile(r"^(?:(?P<a>.*)/)?(?P<c>\d+(?:[./]\d+)*)$")
+_KEEP_QUERY = ("prefix", "delimiter", "list-type", "max-keys")
+
+
+# --- records ------------------------------------------------------------------------------------------
+
+def _emit(rec) -> None:
+    if _state["mode"] == "counters":
+        k = (rec["level"], rec["op"], rec.get("key"))
+        c = _state["counters"].get(k)
+        if c is None:
+            c = _state["counters"][k] = [0, 0, 0, 0]
+        c[0] += 1
+        c[1] += rec.get("bytes") or 0
+        c[2] += rec["t1"] - rec["t0"]
+        c[3] += rec.get("retries") or 0
+    else:
+        _state["recs"].append(rec)
+
+
+def chunk_of(key):
+    """(kind, array, chunk index) of a Zarr key: ("meta", array, None), ("chunk", array, [i, j, ...])
+    or ("other", None, None)."""
+    key = str(key)
+    if key.endswith(META_SUFFIXES):
+        return "meta", key.rpartition("/")[0], None
+    m = _V3_CHUNK.match(key) or _V2_CHUNK.match(key)
+    if m:
+        return "chunk", m.group("a") or "", [int(x) for x in re.split(r"[./]", m.group("c").strip("./"))]
+    return "other", None, None
+
+
+def clean_url(url) -> str:
+    """A URL without user info, fragment or any query parameter but a listing's prefix/delimiter."""
+    s = str(url)
+    s, _, query = s.partition("?")
+    s = s.split("#", 1)[0]
+    s = re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", s)
+    kept = [p for p in query.split("&") if p.split("=", 1)[0] in _KEEP_QUERY]
+    return s + ("?" + "&".join(kept) if kept else "")
+
+
+def _range_header(value):
+    """[start, end) of an HTTP Range header; a suffix range bytes=-N is [-N, None]."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    m = re.match(r"bytes=(\d*)-(\d*)", str(value or ""))
+    if not m:
+        return None
+    if not m.group(1):
+        return [-int(m.group(2)), None]
+    return [int(m.group(1)), int(m.group(2)) + 1 if m.group(2) else None]
+
+
+def _nbytes(out):
+    if out is None:
+        return 0
+    n = getattr(out, "nbytes", None)
+    if n is None:
+        try:
+            return len(out)
+        except TypeError:
+            return 0
+    return n() if callable(n) else int(n)
+
+
+def _rec(lib, op, key, rng=None) -> dict:
+    return {"level": "store", "lib": lib, "op": op, "key": key, "range": rng, "id": next(_ids), "tid": _tid(),
+            "t0": _now()}
+
+
+class _Op:
+    """The context of one store operation: records it if it is the outermost of its task."""
+    __slots__ = ("rec", "token")
+
+    def __init__(self, lib, op, key, rng=None):
+        if _CURRENT.get() is not None:
+            self.rec = None
+            return
+        self.rec = _rec(lib, op, key, rng)
+        self.token = _CURRENT.set(self.rec["id"])
+
+    def done(self, nbytes=0, error=None, **extra):
+        r = self.rec
+        if r is None:
+            return
+        _CURRENT.reset(self.token)
+        r["t1"] = _now()
+        r["bytes"] = nbytes
+        if error is not None:
+            r["error"] = type(error).__name__
+        r.update(extra)
+        _emit(r)
+
+
+# --- zarr stores --------------------------------------------------------------------------------------
+
+def _zarr_meta(key, buf) -> dict:
+    """Shape, chunks and dtype of the arrays a metadata document describes (consolidated too)."""
+    try:
+        doc = json.loads(buf.to_bytes() if hasattr(buf, "to_bytes") else bytes(buf))
+    except Exception:
+        return {}
+    out = {}
+    base = str(key).rpartition("/")[0]
+
+    def one(name, d):
+        if not isinstance(d, dict) or "shape" not in d:
+            return
+        grid = (d.get("chunk_grid") or {}).get("configuration", {}).get("chunk_shape") or d.get("chunks")
+        inner = next((c.get("configuration", {}).get("chunk_shape") for c in d.get("codecs") or []
+                      if isinstance(c, dict) and c.get("name") == "sharding_indexed"), None)
+        out[name] = {"shape": d["shape"], "chunks": inner or grid, "shard": grid if inner else None,
+                     "dtype": str(d.get("data_type") or d.get("dtype"))}
+    one(base, doc)
+    cons = (doc.get("consolidated_metadata") or {}).get("metadata") or doc.get("metadata") or {}
+    for name, d in cons.items() if isinstance(cons, dict) else ():
+        name = name[:-len("/.zarray")] if name.endswith("/.zarray") else name
+        one(f"{base}/{name}".strip("/"), d)
+    return out
+
+
+def _zarr_extra(key):
+    kind, arr, idx = chunk_of(key)
+    return {"kind": kind, "array": arr, "chunk": idx} if kind != "other" else {"kind": kind}
+
+
+def _wrap_zarr(cls, name, fn):
+    lib = "zarr:" + cls.__name__
+    if name == "get":
+        async def get(self, key, prototype, byte_range=None):
+            rng = _zarr_range(byte_range)
+            op = _Op(lib, "get-range" if rng else "get", key, rng)
+            try:
+                out = await fn(self, key, prototype, byte_range)
+            except BaseException as e:
+                op.done(error=e, **_zarr_extra(key))
+                raise
+            extra = _zarr_extra(key)
+            if op.rec is not None and extra["kind"] == "meta" and out is not None and len(out) < (1 << 22):
+                extra["arrays"] = _zarr_meta(key, out)
+            op.done(_nbytes(out), found=out is not None, **extra)
+            return out
+        return get
+    if name == "get_partial_values":
+        async def get_partial_values(self, prototype, key_ranges):
+            key_ranges = list(key_ranges)
+            if _CURRENT.get() is not None:
+                return await fn(self, prototype, key_ranges)
+            # one record per range: the ranged gets the store issues together
+            recs = [_rec(lib, "get-range", k, _zarr_range(br)) for k, br in key_ranges]
+            token = _CURRENT.set(recs[0]["id"] if recs else 0)
+            try:
+                out = await fn(self, prototype, key_ranges)
+            finally:
+                _CURRENT.reset(token)
+            t1 = _now()
+            for r, (k, _), b in zip(recs, key_ranges, out):
+                r.update(t1=t1, bytes=_nbytes(b), **_zarr_extra(k))
+                _emit(r)
+            return out
+        return get_partial_values
+    if name in ("set", "set_if_not_exists"):
+        async def set_(self, key, value):
+            op = _Op(lib, "set", key)
+            try:
+                out = await fn(self, key, value)
+            except BaseException as e:
+                op.done(_nbytes(value), error=e, **_zarr_extra(key))
+                raise
+            op.done(_nbytes(value), **_zarr_extra(key))
+            return out
+        return set_
+    if name in ("exists", "delete", "getsize"):
+        async def one(self, key):
+            op = _Op(lib, {"exists": "head", "getsize": "head", "delete": "delete"}[name], key)
+            try:
+                out = await fn(self, key)
+            except BaseException as e:
+                op.done(error=e, **_zarr_extra(key))
+                raise
+            op.done(0, **_zarr_extra(key))
+            return out
+        return one
+    if name in ("list", "list_prefix", "list_dir"):
+        async def listing(self, *args):
+            # no task-local mark across yields: the consumer's own requests between items stay visible
+            r = _rec(lib, "list", args[0] if args else "") if _CURRENT.get() is None else None
+            n = 0
+            try:
+                async for item in fn(self, *args):
+                    n += 1
+                    yield item
+            finally:
+                if r is not None:
+                    r.update(t1=_now(), bytes=0, entries=n)
+                    _emit(r)
+        return listing
+    return None
+
+
+def _zarr_range(br):
+    if br is None:
+        return None
+    start = getattr(br, "start", None)
+    if start is not None:
+        return [start, getattr(br, "end", None)]
+    off = getattr(br, "offset", None)
+    if off is not None:
+        return [off, None]
+    suffix = getattr(br, "suffix", None)
+    return [-suffix, None] if suffix is not None else None
+
+
+ZARR_METHODS = ("get", "get_partial_values", "set", "set_if_not_exists", "exists", "delete", "getsize",
+                "list", "list_prefix", "list_dir")
+
+
+def _patch_zarr_class(cls) -> None:
+    for name in ZARR_METHODS:
+        fn = cls.__dict__.get(name)
+        if fn is None or getattr(fn, "__climio__", False) or getattr(fn, "__isabstractmethod__", False):
+            continue
+        w = _wrap_zarr(cls, name, fn)
+        if w is not None:
+            w.__climio__ = True
+            w.__name__, w.__qualname__, w.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+            setattr(cls, name, w)
+
+
+def _all_subclasses(cls):
+    seen, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        for s in c.__subclasses__():
+            if s not in seen:
+                seen.append(s)
+                todo.append(s)
+    return seen
+
+
+def _hook_zarr(mod) -> None:
+    """Every Store class there is, and every one defined later (Store.__init_subclass__)."""
+    Store = mod.Store
+    if getattr(Store, "__climio__", False):
+        return
+    Store.__climio__ = True
+    for c in _all_subclasses(Store):
+        _patch_zarr_class(c)
+
+    def init_subclass(cls, **kw):
+        super(Store, cls).__init_subclass__(**kw)
+        _patch_zarr_class(cls)
+    Store.__init_subclass__ = classmethod(init_subclass)
+
+
+# --- fsspec -------------------------------------------------------------------------------------------
+
+FS_OPS = {"_cat_file": "get", "cat_file": "get", "_info": "head", "info": "head", "_exists": "head",
+          "_ls": "list", "_find": "list", "_pipe_file": "set", "_put_file": "set", "_get_file": "get"}
+
+
+def _fs_wrap(cls, name, fn):
+    lib = "fsspec:" + cls.__name__
+    opname = FS_OPS[name]
+    takes_range = name in ("_cat_file", "cat_file")
+    sync = not name.startswith("_")
+
+    def start(self, path, args, kw):
+        rng = None
+        if takes_range:
+            s = kw.get("start", args[0] if args else None)
+            e = kw.get("end", args[1] if len(args) > 1 else None)
+            rng = None if s is None and e is None else [s, e]
+        key = clean_url(path if isinstance(path, str) else getattr(path, "path", path))
+        return _Op(lib, "get-range" if rng else opname, key, rng)
+
+    def finish(op, out, path, err=None):
+        n = _nbytes(out) if opname == "get" and isinstance(out, (bytes, bytearray, memoryview)) else 0
+        if name in ("_pipe_file",):
+            n = 0
+        extra = {"entries": len(out)} if opname == "list" and hasattr(out, "__len__") else {}
+        op.done(n, error=err, **extra)
+
+    if sync:
+        def w(self, path, *args, **kw):
+            op = start(self, path, args, kw)
+            try:
+                out = fn(self, path, *args, **kw)
+            except BaseException as e:
+                finish(op, None, path, e)
+                raise
+            finish(op, out, path)
+            return out
+    else:
+        async def w(self, path, *args, **kw):
+            op = start(self, path, args, kw)
+            try:
+                out = await fn(self, path, *args, **kw)
+            except BaseException as e:
+                finish(op, None, path, e)
+                raise
+            finish(op, out, path)
+            return out
+    w.__climio__ = True
+    w.__name__ = fn.__name__
+    return w
+
+
+def _patch_fs_class(cls) -> None:
+    for klass in cls.__mro__:
+        if klass.__module__ in ("builtins", "abc", "typing") or klass.__module__.startswith(("fsspec.spec", "fsspec.asyn")):
+            continue  # the generic methods call the specific ones
+        if getattr(klass, "__climio_fs__", False) == klass:
+            continue
+        for name in FS_OPS:
+            fn = klass.__dict__.get(name)
+            if fn is not None and callable(fn) and not getattr(fn, "__climio__", False):
+                setattr(klass, name, _fs_wrap(klass, name, fn))
+        klass.__climio_fs__ = klass
+
+
+def _file_read(fn, lib):
+    def read(self, length=-1):
+        loc = getattr(self, "loc", None)
+        op = _Op(lib, "read", clean_url(getattr(self, "path", "")), None)
+        try:
+            out = fn(self, length)
+        except BaseException as e:
+            op.done(error=e)
+            raise
+        if op.rec is not None and loc is not None:
+            op.rec["range"] = [loc, loc + _nbytes(out)]
+        op.done(_nbytes(out))
+        return out
+    read.__climio__ = True
+    return read
+
+
+def _hook_fsspec_spec(mod) -> None:
+    F = mod.AbstractBufferedFile
+    if not getattr(F.read, "__climio__", False):
+        F.read = _file_read(F.read, "fsspec:file")
+    meta = type(mod.AbstractFileSystem)
+    call = meta.__call__
+    if getattr(call, "__climio__", False):
+        return
+
+    def __call__(cls, *args, **kw):   # the file system's class patched at its first instance
+        if cls.__dict__.get("__climio_fs__") is not cls:
+            _patch_fs_class(cls)
+        return call(cls, *args, **kw)
+    __call__.__climio__ = True
+    meta.__call__ = __call__
+
+
+def _hook_fsspec_http(mod) -> None:
+    F = getattr(mod, "HTTPFile", None)
+    if F is not None and "read" in F.__dict__ and not getattr(F.__dict__["read"], "__climio__", False):
+        F.read = _file_read(F.__dict__["read"], "fsspec:HTTPFile")
+
+
+# --- wire: botocore events ----------------------------------------------------------------------------
+
+def _before_send(request, **kw):
+    ctx = getattr(request, "context", None)
+    if not isinstance(ctx, dict):
+        return None
+    ctx["climio_wire"] = {"level": "wire", "lib": "botocore", "method": request.method,
+                          "key": clean_url(request.url), "range": _range_header(request.headers.get("Range")),
+                          "parent": _CURRENT.get(), "tid": _tid(), "t0": _now()}
+    return None
+
+
+def _needs_retry(response=None, attempts=1, caught_exception=None, request_dict=None, operation=None, **kw):
+    ctx = (request_dict or {}).get("context")
+    rec = ctx.pop("climio_wire", None) if isinstance(ctx, dict) else None
+    if rec is None:
+        return None
+    rec["t1"] = _now()
+    rec["op"] = getattr(operation, "name", "?")
+    rec["attempt"] = attempts
+    rec["retries"] = attempts - 1
+    http = response[0] if response else None
+    rec["status"] = getattr(http, "status_code", None)
+    try:   # a HEAD's Content-Length is the object's size, not bytes sent
+        rec["bytes"] = 0 if rec["method"] == "HEAD" else int((getattr(http, "headers", None) or {}).get("content-length") or 0)
+    except (TypeError, ValueError):
+        rec["bytes"] = 0
+    if caught_exception is not None:
+        rec["error"] = type(caught_exception).__name__
+    ctx["climio_last"] = rec
+    _emit(rec)
+    return None
+
+
+def _after_call(http_response=None, context=None, **kw):
+    rec = (context or {}).get("climio_last") if isinstance(context, dict) else None
+    if rec is not None:
+        rec["final"] = True     # the attempt whose response the call returned
+    return None
+
+
+def _hook_botocore(mod) -> None:
+    S = mod.Session
+    init = S.__init__
+    if getattr(init, "__climio__", False):
+        return
+
+    def __init__(self, *a, **kw):
+        init(self, *a, **kw)
+        self.register("before-send.s3", _before_send, unique_id="climio-before-send")
+        self.register("needs-retry.s3", _needs_retry, unique_id="climio-needs-retry")
+        self.register("after-call.s3", _after_call, unique_id="climio-after-call")
+    __init__.__climio__ = True
+    S.__init__ = __init__
+
+
+# --- wire: aiohttp ------------------------------------------------------------------------------------
+
+def _trace_config(aiohttp):
+    tc = aiohttp.TraceConfig()
+
+    async def on_start(session, ctx, params):
+        ctx.climio = {"level": "wire", "lib": "aiohttp", "method": params.method, "op": params.method,
+                      "key": clean_url(params.url), "range": _range_header(params.headers.get("Range")),
+                      "parent": _CURRENT.get(), "tid": _tid(), "t0": _now(), "retries": 0}
+
+    async def on_end(session, ctx, params):
+        rec = getattr(ctx, "climio", None)
+        if rec is None:
+            return
+        rec["t1"] = _now()
+        rec["status"] = params.response.status
+        try:
+            rec["bytes"] = 0 if rec["method"] == "HEAD" else int(params.response.headers.get("Content-Length") or 0)
+        except ValueError:
+            rec["bytes"] = 0
+        _emit(rec)
+
+    async def on_error(session, ctx, params):
+        rec = getattr(ctx, "climio", None)
+        if rec is not None:
+            rec.update(t1=_now(), status=None, bytes=0, error=type(params.exception).__name__)
+            _emit(rec)
+    tc.on_request_start.append(on_start)
+    tc.on_request_end.append(on_end)
+    tc.on_request_exception.append(on_error)
+    tc.freeze()
+    return tc
+
+
+def _hook_aiohttp(mod) -> None:
+    S = mod.ClientSession
+    init = S.__init__
+    if getattr(init, "__climio__", False):
+        return
+    tc = _trace_config(mod)
+
+    def __init__(self, *a, **kw):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if not caller.startswith("aiobotocore"):    # botocore's own events record those requests
+            kw["trace_configs"] = [*(kw.get("trace_configs") or []), tc]
+        init(self, *a, **kw)
+    __init__.__climio__ = True
+    S.__init__ = __init__
+
+
+# --- import hooks, output, install ------------------------------------------------------------------
+
+HOOKS = {"zarr.abc.store": _hook_zarr, "fsspec.spec": _hook_fsspec_spec, "fsspec.implementations.http": _hook_fsspec_http,
+         "botocore.session": _hook_botocore, "aiohttp": _hook_aiohttp}
+
+
+class _Finder:
+    """Runs a hook right after the module it names is executed (the import system finds it as usual)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in HOOKS:
+            return None
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def run(module):
+            exec_module(module)
+            try:
+                HOOKS[name](module)
+            except Exception as exc:    # never break the job: say so once
+                sys.stderr.write(f"climio trace: object tracing of {name} not installed: {exc}\n")
+        spec.loader.exec_module = run
+        return spec
+
+
+def output_path() -> str:
+    return os.path.join(_state["out"], f"objects-{socket.gethostname()}-{os.getpid()}.jsonl")
+
+
+def _settings() -> dict:
+    """The client limits in force at exit (what the concurrency advice is about)."""
+    out = {}
+    z = sys.modules.get("zarr")
+    try:
+        if z is not None:
+            out["zarr_async_concurrency"] = int(z.config.get("async.concurrency"))
+    except Exception:
+        pass
+    return out
+
+
+def flush() -> None:
+    """Write the records (or totals) to the process's file, under a temporary name renamed at the end."""
+    if not _state["out"]:
+        return
+    path = output_path()
+    head = {"schema": SCHEMA, "pid": os.getpid(), "host": socket.gethostname(), "mode": _state["mode"],
+            "t0_ns": _state["t0"], "t1_ns": _now(), "argv": [os.path.basename(sys.argv[0])] if sys.argv else [],
+            "settings": _settings()}
+    tmp = path + ".tmp"
+    try:
+        os.makedirs(_state["out"], exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(head) + "\n")
+            if _state["mode"] == "counters":
+                for (level, op, key), (n, b, t, r) in _state["counters"].items():
+                    fh.write(json.dumps({"level": level, "op": op, "key": key, "count": n, "bytes": b,
+                                         "time_ns": t, "retries": r}) + "\n")
+            else:
+                dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+                fh.writelines(dumps(r) + "\n" for r in list(_state["recs"]) if "t1" in r)
+        os.replace(tmp, path)
+    except OSError as exc:
+        sys.stderr.write(f"climio trace: cannot write {path}: {exc}\n")
+
+
+def _after_fork() -> None:
+    _state["recs"], _state["counters"], _state["t0"] = [], {}, _now()
+
+
+def enable(value) -> bool:
+    """The dispatcher's entry (sitecustomize FEATURES): CLIMIO_TRACE_OBJECTS=DIR."""
+    return install(value)
+
+
+def install(out=None, mode=None) -> bool:
+    """Start tracing this process's object-store requests into `out` (default $CLIMIO_TRACE_OBJECTS)."""
+    out = out or os.environ.get("CLIMIO_TRACE_OBJECTS")
+    if not out or _state["installed"]:
+        return False
+    _state.update(out=out, mode=mode or ("counters" if os.environ.get("CLIMIO_TRACE_MODE") == "counters" else "full"),
+                  t0=_now(), installed=True)
+    for name, hook in HOOKS.items():
+        if name in sys.modules:
+            hook(sys.modules[name])
+    sys.meta_path.insert(0, _Finder())
+    atexit.register(flush)
+    os.register_at_fork(after_in_child=_after_fork)
+    return True

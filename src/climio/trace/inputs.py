@@ -1,0 +1,22 @@
+"""What `climio trace report PATH` reads, chosen by what PATH holds: a trace directory of events,
+one of counters, or a Darshan log. Above the three readers, so that none imports another back."""
+
+from pathlib import Path
+
+from .reader import TraceError, read_trace
+
+
+def read_input(path):
+    """What `climio trace report PATH` reads: a trace directory -> Trace (or, when it holds counters, a
+    climio.trace.counters_log.CountersTrace, analysed like a Darshan log); a file -> a Darshan log
+    (climio.trace.darshan_log.DarshanLog, read through pydarshan). Anything else is a TraceError."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        from .counters_log import has_counters, read_counters_trace
+        if has_counters(p):   # counters mode, or a full trace that reached its event cap
+            return read_counters_trace(p)
+        return read_trace(p)
+    if p.is_file():
+        from .darshan_log import read_darshan
+        return read_darshan(p)
+    raise TraceError(f"no trace directory or Darshan log at {p}")

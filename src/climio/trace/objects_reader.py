@@ -1,0 +1,74 @@
+"""Read the object-store records a traced job wrote (climio.trace.inject.objects): DIR/objects-<host>-<pid>.jsonl.
+
+    has_objects(dir) -> bool
+    read_objects(dir) -> ObjectTrace      store ops and wire requests of every process, times in ns
+
+Each file: a header line {"schema": "climio-objects/1", "pid", "host", "mode", "t0_ns", "t1_ns",
+"settings"} and one record per line. A full-mode record: level ("store" | "wire"), lib, op, key,
+range [start, end) or null, bytes, t0 and t1 (ns since the epoch), tid; store records add id, kind
+("chunk" | "meta" | "other"), array, chunk (indices), arrays (layouts read from metadata); wire records
+add method, status, attempt, retries, parent (the id of the store op they served, same process).
+A counters-mode record: level, op, key, count, bytes, time_ns, retries.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from climio.base.errors import DataError
+
+SCHEMA = "climio-objects/1"
+
+
+@dataclass
+class ObjectTrace:
+    path: Path
+    processes: list                      # the headers
+    store: list = field(default_factory=list)     # full mode: store records (each with "proc")
+    wire: list = field(default_factory=list)
+    counters: list = field(default_factory=list)  # counters mode: per-key totals
+    notes: list = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return "counters" if self.counters and not (self.store or self.wire) else "full"
+
+
+def files_of(path) -> list:
+    return sorted(Path(path).glob("objects-*.jsonl"))
+
+
+def has_objects(path) -> bool:
+    p = Path(path)
+    return p.is_dir() and bool(files_of(p))
+
+
+def read_objects(path) -> ObjectTrace:
+    p = Path(path).expanduser()
+    out = ObjectTrace(path=p, processes=[])
+    for n, f in enumerate(files_of(p)):
+        try:
+            lines = f.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read {f}: {exc}") from None
+        try:
+            head = json.loads(lines[0]) if lines else {}
+        except ValueError:
+            head = {}
+        if head.get("schema") != SCHEMA:
+            raise DataError(f"{f} is not an object-store trace (no {SCHEMA} header)")
+        out.processes.append(head)
+        for i, line in enumerate(lines[1:], 2):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                out.notes.append(f"{f.name}: line {i} unreadable, skipped")
+                continue
+            rec["proc"] = n
+            if "count" in rec:
+                out.counters.append(rec)
+            elif rec.get("level") == "wire":
+                out.wire.append(rec)
+            else:
+                out.store.append(rec)
+    return out

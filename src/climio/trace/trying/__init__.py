@@ -1,0 +1,223 @@
+"""`climio trace try DIR [--items LIST | --top K] [--reps N] [--passes P] [--json]`: re-run the traced
+command (its argv and working directory from DIR/meta.json, in the environment `trace try` runs in)
+with each candidate fix applied, without editing the script or touching the file, and rank the fixes
+by what they measured.
+
+    try_fixes(trace_dir, items=, top=, reps=, passes=, scratch=, allow_writes=, compare=, say=) -> summary
+
+Modules: candidates (the fixes an advice item can be tried as), conversion (the copies), runs (one
+cold traced run), compare (same result?), rank (gains, verdicts, the table). Scratch space:
+DIR/try (or --scratch): the converted copies, one directory per run with its trace, stdout and the
+files the job wrote; records.jsonl (one record per run) and try.json (the summary).
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+from climio.base.errors import InputError
+from climio.runs.records import atomic_write_text, make_record
+from ... import rules
+from ..reader import read_trace
+from ..report import measured_facts
+from ..run import default_excludes
+from . import rank
+from .canonical import canonical_reads, warnings as canonical_warnings
+from .candidates import candidates, reads_hdf5_directly, select
+from .compare import same_result
+from .conversion import convert_copy
+from .runs import Job, run_job
+from ..inject import install, python_path
+
+DEFAULT_REPS = 2
+
+
+def _python_flags(argv) -> str:
+    """The interpreter flags that keep sitecustomize/PYTHONPATH out (-I, -E, -S), '' when none."""
+    i = next((k for k, a in enumerate(argv) if re.match(r"python[0-9.]*$", os.path.basename(a))), None)
+    if i is None:
+        return ""
+    bad = set()
+    for a in argv[i + 1:]:
+        if a in ("-c", "-m") or not a.startswith("-") or a.startswith("--"):
+            break
+        bad |= set(a[1:]) & set("IES")
+    return "".join(sorted(bad))
+
+
+def _job(tr, facts, allow_writes) -> Job:
+    meta = tr.meta or {}
+    if not meta.get("command") or not meta.get("cwd"):
+        raise InputError(f"{tr.path} has no meta.json with the command and its directory: trace the job with "
+                         "`climio trace run -o DIR -- COMMAND` first")
+    if not os.path.isdir(meta["cwd"]):
+        raise InputError(f"the traced job's directory {meta['cwd']} no longer exists")
+    read = {f["file"] for f in facts.files if f.get("bytes_read")}
+    # an unlinked temporary (its descriptor resolved to "... (deleted)") has no path to redirect
+    writes = sorted(f["file"] for f in facts.files if f.get("bytes_written") and not f["file"].endswith(" (deleted)"))
+    in_place = sorted(set(writes) & read)
+    if in_place and not allow_writes:
+        raise InputError(f"the job writes a file it also reads ({in_place[0]}): a scratch copy cannot stand in "
+                         "for it; run with --allow-writes to let every run write it in place")
+    writes = [w for w in writes if w not in in_place]
+    return Job(list(meta["command"]), meta["cwd"], writes, meta.get("exclude") or default_excludes())
+
+
+def _h5_datasets(tr) -> list:
+    """The HDF5 datasets the trace's H5Dread calls read, with their size, chunks and filters (h5py)."""
+    seen = {}
+    names = tr.text(tr.events["func_id"]) if len(tr.events) else []
+    for i in (k for k, n in enumerate(names) if n == "H5Dread"):
+        ds = (tr.aux.get(i) or {}).get("dataset")
+        file = tr.strings[int(tr.events["file_id"][i])]
+        if ds and file and (file, ds) not in seen:
+            seen[(file, ds)] = None
+    out = []
+    for file, ds in seen:
+        try:
+            import h5py
+            with h5py.File(file, "r") as f:
+                d = f[ds]
+                out.append({"file": file, "dataset": ds, "nbytes": d.size * d.dtype.itemsize, "chunks": d.chunks,
+                            "compressed": bool(d.compression or d.shuffle)})
+        except (OSError, KeyError, ImportError):
+            continue
+    return out
+
+
+def _env_of(c, copy, inject_dir, run_dir) -> dict:
+    """What the preload and the job's libraries read for candidate `c` in one run."""
+    env = dict(c.env)
+    if c.kind == "layout":
+        st = os.stat(c.file)
+        env["CLIMIO_TRY_REDIRECT"] = f"{st.st_dev}:{st.st_ino}:{copy}"
+    if c.python:
+        st = os.stat(c.file)
+        env["PYTHONPATH"] = python_path(inject_dir, os.environ.get("PYTHONPATH"))
+        env["CLIMIO_INJECT_XARRAY"] = json.dumps({"files": [[st.st_dev, st.st_ino]], "kwargs": c.python,
+                                                  "report": str(Path(run_dir) / "injected.jsonl")})
+    return env
+
+
+def _applied(c, runs, copy) -> tuple:
+    """(applied, why not): checked in each run's own trace / injection report."""
+    for r in runs:
+        if c.kind == "layout" and (copy not in r["read_files"] or c.file in r["read_files"]):
+            return False, "the job did not read the converted copy (its trace shows the original read)"
+        if "CLIMIO_TRY_NC_CACHE" in c.env:
+            want = int(c.env["CLIMIO_TRY_NC_CACHE"].split(":")[0])
+            got = [v for k, v in r["nc_cache"].items() if k.endswith(f":{c.var}")]
+            if not got or any(v != want for v in got):
+                return False, f"the variable's chunk cache in the run's trace is {got or 'unknown'}, not {want} B"
+        if "CLIMIO_TRY_H5_CACHE" in c.env:
+            want = int(c.env["CLIMIO_TRY_H5_CACHE"].split(":")[0])
+            if not r["h5_cache"] or any(v != want for v in r["h5_cache"]):
+                return False, f"the file's chunk cache in the run's trace is {r['h5_cache'] or 'unknown'}, not {want} B"
+        if c.python and not r["python_injected"]:
+            return False, "the job never called xarray.open_dataset/open_mfdataset on the file"
+    return True, ""
+
+
+def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
+    """reps rounds of the baseline and every tried candidate, the order reversed every other round."""
+    names = ["baseline", *[c.id for c in tried]]
+    runs = {n: [] for n in names}
+    for rep in range(reps):
+        for n in (names if rep % 2 == 0 else names[::-1]):
+            d = scratch / "runs" / f"{n}-{rep}"
+            env = envs[n](d) if n != "baseline" else {}
+            runs[n].append({**run_job(job, env, d, evict), "injected_env": env})
+            if say:
+                say(f"  round {rep + 1}/{reps}: {n} {runs[n][-1]['wall_s']:.3g} s")
+    return runs
+
+
+def _result(c, runs, base_runs, base_s, conv, copy, passes, compare) -> dict:
+    r = {**c.to_dict(), "conversion_s": conv.get(c.id), "copy": copy, "runs_s": [x["wall_s"] for x in runs]}
+    r["after_s"] = rank.median(r["runs_s"])
+    r["io_share"] = rank.median([x["io_share"] for x in runs if x["io_share"] is not None])
+    r["applied"], r["applied_why"] = _applied(c, runs, copy)
+    checks = [same_result(base_runs[0], x, compare_cmd=compare) for x in runs]
+    r["same_result"] = all(ok for ok, _ in checks)
+    r["result_why"] = next((why for ok, why in checks if not ok), "")
+    r["gain"] = {str(p): rank.gain(base_s, r["after_s"], r["conversion_s"], p) for p in {*rank.SHOWN_PASSES, passes}}
+    r["injected"] = {"env": runs[0]["injected_env"], "python": runs[0]["python_injected"]}
+    r["cache_states"] = [x["cache"]["state"] for x in runs]
+    if c.kind == "layout" and copy:
+        try:
+            r["canonical"] = canonical_reads(c.file, copy, c.var)
+        except (OSError, RuntimeError, KeyError, IndexError) as exc:
+            r["canonical"], r["canonical_note"] = [], f"canonical reads not measured: {exc}"
+        r["also_slows"] = canonical_warnings(r["canonical"])
+    return r
+
+
+def _untried(c, facts) -> dict:
+    r = {**c.to_dict(), "after_s": None, "gain": {}, "applied": False, "applied_why": "", "same_result": None}
+    r["predicted_gain"] = rank.predicted_gain(facts.run.get("process_time_s"), c.saves_s)
+    return r
+
+
+def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scratch=None, allow_writes=False,
+              compare=None, say=None) -> dict:  # long: the command's steps in order, each a call
+    if reps < 1 or passes < 1:
+        raise InputError("--reps and --passes must be at least 1")
+    if items and top:
+        raise InputError("give --items or --top, not both")
+    tr = read_trace(trace_dir)
+    facts = measured_facts(trace_dir)
+    findings = rules.judge(facts)
+    job = _job(tr, facts, allow_writes)
+    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else ()), items, top)
+    if not cands:
+        raise InputError(f"no advice item to try in {trace_dir}" + (f" matches --items {items}" if items else ""))
+    scratch = Path(scratch or Path(trace_dir) / "try").resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    notes = []
+    flags = _python_flags(job.argv)
+    for c in cands:
+        if c.python and flags and not c.not_tried:
+            c.not_tried = f"not applied: Python runs with -{flags} (no sitecustomize / PYTHONPATH)"
+    copies, conv = {}, {}
+    for c in cands:
+        if c.kind == "layout" and not c.not_tried:
+            copies[c.id], conv[c.id], why = convert_copy(c, scratch / "copies", say)
+            c.not_tried = why
+    tried = [c for c in cands if not c.not_tried and c.kind != "none"]
+    inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
+    envs = {c.id: (lambda d, c=c: _env_of(c, copies.get(c.id), inject_dir, d)) for c in tried}
+    evict = sorted({*[c.file for c in cands if c.file and os.path.isfile(c.file)], *copies.values()})
+    runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
+    base = runs["baseline"]
+    base_s = rank.median([x["wall_s"] for x in base])
+    same_base = all(same_result(base[0], x, compare_cmd=compare)[0] for x in base[1:])
+    if not same_base:
+        notes.append("the baseline's own runs printed different results: give --compare CMD to say what counts")
+    results = [_result(c, runs[c.id], base, base_s, conv, copies.get(c.id), passes, compare) for c in tried]
+    if not same_base:
+        for r in results:
+            r["same_result"], r["result_why"] = False, "unchecked: the baseline's runs disagree"
+    results += [_untried(c, facts) for c in cands if c not in tried]
+    if any(x["cache"]["state"] != "cold" for rs in runs.values() for x in rs):
+        notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
+    summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,
+               "baseline_s": base_s, "baseline_runs": [x["wall_s"] for x in base],
+               "baseline_io_share": rank.median([x["io_share"] for x in base if x["io_share"] is not None]),
+               "writes_redirected": job.writes, "notes": notes, "results": rank.verdicts(results, passes)}
+    _write(scratch, summary, runs)
+    return summary
+
+
+def _write(scratch, summary, runs) -> None:
+    recs = []
+    for name, rs in runs.items():
+        r = next((x for x in summary["results"] if x["id"] == name), None)
+        for k, x in enumerate(rs):
+            params = {"trace": summary["trace"], "fix": name, "kind": r["kind"] if r else "baseline",
+                      "injected": r["injected"]["env"] if r else {}, "python": r["python"] if r else {}}
+            metrics = {"wall_s": x["wall_s"], "io_share": x["io_share"], "io_time_s": x["io_time_s"],
+                       "conversion_s": r["conversion_s"] if r else None}
+            recs.append(make_record("trace-try", params, metrics, x["cache"], rep=k))
+    atomic_write_text(scratch / "records.jsonl", "".join(json.dumps(r) + "\n" for r in recs))
+    atomic_write_text(scratch / "try.json", json.dumps(summary, indent=1, default=str))

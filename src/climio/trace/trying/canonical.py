@@ -1,0 +1,51 @@
+"""What else a layout fix slows (issue 35 item 3, measured): the canonical reads of the variable (one
+map, one full series, a box over all time) timed cold on the original and on the converted copy,
+with a warning for each that becomes more than SLOWER_WARN times slower.
+
+    canonical_reads(original, copy, var) -> [{"read", "before_s", "after_s", "ratio"}]
+    warnings(rows) -> ["one map: 10.2x slower on the copy (0.08 s -> 0.84 s)", ...]
+"""
+
+import time
+
+from climio.machine import cache
+
+SLOWER_WARN = 2.0
+
+
+def _reads(shape) -> list:
+    """(name, index) of the canonical reads, time the first dimension (CF order), the last two y, x."""
+    if len(shape) < 3:
+        return []
+    nt, ny, nx = shape[0], shape[-2], shape[-1]
+    mid = tuple(s // 2 for s in shape[1:-2])
+    by, bx = max(1, ny // 8), max(1, nx // 8)
+    return [("one map", (nt // 2, *mid, slice(None), slice(None))),
+            ("one full series", (slice(None), *mid, ny // 2, nx // 2)),
+            ("a box over all time", (slice(None), *mid, slice(ny // 2, ny // 2 + by), slice(nx // 2, nx // 2 + bx)))]
+
+
+def _time(path, var, index) -> float:
+    import netCDF4
+    cache.evict(path)
+    t0 = time.perf_counter()
+    with netCDF4.Dataset(path) as d:
+        d[var][index]
+    return time.perf_counter() - t0
+
+
+def canonical_reads(original, copy, var) -> list:
+    import netCDF4
+    var = str(var).lstrip("/")
+    with netCDF4.Dataset(original) as d:
+        shape = d[var].shape
+    rows = []
+    for name, index in _reads(shape):
+        before, after = _time(original, var, index), _time(copy, var, index)
+        rows.append({"read": name, "before_s": before, "after_s": after, "ratio": after / before if before > 0 else None})
+    return rows
+
+
+def warnings(rows) -> list:
+    return [f"{r['read']}: {r['ratio']:.1f}x slower on the copy ({r['before_s']:.3g} s -> {r['after_s']:.3g} s)"
+            for r in rows if r["ratio"] and r["ratio"] > SLOWER_WARN]

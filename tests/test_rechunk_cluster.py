@@ -1,0 +1,111 @@
+"""climio rechunk --scheduler (issue 37 item 3): the same block tasks on a real Dask cluster, a
+`dask scheduler` and two `dask worker` processes started here on free ports and stopped after,
+writing a Zarr store in the test S3 server; the output equals a local run's, object for object."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+
+def _dask(*args, env):
+    exe = os.path.join(os.path.dirname(sys.executable), "dask")
+    return subprocess.Popen([exe, *args], env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(s3_server):
+    """tcp://127.0.0.1:PORT with two single-threaded workers that reach the S3 server."""
+    from distributed import Client
+    from climio.stores.server import free_ports
+    port, = free_ports(1)
+    env = {**os.environ, **s3_server.env()}
+    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard", env=env)]
+    address = f"tcp://127.0.0.1:{port}"
+    try:
+        for _ in range(2):
+            procs.append(_dask("worker", address, "--nthreads", "1", "--no-dashboard", "--memory-limit", "0",
+                               "--host", "127.0.0.1", env=env))
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with Client(address, timeout="5s") as c:
+                    if len(c.scheduler_info()["workers"]) == 2:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the Dask cluster did not come up"
+            time.sleep(0.5)
+        yield address
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def test_rechunk_on_dask_cluster_equals_local_run(s3_server, dask_cluster, tmp_path, monkeypatch):
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.data.writer import write_4d
+    from climio.stores.chunks import ObjectChunks
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    ep = s3_server.endpoint
+    src = tmp_path / "in.nc"
+    write_4d(src, [8, 4, 32, 64], chunks=[1, 1, 32, 64], dtype="f4")
+    args = ["-c", "ta:8,1,8,16", "--compression", "zstd3+shuffle", "--max-mem", "64KiB", "--tmp", tmp_path]
+    out = run_cli("rechunk", src, "s3://climio/clu/in.zarr", "-c", "ta:1,1,32,64", "-j", "1", timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # the plan per worker
+    dry = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/dask.zarr", *args, "-j", "2",
+                  "--scheduler", dask_cluster, "--dry-run", timeout=120)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "--max-mem 64KiB per worker (128KiB in all)" in dry.stderr
+    assert "tasks, per worker" in dry.stderr and "requests" in dry.stderr and "predicted" in dry.stderr
+    # S3 -> S3 on the cluster, and the same conversion locally
+    out = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/dask.zarr", *args, "-j", "2",
+                  "--scheduler", dask_cluster, "--json", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    summary = json.loads(out.stdout)
+    assert len(summary["plans"]["/ta"]["passes"]) == 1
+    local = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/local.zarr", *args, "-j", "1",
+                    timeout=300)
+    assert local.returncode == 0, local.stderr[-3000:]
+    a, b = ObjectChunks("s3://climio/clu/dask.zarr", ep), ObjectChunks("s3://climio/clu/local.zarr", ep)
+    keys = sorted(a.listing())
+    assert keys == sorted(b.listing()) and sum(k.startswith("ta/c/") for k in keys) == 64
+    for k in keys:
+        if k.startswith("ta/c/"):
+            assert bytes(a.get(k)) == bytes(b.get(k)), k
+    ref = xr.open_dataset(src)["ta"].values
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "clu/dask.zarr"), read_only=True))["ta"].values
+    np.testing.assert_array_equal(got, ref)
+    # both workers (processes other than the command) ran blocks
+    assert summary["task_processes"] == 2 and summary["peak_rss"] > 0
+
+
+def test_cluster_refuses_netcdf_output(tmp_path):
+    from climio.data.writer import write_4d
+    src = tmp_path / "in.nc"
+    write_4d(src, [2, 1, 8, 8], chunks=[1, 1, 8, 8], dtype="f4")
+    out = run_cli("rechunk", src, tmp_path / "out.nc", "-c", "ta:2,1,4,4", "--scheduler", "tcp://127.0.0.1:9",
+                  timeout=60)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].endswith("netCDF-4 output on a cluster is refused; name OUT *.zarr "
+                                                        "or s3://BUCKET/OUT.zarr")
