@@ -53,7 +53,7 @@ COMMANDS = {
     "nc4": ("rechunk-nc", "rechunk-zarr", "predict", "advise", "make-refs", "bench-source", "stsa"),
     "zarr2": ("rechunk-nc", "rechunk-zarr"),      # predict and advise take netCDF files (and s3:// stores)
     "zarr3": ("rechunk-nc", "rechunk-zarr"),
-    "kerchunk": ("rechunk-nc", "predict"),
+    "kerchunk": ("rechunk-nc", "rechunk-zarr"),   # predict FILE.json now reads a workflow file
     "darshan": ("trace-report",),
     "trace": ("trace-report",),
     "records": ("export",),
