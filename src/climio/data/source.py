@@ -16,8 +16,8 @@ def open_netcdf(path):
     integrity.check(path)   # a truncated or zeroed file is one line here, not zeros read later
     try:
         return netCDF4.Dataset(path)
-    except OSError as exc:
-        raise DataError(f"cannot open {path} as netCDF: {exc}") from None
+    except (OSError, RuntimeError, ValueError) as exc:   # ValueError: a name that is not UTF-8
+        raise DataError(f"cannot open {path} as netCDF: {str(exc)[:200]}") from None
 
 
 def open_source(spec, study="this study"):
@@ -33,4 +33,10 @@ def open_source(spec, study="this study"):
     if v.ndim != 4:
         raise DataError(f"variable {var!r} in {path} has {v.ndim} dimensions; {study} needs [t,z,y,x]")
     v.set_auto_maskandscale(False)
-    return list(v.shape), v.dtype.str.lstrip("<>|="), (lambda sel: np.asarray(v[sel]))
+
+    def values(sel):
+        try:
+            return np.asarray(v[sel])
+        except (RuntimeError, OSError, ValueError, MemoryError) as exc:   # a damaged chunk: netCDF-C's "HDF error"
+            raise DataError(f"cannot read {var} from {path}: {str(exc)[:160] or type(exc).__name__}") from None
+    return list(v.shape), v.dtype.str.lstrip("<>|="), values

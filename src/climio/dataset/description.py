@@ -136,11 +136,17 @@ def describe(target, var=None, endpoint_url=None) -> Description:
         return _zarr_local(p, var)
     if p.suffix.lower() == ".json":
         return _reference(p, var, endpoint_url)
+    from climio.dataset import integrity
+    integrity.check(p)   # a truncated or damaged header, or a library crash on it: one line (exit 3)
     with open(p, "rb") as fh:
         head = fh.read(4)
     if head[:3] == b"CDF":
         import netCDF4
-        with netCDF4.Dataset(text) as ds:
+        try:
+            ds = netCDF4.Dataset(text)
+        except (OSError, RuntimeError, ValueError) as exc:   # ValueError: a name that is not UTF-8
+            raise DataError(f"{text}: not a readable netCDF file ({str(exc)[:200]})") from None
+        with ds:
             return _from_netcdf4(ds, var, text, store="netcdf3")
     return _netcdf4_file(text, var)
 
@@ -173,8 +179,8 @@ def _netcdf4_file(path, var) -> Description:
     import netCDF4
     try:
         ds = netCDF4.Dataset(path, "r")
-    except (OSError, RuntimeError) as exc:
-        raise DataError(f"{path}: not a readable netCDF file ({exc})") from None
+    except (OSError, RuntimeError, ValueError) as exc:   # ValueError: a name that is not UTF-8
+        raise DataError(f"{path}: not a readable netCDF file ({str(exc)[:200]})") from None
     with ds:
         desc = _from_netcdf4(ds, var, path)
     if desc.store != "netcdf4":

@@ -14,7 +14,9 @@ it opens its input; a damaged file is one DataError line (exit 3):
   neither, first bytes all zero   "zeroed or overwritten header"
 
 Other files (raw binary, Zarr directories, formats a command takes through another library) pass:
-check() only rejects what it can prove damaged. Reads the header only (a few KiB at most).
+check() only rejects what it can prove damaged. Reads the header only (a few KiB at most). A netCDF
+or HDF5 file whose header looks whole is then opened once in a forked child (climio.dataset.isolate)
+so that a crash, a hang or a huge allocation inside netCDF-C/HDF5 is one line, not a dead process.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import struct
 from pathlib import Path
 
 from climio.base.errors import DataError, no_such_file
+from climio.dataset import isolate
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _NC_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8}
@@ -42,6 +45,14 @@ def check(*paths) -> None:
         problem = problem_of(path)
         if problem:
             raise DataError(f"{path}: {problem}")
+        if _netcdf_or_hdf5(path):   # the header is whole; the libraries' parse of it, in a child first
+            isolate.probe_netcdf(path)
+
+
+def _netcdf_or_hdf5(path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        return head[:3] == b"CDF" or _hdf5_superblock_offset(fh, os.path.getsize(path)) is not None
 
 
 def problem_of(path) -> str:
@@ -74,11 +85,13 @@ class _Short(Exception):
 class _Header:
     """A cursor over the netCDF-3 header (big-endian XDR)."""
 
-    def __init__(self, fh, version: int):
-        self.fh, self.big = fh, version == 5           # CDF-5: 64-bit counts
+    def __init__(self, fh, version: int, size: int):
+        self.fh, self.big, self.size = fh, version == 5, size   # CDF-5: 64-bit counts
         self.offset_size = 4 if version == 1 else 8     # CDF-1: 32-bit begin offsets
 
     def read(self, n: int) -> bytes:
+        if n < 0 or self.fh.tell() + n > self.size:   # a count claiming more than the file holds
+            raise _Short()                              # (never read 2^64 bytes: MemoryError)
         b = self.fh.read(n)
         if len(b) < n:
             raise _Short()
@@ -121,7 +134,7 @@ def _netcdf3(fh, size: int, version: int) -> str:
     variables at `begin`, records interleaved from the first record variable's `begin`, each record
     the record variables' padded sizes (unpadded when there is only one)."""
     fh.seek(4)
-    h = _Header(fh, version)
+    h = _Header(fh, version, size)
     try:
         numrecs = h.count()
         dims = []

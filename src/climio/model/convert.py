@@ -274,7 +274,10 @@ def _extents(d, unit):
     and saves nothing): O(sqrt(d/unit)) values, ascending."""
     u = -(-d // unit)
     r = math.isqrt(u)
-    ks = set(range(1, r + 1)) | {-(-u // m) for m in range(1, r + 2)}
+    if r > 4096:   # an axis of 10^15 (a damaged or absurd header): log-spaced counts, not 10^7 values
+        ks = {int(u ** (i / 4095)) for i in range(4096)} | {-(-u // m) for m in range(1, 4097)}
+    else:
+        ks = set(range(1, r + 1)) | {-(-u // m) for m in range(1, r + 2)}
     return tuple(sorted({min(k * unit, d) for k in ks if 1 <= k <= u}))
 
 

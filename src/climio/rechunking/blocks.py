@@ -18,9 +18,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Optional
 
+import deflate
 import numpy as np
 
 from . import codec
+from climio.base.errors import DataError
 from climio.dataset.layout import chunks_in   # not via climio.model: a worker imports this module and little else
 
 
@@ -226,11 +228,8 @@ def _read_direct(task: Task, out: np.ndarray):
     nread = 0
     out_bytes = out.view(np.uint8).reshape(out.shape + (dt.itemsize,))   # out is a fresh C-order block
     for offset, addr, size, mask in task.entries:
-        raw = os.pread(fd, size, addr)
-        if len(raw) != size:
-            raise OSError(f"short read of a chunk in {src.path}")
+        data, planes = _chunk(fd, src, addr, size, mask, chunk_bytes, dt.itemsize)
         nread += size
-        data, planes = codec.decode_to_planes(raw, src.filters, mask, chunk_bytes, dt.itemsize)
         dst, sel = _overlap(task.start, task.count, offset, src.chunks, src.extent)
         if planes:   # unshuffled straight into the block: no decoded chunk in between
             p = np.frombuffer(data, np.uint8).reshape((dt.itemsize,) + tuple(src.chunks))
@@ -238,6 +237,22 @@ def _read_direct(task: Task, out: np.ndarray):
         else:
             out[dst] = np.frombuffer(data, dt).reshape(src.chunks)[sel]
     return nread, len(task.entries)
+
+
+def _chunk(fd, src, addr: int, size: int, mask: int, chunk_bytes: int, itemsize: int):
+    """One stored chunk, read and decoded; a chunk index or bytes that a damaged file altered
+    (a size beyond the file, a deflate stream that does not inflate to the chunk's size) is one
+    DataError line, never an allocation of what the index claims."""
+    where = f"{src.path}: corrupt chunk at byte {addr}"
+    if size < 0 or addr < 0 or addr + size > os.fstat(fd).st_size:
+        raise DataError(f"{where} (its {size} bytes run past the end of the file)")
+    raw = os.pread(fd, size, addr)
+    if len(raw) != size:
+        raise DataError(f"{where} (short read)")
+    try:
+        return codec.decode_to_planes(raw, src.filters, mask, chunk_bytes, itemsize)
+    except (ValueError, OverflowError, MemoryError, deflate.DeflateError) as exc:
+        raise DataError(f"{where} ({str(exc)[:120] or type(exc).__name__})") from None
 
 
 PREFETCH_GAP = 1 << 20   # chunks closer than this are asked for in one range (the kernel reads the gap too)

@@ -450,6 +450,9 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
                 _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt, checked)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {_nothing(out_path, opts)}") from None
+        except DiskSpaceError:   # judged by staging before it removed the temporary output
+            raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "
+                                 "(temporary output removed)") from None
         except (OSError, RuntimeError) as exc:  # HDF5, h5py (a failed flush) and the workers' I/O failures
             if disk_full_in(exc):
                 raise DiskSpaceError(f"disk full while writing {out_path}: nothing written "

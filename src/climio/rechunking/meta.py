@@ -18,7 +18,7 @@ import numpy as np
 
 from climio.dataset.compression import Compression
 from ..data.writer import MAX_CHUNKS_PER_WRITE
-from climio.base.errors import ClimioError, DataError, InputError
+from climio.base.errors import ClimioError, DataError, InputError, disk_full_error
 from climio.dataset.layout import bounded_block, iter_block_slices
 from .model import VarInfo
 
@@ -38,8 +38,8 @@ def open_dataset(path) -> netCDF4.Dataset:
         return netCDF4.Dataset(str(path), "r")
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
-    except (OSError, RuntimeError) as e:
-        raise DataError(f"{path}: not a readable netCDF file ({e})") from None
+    except (OSError, RuntimeError, ValueError) as e:   # ValueError: a name that is not UTF-8
+        raise DataError(f"{path}: not a readable netCDF file ({str(e)[:200]})") from None
 
 
 def file_format(src_path) -> str:
@@ -350,7 +350,7 @@ def define_output(src_path, out_path, targets: dict, max_mem: int, progress=None
     except ClimioError:
         raise
     except (OSError, RuntimeError, ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
-        raise DataError(f"cannot write {out_path}: {e}") from None
+        raise disk_full_error(e, out_path, f"writing {out_path}") or DataError(f"cannot write {out_path}: {e}") from None
     return size_targets(src_path, out_path, targets, infos)
 
 

@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from climio.base.errors import DataError
+
 from .codec import shuffle_from
 
 
@@ -168,9 +170,21 @@ class ChunkIO:
                     raw = fh.read()
             except FileNotFoundError:
                 return None, 0
-        if planes and self.fused:
-            return self._planes(raw), len(raw)
-        return self.decode(raw), len(raw)
+        try:
+            if planes and self.fused:
+                return self._planes(raw), len(raw)
+            return self._checked(self.decode(raw)), len(raw)
+        except DataError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (any codec's complaint about damaged bytes)
+            msg = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise DataError(f"{self.path(idx)}: corrupt chunk ({type(exc).__name__}: {msg})") from None
+
+    def _checked(self, nd) -> np.ndarray:
+        """A decoded chunk of the wrong size (a codec header altered to claim another length)."""
+        if getattr(nd, "shape", None) != self.chunks:
+            raise DataError(f"decoded to shape {getattr(nd, 'shape', '?')}, not the chunk shape {self.chunks}")
+        return nd
 
     def _planes(self, raw: bytes) -> np.ndarray:
         if _is_v2(self.ab[0]):

@@ -133,13 +133,13 @@ def read_records(path) -> list:
     if not p.is_file():
         raise DataError(f"no records at {p}")
     out = []
-    with open(p, encoding="utf-8") as fh:
+    with open(p, "rb") as fh:   # bytes: a line that is not UTF-8 is one bad record, not a decode traceback
         for n, line in enumerate(fh, 1):
             if line.strip():
                 try:
-                    out.append(validate(json.loads(line)))
-                except (ValueError, json.JSONDecodeError) as exc:
-                    raise DataError(f"{p}:{n}: not a climio record ({exc})") from None
+                    out.append(validate(json.loads(line.decode("utf-8"))))
+                except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+                    raise DataError(f"{p}:{n}: not a climio record ({str(exc)[:120]})") from None
     return out
 
 

@@ -22,7 +22,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from climio.base.errors import DataError, DiskSpaceError
+from climio.base.errors import DataError, DiskSpaceError, disk_full_error
 from climio.base.units import format_size
 
 
@@ -66,13 +66,17 @@ def staged(*paths):
         for tmp, final in zip(tmps, finals):
             os.replace(tmp, final)
     except BaseException as exc:
+        # judged before the temporaries go: removing them frees the space that shows the disk was
+        # full (netCDF-C reports a full disk as "NetCDF: HDF error", never ENOSPC)
+        full = (disk_full_error(exc, finals[0].parent, f"writing {finals[0].parent}")
+                if isinstance(exc, (OSError, RuntimeError, DiskSpaceError)) else None)
         for tmp in tmps:
             try:
                 tmp.unlink()
             except FileNotFoundError:
                 pass
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise DiskSpaceError(f"disk full while writing {finals[0].parent}") from None
+        if full is not None:
+            raise full from None
         raise
 
 

@@ -74,6 +74,9 @@ def _panel(fig, ax, k, f, z, title, waves=None, levels=None, cmap="viridis", lab
     zz = np.ma.masked_invalid(z.T)
     if zz.count() == 0:
         ax.text(0.5, 0.5, "no finite values", transform=ax.transAxes, ha="center")
+    elif min(zz.shape) < 2:   # a short segment (--ndaywin) leaves one frequency: nothing to contour
+        ax.text(0.5, 0.5, f"too few points to draw ({zz.shape[1]} x {zz.shape[0]})", transform=ax.transAxes,
+                ha="center")
     else:
         if levels is None:
             lo, hi = np.nanpercentile(z, 2), np.nanmax(z)

@@ -127,7 +127,7 @@ def tune_chunk_cache(parts, spec: TaskSpec):
         return None
     with lock:
         chunking = var.chunking()
-        if chunking == "contiguous":
+        if not isinstance(chunking, (list, tuple)):   # contiguous, or netCDF-3 (no chunk cache at all)
             return None
         size, slots, preemption = var.get_var_chunk_cache()
         source = "the library's for the variable"

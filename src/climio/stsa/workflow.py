@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from climio.base.errors import InputError
+from climio.base.errors import DataError, InputError
 from ..measure import dask as dask_cluster
 from climio.runs import stopping
 from . import readplan
@@ -263,13 +263,19 @@ def analyse(inp: Input, ndaywin=96, ndayskip=-65, n_tasks=None, compute=True, cl
             client = default_client()
         except (ImportError, ValueError):
             client = None
-    if client is not None or (workers is None and scheduler is None):
-        where = "in this process" if client is None else f"client {getattr(client, 'scheduler', '')}"
-        results, wall = run_tasks(inp, specs, client, progress)
-    else:
-        with StsaCluster(workers, scheduler) as cl:
-            results, wall = run_tasks(inp, specs, cl.client, progress)
-            where = cl.where
+    try:
+        if client is not None or (workers is None and scheduler is None):
+            where = "in this process" if client is None else f"client {getattr(client, 'scheduler', '')}"
+            results, wall = run_tasks(inp, specs, client, progress)
+        else:
+            with StsaCluster(workers, scheduler) as cl:
+                results, wall = run_tasks(inp, specs, cl.client, progress)
+                where = cl.where
+    except (RuntimeError, OSError) as exc:   # netCDF-C/HDF5 on a damaged chunk, raised in a task
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        if "NetCDF" in msg or "HDF" in msg or isinstance(exc, OSError) and exc.errno is None:
+            raise DataError(f"cannot read {inp.description.get('variable', 'the variable')}: {msg[:160]}") from None
+        raise
     extra = {"n_tasks": len(specs), "read_plan": read_plan}
     spectra = combine(inp, results, ndaywin, ndayskip, taper_fraction, extra) if compute else None
     tasks = [{k: v for k, v in r.items() if not isinstance(v, np.ndarray) and k not in

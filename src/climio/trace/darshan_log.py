@@ -148,52 +148,32 @@ def is_darshan_path(path) -> bool:
 
 def _in_child(path: Path) -> "DarshanLog":
     """Read the log in a forked child and return what it read. darshan-util reads past the end of a
-    truncated log and may crash the process (SIGSEGV) or abort it, which no Python handler can
-    catch; and a DarshanReport left to the garbage collector closes its handle in whichever thread
-    collects it. So no darshan-util handle ever lives in this process: the child reads, closes and
-    sends back the DarshanLog (pickled), or the one-line reason it could not."""
-    import pickle
-    import tempfile
+    truncated log and may crash the process (SIGSEGV), abort it, or believe a count claiming
+    billions of records, which no Python handler can catch; and a DarshanReport left to the garbage
+    collector closes its handle in whichever thread collects it. So no darshan-util handle ever
+    lives in this process: the child (climio.dataset.isolate: under RLIMIT_AS and a timeout) reads,
+    closes and sends back the DarshanLog (pickled), or the one-line reason it could not."""
     import darshan  # noqa: F401  (imported once here, not in every child)
-    rfd, wfd = os.pipe()
-    errf = tempfile.TemporaryFile()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:   # the child: darshan-util's stderr into errf, the answer into the pipe
-        code = 0
-        try:
-            os.close(rfd)
-            os.dup2(errf.fileno(), 2)
-            try:
-                answer = ("log", _read_here(path))
-            except DarshanLogError as exc:
-                answer = ("error", str(exc))
-            except BaseException as exc:  # noqa: BLE001  (any failure is the answer)
-                answer = ("error", f"{path} is not a readable Darshan log ({type(exc).__name__}: {exc})")
-            with os.fdopen(wfd, "wb") as fh:
-                fh.write(pickle.dumps(answer))
-        except BaseException:  # noqa: BLE001
-            code = 3
-        os._exit(code)
-    os.close(wfd)
-    with os.fdopen(rfd, "rb") as fh:
-        data = fh.read()
-    _, status = os.waitpid(pid, 0)
-    errf.seek(0)
-    lines = [l.strip() for l in errf.read().decode(errors="replace").splitlines() if l.strip()]
-    errf.close()
-    first = (lines[-1] if lines[0].startswith("Traceback") else lines[0]) if lines else ""
-    if os.WIFSIGNALED(status):
-        raise DarshanLogError(f"{path} is not a readable Darshan log "
-                              f"({first or f'darshan-util crashed reading it (signal {os.WTERMSIG(status)})'})")
+    from climio.base.errors import DataError
+    from climio.dataset.isolate import run_isolated
     try:
-        kind, value = pickle.loads(data)
-    except Exception:  # noqa: BLE001  (an empty or cut answer: the child died before it finished)
-        raise DarshanLogError(f"{path} is not a readable Darshan log ({first or 'darshan-util could not read it'})") from None
+        kind, value = run_isolated(_answer, path, what=f"{path} is not a readable Darshan log")
+    except DataError as exc:   # a signal, a hang or memory: darshan-util's, said as a log problem
+        raise DarshanLogError(str(exc)) from None
+    if kind == "error":
+        raise DarshanLogError(f"{path} is not a readable Darshan log ({value})")
+    kind, value = value
     if kind == "error":
         raise DarshanLogError(value)
     return value
+
+
+def _answer(path: Path):
+    """In the child: ("log", the DarshanLog) or ("error", the one-line reason)."""
+    try:
+        return "log", _read_here(path)
+    except DarshanLogError as exc:
+        return "error", str(exc)
 
 
 def _open(path: Path):

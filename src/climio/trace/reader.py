@@ -112,6 +112,7 @@ def read_trace(path) -> Trace:
         for col in ("file_id", "func_id", "var_id"):
             ids = recs[col].astype(np.int64)
             known = (ids < len(remap)) & ((ids == 0) | (remap[np.minimum(ids, len(remap) - 1)] > 0))
+            extra = {}
             if not known.all():
                 missing = sorted(set(ids[~known].tolist()))
                 proc.partial = True
@@ -121,10 +122,12 @@ def read_trace(path) -> Trace:
                     gid = index.setdefault(text, len(strings))
                     if gid == len(strings):
                         strings.append(text)
-                    if lid >= len(remap):
-                        remap = np.concatenate([remap, np.zeros(lid + 1 - len(remap), np.uint32)])
-                    remap[lid] = gid
-            ev[col] = remap[ids]
+                    extra[lid] = gid   # not grown into remap: a damaged id may be 2^31
+            out = np.zeros(len(ids), np.uint32)
+            out[known] = remap[ids[known]]
+            for lid, gid in extra.items():
+                out[ids == lid] = gid
+            ev[col] = out
         ev["proc"] = len(procs)
         ev["index"] = where
         for k, rec in _read_aux(path / f"{stem}.aux.jsonl", proc).items():

@@ -11,7 +11,7 @@ import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from climio.base.errors import DataError
+from climio.base.errors import DataError, disk_full_error
 from climio.dataset.h5filters import use_hdf5plugin_blosc
 from climio.runs.staging import staged as _staged
 from .. import blocks, codec, meta
@@ -132,7 +132,8 @@ def _define_from_xarray(in_path, tmp, targets: dict) -> dict:
                 ds.to_netcdf(tmp, mode="w" if group == "/" else "a", group=None if group == "/" else group,
                              format="NETCDF4", engine="netcdf4", encoding=enc, compute=False)
             except (ValueError, TypeError, RuntimeError, OSError) as exc:
-                raise DataError(f"cannot write {tmp}: {exc}") from None
+                # netCDF-C reports a create on a full disk as "Permission denied" (errors.disk_full_error)
+                raise disk_full_error(exc, tmp, f"writing {tmp}") or DataError(f"cannot write {tmp}: {exc}") from None
     restore_bounds_attrs(tmp, bounds)
     found = {i.path: i for i in meta.scan(tmp)}
     out = {}

@@ -138,9 +138,18 @@ def _codecs(arr) -> list:
 # ---------------------------------------------------------------- input
 
 def _arrays(group, prefix=""):
-    for name, arr in group.arrays():
+    # zarr parses each array's metadata here, lazily: a damaged zarr.json / .zarray (a negative or
+    # huge shape, a field of the wrong type) raises ValueError, TypeError, KeyError, ... from inside
+    # zarr; all of them mean the store is damaged
+    try:
+        arrays, groups = list(group.arrays()), list(group.groups())
+    except Exception as exc:  # noqa: BLE001
+        where = getattr(getattr(group, "store_path", None), "path", "") or prefix or "/"
+        msg = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise DataError(f"not a readable Zarr store: damaged metadata under {where} ({msg})") from None
+    for name, arr in arrays:
         yield f"{prefix}/{name}", arr
-    for name, sub in group.groups():
+    for name, sub in groups:
         yield from _arrays(sub, f"{prefix}/{name}")
 
 

@@ -1,0 +1,219 @@
+"""Mutated inputs through the reading commands (issue 38 item 2): a seeded slice of bench/fuzz_inputs.py
+(the bench runs thousands), the crashes the fuzzer found, each replayed as the mutation that found it,
+and the child-process isolation of the C libraries (climio.dataset.isolate).
+
+Every outcome must be exit 0 with the libraries' data, or exit 3 with one line: never a signal, a
+traceback, a hang or an allocation of what a damaged header claims.
+"""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from climio.base.errors import DataError
+from climio.dataset import integrity, isolate
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "fuzz_inputs.py"
+EXE = os.path.join(os.path.dirname(sys.executable), "climio")
+SEED = 38
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("fuzz_inputs", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_inputs"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+F = _load()
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuzz-seeds")
+    s = F.build_seeds(d)
+    from climio.model.profile import default_profile
+    (d / "profile.json").write_text(default_profile().to_json())
+    return d, s
+
+
+def _run(seeds, fmt, m, command, tmp_path, timeout=120):
+    d, s = seeds
+    return F.run_one(fmt, s[fmt], m, command, tmp_path / "w", d / "profile.json", timeout, 1 << 30)
+
+
+def _explain(fmt, m, command, o):
+    return f"{fmt} {command} {m.text()}: {o.kind} {o.code} {o.why}\n{o.stderr[-1500:]}"
+
+
+# --- the seeded slice --------------------------------------------------------------------------------
+
+# one cheap reading command per format; two mutated inputs each (hypothesis, derandomized by SEED)
+SLICE = {"cdf1": "rechunk-nc", "cdf2": "predict", "cdf5": "rechunk-nc", "nc4": "rechunk-nc",
+         "zarr2": "rechunk-nc", "zarr3": "rechunk-zarr", "kerchunk": "rechunk-nc", "darshan": "trace-report",
+         "trace": "trace-report", "records": "export"}
+
+
+def test_seeded_slice_of_mutated_inputs(seeds, tmp_path):
+    """Two mutations of every format: each one line and exit 3, or exit 0 with equal data."""
+    d, s = seeds
+    t0 = time.time()
+    bad, kinds = [], set()
+    for i, (fmt, command) in enumerate(SLICE.items()):
+        for m in F.mutations_for(fmt, s[fmt], 2, SEED + i):
+            o = _run(seeds, fmt, m, command, tmp_path)
+            kinds.add(m.kind)
+            if o.kind == "other":
+                bad.append(_explain(fmt, m, command, o))
+    assert not bad, "\n\n".join(bad)
+    assert len(kinds) >= 3, kinds          # the strategies draw different mutations, not one kind
+    assert time.time() - t0 < 120
+
+
+def test_unmutated_seeds_read_back_equal(seeds, tmp_path):
+    """The oracle itself: the seeds convert with exit 0 and the data the libraries read."""
+    for fmt, command in (("nc4", "rechunk-zarr"), ("zarr3", "rechunk-nc"), ("nc4", "make-refs")):
+        o = _run(seeds, fmt, F.Mutation("none"), command, tmp_path)
+        assert o.kind == "ok", _explain(fmt, F.Mutation("none"), command, o)
+
+
+def test_a_mutation_replays_from_its_line(seeds, tmp_path):
+    """What a failure prints is enough to replay it: the same bytes from the same line."""
+    d, s = seeds
+    m = F.mutations_for("cdf1", s["cdf1"], 1, SEED)[0]
+    a, b = tmp_path / "a.nc", tmp_path / "b.nc"
+    for p in (a, b):
+        p.write_bytes(s["cdf1"].read_bytes())
+    F.apply(m, a)
+    F.apply(F.Mutation(**__import__("json").loads(m.text())), b)
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes() != s["cdf1"].read_bytes()
+
+
+# --- the crashes the fuzzer found, replayed -------------------------------------------------------------
+
+FOUND = [   # (format, command, mutation, a word of the one line)
+    ("cdf2", "advise", F.Mutation("huge", "", 24, 8, "ffffffffffffffff"), "truncated inside its header"),
+    ("cdf5", "advise", F.Mutation("huge", "", 270, 8, "ffffffffffffffff"), "truncated inside its header"),
+    ("cdf1", "predict", F.Mutation("flip", "", 155, 2, "b0b0"), "codec can't decode"),
+    ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 2124, 0, "-1"), "non-negative"),
+    ("zarr2", "rechunk-nc", F.Mutation("huge", "ta/2.0.0.0", 5, 4, "0080c6a4"), "corrupt chunk"),
+    ("records", "export", F.Mutation("extend", "records.jsonl", 0, 0, "f35cdc5a4843af5cc4"), "not a climio record"),
+]
+
+
+@pytest.mark.parametrize("fmt,command,m,word", FOUND, ids=[f"{f}-{c}-{m.kind}" for f, c, m, _ in FOUND])
+def test_crashes_the_fuzzer_found_are_one_line(seeds, tmp_path, fmt, command, m, word):
+    o = _run(seeds, fmt, m, command, tmp_path)
+    assert o.kind == "data" and word in o.stderr, _explain(fmt, m, command, o)
+
+
+def test_corrupt_deflate_chunk_is_one_line(seeds, tmp_path):
+    """A byte of a deflated chunk altered: rechunk's own decoder (and netCDF-C under stsa or
+    --source) says which chunk, exit 3 (it was a DeflateError traceback)."""
+    d, s = seeds
+    with h5py.File(s["nc4"], "r") as f:
+        info = f["ta"].id.get_chunk_info(1)
+    m = F.Mutation("flip", "", info.byte_offset + 7, 1, "7f")
+    for command in ("rechunk-nc", "bench-source"):
+        o = _run(seeds, "nc4", m, command, tmp_path)
+        assert o.kind == "data" and ("corrupt chunk" in o.stderr or "HDF error" in o.stderr), \
+            _explain("nc4", m, command, o)
+
+
+def test_stsa_reads_a_netcdf3_file(seeds, tmp_path):
+    """stsa on a CDF-1 file tuned an HDF5 chunk cache netCDF-3 does not have (a RuntimeError
+    traceback); on a short segment the one-frequency spectrum failed to plot."""
+    o = _run(seeds, "cdf1", F.Mutation("none"), "stsa", tmp_path, timeout=180)
+    assert o.kind == "ok", _explain("cdf1", F.Mutation("none"), "stsa", o)
+    assert (tmp_path / "w" / "stsa" / "stsa.html").is_file()
+
+
+def test_a_header_claiming_1e15_elements_is_not_allocated(tmp_path):
+    """An HDF5 dataset of 10^15 float32 (one chunk written): the commands plan, refuse or reference
+    it under a 3 GiB address-space limit; nothing tries to hold it."""
+    p = tmp_path / "huge.nc"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("ta", shape=(10**12, 100, 10), chunks=(1, 100, 10), dtype="f4")[0] = 1.0
+
+    def limited():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    for argv, code in ((["rechunk", p, tmp_path / "o.nc", "--var", "ta", "-c", "phony_dim_0/10"], 4),
+                       (["make-refs", p, "-o", tmp_path / "r.json"], 0)):
+        r = subprocess.run([EXE, *map(str, argv)], capture_output=True, text=True, timeout=120, preexec_fn=limited)
+        assert r.returncode == code and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "o.nc").exists()
+
+
+# --- the isolation of the C libraries ---------------------------------------------------------------------
+
+def _segfault():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _abort():
+    os.abort()
+
+
+def _allocate():
+    return len(bytearray(10**13))
+
+
+def _hang():
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("fn,word", [(_segfault, "SIGSEGV"), (_abort, "SIGABRT"), (_allocate, "MiB"),
+                                     (_hang, "longer than")])
+def test_a_crash_in_the_child_is_one_data_error(fn, word):
+    t0 = time.time()
+    with pytest.raises(DataError) as e:
+        isolate.run_isolated(fn, what="x.nc", timeout=3)
+    assert word in str(e.value) and str(e.value).startswith("x.nc: ") and "\n" not in str(e.value)
+    assert time.time() - t0 < 30
+
+
+def test_the_child_answers_and_python_errors_are_left_to_the_command(tmp_path):
+    assert isolate.run_isolated(sum, [1, 2, 3], what="x") == ("ok", 6)
+    kind, why = isolate.run_isolated(int, "nope", what="x")
+    assert kind == "error" and why.startswith("ValueError")
+
+
+def test_integrity_check_runs_the_probe_and_says_a_crash_in_one_line(seeds, monkeypatch):
+    """check() opens a whole-looking netCDF file in the child; a library that dies there is a
+    DataError naming the file (the probe's walk replaced by one that crashes, as netCDF-C would)."""
+    d, s = seeds
+    integrity.check(s["nc4"], s["cdf5"])          # sound files pass, through the child
+    monkeypatch.setattr(isolate, "_walk_netcdf", lambda path: _segfault())
+    with pytest.raises(DataError, match="crashed reading it .SIGSEGV"):
+        integrity.check(s["nc4"])
+    monkeypatch.setenv("CLIMIO_ISOLATE", "off")
+    integrity.check(s["nc4"])
+
+
+def test_huge_ids_in_trace_events_are_not_allocated(seeds, tmp_path):
+    """A trace event whose string id a damaged file turned into ~2^31: the reader keeps it under a
+    placeholder name instead of growing a 7 GiB table (a MemoryError traceback the fuzzer found)."""
+    d, s = seeds
+    ev = max(s["trace"].glob("*.events"), key=lambda p: p.stat().st_size)
+    size = ev.stat().st_size
+    for at in (size // 3, size // 2, 2 * size // 3):
+        m = F.Mutation("huge", ev.name, at - at % 4, 4, "ffffff70")
+        o = _run(seeds, "trace", m, "trace-report", tmp_path)
+        assert o.kind != "other", _explain("trace", m, "trace-report", o)
+
+
+def test_the_planner_takes_an_axis_of_1e15():
+    """Candidate block extents of a 10^15 axis: a few thousand, not 10^7 (a MemoryError the fuzzer found)."""
+    from climio.model.convert import _extents
+    ex = _extents(10**15, 8)
+    assert 100 < len(ex) < 10_000 and ex[0] == 8 and ex[-1] == 10**15
