@@ -169,7 +169,7 @@ def predict(source, var=None, read="xt", passes=1, tasks=None, stack=None, chunk
         p.items                     # [(ReadSpec, Layout, codec, Prediction)] per read (files)
         p.to_dict()                 # the same numbers as `climio predict --json`
     """
-    from .advise.request import Request, make_request, predict as run
+    from .advice.request import Request, make_request, predict as run
     req = source if isinstance(source, Request) else make_request(
         source, var, read, passes, tasks, stack, chunk_cache, profile, endpoint_url, check=check, reps=reps)
     return run(req, _warn(warn))
@@ -190,7 +190,7 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     search also weighs contiguous, uncompressed storage unless `keep_codec`).
     Warnings (another platform's profile, the built-in defaults) go to `warn`, else warnings.warn.
     """
-    from .advise.request import Request, make_request, advise as run
+    from .advice.request import Request, make_request, advise as run
     warn = _warn(warn)
     if isinstance(target, Request):
         return run(target, warn)
@@ -200,8 +200,8 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
         if not Path(target).exists():
             raise no_such_file(target)
         if is_measured_input(Path(target)):
-            from .advise.measured import advise_measured
-            from .advise.loading import profile_for
+            from .advice.measured import advise_measured
+            from .advice.loading import profile_for
             prof = profile_for(None, str(profile), warn) if profile else None
             return advise_measured(measured_facts(Path(target)), prof, warn, str(target))
     req = make_request(target, var, [read] if isinstance(read, str) else read, passes, tasks, stack, chunk_cache,
@@ -211,5 +211,5 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
 
 def rechunk(*args, **kwargs) -> dict:
     """climio.rechunking.convert: change chunking and compression (see its docstring)."""
-    from .rechunk import convert
+    from .rechunking import convert
     return convert(*args, **kwargs)
