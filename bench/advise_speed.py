@@ -10,7 +10,7 @@ profile (`climio calibrate --quick` first; --profile-dir sets CLIMIO_PROFILE_DIR
 
 (the count templates of xy and t: named read shapes need a 4-D variable until the dataset seam of
 issue 34 lands). "old" is the same command with the code as it was: the exhaustive layout search
-(layout_search.search_exhaustive) and the chunk cache's walking prune (copied below); it is stopped
+(layout_search.search_exhaustive) and the chunk cache's walking prune (tests/chunk_cache_reference.py); it is stopped
 after --old-budget seconds and its time then reported as a lower bound. Prints both wall times,
 the ratio and the best layout each found. Not a test: exit status 0 whatever the ratio (target:
 new within 5 s on the 2-core machine; its wall time moves with the machine's load, printed).
@@ -29,36 +29,10 @@ OLD = r'''
 import sys
 from climio.model import chunk_cache, layout_search
 
-def _prune(self):
-    size, total = self.chunk_size, self.spec.nbytes
-    used = lambda: self.nused * size
-    w = int(self.nused * self.spec.w0)
-    p = [self.head, None]
-    while (p[0] is not None or p[1] is not None) and used() + size > total:
-        if w == 0:
-            p[1] = self.head
-        n = [self.next[x] if x is not None else None for x in p]
-        for i in (0, 1):
-            if not used() + size > total:
-                break
-            cur = None
-            if i == 0 and p[0] is not None and self.rd_count[p[0]] == 0:
-                cur = p[0]
-            elif i == 1 and p[1] is not None:
-                cur = p[1]
-            if cur is None:
-                continue
-            for j in (0, 1):
-                if p[j] == cur:
-                    p[j] = None
-                if n[j] == cur:
-                    n[j] = self.next[cur]
-            self._evict(cur)
-            self.counts.evictions += 1
-        p = n
-        w -= 1
+sys.path.insert(0, {tests!r})
+from chunk_cache_reference import WalkingCache
 
-chunk_cache.ChunkCache._prune = _prune
+chunk_cache.ChunkCache._prune = WalkingCache._prune
 layout_search.search = lambda *a, progress=None, **k: layout_search.search_exhaustive(*a, **k)
 from climio.cli import main
 sys.argv = ["climio"] + sys.argv[1:]
@@ -108,7 +82,7 @@ def main(argv=None) -> int:
         print(f"new: {new_s:.1f} s wall ({'ok' if new_ok else 'FAILED: ' + new_err.strip()[-300:]})", flush=True)
         print("   progress lines: " + str(sum(1 for ln in new_err.splitlines() if ln.startswith("advise: "))))
         print("   " + best_line(new_out), flush=True)
-        old_s, old_ok, old_out, old_err = run([py, "-c", OLD, *args], a.old_budget, env)
+        old_s, old_ok, old_out, old_err = run([py, "-c", OLD.replace("{tests!r}", repr(str(HERE.parent / "tests"))), *args], a.old_budget, env)
         bound = "" if old_ok else ">= "
         print(f"old: {bound}{old_s:.1f} s wall" + ("" if old_ok else f" (stopped after --old-budget {a.old_budget:g} s)"))
         if old_ok:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,13 @@ def start_slow_rechunk(src, out, max_mem="600KiB"):
         time.sleep(0.05)
     return proc, started()
 
+
+
+def load_bench(name: str):
+    """bench/NAME.py as a module (the tests' seeded slices of a bench script), registered as NAME."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -6,35 +6,25 @@ Every outcome must be exit 0 with the libraries' data, or exit 3 with one line: 
 traceback, a hang or an allocation of what a damaged header claims.
 """
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+from conftest import load_bench
 
 from climio.base.errors import DataError
 from climio.dataset import integrity, isolate
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "fuzz_inputs.py"
 EXE = os.path.join(os.path.dirname(sys.executable), "climio")
 SEED = 38
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("fuzz_inputs", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_inputs"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-F = _load()
+F = load_bench("fuzz_inputs")
 
 
 @pytest.fixture(scope="module")

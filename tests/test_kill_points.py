@@ -8,25 +8,15 @@ exits 0 and leaves no temporary behind. The tmpfs needs root, as tests/test_full
 that is refused fails the test with the reason.
 """
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import load_bench
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "kill_points.py"
 SEED = 38
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("kill_points", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["kill_points"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-K = _load()
+K = load_bench("kill_points")
 
 
 @pytest.fixture(scope="module")
