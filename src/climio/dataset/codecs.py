@@ -4,7 +4,7 @@ filters(), an HDF5 filter pipeline (h5py), zarr-python / numcodecs codec objects
 key of the model's decode rates; a codec climio has no name for keeps its own (decoded then at the
 slowest calibrated rate)."""
 
-from climio.dataset.compression import Compression
+from climio.dataset.compression import Compression, zarr_v3_setting
 
 
 def netcdf_label(filters: dict) -> str:
@@ -44,8 +44,11 @@ def zarr_label(codecs) -> str:
             shuffle = True
         elif name == "blosc":
             cname = str(getattr(c.cname, "value", c.cname))
+            shuffled = str(getattr(c.shuffle, "value", c.shuffle)) not in ("noshuffle", "0")
             codec, level = f"blosc_{'lz' if cname == 'blosclz' else cname}", c.clevel
-            shuffle = shuffle or str(getattr(c.shuffle, "value", c.shuffle)) not in ("noshuffle", "0")
+            if shuffled and cname in ("zlib", "zstd"):   # how a v3 store holds deflate/zstd + shuffle
+                codec = zarr_v3_setting(cname, c.clevel, True).codec
+            shuffle = shuffle or shuffled
         elif name in ("zstd", "gzip", "zlib", "bz2"):
             codec = {"gzip": "zlib", "bz2": "bzip2"}.get(name, name)
             level = getattr(c, "level", 1)

@@ -31,8 +31,7 @@ from pathlib import Path
 from climio.base.errors import ClimioError, DataError, InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 from ..stores.errors import reach
-
-METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+from ..stores.objects import METADATA_NAMES
 
 
 def convert(src, dst, endpoint_url=None, **kw):

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from climio.base.errors import DataError
+from .inject.objects import OBJECTS_SCHEMA   # the writer's header, one definition
 
-SCHEMA = "climio-objects/1"
 
 
 @dataclass
@@ -55,8 +55,8 @@ def read_objects(path) -> ObjectTrace:
             head = json.loads(lines[0]) if lines else {}
         except ValueError:
             head = {}
-        if head.get("schema") != SCHEMA:
-            raise DataError(f"{f} is not an object-store trace (no {SCHEMA} header)")
+        if head.get("schema") != OBJECTS_SCHEMA:
+            raise DataError(f"{f} is not an object-store trace (no {OBJECTS_SCHEMA} header)")
         out.processes.append(head)
         for i, line in enumerate(lines[1:], 2):
             try:

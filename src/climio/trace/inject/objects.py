@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-SCHEMA = "climio-objects/1"
+OBJECTS_SCHEMA = "climio-objects/1"
 _now = time.time_ns
 _tid = threading.get_native_id
 _ids = itertools.count(1)
@@ -555,7 +555,7 @@ def flush() -> None:
     if not _state["out"]:
         return
     path = output_path()
-    head = {"schema": SCHEMA, "pid": os.getpid(), "host": socket.gethostname(), "mode": _state["mode"],
+    head = {"schema": OBJECTS_SCHEMA, "pid": os.getpid(), "host": socket.gethostname(), "mode": _state["mode"],
             "t0_ns": _state["t0"], "t1_ns": _now(), "argv": [os.path.basename(sys.argv[0])] if sys.argv else [],
             "settings": _settings()}
     tmp = path + ".tmp"

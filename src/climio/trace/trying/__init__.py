@@ -27,7 +27,7 @@ from .canonical import canonical_reads, warnings as canonical_warnings
 from .candidates import candidates, reads_hdf5_directly, select
 from .compare import same_result
 from .conversion import convert_copy
-from .runs import Job, run_job
+from .runs import TracedJob, run_job
 from ..inject import install, python_path
 
 DEFAULT_REPS = 2
@@ -46,7 +46,7 @@ def _python_flags(argv) -> str:
     return "".join(sorted(bad))
 
 
-def _job(tr, facts, allow_writes) -> Job:
+def _job(tr, facts, allow_writes) -> TracedJob:
     meta = tr.meta or {}
     if not meta.get("command") or not meta.get("cwd"):
         raise InputError(f"{tr.path} has no meta.json with the command and its directory: trace the job with "
@@ -61,7 +61,7 @@ def _job(tr, facts, allow_writes) -> Job:
         raise InputError(f"the job writes a file it also reads ({in_place[0]}): a scratch copy cannot stand in "
                          "for it; run with --allow-writes to let every run write it in place")
     writes = [w for w in writes if w not in in_place]
-    return Job(list(meta["command"]), meta["cwd"], writes, meta.get("exclude") or default_excludes())
+    return TracedJob(list(meta["command"]), meta["cwd"], writes, meta.get("exclude") or default_excludes())
 
 
 def _h5_datasets(tr) -> list:

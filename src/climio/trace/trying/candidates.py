@@ -1,6 +1,6 @@
 """The fixes `climio trace try` can try, from a trace's advice items (rules.judge on its facts).
 
-    candidates(facts, findings) -> [Candidate]
+    candidates(facts, findings) -> [TryItem]
 
 A candidate is one way to apply one item's fix without touching the job's script or file:
   layout  the file converted (`climio rechunk`, same format) and read-only opens redirected to the
@@ -22,11 +22,11 @@ from ...rules import fixes
 
 CACHE_PREEMPTION = 0.75
 TRIABLE_RULES = ("partial-chunk-compressed", "chunk-cache-small")
-ZARR_SUFFIXES = (".zarr", ".zarr/")
+ZARR_ENDINGS = (".zarr", ".zarr/")
 
 
 @dataclass
-class Candidate:
+class TryItem:
     id: str                      # "<item>" or "<item><letter>" when an item has several ways
     item: int                    # the advice item of `trace report` it comes from (1-based)
     kind: str                    # layout | cache | python | none
@@ -55,27 +55,27 @@ def _copy_name(file, var, chunks) -> str:
     return f"{stem}.{str(var).lstrip('/')}-{'x'.join(map(str, chunks))}{ext or '.nc'}"
 
 
-def _layout(i, f, facts) -> Candidate:
+def _layout(i, f, facts) -> TryItem:
     ev = f["evidence"]
     target = [int(c) for c in ev["target_chunks"]]
-    c = Candidate(f"{i}", i, "layout", f"rechunk {ev['var']} to {target}", ev["file"], ev["var"],
+    c = TryItem(f"{i}", i, "layout", f"rechunk {ev['var']} to {target}", ev["file"], ev["var"],
                   convert={"var": ev["var"], "chunks": target, "dst_name": _copy_name(ev["file"], ev["var"], target)},
                   saves_s=ev["could_save_s"])
     out = fixes.rechunk_command(ev["file"], ev["var"], target)
     c.advice = {"shell": out, "then": f"read {shlex.split(out)[3]} instead of {ev['file']}"}   # climio rechunk SRC DST
-    if str(ev["file"]).rstrip("/").endswith(ZARR_SUFFIXES):
+    if str(ev["file"]).rstrip("/").endswith(ZARR_ENDINGS):
         c.not_tried = "a Zarr layout is advised but not tried: the preload redirects files, not stores"
     return c
 
 
-def _dask(i, f, facts, var) -> Optional[Candidate]:
+def _dask(i, f, facts, var) -> Optional[TryItem]:
     ev = f["evidence"]
     dc = list(fixes.dask_chunks(var["shape"], ev["chunks"], ev["typical_count"], var["itemsize"]))
     dims = var.get("dims")
     if not dims or len(dims) != len(dc):
         return None
     chunks = dict(zip(dims, dc))
-    c = Candidate(f"{i}", i, "python", f"Dask chunks {dc} (whole multiples of the file's chunks)", ev["file"],
+    c = TryItem(f"{i}", i, "python", f"Dask chunks {dc} (whole multiples of the file's chunks)", ev["file"],
                   ev["var"], python={"chunks": chunks}, saves_s=ev["could_save_s"])
     c.advice = {"stack": "xarray", "python": f"ds = xr.open_dataset({ev['file']!r}, chunks={chunks!r})"}
     return c
@@ -89,24 +89,24 @@ def _cache(i, f, facts) -> list:
     nc = f"{n}:{slots}:{CACHE_PREEMPTION}"
     snippet = f"import netCDF4\nnetCDF4.set_chunk_cache({n}, {slots})   # before the file is opened"
     if stack == "netcdf4-python" or stack == "native" or (stack == "xarray" and _engine(facts) == "netcdf4"):
-        c = Candidate(f"{i}", i, "cache", f"netCDF chunk cache {n} B", file, ev["var"],
+        c = TryItem(f"{i}", i, "cache", f"netCDF chunk cache {n} B", file, ev["var"],
                       env={"CLIMIO_TRY_NC_CACHE": nc}, saves_s=ev["could_save_s"])
         c.advice = ({"stack": stack, "python": snippet} if stack != "native" else
                     {"stack": "netCDF-C", "c": f"nc_set_chunk_cache({n}, {slots}, {CACHE_PREEMPTION});  /* before nc_open */"})
         return [c]
     if stack == "h5py":
-        c = Candidate(f"{i}", i, "cache", f"HDF5 chunk cache {n} B", file, ev["var"],
+        c = TryItem(f"{i}", i, "cache", f"HDF5 chunk cache {n} B", file, ev["var"],
                       env={"CLIMIO_TRY_H5_CACHE": f"{n}:{slots}:{CACHE_PREEMPTION}"}, saves_s=ev["could_save_s"])
         c.advice = {"stack": "h5py", "python": f"f = h5py.File({file!r}, 'r', rdcc_nbytes={n}, rdcc_nslots={slots})"}
         return [c]
     # h5netcdf (directly or as xarray's engine) opens the dataset again for every read: a cache set on
     # the file starts empty at each read, so none can be injected; try the netcdf4 engine instead.
-    no = Candidate(f"{i}a", i, "cache", f"h5netcdf chunk cache {n} B", file, ev["var"], saves_s=ev["could_save_s"],
+    no = TryItem(f"{i}a", i, "cache", f"h5netcdf chunk cache {n} B", file, ev["var"], saves_s=ev["could_save_s"],
                    not_tried="not injectable: h5netcdf opens the dataset again at each read, so its chunk cache "
                              "starts empty every time")
     out = [no]
     if stack == "xarray":
-        c = Candidate(f"{i}b", i, "python", f"engine='netcdf4' with a chunk cache of {n} B", file, ev["var"],
+        c = TryItem(f"{i}b", i, "python", f"engine='netcdf4' with a chunk cache of {n} B", file, ev["var"],
                       env={"CLIMIO_TRY_NC_CACHE": nc}, python={"engine": "netcdf4"}, saves_s=ev["could_save_s"])
         c.advice = {"stack": "xarray", "python": f"{snippet}\nds = xr.open_dataset({file!r}, engine='netcdf4')"}
         out.append(c)
@@ -123,7 +123,7 @@ def h5py_caches(first_item, datasets) -> list:
     out = []
     for k, d in enumerate(d for d in datasets if d["chunks"] and d["compressed"]):
         n = int(min(d["nbytes"], H5_CACHE_MAX))
-        c = Candidate(f"{first_item + k}", first_item + k, "cache", f"HDF5 chunk cache {n} B for {d['dataset']}",
+        c = TryItem(f"{first_item + k}", first_item + k, "cache", f"HDF5 chunk cache {n} B for {d['dataset']}",
                       d["file"], d["dataset"], env={"CLIMIO_TRY_H5_CACHE": f"{n}:{fixes.CACHE_SLOTS}:{CACHE_PREEMPTION}"})
         c.advice = {"stack": "h5py", "python": f"f = h5py.File({d['file']!r}, 'r', rdcc_nbytes={n}, "
                                                 f"rdcc_nslots={fixes.CACHE_SLOTS})"}
@@ -138,11 +138,11 @@ def h5netcdf_caches(first_item, datasets, stack) -> list:
     out = []
     for k, d in enumerate(d for d in datasets if d["chunks"] and d["compressed"]):
         i, n, var = first_item + k, int(min(d["nbytes"], H5_CACHE_MAX)), d["dataset"].lstrip("/")
-        out.append(Candidate(f"{i}a", i, "cache", f"h5netcdf chunk cache {n} B for {var}", d["file"], var,
+        out.append(TryItem(f"{i}a", i, "cache", f"h5netcdf chunk cache {n} B for {var}", d["file"], var,
                              not_tried="not injectable: h5netcdf opens the dataset again at each read, so its "
                                        "chunk cache starts empty every time"))
         if stack == "xarray":
-            c = Candidate(f"{i}b", i, "python", f"engine='netcdf4' with a chunk cache of {n} B", d["file"], var,
+            c = TryItem(f"{i}b", i, "python", f"engine='netcdf4' with a chunk cache of {n} B", d["file"], var,
                           env={"CLIMIO_TRY_NC_CACHE": f"{n}:{fixes.CACHE_SLOTS}:{CACHE_PREEMPTION}"},
                           python={"engine": "netcdf4"})
             c.advice = {"stack": "xarray", "python": f"import netCDF4\nnetCDF4.set_chunk_cache({n}, {fixes.CACHE_SLOTS})"
@@ -171,7 +171,7 @@ def candidates(facts, findings, h5_datasets=()) -> list:
         elif f["rule"] == "chunk-cache-small":
             group = _cache(i, f, facts)
         else:
-            group = [Candidate(f"{i}", i, "none", f["title"], not_tried="no automatic way to apply this item: "
+            group = [TryItem(f"{i}", i, "none", f["title"], not_tried="no automatic way to apply this item: "
                                + f["advice"], saves_s=f["evidence"].get("could_save_s") or 0.0)]
         if len(group) > 1:
             for k, c in enumerate(group):

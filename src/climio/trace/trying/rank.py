@@ -10,7 +10,7 @@
 import statistics
 
 SHOWN_PASSES = (1, 10)
-NOISE = 1.05        # a measured gain below this is no gain (disk noise on a shared machine)
+GAIN_NOISE = 1.05        # a measured gain below this is no gain (disk noise on a shared machine)
 
 
 def gain(baseline_s, after_s, conversion_s=0.0, passes=1) -> float:
@@ -39,7 +39,7 @@ def status(r, passes) -> tuple:
     g = r["gain"][str(passes)]
     if g < 1.0:
         return f"tried: {1 / g:.1f}x slower", False
-    if g < NOISE:
+    if g < GAIN_NOISE:
         return f"tried: no gain ({g:.2f}x)", False
     return f"tried: {g:.1f}x faster", True
 

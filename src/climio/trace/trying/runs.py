@@ -24,7 +24,7 @@ TRACED_LAYERS = ["posix", "netcdf", "hdf5"]
 
 
 @dataclass
-class Job:
+class TracedJob:
     argv: list           # the traced command
     cwd: str             # its working directory
     writes: list         # absolute paths it writes (from the baseline trace)
