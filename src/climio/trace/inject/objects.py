@@ -441,19 +441,23 @@ def _after_call(http_response=None, context=None, **kw):
     return None
 
 
-def _hook_botocore(mod) -> None:
-    S = mod.Session
-    init = S.__init__
-    if getattr(init, "__climio__", False):
-        return
+def _wrap_init(cls, make) -> None:
+    """cls.__init__ replaced once by make(the original) (marked, so a second hook leaves it)."""
+    if not getattr(cls.__init__, "__climio__", False):
+        wrapped = make(cls.__init__)
+        wrapped.__climio__ = True
+        cls.__init__ = wrapped
 
-    def __init__(self, *a, **kw):
-        init(self, *a, **kw)
-        self.register("before-send.s3", _before_send, unique_id="climio-before-send")
-        self.register("needs-retry.s3", _needs_retry, unique_id="climio-needs-retry")
-        self.register("after-call.s3", _after_call, unique_id="climio-after-call")
-    __init__.__climio__ = True
-    S.__init__ = __init__
+
+def _hook_botocore(mod) -> None:
+    def make(init):
+        def __init__(self, *a, **kw):
+            init(self, *a, **kw)
+            self.register("before-send.s3", _before_send, unique_id="climio-before-send")
+            self.register("needs-retry.s3", _needs_retry, unique_id="climio-needs-retry")
+            self.register("after-call.s3", _after_call, unique_id="climio-after-call")
+        return __init__
+    _wrap_init(mod.Session, make)
 
 
 # --- wire: aiohttp ------------------------------------------------------------------------------------
@@ -491,19 +495,16 @@ def _trace_config(aiohttp):
 
 
 def _hook_aiohttp(mod) -> None:
-    S = mod.ClientSession
-    init = S.__init__
-    if getattr(init, "__climio__", False):
-        return
-    tc = _trace_config(mod)
+    def make(init):
+        tc = _trace_config(mod)
 
-    def __init__(self, *a, **kw):
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if not caller.startswith("aiobotocore"):    # botocore's own events record those requests
-            kw["trace_configs"] = [*(kw.get("trace_configs") or []), tc]
-        init(self, *a, **kw)
-    __init__.__climio__ = True
-    S.__init__ = __init__
+        def __init__(self, *a, **kw):
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if not caller.startswith("aiobotocore"):    # botocore's own events record those requests
+                kw["trace_configs"] = [*(kw.get("trace_configs") or []), tc]
+            init(self, *a, **kw)
+        return __init__
+    _wrap_init(mod.ClientSession, make)
 
 
 # --- import hooks, output, install ------------------------------------------------------------------
