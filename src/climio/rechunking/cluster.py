@@ -17,7 +17,7 @@ running.
 import collections
 
 from climio.base.errors import InputError, NativeError
-from .execute import IN_FLIGHT_PER_WORKER, RechunkStats
+from .execute import IN_FLIGHT_PER_WORKER, RechunkStats, block_done
 
 REQUESTS_IN_FLIGHT = 8   # a worker's concurrent GETs or PUTs (stores.chunks.GET_THREADS / PUT_THREADS)
 
@@ -116,11 +116,7 @@ class DaskRunner:
         self.client.run(blocks.close_all_handles)
 
     def _take(self, pending, write, progress) -> None:
-        result = pending.popleft().result()
-        self.stats.add(result)
-        write(result)
-        if progress:
-            progress(result.nbytes)
+        block_done(self.stats, pending.popleft().result(), write, progress)
 
     def close(self, abort=False) -> None:
         if self.client is not None:

@@ -65,6 +65,15 @@ def pool_size(plans) -> int:
     return max((p.workers for plan in plans for p in plan.passes), default=1)
 
 
+def block_done(stats, result, write, progress) -> None:
+    """One finished block task, wherever it ran (local processes or Dask workers): counted, its
+    result written, the progress told its bytes."""
+    stats.add(result)
+    write(result)
+    if progress:
+        progress(result.nbytes)
+
+
 class Runner:
     """Hands tasks to a process pool (or runs them in-process) and writes results in order. The
     pool starts when the Runner is made (the command makes it before it defines the output, so
@@ -123,10 +132,7 @@ class Runner:
             slots.append(slot)
 
     def _done(self, result, write, progress) -> None:
-        self.stats.add(result)
-        write(result)
-        if progress:
-            progress(result.nbytes)
+        block_done(self.stats, result, write, progress)
 
     def close(self, abort=False) -> None:
         if self.pool is not None:
