@@ -87,17 +87,6 @@ def no_such_file(path) -> DataError:
     return DataError(f"no such file or directory: {path}")
 
 
-def from_os_error(exc: OSError, doing: str) -> ClimioError:
-    """An OSError met while `doing` (e.g. "writing out.nc") as the ClimioError of its kind:
-    a full disk or quota -> DiskSpaceError, anything else -> DataError; one line either way."""
-    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
-        return DiskSpaceError(f"disk full while {doing}")
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return no_such_file(exc.filename)
-    reason = exc.strerror or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return DataError(f"I/O error while {doing}: {reason}")
-
-
 def disk_full_in(exc: BaseException):
     """The OSError(ENOSPC/EDQUOT) behind `exc` (itself, its cause or context: h5py turns a failed
     flush into RuntimeError("... failed") raised while handling it), or None."""

@@ -89,10 +89,6 @@ class Description:
         """The model's view: shape, item size, chunks, compressed, stored bytes."""
         return Layout(self.shape, self.itemsize, self.chunks, self.compressed, self.stored_bytes or None)
 
-    def dim_text(self) -> str:
-        """`tas(time, lat, lon)` with roles: `time:t, lat:y, lon:x`."""
-        return ", ".join(f"{d}:{r}" if r else d for d, r in zip(self.dims, self.roles))
-
     def label(self) -> str:
         return (f"{self.var}({', '.join(self.dims)}) {format_chunks(self.shape)} {self.dtype}, chunks "
                 f"{format_chunks(self.chunks)}" + (f", shards {format_chunks(self.shards)}" if self.shards else "")

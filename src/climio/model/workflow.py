@@ -249,10 +249,6 @@ def predict_workflow(wf: Workflow, profile: Profile, layout_override=None, cache
     return WorkflowPrediction(items, wf.tasks, wf.stack)
 
 
-def human_count(n) -> str:
-    return f"{n:,.0f}" if math.isfinite(n) else "?"
-
-
 @dataclass
 class Check:
     read: str

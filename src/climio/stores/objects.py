@@ -4,13 +4,12 @@ A Zarr store is uploaded chunks first and its metadata (every zarr.json, the roo
 reader opening it sees either nothing or a complete store.
 """
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from climio.base.errors import DataError
 from .endpoint import Endpoint, parse_s3_url
-from .errors import BUCKET, KEY, StoreError, bucket_exists, store_error, where
+from .errors import store_error
 
 UPLOAD_THREADS = 8
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
@@ -90,43 +89,5 @@ def put_bytes(endpoint: Endpoint, url, data) -> None:
     u = parse_s3_url(url)
     try:
         obstore.put(endpoint.obstore(u.bucket), u.key, data)
-    except Exception as exc:
-        raise _err(endpoint, url, exc) from None
-
-
-def local_size(path) -> int:
-    p = Path(path)
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else os.path.getsize(p)
-
-
-def download(endpoint: Endpoint, url, local) -> int:
-    """Every object under `url` (s3://BUCKET/PREFIX, a directory tree such as a Zarr store) into the
-    directory `local`, in parallel, each streamed to its file; returns the bytes written."""
-    import obstore
-    u = parse_s3_url(url)
-    prefix = u.key.rstrip("/") + "/"
-    keys = list_keys(endpoint, f"s3://{u.bucket}/{prefix}")
-    if not keys:
-        kind = KEY if bucket_exists(endpoint, u.bucket) else BUCKET
-        raise StoreError(f"{url}: no objects there at {where(endpoint)}" if kind == KEY
-                         else f"{url}: no bucket '{u.bucket}' at {where(endpoint)}", kind)
-    store = endpoint.obstore(u.bucket)
-    local = Path(local)
-
-    def get(key):
-        dest = local / key[len(prefix):]
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        n = 0
-        with open(dest, "wb") as f:
-            for part in obstore.get(store, key).stream(min_chunk_size=8 << 20):
-                f.write(part)
-                n += len(part)
-        return n
-
-    try:
-        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-            return sum(pool.map(get, keys))
-    except OSError:
-        raise
     except Exception as exc:
         raise _err(endpoint, url, exc) from None

@@ -278,17 +278,6 @@ def _wk_reorder(pw, nt, m):
     return np.moveaxis(pw, 0, -2)[..., t_idx, np.abs(k) + 0 * j]
 
 
-def _hayashi_order(x):
-    """Power of (..., N, M) on the WK grid ``(wave, freq)`` with Hayashi's east/west assignment.
-
-    ``P[k, f] = |Q(k mod M, -f mod N)|^2`` with ``Q = fft2(x)/(N M)`` (exp(-i...) convention), the
-    cell holding ``exp(i(k lon - 2 pi f t))``, eastward for ``k, f > 0``. This is NCL's
-    ``resolveWavesHayashi`` reordering without its duplicated first row and column.
-    """
-    nt, m = x.shape[-2:]
-    return _wk_reorder(_rfft_power(np.moveaxis(np.asarray(x, dtype=float), -2, 0)), nt, m) / float(nt * m) ** 2
-
-
 def _prepared_segment(x, w, detrend_segments=True, out=None, tmp=None):
     """One segment ``x`` (time first) as NCL prepares it: mean and trend removed (``dtrend``; the
     same arithmetic as :func:`detrend`), then tapered towards the segment mean (``taper(x, p, 0)``)
@@ -319,7 +308,7 @@ def segment_power(x, spd, n_day_win, n_day_skip, taper_fraction=NCL_TAPER_FRACTI
 
     For each segment (:func:`window_starts`): remove mean and linear trend (``detrend_segments``),
     taper the ends towards the segment mean (:func:`split_cosine_taper`, as NCL's ``taper(x,p,0)``),
-    2-D FFT normalised by ``1/(N M)``, reorder (:func:`_hayashi_order`); average over segments.
+    2-D FFT normalised by ``1/(N M)``, reorder to Hayashi's east/west assignment (:func:`_wk_reorder`); average over segments.
     Returns ``(wave, freq)`` or ``(lat, wave, freq)``.
 
     Parseval: ``out.sum((-2, -1))`` equals, per latitude, the mean over segments of the mean square

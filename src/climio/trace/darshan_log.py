@@ -2,7 +2,6 @@
 what climio's trace analysis consumes.
 
     read_darshan(path) -> DarshanLog
-    is_darshan_path(path) -> bool        a file (not a trace directory): the report treats it as a log
 
 A Darshan log holds two kinds of data, and this module keeps them apart rather than faking one
 from the other:
@@ -140,10 +139,6 @@ class DarshanLog:
     dxt: Trace = None          # DXT events as a climio Trace, None without DXT
     limits: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # "partial: ..." when Darshan ran out of record memory
-
-
-def is_darshan_path(path) -> bool:
-    return Path(path).expanduser().is_file()
 
 
 def _in_child(path: Path) -> "DarshanLog":

@@ -12,10 +12,6 @@ from climio.base.units import format_size
 from . import READS
 
 
-def _chunks_key(c):
-    return (c["chunk_bytes"], c["label"])
-
-
 def rate_by_chunks(cells, stack, compression):
     cs = [c for c in cells if c["stack"] == stack and c["compression"] == compression]
     lats = sorted({c["latency_ms"] for c in cs})
