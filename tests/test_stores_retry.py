@@ -5,7 +5,7 @@ import errno
 
 import pytest
 
-from climio.stores import retry
+from climio.stores import errors, retry
 
 
 @pytest.mark.parametrize("exc", [
@@ -21,7 +21,7 @@ from climio.stores import retry
     Exception("operation timed out"),
 ])
 def test_transient(exc):
-    assert retry.is_transient(exc)
+    assert errors.is_transient(exc)
 
 
 @pytest.mark.parametrize("exc", [
@@ -32,7 +32,19 @@ def test_transient(exc):
     ValueError("bad value"),
 ])
 def test_permanent(exc):
-    assert not retry.is_transient(exc)
+    assert not errors.is_transient(exc)
+
+
+def test_a_transfer_cut_short_is_one_kind_with_one_line():
+    """The retry loop and the user's one-line message read the same mapping: a body cut short is
+    'interrupted', retried, and worded as such (exit 1, retry later) when the retries ran out."""
+    exc = Exception("Generic S3 error: HTTP error: request or response body error: error reading a body")
+    assert errors.classify(exc) == errors.INTERRUPTED
+    err = errors.store_error(exc, "s3://b/x.zarr/c/0")
+    assert err.transient and err.exit_code == 1 and "\n" not in str(err)
+    assert "cut short" in str(err)
+    from obstore.exceptions import UnknownConfigurationKeyError
+    assert errors.classify(UnknownConfigurationKeyError("unknown key: timeout")) == errors.OTHER
 
 
 def test_obstore_errors_classified():
@@ -45,11 +57,11 @@ def test_obstore_errors_classified():
                     client_options={"allow_http": True, "connect_timeout": "1s"}, retry_config={"max_retries": 0})
     with pytest.raises(Exception) as refused:
         obstore.get(store, "k")
-    assert retry.is_transient(refused.value), refused.value
+    assert errors.is_transient(refused.value), refused.value
     from obstore.store import MemoryStore
     with pytest.raises(Exception) as missing:
         obstore.get(MemoryStore(), "k")
-    assert not retry.is_transient(missing.value), missing.value
+    assert not errors.is_transient(missing.value), missing.value
 
 
 def test_retried_counts_and_stops():

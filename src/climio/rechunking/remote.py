@@ -76,7 +76,7 @@ def convert(src, dst, endpoint_url=None, **kw):
         raise
     except Exception as exc:  # noqa: BLE001 -- obstore's and zarr's failures, after the retries
         from ..stores.errors import OTHER, SERVER, StoreError, classify, store_error
-        from ..stores.retry import is_transient
+        from ..stores.errors import is_transient
         tail = (f"; nothing readable under {where} (run again with --resume to continue)" if is_s3_url(where)
                 else f"; nothing written to {where}")
         if classify(exc) not in (OTHER, SERVER):   # credentials, bucket, key, unreachable, throttled: named

@@ -13,6 +13,7 @@ request: an endpoint nobody answers at fails in that time with one line, instead
 clients' own retries (13 s and a traceback, before).
 """
 
+import errno
 import re
 import socket
 from urllib.parse import urlparse
@@ -21,16 +22,31 @@ from climio.base.errors import ClimioError, Exit
 
 CONNECT_TIMEOUT_S = 5.0
 
-CREDENTIALS, BUCKET, KEY, UNREACHABLE, THROTTLED, SERVER, OTHER = (
-    "credentials", "bucket", "key", "unreachable", "throttled", "server", "other")
-TRANSIENT = {UNREACHABLE: True, THROTTLED: True, SERVER: True}
+CREDENTIALS, BUCKET, KEY, UNREACHABLE, THROTTLED, SERVER, INTERRUPTED, OTHER = (
+    "credentials", "bucket", "key", "unreachable", "throttled", "server", "interrupted", "other")
+TRANSIENT = {UNREACHABLE: True, THROTTLED: True, SERVER: True, INTERRUPTED: True}
 _EXIT = {CREDENTIALS: Exit.DATA, BUCKET: Exit.DATA, KEY: Exit.DATA, UNREACHABLE: Exit.FAILURE,
-         THROTTLED: Exit.FAILURE, SERVER: Exit.FAILURE, OTHER: Exit.DATA}
+         THROTTLED: Exit.FAILURE, SERVER: Exit.FAILURE, INTERRUPTED: Exit.FAILURE, OTHER: Exit.DATA}
 _CREDENTIAL_CODES = ("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "InvalidToken",
                      "ExpiredToken", "AuthorizationHeaderMalformed")
 _UNREACHABLE_TEXT = ("error sending request", "connection refused", "could not connect", "cannot connect",
                      "connect call failed", "dns error", "name or service not known", "connect timeout",
                      "timed out", "connection reset")
+# a transfer cut short (reset, broken pipe, truncated body, a 5xx or timeout named only in a library's
+# message text): obstore (object_store / reqwest / hyper), botocore and the OS word these differently
+_INTERRUPTED_TEXT = re.compile(
+    r"\b(5\d\d|408|429)\b|service unavailable|internal ?error|bad gateway|gateway time|slow ?down|throttl|"
+    r"too many requests|request ?timeout|timed? ?out|timeout|connection (reset|refused|closed|aborted)|"
+    r"reset by peer|broken pipe|error sending request|incomplete message|unexpected eof|end of file|"
+    r"error decoding response body|error reading a body|connection error|dns error|channel closed|"
+    r"hyper::Error|IncompleteBody|body write aborted", re.I)
+_PERMANENT_TEXT = re.compile(r"\b(400|401|403|404|405|409|411|412|416)\b|not ?found|access ?denied|forbidden|"
+                             r"invalid ?access ?key|signature ?does ?not ?match|no such (bucket|key)", re.I)
+_STILL_TRANSIENT = re.compile(r"\b5\d\d\b|slow ?down|throttl|timed? ?out|reset|refused|error sending request", re.I)
+_INTERRUPTED_ERRNOS = {errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED, errno.EPIPE, errno.ETIMEDOUT,
+                       errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EAGAIN}
+# configuration and path errors whose text may name a "timeout" key: never worth a retry
+_CONFIG_ERRORS = {"InvalidPathError", "UnknownConfigurationKeyError", "NotSupportedError"}
 
 
 class StoreError(ClimioError):
@@ -79,7 +95,7 @@ def _status(exc) -> int:
 
 def classify(exc) -> str:
     """The kind of an object-store failure: credentials, bucket, key, unreachable, throttled,
-    server or other."""
+    server, interrupted (a transfer cut short) or other."""
     if isinstance(exc, StoreError):
         return exc.kind
     code, status = s3_code(exc), _status(exc)
@@ -100,11 +116,19 @@ def classify(exc) -> str:
         return UNREACHABLE
     if status >= 500:
         return SERVER
+    if names & _CONFIG_ERRORS or names & {"IsADirectoryError", "NotADirectoryError"}:
+        return OTHER
+    if any(isinstance(e, OSError) and e.errno in _INTERRUPTED_ERRNOS for e in _chain(exc)):
+        return INTERRUPTED
+    # a permanent status in the text wins unless the text also names a 5xx, a timeout or a reset
+    if _INTERRUPTED_TEXT.search(text) and not (_PERMANENT_TEXT.search(text) and not _STILL_TRANSIENT.search(text)):
+        return INTERRUPTED
     return OTHER
 
 
 def is_transient(exc) -> bool:
-    """Whether retrying the request may succeed (unreachable, throttled, 5xx): for retry loops."""
+    """Whether retrying the request may succeed (unreachable, throttled, 5xx, interrupted): for the
+    retry loops of climio.stores.retry."""
     return TRANSIENT.get(classify(exc), False)
 
 
@@ -144,6 +168,9 @@ def store_error(exc, url, endpoint=None, is_store: bool = False) -> StoreError:
             f"{url}: no such object at {at}"
     elif kind == UNREACHABLE:
         msg = unreachable_line(endpoint, "the connection failed")
+    elif kind == INTERRUPTED:
+        text = endpoint.redact(exc) if endpoint is not None else str(exc)
+        msg = f"{url}: the transfer from {at} was cut short and the retries ran out ({first_words(text)})"
     elif kind == THROTTLED:
         msg = (f"{url}: {at} is throttling requests ({code or _status(exc) or 'SlowDown'}) and the retries "
                "ran out: retry later, or read with fewer workers")
