@@ -1,4 +1,4 @@
-"""`climio trace try DIR [--items LIST | --top K] [--reps N] [--passes P] [--json]`: re-run the traced
+"""`climio trace try DIR [--items LIST | --top K] [--reps N] [--passes P] [--with T2 ...] [--json]`: re-run the traced
 command (its argv and working directory from DIR/meta.json, in the environment `trace try` runs in)
 with each candidate fix applied, without editing the script or touching the file, and rank the fixes
 by what they measured.
@@ -23,6 +23,7 @@ from ..reader import read_trace
 from ..report import measured_facts
 from ..run import default_excludes
 from . import rank
+from ..effects import others_of, predicted_effects
 from .canonical import canonical_reads, warnings as canonical_warnings
 from .candidates import candidates, reads_hdf5_directly, select
 from .compare import same_result
@@ -159,8 +160,18 @@ def _untried(c, facts) -> dict:
     return r
 
 
+def _effects(results, stack, with_dirs) -> None:
+    """Every layout fix, tried or not: what the model predicts it does to the canonical reads and
+    to the other traced jobs on the same file (`--with`), warned when >2x slower."""
+    for r in results:
+        if r["kind"] == "layout" and r.get("convert"):
+            others, notes = others_of(with_dirs, r["file"], r["var"])
+            r["predicted_effects"] = predicted_effects(r["file"], r["var"], r["convert"]["chunks"], stack, others)
+            r["predicted_effects"]["with_notes"] = notes
+
+
 def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scratch=None, allow_writes=False,
-              compare=None, say=None) -> dict:  # long: the command's steps in order, each a call
+              compare=None, say=None, with_dirs=()) -> dict:  # long: the command's steps in order, each a call
     if reps < 1 or passes < 1:
         raise InputError("--reps and --passes must be at least 1")
     if items and top:
@@ -199,6 +210,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
         for r in results:
             r["same_result"], r["result_why"] = False, "unchecked: the baseline's runs disagree"
     results += [_untried(c, facts) for c in cands if c not in tried]
+    _effects(results, facts.stack, with_dirs)
     if any(x["cache"]["state"] != "cold" for rs in runs.values() for x in rs):
         notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
     summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,

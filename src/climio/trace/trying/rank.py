@@ -9,6 +9,8 @@
 
 import statistics
 
+from ..effects import effect_lines
+
 SHOWN_PASSES = (1, 10)
 GAIN_NOISE = 1.05        # a measured gain below this is no gain (disk noise on a shared machine)
 
@@ -91,6 +93,7 @@ def text(summary) -> str:
                    + f"  {r['title']}: {r['status']}")
         if r["advised"]:
             out += _advice(r)
+        out += effect_lines(r.get("predicted_effects"))
         out += [f"      warning: {w}" for w in r.get("also_slows") or []]
         if r.get("canonical"):
             out.append("      canonical reads, cold, original -> copy: " + "; ".join(
