@@ -25,7 +25,7 @@ from ..run import default_excludes
 from . import rank
 from ..effects import others_of, predicted_effects
 from .canonical import canonical_reads, warnings as canonical_warnings
-from .candidates import candidates, reads_hdf5_directly, select
+from .candidates import ENV_SETTING, candidates, env_command, reads_hdf5_directly, select
 from .compare import same_result
 from .conversion import convert_copy
 from .runs import TracedJob, run_job
@@ -117,7 +117,22 @@ def _applied(c, runs, copy) -> tuple:
                 return False, f"the file's chunk cache in the run's trace is {r['h5_cache'] or 'unknown'}, not {want} B"
         if c.python and not r["python_injected"]:
             return False, "the job never called xarray.open_dataset/open_mfdataset on the file"
+        if c.kind == "env":
+            why = _env_took(c.env, r.get("settings"))
+            if why:
+                return False, why
     return True, ""
+
+
+def _env_took(env, settings) -> str:
+    """'' when every library variable of `env` is the setting the run's trace recorded at exit."""
+    if settings is None:     # -I/-E/-S: the variables still reach the libraries, but nothing records them
+        return "the run recorded no library settings (python -I/-E/-S skips climio's sitecustomize)"
+    for k, v in env.items():
+        got = settings.get(ENV_SETTING[k])
+        if got is None or str(got) != str(v):
+            return f"the run's {ENV_SETTING[k]} was {got!r}, not {v!r} (does the library read {k}?)"
+    return ""
 
 
 def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
@@ -190,6 +205,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     for c in cands:
         if c.python and flags and not c.not_tried:
             c.not_tried = f"not applied: Python runs with -{flags} (no sitecustomize / PYTHONPATH)"
+        if c.kind == "env":
+            c.advice["shell"] = env_command(c.env, job.argv, job.cwd)
     copies, conv = {}, {}
     for c in cands:
         if c.kind == "layout" and not c.not_tried:
@@ -198,7 +215,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     tried = [c for c in cands if not c.not_tried and c.kind != "none"]
     inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
     envs = {c.id: (lambda d, c=c: _env_of(c, copies.get(c.id), inject_dir, d)) for c in tried}
-    evict = sorted({*[c.file for c in cands if c.file and os.path.isfile(c.file)], *copies.values()})
+    data = [v["file"] for v in (facts.netcdf or {}).get("variables") or []]   # what an env fix's runs read too
+    evict = sorted({*[f for f in [*data, *(c.file for c in cands)] if f and os.path.isfile(f)], *copies.values()})
     runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
     base = runs["baseline"]
     base_s = rank.median([x["wall_s"] for x in base])

@@ -62,14 +62,16 @@ def _g(x) -> str:
 
 
 def _advice(r) -> list:
+    """Every way the fix is given: a shell line (with its 'then'), a Python snippet, a C call."""
     a = r.get("advice") or {}
+    out = []
     if "shell" in a:
-        return [f"      shell: {a['shell']}", *([f"      then: {a['then']}"] if a.get("then") else [])]
+        out += [f"      shell: {a['shell']}", *([f"      then: {a['then']}"] if a.get("then") else [])]
     if "python" in a:
-        return [f"      Python ({a.get('stack')}):"] + [f"        {l}" for l in a["python"].splitlines()]
+        out += [f"      Python ({a.get('stack')}){' or' if out else ''}:"] + [f"        {l}" for l in a["python"].splitlines()]
     if "c" in a:
-        return [f"      C ({a.get('stack')}): {a['c']}"]
-    return []
+        out += [f"      C ({a.get('stack')}): {a['c']}"]
+    return out
 
 
 def text(summary) -> str:
