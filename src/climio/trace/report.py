@@ -298,6 +298,7 @@ def _advice_section(facts, findings) -> Section:
         th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
         sec.add(Heading(f"[{f['severity']}] {f['title']}"), Paragraph(f["message"]),
                 Paragraph(_weight(f) + "."), Paragraph(f"Advice: {f['advice']}"),
+                *[Paragraph(line) for line in effect_lines(f.get("layout_effects"), indent="")],
                 Details(f"Evidence (thresholds: {th})",
                         [ParamList("Measured:", [(k, _ev(k, v)) for k, v in f["evidence"].items()])]))
     return sec
