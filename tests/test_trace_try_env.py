@@ -84,11 +84,11 @@ def test_zarr_concurrency_reaches_zarr_through_its_variable(tmp_path, monkeypatc
 
 def test_dask_scheduler_candidate_only_for_a_threaded_dask_job_on_netcdf(tmp_path):
     class F:
-        run = {"layers_present": ["posix", "netcdf", "hdf5"]}
         objects = {"settings": {"dask_array": True, "dask_scheduler": None}}
-    c = dask_scheduler(4, F)
+    c = dask_scheduler(4, F, 12)
     assert c.env == {"DASK_SCHEDULER": "synchronous"} and c.id == "4" and c.kind == "env"
+    assert dask_scheduler(4, F, 0) is None             # dask.array imported (xarray does), no read on its threads
     F.objects = {"settings": {"dask_array": True, "dask_scheduler": "synchronous"}}
-    assert dask_scheduler(4, F) is None
-    F.objects = {"settings": {}}                                   # no Dask arrays computed
-    assert dask_scheduler(4, F) is None
+    assert dask_scheduler(4, F, 12) is None
+    F.objects = {"settings": {}}                                   # no Dask at all
+    assert dask_scheduler(4, F, 12) is None

@@ -16,10 +16,12 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
+
 from climio.base.errors import InputError
 from climio.runs.records import atomic_write_text, make_record
 from ... import rules
-from ..reader import read_trace
+from ..reader import LAYER_IDS, read_trace
 from ..report import measured_facts
 from ..run import default_excludes
 from . import rank
@@ -85,6 +87,20 @@ def _h5_datasets(tr) -> list:
         except (OSError, KeyError, ImportError):
             continue
     return out
+
+
+def _threaded_reads(tr) -> int:
+    """netCDF / HDF5 calls made off each process's main thread (the thread of its first traced call):
+    Dask's threaded scheduler runs every task on a pool thread, even a single one."""
+    ev = tr.events
+    if not len(ev):
+        return 0
+    n = 0
+    for p in np.unique(ev["proc"]):
+        e = ev[ev["proc"] == p]
+        main = e["tid"][np.argmin(e["t_start_ns"])]
+        n += int(np.count_nonzero(np.isin(e["layer"], [LAYER_IDS["netcdf"], LAYER_IDS["hdf5"]]) & (e["tid"] != main)))
+    return n
 
 
 def _env_of(c, copy, inject_dir, run_dir) -> dict:
@@ -195,7 +211,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     facts = measured_facts(trace_dir)
     findings = rules.judge(facts)
     job = _job(tr, facts, allow_writes)
-    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else ()), items, top)
+    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else (),
+                              _threaded_reads(tr)), items, top)
     if not cands:
         raise InputError(f"no advice item to try in {trace_dir}" + (f" matches --items {items}" if items else ""))
     scratch = Path(scratch or Path(trace_dir) / "try").resolve()

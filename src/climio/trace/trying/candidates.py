@@ -168,16 +168,18 @@ def _settings(facts) -> dict:
     return (getattr(facts, "objects", None) or {}).get("settings") or {}
 
 
-def dask_scheduler(i, facts) -> Optional[TryItem]:
-    """The job computed Dask arrays under a threaded scheduler while reading netCDF / HDF5 files:
-    xarray serialises those reads (and the decode inside them) under one lock, so its threads wait
-    on each other; the synchronous scheduler runs the same tasks without them (DASK_SCHEDULER)."""
+def dask_scheduler(i, facts, threaded_reads) -> Optional[TryItem]:
+    """The job computed Dask arrays under a threaded scheduler (Dask imported with dask.array, and
+    `threaded_reads` netCDF/HDF5 calls made off the main thread: a job that merely imports dask.array
+    makes none) while reading netCDF / HDF5 files: xarray serialises those reads (and the decode
+    inside them) under one lock, so its threads wait on each other; the synchronous scheduler runs
+    the same tasks without them (DASK_SCHEDULER)."""
     st = _settings(facts)
-    layers = facts.run.get("layers_present") or []
-    if not st.get("dask_array") or st.get("dask_scheduler") in SERIAL_SCHEDULERS or not {"netcdf", "hdf5"} & set(layers):
+    if not st.get("dask_array") or st.get("dask_scheduler") in SERIAL_SCHEDULERS or not threaded_reads:
         return None
-    c = TryItem(f"{i}", i, "env", "Dask's synchronous scheduler (DASK_SCHEDULER=synchronous): netCDF/HDF5 reads "
-                "are serialised under one lock, so threads only wait", env={"DASK_SCHEDULER": "synchronous"})
+    c = TryItem(f"{i}", i, "env", f"Dask's synchronous scheduler (DASK_SCHEDULER=synchronous): {threaded_reads} "
+                "netCDF/HDF5 calls ran on Dask's threads, which xarray serialises under one lock",
+                env={"DASK_SCHEDULER": "synchronous"})
     c.advice = {"stack": "xarray", "python": "import dask\ndask.config.set(scheduler='synchronous')   # before computing",
                 "env": dict(c.env)}
     return c
@@ -203,9 +205,10 @@ def reads_hdf5_directly(facts) -> bool:
     return facts.stack in ("h5py", "h5netcdf") or (facts.stack == "xarray" and _engine(facts) == "h5netcdf")
 
 
-def candidates(facts, findings, h5_datasets=()) -> list:
+def candidates(facts, findings, h5_datasets=(), threaded_reads=0) -> list:
     """One or more candidates per advice item (numbered as `trace report` lists them); for an h5py
-    job, then a chunk cache per dataset it read (numbered after the report's items)."""
+    job, then a chunk cache per dataset it read (numbered after the report's items); then Dask's
+    synchronous scheduler when `threaded_reads` netCDF/HDF5 calls ran on Dask's threads."""
     out = []
     variables = {(v["file"], v["var"]): v for v in facts.netcdf.get("variables", [])} if facts.netcdf else {}
     for i, f in enumerate(findings, 1):
@@ -230,7 +233,7 @@ def candidates(facts, findings, h5_datasets=()) -> list:
         out += h5py_caches(len(findings) + 1, h5_datasets)
     elif reads_hdf5_directly(facts) and not any(c.kind == "cache" for c in out):
         out += h5netcdf_caches(len(findings) + 1, h5_datasets, facts.stack)
-    d = dask_scheduler(max([c.item for c in out] + [len(findings)]) + 1, facts)
+    d = dask_scheduler(max([c.item for c in out] + [len(findings)]) + 1, facts, threaded_reads)
     return out + ([d] if d else [])
 
 
