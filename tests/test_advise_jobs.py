@@ -94,6 +94,10 @@ def test_advise_several_traces_one_layout_no_worse_than_either_jobs_own(two_jobs
     for r in jobs.values():
         assert best["total_s"] <= r["own_on_mix_s"] * (1 + 1e-9)
     assert jobs["job tr-series"]["own_chunks"] != jobs["job tr-maps"]["own_chunks"]
+    # what else the chosen layout slows: the canonical reads, each >2x slower one warned about
+    assert [r["read"] for r in ls["canonical"]] == ["one map", "one full series", "a box over all time", "the whole field"]
+    slower = [r for r in ls["canonical"] if r["after_s"] > 2 * r["before_s"]]
+    assert sum(w.startswith(tuple(r["read"] + ":" for r in slower)) for w in ls["warnings"]) == len(slower)
     cmd = next(l.split("command: ", 1)[1] for l in adv.lines() if "command: climio rechunk" in l)
     ran = subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=d,
                          env=dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]))

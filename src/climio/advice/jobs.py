@@ -3,7 +3,8 @@
 weighted by how often the job runs (`--passes` per trace, in trace order). Each job's own best
 layout is searched too and priced on the whole mix in the same final stage, so the layout chosen
 is never predicted worse on the mix than a layout chosen for any one job; the advice says what the
-chosen layout does to each job (before -> after) and warns for a job it makes >2x slower.
+chosen layout does to each job and to the variable's canonical reads (one map, one full series, a
+box over all time, the whole field), before -> after, and warns for each it makes >2x slower.
 
     Job(name, reads, passes, stack)
     advise_jobs(file, var, jobs, profile=None, keep_codec=False, warn=None, source="") -> Advice
@@ -16,6 +17,7 @@ from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
 from ..model import layout_search
 from ..model.convert import rechunk_cost
+from ..model import layout_effects
 from ..model.layout_effects import SLOWER_WARN
 from ..model.layout_search import Pattern
 from .loading import profile_for
@@ -65,6 +67,11 @@ def advise_jobs(file, var, jobs, profile=None, keep_codec=False, warn=None, sour
     d["warnings"] = [f"{r['job']}: {r['after_s'] / r['before_s']:.1f}x slower in the chosen layout (predicted "
                      f"{r['before_s']:.3g} s -> {r['after_s']:.3g} s over its {r['passes']} pass(es))"
                      for r in d["per_job"] if r["before_s"] > 0 and r["after_s"] > SLOWER_WARN * r["before_s"]]
+    if res.best is not res.current and res.best.chunks:     # what else the chosen layout slows
+        rows = layout_effects.effects(desc.layout, codec, res.best.chunks,
+                                      layout_effects.canonical_reads(desc.shape, desc.roles), stack, prof, cache)
+        d["canonical"] = rows
+        d["warnings"] += layout_effects.warnings(rows)
     if res.best is not res.current:
         target = ("--contiguous" + (" --compression none" if desc.compressed else "") if res.best.chunks is None
                   else f"-c {desc.var}:{','.join(map(str, res.best.chunks))}")

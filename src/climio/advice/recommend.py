@@ -268,5 +268,8 @@ def job_lines(d) -> list:
         own = f"{r['own_on_mix_s']:.3g} s" if r["own_on_mix_s"] is not None else "not priced"
         out.append(f"   {r['job']} (x{r['passes']}): {r['before_s']:.3g} s -> {r['after_s']:.3g} s; the layout best for "
                    f"it alone, {r['own_chunks']}, would cost the mix {own} (reads + conversion)")
+    if d.get("canonical"):
+        out.append("   canonical reads, predicted now -> chosen: " + "; ".join(
+            f"{r['read']} {r['before_s']:.3g} -> {r['after_s']:.3g} s" for r in d["canonical"]))
     out += [f"   warning: {w}" for w in d.get("warnings") or []]
     return out
