@@ -109,6 +109,39 @@ def test_xarray_dask_chunks_override_the_scripts(tmp_path, monkeypatch):
     assert py["python"]["chunks"] == {"time": NT, "lat": NY, "lon": NX}
     layout = next(r for r in s["results"] if r["kind"] == "layout")
     assert layout["applied"] and layout["same_result"]
+    # the script computed with Dask's threaded scheduler on a netCDF file: DASK_SCHEDULER tried, no
+    # sitecustomize needed; the run's own trace recorded the scheduler in force
+    env = next(r for r in s["results"] if r["kind"] == "env")
+    assert env["injected"]["env"] == {"DASK_SCHEDULER": "synchronous"} and env["applied"] and env["same_result"]
+    assert env["advice"]["shell"].endswith(f"DASK_SCHEDULER=synchronous {sys.executable} job.py")
+    # the series job's advised chunks: only a measured gain puts a fix in the advised list
+    for r in (py, env):
+        assert r["advised"] == (r["gain"]["1"] >= rank.GAIN_NOISE)
+        assert r["advised"] or r["status"].startswith("tried:")
+    # layout fixes state what the model predicts for the canonical reads, in the JSON and the text
+    assert [x["read"] for x in layout["predicted_effects"]["rows"]][:2] == ["one map", "one full series"]
+    assert "predicted per read, now -> in" in rank.text(s)
+    assert _runs_as_shown(env, tmp_path) == 2          # the shell line (the job with the variable) and the snippet
+
+
+def _runs_as_shown(r, cwd) -> int:
+    """Run every way an item's fix is given (its shell line, its Python snippet) as printed; the
+    number run."""
+    a, ran = r["advice"], 0
+    if "shell" in a:
+        out = subprocess.run(a["shell"], shell=True, capture_output=True, text=True, cwd=cwd,
+                             env=dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]))
+        assert out.returncode == 0, out.stderr
+        if a.get("then"):
+            dst = a["then"].split()[1]
+            assert os.path.exists(dst) and dst != r["file"] and a["then"].endswith(f"instead of {r['file']}")
+        ran += 1
+    if "python" in a:
+        code = "import xarray as xr\n" + a["python"] + ("\nprint(ds)\n" if "ds = " in a["python"] else "\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd)
+        assert out.returncode == 0, out.stderr
+        ran += 1
+    return ran
 
 
 def test_xarray_without_dask_and_every_advised_command_runs(tmp_path, monkeypatch):
@@ -116,21 +149,7 @@ def test_xarray_without_dask_and_every_advised_command_runs(tmp_path, monkeypatc
     tr = _trace(tmp_path, monkeypatch, XR_JOB.format(kw=""))
     s = try_fixes(tr, reps=1, passes=10)
     assert s["passes"] == 10 and all("10" in r["gain"] for r in s["results"] if r["label"] == "measured")
-    ran = 0
-    for r in s["results"]:
-        a = r["advice"]
-        if "shell" in a:
-            out = subprocess.run(a["shell"], shell=True, capture_output=True, text=True, cwd=tmp_path,
-                                 env=dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]))
-            assert out.returncode == 0, out.stderr
-            dst = a["then"].split()[1]
-            assert os.path.exists(dst) and dst != r["file"] and a["then"].endswith(f"instead of {r['file']}")
-            ran += 1
-        elif "python" in a:
-            code = "import xarray as xr\n" + a["python"] + "\nprint(ds)\n"
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-            assert out.returncode == 0, out.stderr
-            ran += 1
+    ran = sum(_runs_as_shown(r, tmp_path) for r in s["results"])
     assert ran >= 2
 
 

@@ -192,6 +192,8 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     """
     from .advice.request import Request, make_request, advise as run
     warn = _warn(warn)
+    if isinstance(target, (list, tuple)):
+        return advise_jobs(target, passes, profile, keep_codec, warn)
     if isinstance(target, Request):
         return run(target, warn)
     if isinstance(target, (str, Path)) and not str(target).startswith("s3:"):
@@ -207,6 +209,33 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     req = make_request(target, var, [read] if isinstance(read, str) else read, passes, tasks, stack, chunk_cache,
                        profile, endpoint_url, keep_codec=keep_codec)
     return run(req, warn)
+
+
+def advise_jobs(traces, passes=1, profile=None, keep_codec=False, warn=None):
+    """One layout for several traced jobs on the same variable (`climio advise T1 T2 ...`): each
+    trace's reads of the first trace's main variable are a read pattern, weighted by `passes` (one
+    for all, or one per trace in the same order); climio.advice.jobs.advise_jobs."""
+    from .advice.jobs import Job, advise_jobs as run
+    from .trace.job_reads import job_reads
+    from climio.base.errors import InputError, no_such_file
+    traces = [Path(t) for t in traces]
+    for t in traces:
+        if not t.exists():
+            raise no_such_file(t)
+        if not t.is_dir():
+            raise InputError(f"{t}: several targets are traced jobs: give climio trace directories")
+    ps = list(passes) if isinstance(passes, (list, tuple)) else [passes or 1]
+    ps = ps * len(traces) if len(ps) == 1 else ps
+    if len(ps) != len(traces):
+        raise InputError(f"{len(ps)} --passes for {len(traces)} traces: give one --passes, or one per trace in order")
+    first = job_reads(traces[0])
+    jobs = [first] + [job_reads(t, first.file, first.var) for t in traces[1:]]
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        names = [f"job {k + 1} ({t})" for k, t in enumerate(traces)]
+    prof = str(profile) if profile else None
+    return run(first.file, first.var, [Job(n, j.reads, int(p), j.stack) for n, j, p in zip(names, jobs, ps)],
+               prof, keep_codec, _warn(warn), ", ".join(map(str, traces)))
 
 
 def rechunk(*args, **kwargs) -> dict:

@@ -16,6 +16,7 @@ one-off cost and command; the others (tasks, stack, compression, ...) are added 
 
 import os
 
+from climio.dataset.stack_names import MODEL_STACK
 from .. import rules
 from ..model import workflow as wfmod
 from .loading import profile_for
@@ -25,9 +26,6 @@ DISAGREE_FACTOR = 2.0
 # the trace rules whose findings the model can turn into a predicted before/after (file and variable known)
 MODEL_BACKED = {"partial-chunk-compressed": "chunk-shape", "chunk-cache-small": "chunk-cache"}
 SCALED = ("before_s", "after_s", "gain_s", "one_off_s", "break_even_passes", "command")
-# the program's stack (Facts.stack) -> the model's stack its reads are predicted with
-MODEL_STACK = {"xarray": "xarray", "netcdf4-python": "netcdf4-python", "h5py": "h5py", "h5netcdf": "h5netcdf",
-               "native": "c-netcdf"}
 # stacks a program can switch to without leaving its own: xarray through its engines
 REACHABLE = {"xarray": {"netcdf4-python": "engine='netcdf4'", "h5netcdf": "engine='h5netcdf'"}}
 

@@ -94,7 +94,7 @@ class Advice:
                        f"{self.prediction.stack})")
         out += layout_lines(self.layout)
         recs = self.ranked()
-        if not recs:
+        if not recs and not (self.layout or {}).get("per_job"):     # several jobs: the layout is the advice
             n = len(rules.table(self.kind))
             out.append(f"no rule fired ({n} rules checked)")
         for i, r in enumerate(recs, 1):
@@ -254,6 +254,22 @@ def layout_lines(d) -> list:
     out += [f"   {name}: {b['per_pattern_s'][name]:.3g} s (now {now['per_pattern_s'][name]:.3g} s)"
             for name in b["per_pattern_s"]]
     out += [f"   note: {n}" for n in d["notes"]]
+    out += job_lines(d)
     if d.get("command"):
         out.append(f"   command: {d['command']}")
+    return out
+
+
+def job_lines(d) -> list:
+    """`climio advise T1 T2 ...` (advice/jobs.py): each job under the chosen layout, and what the
+    layout chosen for it alone costs on the mix."""
+    out = []
+    for r in d.get("per_job") or []:
+        own = f"{r['own_on_mix_s']:.3g} s" if r["own_on_mix_s"] is not None else "not priced"
+        out.append(f"   {r['job']} (x{r['passes']}): {r['before_s']:.3g} s -> {r['after_s']:.3g} s; the layout best for "
+                   f"it alone, {r['own_chunks']}, would cost the mix {own} (reads + conversion)")
+    if d.get("canonical"):
+        out.append("   canonical reads, predicted now -> chosen: " + "; ".join(
+            f"{r['read']} {r['before_s']:.3g} -> {r['after_s']:.3g} s" for r in d["canonical"]))
+    out += [f"   warning: {w}" for w in d.get("warnings") or []]
     return out

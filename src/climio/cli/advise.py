@@ -180,8 +180,9 @@ def predict_cmd(
 
 @app.command("advise")
 def advise_cmd(
-    target: Path = typer.Argument(..., help="A netCDF file or Zarr store (with --read; s3:// too), a workflow "
-                                            "YAML/JSON, a climio trace directory or a Darshan log."),
+    targets: List[Path] = typer.Argument(..., metavar="TARGET...", help="A netCDF file or Zarr store (with --read; s3:// too), a workflow "
+                                            "YAML/JSON, a climio trace directory or a Darshan log; or several trace "
+                                            "directories of jobs on the same data (one layout for all, --passes per trace)."),
     var: VarOpt = None,
     read: ReadOpt = None,
     passes: PassesOpt = None,
@@ -196,11 +197,22 @@ def advise_cmd(
     """What to change, ranked by predicted gain: each with its evidence, the predicted time before
     and after, the one-off cost (the rechunk planner's conversion time) and the break-even passes,
     and the exact command (climio rechunk ..., a chunk cache, --tasks, --stack). TARGET may be a
-    Zarr store in object storage, s3://BUCKET/STORE.zarr, or a netCDF-4 object there."""
+    Zarr store in object storage, s3://BUCKET/STORE.zarr, or a netCDF-4 object there. Several trace
+    directories (`climio advise T1 T2 --passes 10 --passes 1`): one layout for all the jobs, each
+    weighted by how often it runs."""
     from ..advice.object_store import is_store_url
     from ..advice.request import make_request
     from ..api import advise
     warnings = []
+    if len(targets) > 1:
+        if var or read or tasks or stack or chunk_cache or endpoint_url:
+            raise InputError("several traces: the jobs' own reads are the patterns (no --var, --read, --tasks, "
+                             "--stack, --chunk-cache or --endpoint-url)")
+        adv = advise(list(targets), passes=passes or 1, profile=str(profile) if profile else None,
+                     keep_codec=keep_codec, warn=warnings.append)
+        _warn(warnings)
+        return _print(adv, json_out)
+    target = targets[0]
     if not is_store_url(target):
         if not target.exists():
             raise no_such_file(target)

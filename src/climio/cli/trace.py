@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -41,6 +41,7 @@ def trace_report_cmd(
     html: bool = typer.Option(False, "--html", help="An HTML page, DIR/report.html (or -o FILE), instead of text."),
     format: Optional[str] = typer.Option(None, "--format", hidden=True, help="Old spelling: --format json|html is --json / --html."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="FILE", help="Write the report to this file instead."),
+    with_dirs: Optional[List[Path]] = typer.Option(None, "--with", metavar="DIR", help="Another traced job on the same file (repeatable): a layout fix says what it predicts for that job's reads too."),
     shot: bool = typer.Option(False, "--screenshot", help="With --html: also keep a PNG of the page's first screen "
                               "(headless Chromium, 1400 x 900 px) beside it: DIR/report-first-screen.png, or FILE's name + -first-screen.png."),
 ):
@@ -50,7 +51,7 @@ def trace_report_cmd(
     fmt = _report_format(json_out, html, format)
     if shot and fmt != "html":
         raise InputError("--screenshot is of the HTML page: give --html")
-    page = render(trace_dir, fmt, out, say=info)
+    page = render(trace_dir, fmt, out, say=info, with_dirs=_traces(with_dirs))
     if shot:
         from .report import keep_screenshot
         keep_screenshot(page)
@@ -66,6 +67,7 @@ def trace_try_cmd(
     scratch: Optional[Path] = typer.Option(None, "--scratch", metavar="DIR", help="Where the converted copies and each run's outputs go (default DIR/try)."),
     allow_writes: bool = typer.Option(False, "--allow-writes", help="Run a job that writes a file it also reads (those writes go to the file itself)."),
     compare: Optional[str] = typer.Option(None, "--compare", metavar="CMD", help="Decide whether a fix changed the result with `CMD BASE_RUN_DIR RUN_DIR` (exit 0: the same) instead of comparing the printed numbers (rtol 1e-6) and written files."),
+    with_dirs: Optional[List[Path]] = typer.Option(None, "--with", metavar="DIR", help="Another traced job on the same file (repeatable): a layout fix says what it predicts for that job's reads too."),
     json_out: bool = typer.Option(False, "--json", help="One JSON object on stdout instead of text."),
 ):
     """Re-run the traced job with each fix of its advice applied (a converted copy redirected in, a chunk
@@ -74,8 +76,20 @@ def trace_try_cmd(
     import json
     from ..trace.trying import rank, try_fixes
     summary = try_fixes(trace_dir, items=items, top=top, reps=reps, passes=passes, scratch=scratch,
-                        allow_writes=allow_writes, compare=compare, say=None if json_out else info)
+                        allow_writes=allow_writes, compare=compare, say=None if json_out else info,
+                        with_dirs=_traces(with_dirs))
     print(json.dumps(summary, indent=1, default=str) if json_out else rank.text(summary), end="\n" if json_out else "")
+
+
+def _traces(dirs) -> list:
+    """--with DIRs: each a trace directory (one line otherwise)."""
+    from climio.base.errors import InputError, no_such_file
+    for d in dirs or ():
+        if not d.exists():
+            raise no_such_file(d)
+        if not d.is_dir():
+            raise InputError(f"--with {d}: not a trace directory (`climio trace run -o DIR -- COMMAND` writes one)")
+    return list(dirs or ())
 
 
 def _report_format(json_out: bool, html: bool, old: Optional[str]) -> str:

@@ -16,6 +16,9 @@ HYPERSLAB_STACKS = ("netcdf4-python", "h5py", "h5netcdf", "xarray", "c-netcdf")
 # object storage (climio.measure.stacks_s3): zarr-python over obstore or fsspec, and xarray on top
 ZARR_STACKS = ("zarr-obstore", "zarr-fsspec", "xarray-zarr")
 OBJECT_READ_STACKS = ZARR_STACKS[:2]
+# a traced program's stack (Facts.stack) -> the model's stack its reads are priced with
+MODEL_STACK = {"xarray": "xarray", "netcdf4-python": "netcdf4-python", "h5py": "h5py", "h5netcdf": "h5netcdf",
+               "native": "c-netcdf"}
 
 
 def stack_sort_key(name) -> tuple:

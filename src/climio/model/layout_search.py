@@ -237,13 +237,15 @@ def _neighbours(ch, shape, isz, low, high) -> list:
 
 def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1, chunk_cache=None,
            low=SMALL_CHUNK_BYTES, high=ADVISED_MAX_CHUNK_BYTES, refine: int = REFINE, keep_codec: bool = False,
-           contiguous_ok: bool = True, memo=None, progress=None) -> SearchResult:
+           contiguous_ok: bool = True, memo=None, progress=None, also=()) -> SearchResult:
     """The chunk shape (or contiguous storage, unless `keep_codec` and the variable is compressed)
     minimising the mix's predicted reads plus `convert_s(src, dst, codec)`, the one-off conversion
     (0 for the current layout). `contiguous_ok` False: the variable cannot be stored contiguously
     (HDF5 needs chunks along an unlimited dimension). `memo`: a dict shared by searches of the same
     variable and profile, to price each (shape, pattern) once (see _price). `progress(text)`: told
-    what is being priced (the caller shows it; the model prints nothing).
+    what is being priced (the caller shows it; the model prints nothing). `also`: chunk shapes (None:
+    contiguous) priced in the final stage whatever the screen says, so that the answer is never
+    worse than any of them (one layout for several jobs weighs each job's own best this way).
 
     Fast (issue 34): every candidate is estimated in closed form (model.layout_estimate), only the
     SHORTLIST best estimated, each pattern's own best few and the current layout are simulated on
@@ -282,6 +284,8 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
             say(f"refining around the best: {len(near)} neighbouring shapes (round {r + 1})")
             sample(near)
     ranked_in = sorted(sampled, key=lambda ch: sampled[ch])[:refine]
+    ranked_in += [tuple(ch) if ch is not None else None for ch in also
+                  if (tuple(ch) if ch is not None else None) not in ranked_in]
     say(f"pricing the best {len(ranked_in)} on all reads")
     return _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, ranked_in, len(cands),
                    (low, high), memo, lay_of, candidate, FINAL_VISITS)

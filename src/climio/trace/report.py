@@ -23,6 +23,7 @@ from .analysis import DEFINITIONS, SIZE_BUCKETS, analyse
 from .objects_report import html_section as objects_section, text_lines as object_lines
 from .inputs import read_input
 from .reader import Trace
+from .effects import effect_lines
 
 REPORT_FORMATS = ("text", "json", "html")
 TOP_FUNCTIONS = 20
@@ -50,10 +51,20 @@ def is_measured_input(path) -> bool:
     return p.is_dir() or (p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name))
 
 
-def build(trace_dir):
-    """(facts as a dict, findings) of a trace directory or a Darshan log: the registry's rules on its Facts."""
+def build(trace_dir, with_dirs=()):
+    """(facts as a dict, findings) of a trace directory or a Darshan log: the registry's rules on its
+    Facts; a layout fix (rechunk) carries what the model predicts it does to the variable's canonical
+    reads and to the other traced jobs on the file (`with_dirs`): finding["layout_effects"]."""
     f = measured_facts(trace_dir)
-    return f.to_dict(), rules.judge(f)
+    findings = rules.judge(f)
+    for x in findings:
+        ev = x.get("evidence") or {}
+        if x["rule"] == "partial-chunk-compressed" and ev.get("target_chunks") and Path(str(ev["file"])).is_file():
+            from .effects import others_of, predicted_effects
+            others, notes = others_of(with_dirs, ev["file"], ev["var"])
+            x["layout_effects"] = {**predicted_effects(ev["file"], ev["var"], ev["target_chunks"], f.stack, others),
+                                   "with_notes": notes}
+    return f.to_dict(), findings
 
 
 def rules_table(input_name="trace") -> list:
@@ -194,6 +205,7 @@ def _advice_lines(facts, findings, checked) -> list:
         out.append("      " + _weight(f) + "; thresholds: "
                    + ", ".join(f"{k}={_threshold(k, v)}" for k, v in f["thresholds"].items()))
         out += _tried_lines(tried[i]) if i in tried else [f"      -> {f['advice']}"]
+        out += effect_lines(f.get("layout_effects"))
     if not findings:
         out.append(f"  no rule fired ({len(checked)} rules checked: {', '.join(r['rule'] for r in checked)})")
     return out
@@ -286,6 +298,7 @@ def _advice_section(facts, findings) -> Section:
         th = ", ".join(f"{k} = {_threshold(k, v)}" for k, v in f["thresholds"].items())
         sec.add(Heading(f"[{f['severity']}] {f['title']}"), Paragraph(f["message"]),
                 Paragraph(_weight(f) + "."), Paragraph(f"Advice: {f['advice']}"),
+                *[Paragraph(line) for line in effect_lines(f.get("layout_effects"), indent="")],
                 Details(f"Evidence (thresholds: {th})",
                         [ParamList("Measured:", [(k, _ev(k, v)) for k, v in f["evidence"].items()])]))
     return sec
@@ -407,11 +420,11 @@ def _ev(k, v) -> str:
 
 # --- the command ------------------------------------------------------------------------------------------
 
-def render(trace_dir, fmt="text", out=None, say=print):
+def render(trace_dir, fmt="text", out=None, say=print, with_dirs=()):
     """Write the report; text and json go to stdout unless `out`, html to `out` or DIR/report.html."""
     if fmt not in REPORT_FORMATS:
         raise InputError(f"unknown --format '{fmt}': use {', '.join(REPORT_FORMATS)}")
-    facts, found = build(trace_dir)
+    facts, found = build(trace_dir, with_dirs)
     if fmt == "text":
         body = text(facts, found)
     elif fmt == "json":

@@ -540,12 +540,21 @@ def output_path() -> str:
 
 
 def _settings() -> dict:
-    """The client limits in force at exit (what the concurrency advice is about)."""
+    """The client limits in force at exit (what the concurrency advice is about), and whether the job
+    computed with Dask arrays and under which scheduler (what `trace try`'s DASK_* fixes are about)."""
     out = {}
     z = sys.modules.get("zarr")
     try:
         if z is not None:
             out["zarr_async_concurrency"] = int(z.config.get("async.concurrency"))
+    except Exception:
+        pass
+    d = sys.modules.get("dask")
+    try:
+        if d is not None and "dask.array" in sys.modules:
+            out["dask_array"] = True
+            out["dask_scheduler"] = d.config.get("scheduler", None)
+            out["dask_num_workers"] = d.config.get("num_workers", None)
     except Exception:
         pass
     return out

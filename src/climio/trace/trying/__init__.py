@@ -1,4 +1,4 @@
-"""`climio trace try DIR [--items LIST | --top K] [--reps N] [--passes P] [--json]`: re-run the traced
+"""`climio trace try DIR [--items LIST | --top K] [--reps N] [--passes P] [--with T2 ...] [--json]`: re-run the traced
 command (its argv and working directory from DIR/meta.json, in the environment `trace try` runs in)
 with each candidate fix applied, without editing the script or touching the file, and rank the fixes
 by what they measured.
@@ -16,15 +16,18 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
+
 from climio.base.errors import InputError
 from climio.runs.records import atomic_write_text, make_record
 from ... import rules
-from ..reader import read_trace
+from ..reader import LAYER_IDS, read_trace
 from ..report import measured_facts
 from ..run import default_excludes
 from . import rank
+from ..effects import others_of, predicted_effects
 from .canonical import canonical_reads, warnings as canonical_warnings
-from .candidates import candidates, reads_hdf5_directly, select
+from .candidates import ENV_SETTING, candidates, env_command, reads_hdf5_directly, select
 from .compare import same_result
 from .conversion import convert_copy
 from .runs import TracedJob, run_job
@@ -86,6 +89,20 @@ def _h5_datasets(tr) -> list:
     return out
 
 
+def _threaded_reads(tr) -> int:
+    """netCDF / HDF5 calls made off each process's main thread (the thread of its first traced call):
+    Dask's threaded scheduler runs every task on a pool thread, even a single one."""
+    ev = tr.events
+    if not len(ev):
+        return 0
+    n = 0
+    for p in np.unique(ev["proc"]):
+        e = ev[ev["proc"] == p]
+        main = e["tid"][np.argmin(e["t_start_ns"])]
+        n += int(np.count_nonzero(np.isin(e["layer"], [LAYER_IDS["netcdf"], LAYER_IDS["hdf5"]]) & (e["tid"] != main)))
+    return n
+
+
 def _env_of(c, copy, inject_dir, run_dir) -> dict:
     """What the preload and the job's libraries read for candidate `c` in one run."""
     env = dict(c.env)
@@ -116,7 +133,22 @@ def _applied(c, runs, copy) -> tuple:
                 return False, f"the file's chunk cache in the run's trace is {r['h5_cache'] or 'unknown'}, not {want} B"
         if c.python and not r["python_injected"]:
             return False, "the job never called xarray.open_dataset/open_mfdataset on the file"
+        if c.kind == "env":
+            why = _env_took(c.env, r.get("settings"))
+            if why:
+                return False, why
     return True, ""
+
+
+def _env_took(env, settings) -> str:
+    """'' when every library variable of `env` is the setting the run's trace recorded at exit."""
+    if settings is None:     # -I/-E/-S: the variables still reach the libraries, but nothing records them
+        return "the run recorded no library settings (python -I/-E/-S skips climio's sitecustomize)"
+    for k, v in env.items():
+        got = settings.get(ENV_SETTING[k])
+        if got is None or str(got) != str(v):
+            return f"the run's {ENV_SETTING[k]} was {got!r}, not {v!r} (does the library read {k}?)"
+    return ""
 
 
 def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
@@ -159,8 +191,18 @@ def _untried(c, facts) -> dict:
     return r
 
 
+def _effects(results, stack, with_dirs) -> None:
+    """Every layout fix, tried or not: what the model predicts it does to the canonical reads and
+    to the other traced jobs on the same file (`--with`), warned when >2x slower."""
+    for r in results:
+        if r["kind"] == "layout" and r.get("convert"):
+            others, notes = others_of(with_dirs, r["file"], r["var"])
+            r["predicted_effects"] = predicted_effects(r["file"], r["var"], r["convert"]["chunks"], stack, others)
+            r["predicted_effects"]["with_notes"] = notes
+
+
 def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scratch=None, allow_writes=False,
-              compare=None, say=None) -> dict:  # long: the command's steps in order, each a call
+              compare=None, say=None, with_dirs=()) -> dict:  # long: the command's steps in order, each a call
     if reps < 1 or passes < 1:
         raise InputError("--reps and --passes must be at least 1")
     if items and top:
@@ -169,7 +211,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     facts = measured_facts(trace_dir)
     findings = rules.judge(facts)
     job = _job(tr, facts, allow_writes)
-    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else ()), items, top)
+    cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else (),
+                              _threaded_reads(tr)), items, top)
     if not cands:
         raise InputError(f"no advice item to try in {trace_dir}" + (f" matches --items {items}" if items else ""))
     scratch = Path(scratch or Path(trace_dir) / "try").resolve()
@@ -179,6 +222,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     for c in cands:
         if c.python and flags and not c.not_tried:
             c.not_tried = f"not applied: Python runs with -{flags} (no sitecustomize / PYTHONPATH)"
+        if c.kind == "env":
+            c.advice["shell"] = env_command(c.env, job.argv, job.cwd)
     copies, conv = {}, {}
     for c in cands:
         if c.kind == "layout" and not c.not_tried:
@@ -187,7 +232,8 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     tried = [c for c in cands if not c.not_tried and c.kind != "none"]
     inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
     envs = {c.id: (lambda d, c=c: _env_of(c, copies.get(c.id), inject_dir, d)) for c in tried}
-    evict = sorted({*[c.file for c in cands if c.file and os.path.isfile(c.file)], *copies.values()})
+    data = [v["file"] for v in (facts.netcdf or {}).get("variables") or []]   # what an env fix's runs read too
+    evict = sorted({*[f for f in [*data, *(c.file for c in cands)] if f and os.path.isfile(f)], *copies.values()})
     runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
     base = runs["baseline"]
     base_s = rank.median([x["wall_s"] for x in base])
@@ -199,6 +245,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
         for r in results:
             r["same_result"], r["result_why"] = False, "unchecked: the baseline's runs disagree"
     results += [_untried(c, facts) for c in cands if c not in tried]
+    _effects(results, facts.stack, with_dirs)
     if any(x["cache"]["state"] != "cold" for rs in runs.values() for x in rs):
         notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
     summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,

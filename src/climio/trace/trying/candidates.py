@@ -8,7 +8,11 @@ A candidate is one way to apply one item's fix without touching the job's script
   cache   a chunk cache set by the preload (netCDF-C: CLIMIO_TRY_NC_CACHE before nc_open; h5py:
           CLIMIO_TRY_H5_CACHE on H5Fopen's access list);
   python  xarray open_dataset/open_mfdataset arguments (chunks=, engine=) through the injected
-          sitecustomize (climio.trace.inject).
+          sitecustomize (climio.trace.inject): xarray reads no variable for them;
+  env     a library default through the variable the library itself reads at import, no
+          sitecustomize needed: DASK_SCHEDULER (Dask's config), ZARR_ASYNC__CONCURRENCY (zarr 3's
+          donfig config, prefix ZARR_, "__" for a dot); the run's own trace records the value in
+          force at exit (climio.trace.inject.objects settings), which checks it took.
 A candidate that cannot be tried says why (`not_tried`) and is still listed. Each carries the advice
 to give when it is advised: a shell line or a labelled Python snippet in the job's stack.
 """
@@ -29,7 +33,7 @@ ZARR_ENDINGS = (".zarr", ".zarr/")
 class TryItem:
     id: str                      # "<item>" or "<item><letter>" when an item has several ways
     item: int                    # the advice item of `trace report` it comes from (1-based)
-    kind: str                    # layout | cache | python | none
+    kind: str                    # layout | cache | python | env | none
     title: str
     file: Optional[str] = None
     var: Optional[str] = None
@@ -151,14 +155,60 @@ def h5netcdf_caches(first_item, datasets, stack) -> list:
     return out
 
 
+SERIAL_SCHEDULERS = ("synchronous", "single-threaded", "sync")
+
+
+def env_command(env, argv, cwd) -> str:
+    """The shell line that runs the job with `env` set: runnable as shown."""
+    sets = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items())
+    return f"cd {shlex.quote(str(cwd))} && {sets} {shlex.join(argv)}"
+
+
+def _settings(facts) -> dict:
+    return (getattr(facts, "objects", None) or {}).get("settings") or {}
+
+
+def dask_scheduler(i, facts, threaded_reads) -> Optional[TryItem]:
+    """The job computed Dask arrays under a threaded scheduler (Dask imported with dask.array, and
+    `threaded_reads` netCDF/HDF5 calls made off the main thread: a job that merely imports dask.array
+    makes none) while reading netCDF / HDF5 files: xarray serialises those reads (and the decode
+    inside them) under one lock, so its threads wait on each other; the synchronous scheduler runs
+    the same tasks without them (DASK_SCHEDULER)."""
+    st = _settings(facts)
+    if not st.get("dask_array") or st.get("dask_scheduler") in SERIAL_SCHEDULERS or not threaded_reads:
+        return None
+    c = TryItem(f"{i}", i, "env", f"Dask's synchronous scheduler (DASK_SCHEDULER=synchronous): {threaded_reads} "
+                "netCDF/HDF5 calls ran on Dask's threads, which xarray serialises under one lock",
+                env={"DASK_SCHEDULER": "synchronous"})
+    c.advice = {"stack": "xarray", "python": "import dask\ndask.config.set(scheduler='synchronous')   # before computing",
+                "env": dict(c.env)}
+    return c
+
+
+def _zarr_concurrency(i, f, facts) -> TryItem:
+    ev = f["evidence"]
+    n = int(ev["advised"])
+    c = TryItem(f"{i}", i, "env", f"zarr async.concurrency {n} (ZARR_ASYNC__CONCURRENCY)",
+                env={"ZARR_ASYNC__CONCURRENCY": str(n)}, saves_s=ev.get("could_save_s") or 0.0)
+    c.advice = {"stack": "zarr", "python": f"import zarr\nzarr.config.set({{'async.concurrency': {n}}})   # before opening",
+                "env": dict(c.env)}
+    if "zarr_async_concurrency" not in _settings(facts):
+        c.not_tried = "the job did not read through zarr (its trace records no zarr config): the variable would do nothing"
+    return c
+
+
+ENV_SETTING = {"DASK_SCHEDULER": "dask_scheduler", "ZARR_ASYNC__CONCURRENCY": "zarr_async_concurrency"}
+
+
 def reads_hdf5_directly(facts) -> bool:
     """h5py or h5netcdf (alone or under xarray): HDF5 reads the netCDF rules do not see."""
     return facts.stack in ("h5py", "h5netcdf") or (facts.stack == "xarray" and _engine(facts) == "h5netcdf")
 
 
-def candidates(facts, findings, h5_datasets=()) -> list:
+def candidates(facts, findings, h5_datasets=(), threaded_reads=0) -> list:
     """One or more candidates per advice item (numbered as `trace report` lists them); for an h5py
-    job, then a chunk cache per dataset it read (numbered after the report's items)."""
+    job, then a chunk cache per dataset it read (numbered after the report's items); then Dask's
+    synchronous scheduler when `threaded_reads` netCDF/HDF5 calls ran on Dask's threads."""
     out = []
     variables = {(v["file"], v["var"]): v for v in facts.netcdf.get("variables", [])} if facts.netcdf else {}
     for i, f in enumerate(findings, 1):
@@ -170,6 +220,8 @@ def candidates(facts, findings, h5_datasets=()) -> list:
                 group += [d] if d else []
         elif f["rule"] == "chunk-cache-small":
             group = _cache(i, f, facts)
+        elif f["rule"] == "object-concurrency":
+            group = [_zarr_concurrency(i, f, facts)]
         else:
             group = [TryItem(f"{i}", i, "none", f["title"], not_tried="no automatic way to apply this item: "
                                + f["advice"], saves_s=f["evidence"].get("could_save_s") or 0.0)]
@@ -181,7 +233,8 @@ def candidates(facts, findings, h5_datasets=()) -> list:
         out += h5py_caches(len(findings) + 1, h5_datasets)
     elif reads_hdf5_directly(facts) and not any(c.kind == "cache" for c in out):
         out += h5netcdf_caches(len(findings) + 1, h5_datasets, facts.stack)
-    return out
+    d = dask_scheduler(max([c.item for c in out] + [len(findings)]) + 1, facts, threaded_reads)
+    return out + ([d] if d else [])
 
 
 def select(cands, items=None, top=None) -> list:

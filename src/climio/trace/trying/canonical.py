@@ -1,16 +1,16 @@
-"""What else a layout fix slows (issue 35 item 3, measured): the canonical reads of the variable (one
-map, one full series, a box over all time) timed cold on the original and on the converted copy,
-with a warning for each that becomes more than SLOWER_WARN times slower.
+"""What else a layout fix slows (issue 35 item 3, measured): once `trace try` has made the copy, the
+canonical reads of the variable (one map, one full series, a box over all time) timed cold on the
+original and on the copy, with a warning for each that becomes more than SLOWER_WARN times slower.
+The model's prediction of the same before the fix is tried: climio.trace.effects.
 
-    canonical_reads(original, copy, var) -> [{"read", "before_s", "after_s", "ratio"}]
+    canonical_reads(original, copy, var) -> [{"read", "before_s", "after_s", "ratio"}]   (measured)
     warnings(rows) -> ["one map: 10.2x slower on the copy (0.08 s -> 0.84 s)", ...]
 """
 
 import time
 
 from climio.machine import cache
-
-SLOWER_WARN = 2.0
+from ...model.layout_effects import SLOWER_WARN
 
 
 def _reads(shape) -> list:
@@ -49,3 +49,4 @@ def canonical_reads(original, copy, var) -> list:
 def warnings(rows) -> list:
     return [f"{r['read']}: {r['ratio']:.1f}x slower on the copy ({r['before_s']:.3g} s -> {r['after_s']:.3g} s)"
             for r in rows if r["ratio"] and r["ratio"] > SLOWER_WARN]
+

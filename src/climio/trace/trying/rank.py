@@ -9,6 +9,8 @@
 
 import statistics
 
+from ..effects import effect_lines
+
 SHOWN_PASSES = (1, 10)
 GAIN_NOISE = 1.05        # a measured gain below this is no gain (disk noise on a shared machine)
 
@@ -60,14 +62,16 @@ def _g(x) -> str:
 
 
 def _advice(r) -> list:
+    """Every way the fix is given: a shell line (with its 'then'), a Python snippet, a C call."""
     a = r.get("advice") or {}
+    out = []
     if "shell" in a:
-        return [f"      shell: {a['shell']}", *([f"      then: {a['then']}"] if a.get("then") else [])]
+        out += [f"      shell: {a['shell']}", *([f"      then: {a['then']}"] if a.get("then") else [])]
     if "python" in a:
-        return [f"      Python ({a.get('stack')}):"] + [f"        {l}" for l in a["python"].splitlines()]
+        out += [f"      Python ({a.get('stack')}){' or' if out else ''}:"] + [f"        {l}" for l in a["python"].splitlines()]
     if "c" in a:
-        return [f"      C ({a.get('stack')}): {a['c']}"]
-    return []
+        out += [f"      C ({a.get('stack')}): {a['c']}"]
+    return out
 
 
 def text(summary) -> str:
@@ -91,6 +95,7 @@ def text(summary) -> str:
                    + f"  {r['title']}: {r['status']}")
         if r["advised"]:
             out += _advice(r)
+        out += effect_lines(r.get("predicted_effects"))
         out += [f"      warning: {w}" for w in r.get("also_slows") or []]
         if r.get("canonical"):
             out.append("      canonical reads, cold, original -> copy: " + "; ".join(

@@ -77,7 +77,9 @@ def _seen(trace_dir) -> dict:
         f = measured_facts(trace_dir)
     except Exception as exc:   # a job that did no traced I/O leaves no trace: say so, do not fail
         return {"io_share": None, "io_time_s": None, "read_files": [], "nc_cache": {}, "h5_cache": [],
-                "trace_note": str(exc)}
-    return {"h5_cache": _h5_cache(trace_dir),"io_share": f.run.get("io_share"), "io_time_s": f.run.get("io_time_s"),
+                "settings": None, "trace_note": str(exc)}
+    return {"h5_cache": _h5_cache(trace_dir), "io_share": f.run.get("io_share"), "io_time_s": f.run.get("io_time_s"),
+            # the library settings in force at the job's exit (None: climio's sitecustomize did not run)
+            "settings": (f.objects or {}).get("settings") if f.objects is not None else None,
             "read_files": sorted(e["file"] for e in f.files if e.get("bytes_read")),
             "nc_cache": {f"{v['file']}:{v['var']}": v["cache_bytes"] for v in (f.netcdf or {}).get("variables", [])}}
