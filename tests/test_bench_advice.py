@@ -61,6 +61,11 @@ def test_targets_pass_and_fail_on_their_own_numbers():
     assert summarise([ok])["targets"]["predicted"]["failed"] == ["a on maps"]
     errored = _rec("e", None, None, {}, status="error")
     assert all(not x["ok"] for x in summarise([ok, errored])["targets"].values())
+    # the report's first screen: the three lines, then the table with a row per case
+    from climio.bench.advice.section import section, text
+    screen = text([ok, slow, far, untried]).splitlines()
+    assert [l[:4] for l in screen[:3]] == ["FAIL", "FAIL", "FAIL"] and len(screen) == 3 + 1 + 1 + 4
+    assert section([ok, slow, far, untried, errored]).blocks
 
 
 def test_grid_checks():

@@ -29,7 +29,7 @@ def row(rec) -> dict:
     g_first = _gain(first)
     g_best = _gain(best) if best else 1.0
     r = {"job": pa["job"], "layout": pa["layout"], "chunks": pa["chunks"], "baseline_s": rec["metrics"].get("baseline_s"),
-         "report_first": pa.get("report_first"), "first": first, "best": best,
+         "report_first": pa.get("report_first"), "first": first, "best": best, "fixes": pa.get("fixes") or [],
          "first_gain": {p: _gain(first, p) for p in ("1", "10")}, "best_gain": {p: _gain(best, p) if best else 1.0
                                                                                for p in ("1", "10")},
          "predicted_gain": (first or {}).get("predicted") or {}}
@@ -60,11 +60,14 @@ def summarise(records) -> dict:
     layout = [r for r in rows if r["layout_fix"]]
     off = [r for r in layout if not r["predicted_ok"]]
     n = len(rows)
+    conv = sorted(r["first"]["conversion_s"] / r["first"]["predicted_conversion_s"] for r in layout
+                  if r["first"].get("conversion_s") and r["first"].get("predicted_conversion_s"))
     targets = {
         "not_slower": {"ok": bool(rows) and not slower and not errors, "failed": [_case(r) for r in slower],
                        "of": n, "measured": len(measured)},
         "near_best": {"ok": bool(rows) and not far and not errors, "failed": [_case(r) for r in far], "of": n},
-        "predicted": {"ok": not off and not errors and bool(rows), "failed": [_case(r) for r in off], "of": len(layout)},
+        "predicted": {"ok": not off and not errors and bool(rows), "failed": [_case(r) for r in off], "of": len(layout),
+                      "conversion_measured_over_predicted": conv[len(conv) // 2] if conv else None},
     }
     return {"rows": rows, "targets": targets, "errors": errors}
 
@@ -87,7 +90,9 @@ def target_lines(s) -> list:
         f"{fails('near_best')}{err}",
         f"{'PASS' if t['predicted']['ok'] else 'FAIL'}  layout fixes' predicted gain within {PREDICTED_FACTOR:g}x of the "
         f"measured (P=1 and P=10): {t['predicted']['of'] - len(t['predicted']['failed'])} of {t['predicted']['of']}"
-        f"{fails('predicted')}{err}"]
+        f"{fails('predicted')}{err}" + (f" (conversion measured / predicted by climio rechunk --dry-run: median "
+                                         f"{t['predicted']['conversion_measured_over_predicted']:.1f}x)"
+                                         if t["predicted"]["conversion_measured_over_predicted"] else "")]
 
 
 def headline(records):
