@@ -22,7 +22,7 @@ from climio.base.errors import ClimioError
 from climio.machine import cache
 from climio.runs.records import make_record
 from ...data.writer import check_room
-from ...measure.procs import failure_line
+from ...measure.procs import failure_line, kill_group
 from ...measure.progress import info
 from . import STUDY
 from .data import layout_chunks, write_tas
@@ -33,14 +33,24 @@ VAR = "tas"
 
 
 def _climio(args, cwd, timeout) -> str:
+    """One climio command's stdout; in its own session, so that a stop (--max-s, Ctrl-C) ends the
+    traced job and trace try's runs beneath it too, not only the command."""
     exe = Path(sys.executable).with_name("climio")
+    proc = subprocess.Popen([str(exe), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        p = subprocess.run([str(exe), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.wait()
         raise ClimioError(f"climio {' '.join(map(str, args[:2]))} ran past --max-s {timeout:g} s") from None
-    if p.returncode != 0:
-        raise ClimioError(f"climio {' '.join(map(str, args[:2]))} failed: {failure_line(p.stderr, 'climio')}")
-    return p.stdout
+    except BaseException:
+        kill_group(proc)
+        proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise ClimioError(f"climio {' '.join(map(str, args[:2]))} failed: {failure_line(err, 'climio')}")
+    return out
 
 
 def predicted_conversion(file, var, chunks, scratch, timeout):
