@@ -35,6 +35,9 @@ def test_outcome_takes_item_1s_first_way_and_the_best_advised_fix():
     assert out["first"]["predicted"]["1"] == pytest.approx(10 / (4 + 2))
     assert out["first"]["predicted"]["10"] == pytest.approx(10 / (4 + 0.2))
     assert predicted_gain(10.0, 6.0, None, 1) == pytest.approx(2.5) and predicted_gain(None, 1, 1, 1) is None
+    # no rule fired: trace try's own h5py cache is numbered 1, but the report ranked nothing first
+    h5 = {"baseline_s": 1.0, "results": [_fix("1", 1, "cache", 1.4, None, 0.7, 0.7, False)]}
+    assert outcome({"trace": {"process_time_s": 1.0}, "findings": []}, h5)["first"] is None
 
 
 def _rec(job, first, best, pred, status="ok"):

@@ -19,9 +19,11 @@ def _order(r) -> tuple:
     return (r["item"], str(r["id"]))
 
 
-def first_fix(results):
-    """Item 1's first way (id "1" or "1a"): the fix the report's top item names first."""
-    ones = sorted((r for r in results if r.get("item") == 1), key=_order)
+def first_fix(results, items=1):
+    """Item 1's first way (id "1" or "1a"): the fix the report's top item names first. None when
+    the report has no item (`items` = 0): `trace try`'s own extra fixes (an h5py chunk cache, numbered
+    after the report's items) are then numbered from 1, but no report ranked them."""
+    ones = sorted((r for r in results if r.get("item") == 1 and items >= 1), key=_order)
     return ones[0] if ones else None
 
 
@@ -50,7 +52,7 @@ def outcome(report, tried, predicted_conversion_s=None) -> dict:
     run_s = trace.get("process_time_s") or trace.get("wall_s")
     top = findings[0] if findings else None
     results = tried.get("results") or []
-    first, best = first_fix(results), best_fix(results, 10)
+    first, best = first_fix(results, len(findings)), best_fix(results, 10)
     out = {"baseline_s": tried.get("baseline_s"), "baseline_runs": tried.get("baseline_runs"),
            "trace_run_s": run_s, "trace_io_share": trace.get("io_share"),
            "report_first": None if top is None else {

@@ -23,9 +23,13 @@ def _gain(fix, p=P):
     return (fix or {}).get("gain", {}).get(p) if (fix or {}).get("after_s") is not None else None
 
 
+def _within(ratio) -> bool:
+    return ratio is not None and 1 / PREDICTED_FACTOR <= ratio <= PREDICTED_FACTOR
+
+
 def row(rec) -> dict:
     pa = rec["params"]
-    first, best = pa.get("first"), pa.get("best")
+    first, best = (pa.get("first") if pa.get("report_first") else None), pa.get("best")   # no report item: no first
     g_first = _gain(first)
     g_best = _gain(best) if best else 1.0
     r = {"job": pa["job"], "layout": pa["layout"], "chunks": pa["chunks"], "baseline_s": rec["metrics"].get("baseline_s"),
@@ -44,8 +48,7 @@ def row(rec) -> dict:
             pred, meas = r["predicted_gain"].get(p), r["first_gain"][p]
             ratios[p] = pred / meas if pred and meas else None
     r["predicted_over_measured"] = ratios
-    r["predicted_ok"] = (all(x is not None and 1 / PREDICTED_FACTOR <= x <= PREDICTED_FACTOR for x in ratios.values())
-                         if r["layout_fix"] else None)
+    r["predicted_ok"] = all(_within(x) for x in ratios.values()) if r["layout_fix"] else None
     return r
 
 
@@ -67,7 +70,9 @@ def summarise(records) -> dict:
                        "of": n, "measured": len(measured)},
         "near_best": {"ok": bool(rows) and not far and not errors, "failed": [_case(r) for r in far], "of": n},
         "predicted": {"ok": not off and not errors and bool(rows), "failed": [_case(r) for r in off], "of": len(layout),
-                      "conversion_measured_over_predicted": conv[len(conv) // 2] if conv else None},
+                      "conversion_measured_over_predicted": conv[len(conv) // 2] if conv else None,
+                      "within_by_p": {p: sum(1 for r in layout if _within(r["predicted_over_measured"].get(p)))
+                                      for p in ("1", "10")}},
     }
     return {"rows": rows, "targets": targets, "errors": errors}
 
@@ -89,8 +94,8 @@ def target_lines(s) -> list:
         f"item's at P=10: {t['near_best']['of'] - len(t['near_best']['failed'])} of {t['near_best']['of']} jobs"
         f"{fails('near_best')}{err}",
         f"{'PASS' if t['predicted']['ok'] else 'FAIL'}  layout fixes' predicted gain within {PREDICTED_FACTOR:g}x of the "
-        f"measured (P=1 and P=10): {t['predicted']['of'] - len(t['predicted']['failed'])} of {t['predicted']['of']}"
-        f"{fails('predicted')}{err}" + (f" (conversion measured / predicted by climio rechunk --dry-run: median "
+        f"measured (P=1 and P=10): {t['predicted']['of'] - len(t['predicted']['failed'])} of {t['predicted']['of']} "
+        f"(P=1: {t['predicted']['within_by_p']['1']}, P=10: {t['predicted']['within_by_p']['10']}){fails('predicted')}{err}" + (f" (conversion measured / predicted by climio rechunk --dry-run: median "
                                          f"{t['predicted']['conversion_measured_over_predicted']:.1f}x)"
                                          if t["predicted"]["conversion_measured_over_predicted"] else "")]
 
