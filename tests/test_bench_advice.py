@@ -15,7 +15,8 @@ from climio.bench.advice.summary import NEAR_BEST, summarise, target_lines
 
 def _fix(id, item, kind, after, conv, g1, g10, advised):
     return {"id": id, "item": item, "kind": kind, "title": f"fix {id}", "after_s": after, "conversion_s": conv,
-            "gain": {"1": g1, "10": g10}, "advised": advised, "status": "", "label": "measured"}
+            "gain": {"1": g1, "10": g10}, "advised": advised, "status": "", "label": "measured", "applied": True,
+            "same_result": True}
 
 
 def _report(rule="partial-chunk-compressed", saves=6.0, run=10.0):
@@ -31,6 +32,11 @@ def test_outcome_takes_item_1s_first_way_and_the_best_advised_fix():
     out = outcome(_report(), tried, predicted_conversion_s=2.0)
     assert first_fix(tried["results"])["id"] == "1a" and out["first"]["id"] == "1a"
     assert out["best"]["id"] == "2"
+    # at P = 10 a conversion that trace try did not advise at P = 1 can be the best
+    tried["results"][2]["gain"]["10"] = 6.0
+    assert outcome(_report(), tried, 2.0)["best"]["id"] == "1a"
+    tried["results"][2]["same_result"] = False
+    assert outcome(_report(), tried, 2.0)["best"]["id"] == "2"
     # predicted before trying: the run without what item 1 could save, plus the planned conversion / P
     assert out["first"]["predicted"]["1"] == pytest.approx(10 / (4 + 2))
     assert out["first"]["predicted"]["10"] == pytest.approx(10 / (4 + 0.2))
@@ -44,7 +50,8 @@ def _rec(job, first, best, pred, status="ok"):
     return {"study": "advice", "status": status, "metrics": {"baseline_s": 10.0},
             "params": {"kind": "case", "job": job, "layout": "maps", "chunks": [1, 9, 18],
                        "report_first": {"rule": "r", "severity": "high", "title": "t"},
-                       "first": None if first is None else {**first, "predicted": pred}, "best": best, "fixes": []}}
+                       "first": None if first is None else {**first, "predicted": pred}, "best": best,
+                       "fixes": [f for f in (first, best) if f]}}
 
 
 def test_targets_pass_and_fail_on_their_own_numbers():

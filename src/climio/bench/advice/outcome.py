@@ -27,9 +27,16 @@ def first_fix(results, items=1):
     return ones[0] if ones else None
 
 
+GAIN_NOISE = 1.05    # as trace try's: a measured gain below it is no gain
+
+
 def best_fix(results, p=10):
-    advised = [r for r in results if r.get("advised") and r.get("gain", {}).get(str(p)) is not None]
-    return max(advised, key=lambda r: r["gain"][str(p)]) if advised else None
+    """The measured fix with the largest gain at P = p among those that would be advised at that P
+    (applied, same result, faster by more than the noise): trace try advises at its --passes (1),
+    where a conversion counts whole; at P = 10 a layout fix may be the best although not advised at 1."""
+    ok = [r for r in results if r.get("after_s") is not None and r.get("applied") and r.get("same_result")
+          and (r.get("gain") or {}).get(str(p)) and r["gain"][str(p)] >= GAIN_NOISE]
+    return max(ok, key=lambda r: r["gain"][str(p)]) if ok else None
 
 
 def predicted_gain(run_s, saves_s, conversion_s, p):

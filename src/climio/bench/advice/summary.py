@@ -13,7 +13,8 @@ counts as doing nothing, gain 1.0):
                  at P = 1 and at P = 10
 """
 
-NOISE = 1.05
+from .outcome import GAIN_NOISE as NOISE, best_fix
+
 NEAR_BEST = 0.8
 PREDICTED_FACTOR = 2.0
 P = "10"
@@ -29,7 +30,8 @@ def _within(ratio) -> bool:
 
 def row(rec) -> dict:
     pa = rec["params"]
-    first, best = (pa.get("first") if pa.get("report_first") else None), pa.get("best")   # no report item: no first
+    first = pa.get("first") if pa.get("report_first") else None     # no report item: no first-ranked fix
+    best = best_fix(pa.get("fixes") or [], int(P))
     g_first = _gain(first)
     g_best = _gain(best) if best else 1.0
     r = {"job": pa["job"], "layout": pa["layout"], "chunks": pa["chunks"], "baseline_s": rec["metrics"].get("baseline_s"),
