@@ -26,6 +26,7 @@ def _load() -> None:
         from climio.bench import layouts  # noqa: F401
         from climio.bench import object_read  # noqa: F401
         from climio.bench import object_chunking  # noqa: F401
+        from climio.bench import advice  # noqa: F401
         _loaded = True
 
 

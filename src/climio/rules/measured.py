@@ -5,6 +5,8 @@ cites the counts, bytes and time it rests on, and its fix in the program's own s
 The sources count with the same thresholds (SMALL_REQUEST_BYTES, LIBRARY_MIN_READ_BYTES).
 """
 
+import math
+
 from . import fixes
 from .registry import finding, rule
 from .chunks import bounded_chunks
@@ -118,9 +120,21 @@ def random_access(facts):
     return out
 
 
+def _decoded_per_read(count, chunks) -> int:
+    """Elements a read of `count` (from a chunk boundary) decodes: whole chunks along every axis."""
+    return math.prod(-(-int(n) // int(c)) * int(c) for n, c in zip(count, chunks))
+
+
 def advised_chunks(v) -> tuple:
-    """The chunk shape advised for a variable's typical read, within the chunk-size bounds."""
-    return bounded_chunks(v["typical_count"], v["shape"], v["itemsize"])
+    """The chunk shape advised for a variable's typical read, within the chunk-size bounds; the
+    file's own chunks when the bounded shape would decode no less per read (a small read grown to
+    SMALL_CHUNK_BYTES can land on as many elements as the chunks it has: advising a conversion to
+    it would be advising a slower job)."""
+    target = bounded_chunks(v["typical_count"], v["shape"], v["itemsize"])
+    chunks = v.get("chunks")
+    if chunks and _decoded_per_read(v["typical_count"], target) >= _decoded_per_read(v["typical_count"], chunks):
+        return tuple(int(c) for c in chunks)
+    return target
 
 
 @rule("partial-chunk-compressed", "Partial-chunk reads of compressed data", inputs=MEASURED_INPUTS,

@@ -67,7 +67,9 @@ def _layout(i, f, facts) -> TryItem:
                   saves_s=ev["could_save_s"])
     out = fixes.rechunk_command(ev["file"], ev["var"], target)
     c.advice = {"shell": out, "then": f"read {shlex.split(out)[3]} instead of {ev['file']}"}   # climio rechunk SRC DST
-    if str(ev["file"]).rstrip("/").endswith(ZARR_ENDINGS):
+    if target == [int(x) for x in ev.get("chunks") or ()]:
+        c.not_tried = "the file already has these chunks: no layout within the bounds decodes less per read"
+    elif str(ev["file"]).rstrip("/").endswith(ZARR_ENDINGS):
         c.not_tried = "a Zarr layout is advised but not tried: the preload redirects files, not stores"
     return c
 
