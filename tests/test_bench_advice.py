@@ -97,22 +97,28 @@ def test_quick_slice_end_to_end(tmp_path):
     assert rec["status"] == "ok", rec["params"].get("error")
     p, m = rec["params"], rec["metrics"]
     assert p["chunks"] == [1, 30, 60] and m["baseline_s"] > 0
-    assert p["report_first"]["rule"] == "partial-chunk-compressed"
-    first = p["first"]
-    # the report's first item is a layout fix: converted, redirected in (the run's own trace read the copy)
-    assert first["id"] == "1" and first["kind"] == "layout" and first["measured"] and first["applied"]
-    assert first["after_s"] > 0 and first["conversion_s"] > 0 and first["predicted_conversion_s"] > 0
+    # item 1 is the rechunk, or (trace report ranks a layout fix net of its conversion over 10 runs) the
+    # small-requests item when this small file's conversion costs more than ten runs would save
+    assert p["report_first"]["rule"] in ("partial-chunk-compressed", "small-requests")
+    # the layout fix, whatever its rank: converted, redirected in (the run's own trace read the copy)
+    (lay,) = [f for f in p["fixes"] if f["kind"] == "layout"]
+    assert lay["applied"] and lay["after_s"] > 0 and lay["conversion_s"] > 0
     for k in ("1", "10"):
-        g = m["baseline_s"] / (first["after_s"] + first["conversion_s"] / int(k))
-        assert first["gain"][k] == pytest.approx(g) and first["predicted"][k] > 0
+        g = m["baseline_s"] / (lay["after_s"] + lay["conversion_s"] / int(k))
+        assert lay["gain"][k] == pytest.approx(g)
+    first = p["first"]
+    assert first["id"] in ("1", "1a") and first["predicted"]["10"] > 0
+    if p["report_first"]["rule"] == "partial-chunk-compressed":
+        assert first["kind"] == "layout" and first["measured"] and first["predicted_conversion_s"] > 0
     # verdicts agree with the numbers: a fix is advised iff it measured faster with the same result
     for f in p["fixes"]:
         if f["label"] == "measured" and f["applied"] and f["same_result"]:
             assert f["advised"] == (f["gain"]["1"] >= 1.05)
     row = summarise([rec])["rows"][0]
-    best = (p["best"] or {}).get("gain", {}).get("10", 1.0)
-    assert row["near_best"] == (max(first["gain"]["10"], 0) / best >= NEAR_BEST)
-    assert row["first_slower"] == (first["gain"]["10"] < 1 / 1.05)
+    if first["measured"]:
+        best = (p["best"] or {}).get("gain", {}).get("10", 1.0)
+        assert row["near_best"] == (max(first["gain"]["10"], 0) / best >= NEAR_BEST)
+        assert row["first_slower"] == (first["gain"]["10"] < 1 / 1.05)
     assert json.dumps(rec)     # plain JSON all through
 
 

@@ -120,19 +120,35 @@ def random_access(facts):
     return out
 
 
-def _decoded_per_read(count, chunks) -> int:
-    """Elements a read of `count` (from a chunk boundary) decodes: whole chunks along every axis."""
-    return math.prod(-(-int(n) // int(c)) * int(c) for n, c in zip(count, chunks))
+def _decoded_per_read(count, chunks, walk=None) -> float:
+    """Elements a read of `count` (from a chunk boundary) decodes: whole chunks along every axis,
+    shared by the consecutive reads that fit in a chunk along the axis the reads walk (`walk`,
+    the trace's walk_axis: one task per time step of a series shares a time-series chunk)."""
+    n = math.prod(-(-int(k) // int(c)) * int(c) for k, c in zip(count, chunks))
+    if walk is not None and int(chunks[walk]) > int(count[walk]):
+        n /= int(chunks[walk]) // max(int(count[walk]), 1)
+    return n
 
 
 def advised_chunks(v) -> tuple:
     """The chunk shape advised for a variable's typical read, within the chunk-size bounds; the
     file's own chunks when the bounded shape would decode no less per read (a small read grown to
     SMALL_CHUNK_BYTES can land on as many elements as the chunks it has: advising a conversion to
-    it would be advising a slower job)."""
-    target = bounded_chunks(v["typical_count"], v["shape"], v["itemsize"])
+    it would be advising a slower job). Reads that walk an axis (walk_axis: a series read one time
+    step per task) are sized as the line they read together, and share its chunks."""
+    count, walk = list(v["typical_count"]), v.get("walk_axis")
+    if walk is not None:
+        count[walk] = min(int(v["shape"][walk]), int(count[walk] * (v.get("walk_reads") or 1)))
+    target = bounded_chunks(count, v["shape"], v["itemsize"])
     chunks = v.get("chunks")
-    if chunks and _decoded_per_read(v["typical_count"], target) >= _decoded_per_read(v["typical_count"], chunks):
+    typical = v["typical_count"]
+    if not chunks:
+        return target
+    # now: the whole chunks a read meets, or more when the trace measured more decoded per read after
+    # the cache's reuse (a cache too small for the reads of a line decodes their chunks again)
+    measured = v["decoded_after_cache"] / v["reads"] / v["itemsize"] if v.get("reads") else 0.0
+    now = max(_decoded_per_read(typical, chunks, walk), measured)
+    if _decoded_per_read(typical, target, walk) >= now:
         return tuple(int(c) for c in chunks)
     return target
 

@@ -368,6 +368,8 @@ class Analysis:
         return reads, skipped
 
     def netcdf(self) -> dict:
+        """Per variable: reads, bytes requested and decoded, the cache's verdicts, the typical read and
+        the axis successive reads walk along (walk_axis)."""
         reads, skipped = self.netcdf_reads()
         groups = {}
         for r in reads:
@@ -389,6 +391,7 @@ class Analysis:
                               "decoded_after_cache": dec_c, "misfit_reuse_reads": len(misfit),
                               "misfit_reuse_time_s": sum(r["time_s"] for r in misfit),
                               "typical_count": list(Counter(tuple(r["count"]) for r in rs).most_common(1)[0][0]),
+                              "walk_axis": walk_axis(rs)[0], "walk_reads": walk_axis(rs)[1],
                               "time_s": sum(r["time_s"] for r in rs)})
         variables.sort(key=lambda v: -v["decoded"])
         shown = [{k: v for k, v in r.items() if k != "box"} for r in reads[:NETCDF_READS_SHOWN]]
@@ -476,6 +479,21 @@ def _read_geometry(a) -> dict:
     out.update(decoded=touched * cb, chunks_touched=touched, partial_chunks=partial, chunk_bytes=cb,
                touched_bytes=touched * cb, cache=verdict, box=box)
     return out
+
+
+def walk_axis(rs):
+    """(axis, reads per line) of the axis a variable's reads walk along: reads that differ only in
+    their start on that axis (one line of it) come many to a line, as a series read step by step
+    (one Dask task per time step) or a loop over levels does, in whatever order threads issue them;
+    (None, 1) when no axis has two or more reads per line. A layout fix's chunks along it are shared by
+    the reads of a line (climio.rules.measured.advised_chunks)."""
+    best, per_best = None, 1.0
+    for axis in range(len(rs[0]["start"]) if rs else 0):
+        lines = Counter(tuple(x for i, x in enumerate(r["start"]) if i != axis) for r in rs)
+        per = len(rs) / len(lines)
+        if per >= 2 and per > per_best:
+            best, per_best = axis, per
+    return best, per_best
 
 
 def _dims(path, var):

@@ -5,6 +5,7 @@ with a warning for each read that becomes more than 2x slower. `trace report` sh
 layout item, `trace try` under each layout fix (tried or not), both in their JSON.
 
     predicted_effects(file, var, chunks, stack, others=()) -> {"rows", "warnings", "profile", "chunks", "note"}
+    conversion_s(file, var, chunks) -> seconds `climio rechunk` is predicted to take (None: unknown)
     others_of(with_dirs, file, var) -> ([(name, reads)], notes)
     effect_lines(effects) -> text lines
 """
@@ -13,7 +14,7 @@ from climio.base.errors import ClimioError, InputError
 from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
 from climio.machine.platform import platform_id_here
-from ..model import layout_effects, profile as profmod
+from ..model import convert, layout_effects, profile as profmod
 from .job_reads import job_reads
 
 
@@ -38,6 +39,19 @@ def predicted_effects(file, var, chunks, stack, others=()) -> dict:
                                   prof)
     return {"rows": rows, "warnings": layout_effects.warnings(rows), "profile": source,
             "chunks": [int(c) for c in chunks], "note": ""}
+
+
+def conversion_s(file, var, chunks):
+    """The one-off cost of the layout fix: `climio rechunk FILE --var VAR -c chunks` as its own
+    planner prices it (the command's defaults for memory and workers, the same codec), or None."""
+    try:
+        desc = describe(str(file), str(var).lstrip("/"))
+        prof, _ = _profile(file)
+        dst = convert.Layout(desc.shape, desc.itemsize, tuple(int(c) for c in chunks), desc.layout.compressed,
+                             desc.layout.stored_bytes)
+        return float(convert.conversion_plan(desc.layout, dst, prof, desc.codecs).predicted_s)
+    except (ClimioError, OSError, ValueError):
+        return None
 
 
 def effect_lines(eff, indent="      ") -> list:

@@ -70,7 +70,8 @@ def outcome(report, tried, predicted_conversion_s=None) -> dict:
     if first is not None:
         f = compact(first)
         conv = predicted_conversion_s if first["kind"] == "layout" else 0.0
-        saves = top["evidence"].get("could_save_s") if top else None
+        # the gross saving: trace report ranks a layout item net of its conversion over 10 runs
+        saves = top["evidence"].get("could_save_gross_s", top["evidence"].get("could_save_s")) if top else None
         f["predicted_conversion_s"] = conv
         f["predicted"] = {str(p): predicted_gain(run_s, saves, conv, p) for p in SHOWN_PASSES}
         f["measured"] = first.get("after_s") is not None

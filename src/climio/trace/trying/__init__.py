@@ -20,9 +20,8 @@ import numpy as np
 
 from climio.base.errors import InputError
 from climio.runs.records import atomic_write_text, make_record
-from ... import rules
 from ..reader import LAYER_IDS, read_trace
-from ..report import measured_facts
+from ..report import judged, measured_facts
 from ..run import default_excludes
 from . import rank
 from ..effects import others_of, predicted_effects
@@ -209,7 +208,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
         raise InputError("give --items or --top, not both")
     tr = read_trace(trace_dir)
     facts = measured_facts(trace_dir)
-    findings = rules.judge(facts)
+    findings = judged(facts)
     job = _job(tr, facts, allow_writes)
     cands = select(candidates(facts, findings, _h5_datasets(tr) if reads_hdf5_directly(facts) else (),
                               _threaded_reads(tr)), items, top)

@@ -219,7 +219,9 @@ def candidates(facts, findings, h5_datasets=(), threaded_reads=0) -> list:
             var = variables.get((f["evidence"]["file"], f["evidence"]["var"]))
             if facts.stack == "xarray" and var:
                 d = _dask(i, f, facts, var)
-                group += [d] if d else []
+                # a job already computing on Dask's threads is tried with Dask chunks first: no
+                # conversion to repay (climio bench advice: seasonal climatology on series chunks)
+                group = ([d] + group if threaded_reads else group + [d]) if d else group
         elif f["rule"] == "chunk-cache-small":
             group = _cache(i, f, facts)
         elif f["rule"] == "object-concurrency":
