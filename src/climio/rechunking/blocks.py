@@ -71,6 +71,8 @@ class Task:
     count: tuple
     entries: tuple = ()       # direct sources: (chunk offset in elements, file offset, size, filter mask)
     spill: str = ""           # the shared-memory file (a slot the parent reuses) for its encoded chunks
+    endpoint: object = None   # the stores.endpoint.Endpoint of an s3:// source or sink (--endpoint-url and the
+                              # credentials): a Dask worker started without the AWS_* variables reaches the store
 
 
 @dataclass
@@ -92,6 +94,7 @@ class _PerThread:
     def __init__(self):
         self.handles = {}
         self.scratch = {}
+        self.endpoint = None   # the running task's (Task.endpoint)
 
 
 _local = threading.local()
@@ -139,7 +142,7 @@ def _objects_of(store: str):
     if not str(store).startswith("s3://"):
         return None
     from ..stores.chunks import ObjectChunks
-    return ObjectChunks.of(store)
+    return ObjectChunks.of(store, _state().endpoint)
 
 
 def zarr_store(store: str, read_only: bool = True):
@@ -150,7 +153,7 @@ def zarr_store(store: str, read_only: bool = True):
     from zarr.storage import ObjectStore
 
     from ..stores.chunks import ObjectChunks, streamed_store
-    objs = ObjectChunks.of(store)
+    objs = ObjectChunks.of(store, _state().endpoint)
     return ObjectStore(streamed_store(objs.endpoint, objs.url.bucket, objs.prefix or None), read_only=read_only)
 
 
@@ -538,6 +541,7 @@ def remove_spilled(prefix: str) -> None:
 def run_task(task: Task) -> Result:
     from ..stores.retry import COUNTER
     retries0 = COUNTER.n
+    _state().endpoint = task.endpoint
     block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
     if task.sink.kind == "chunks":
         chunks = encoded_chunks(block, task.start, task.sink)

@@ -197,13 +197,23 @@ def _close_in_worker():
 
 
 def tasks(src: blocks.Source, sink: blocks.Sink, block, index):
+    endpoint = _endpoint(src, sink)
     for start, count in iter_blocks(src.shape, block):
         entries = ()
         if index is not None:
             entries = tuple((o,) + index[o] for o in
                             (tuple(i * c for i, c in zip(idx, src.chunks)) for idx in chunks_in(start, count, src.chunks))
                             if o in index)
-        yield blocks.Task(src, sink, start, count, entries)
+        yield blocks.Task(src, sink, start, count, entries, endpoint=endpoint)
+
+
+def _endpoint(src: blocks.Source, sink: blocks.Sink):
+    """The object store's Endpoint for tasks that read or write s3:// (this process's: --endpoint-url
+    and the credentials), handed to the workers in the task, not through their environment."""
+    if not (sink.remote or str(src.path).startswith("s3://")):
+        return None
+    from ..stores.endpoint import Endpoint
+    return Endpoint.from_env()
 
 
 def _requantize(job: Job) -> bool:

@@ -56,8 +56,8 @@ def convert(src, dst, endpoint_url=None, **kw):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
     endpoint = Endpoint.from_env(endpoint_url)
-    if endpoint_url:   # the workers (processes, Dask) open the stores from the environment: the same endpoint
-        os.environ["AWS_ENDPOINT_URL"] = endpoint.url
+    if endpoint_url:   # this process's own requests (and its local children's); the block tasks carry the
+        os.environ["AWS_ENDPOINT_URL"] = endpoint.url   # Endpoint itself (execute.tasks), Dask workers included
     reach(endpoint)   # an endpoint nobody answers at: one line within the connect timeout
     where = str(dst)
     try:
@@ -183,11 +183,15 @@ def publish(objs, local: Path) -> None:
     resume.clear(objs)
     files = [p for p in sorted(local.rglob("*")) if p.is_file() and not p.name.startswith(".climio")]
     data = [p for p in files if p.name not in METADATA_NAMES]
-    meta = sorted((p for p in files if p.name in METADATA_NAMES), key=lambda p: -len(p.relative_to(local).parts))
+    meta = [p for p in files if p.name in METADATA_NAMES]
+    depths = sorted({len(p.relative_to(local).parts) for p in meta}, reverse=True)
 
     def put(p):
         objs.put(p.relative_to(local).as_posix(), p.read_bytes())
+    # the data, then the metadata one depth at a time (below the root, the documents of one depth
+    # together: one round trip, not one each), the root's one by one, last: zarr opens nothing until then
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, data))
-    for p in meta:
-        put(p)
+        for depth in depths:
+            level = [p for p in meta if len(p.relative_to(local).parts) == depth]
+            list(pool.map(put, level) if depth > 1 else map(put, level))

@@ -221,15 +221,28 @@ def scan(path) -> list:
 
 
 def stored_bytes(path, infos) -> dict:
+    if str(path).startswith("s3://"):   # one listing of the store, not one per array (a round trip each)
+        listing = _remote_listing(str(path))
+        return {i.path: sum(size for k, (size, _) in listing.items() if k.startswith(i.path.strip("/") + "/"))
+                for i in infos}
     g = _open_group(path)
     return {i.path: int(g[i.path.lstrip("/")].nbytes_stored()) for i in infos}
 
 
 def total_bytes(path) -> int:
     if str(path).startswith("s3://"):
-        from ...stores.chunks import ObjectChunks
-        return sum(size for size, _ in ObjectChunks.of(str(path)).listing().values())
+        return sum(size for size, _ in _remote_listing(str(path)).values())
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+_LISTINGS = {}   # s3:// input -> its listing, taken once per command (an input is not written while it is read)
+
+
+def _remote_listing(url: str) -> dict:
+    if url not in _LISTINGS:
+        from ...stores.chunks import ObjectChunks
+        _LISTINGS[url] = ObjectChunks.of(url).listing()
+    return _LISTINGS[url]
 
 
 def open_input(path):
