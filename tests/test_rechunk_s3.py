@@ -178,3 +178,42 @@ def test_rechunk_endpoint_url_flag(s3_server, tmp_path, monkeypatch):
     bad = run_cli("rechunk", src, tmp_path / "o.nc", "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--endpoint-url" in bad.stderr
 
+
+
+def test_advised_rechunk_writes_back_to_the_bucket(s3_server, tmp_path, monkeypatch):
+    """`climio advise s3://B/x.zarr` advises a copy written back beside the input, with the endpoint
+    named: `climio rechunk s3://B/x.zarr s3://B/x-rechunked.zarr -c ... --endpoint-url URL`; that
+    command, run as printed (no AWS_ENDPOINT_URL), writes the store there with the input's values."""
+    import shlex
+
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.data.zarr_writer import write_zarr_4d
+    from climio.machine.platform import platform_id_here
+    from climio.model import object_store as om
+    from climio.stores.objects import upload
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    ep = s3_server.endpoint
+    # rates as `climio calibrate --store` keeps them (20 ms round trips), so that advise has a model
+    stack = om.StackObjectRates(0.02, 100e6, 8.0)
+    om.save_rates(platform_id_here(None), om.store_key(ep.url),
+                  om.StoreRates(ep.url, 0.02, 100e6, 1e9, {"zarr-obstore": stack, "zarr-fsspec": stack}))
+    write_zarr_4d(tmp_path / "x.zarr", [16, 1, 32, 64], chunks=[1, 1, 8, 16], dtype="f4")
+    upload(ep, tmp_path / "x.zarr", "s3://climio/adv")
+    adv = run_cli("advise", "s3://climio/adv/x.zarr", "--read", "xt", timeout=120)
+    assert adv.returncode == 0, adv.stderr[-3000:]
+    cmds = [line[line.index("climio rechunk"):].strip().strip("`") for line in adv.stdout.splitlines()
+            if "climio rechunk s3://" in line]
+    assert cmds, adv.stdout
+    cmd = next(c for c in cmds if "x-rechunked.zarr" in c)
+    assert cmd.startswith("climio rechunk s3://climio/adv/x.zarr s3://climio/adv/x-rechunked.zarr -c ta:")
+    assert cmd.endswith(f"--endpoint-url {ep.url}")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    out = run_cli(*shlex.split(cmd)[1:], timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "adv/x-rechunked.zarr"), read_only=True), consolidated=False)["ta"]
+    want = xr.open_zarr(tmp_path / "x.zarr", consolidated=False)["ta"]
+    assert got.encoding["chunks"] != want.encoding["chunks"]
+    np.testing.assert_array_equal(got.values, want.values)
