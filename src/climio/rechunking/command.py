@@ -19,6 +19,7 @@ from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputErro
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from climio.base.units import format_size, rate_MBps
 from . import child, execute, formats, spec
+from .remote_nc import is_netcdf_object
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
 MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
@@ -359,7 +360,7 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         cluster.start_early(opts.scheduler, opts.workers)   # connected while the input is scanned and planned
         # the output (Zarr) defined by the child: its xarray import (1-3 s of CPU, the command's largest
         # start-up cost) runs on another core while this process imports zarr and distributed and scans
-        early = "define" if "xarray" not in sys.modules else ""
+        early = "define" if "xarray" not in sys.modules and not is_netcdf_object(in_path) else ""
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -526,7 +527,9 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options
     the pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
     scheduler = opts.scheduler if opts is not None else ""
-    apart = (size > 1 or bool(scheduler)) and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
+    # (not for a netCDF-4 object in S3: the child would read the file's metadata a second time)
+    apart = ((size > 1 or bool(scheduler)) and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
+             and not is_netcdf_object(in_path))
 
     def make_runner():
         if scheduler:   # the same tasks on Dask distributed workers (rechunk.cluster)

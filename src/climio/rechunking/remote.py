@@ -1,5 +1,6 @@
-"""`climio rechunk` to and from object storage, streamed: s3://BUCKET/IN.zarr as input and
-s3://BUCKET/OUT.zarr as output, S3 to S3 included (the endpoint and credentials from the standard
+"""`climio rechunk` to and from object storage, streamed: s3://BUCKET/IN.zarr (or a netCDF-4 object,
+s3://BUCKET/IN.nc, read through byte ranges: rechunk.remote_nc) as input and s3://BUCKET/OUT.zarr
+as output, S3 to S3 included (the endpoint and credentials from the standard
 AWS variables, climio.stores.endpoint). No store is staged on local disk:
 
     from S3   the workers read the chunk objects a block needs (one concurrent batch per block,
@@ -90,10 +91,15 @@ def convert(src, dst, endpoint_url=None, **kw):
 def _check_input(endpoint, url: str) -> None:
     from ..stores.errors import check_prefix
     from .formats.zarr import is_store
+    from .remote_nc import NC_SUFFIXES, is_netcdf_object
+    if is_netcdf_object(url):
+        from ..stores.objects import object_size
+        object_size(endpoint, url)   # a missing bucket or object named as such (one line)
+        return
     check_prefix(endpoint, url)   # a missing bucket, or nothing under the key, named as such
     if not is_store(url):
         raise DataError(f"input {url}: no Zarr store there (no zarr.json, .zgroup or .zarray); from object "
-                        "storage climio rechunk reads Zarr stores")
+                        f"storage climio rechunk reads Zarr stores and netCDF-4 objects ({', '.join(NC_SUFFIXES)})")
 
 
 def _to_store(endpoint, src, url, kw):
