@@ -358,9 +358,6 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     if opts.scheduler and not dry_run:
         from . import cluster
         cluster.start_early(opts.scheduler, opts.workers)   # connected while the input is scanned and planned
-        # the output (Zarr) defined by the child: its xarray import (1-3 s of CPU, the command's largest
-        # start-up cost) runs on another core while this process imports zarr and distributed and scans
-        early = "define" if "xarray" not in sys.modules and not is_netcdf_object(in_path) else ""
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -518,8 +515,8 @@ def _remote_jobs(opts: Options, in_path, jobs, say) -> list:
 
 def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options = None) -> tuple:
     """(execute.Runner, [execute.Job], whether the output's metadata was checked already): the output
-    defined and the worker pool started. With worker processes or a Dask cluster, defining through
-    xarray (a Zarr input or output) happens in a child process that exits before the pool starts: imported into
+    defined and the worker pool started. With worker processes, defining through xarray (a Zarr
+    input or output) happens in a child process that exits before the pool starts: imported into
     this process, xarray and pandas would stay for the whole conversion (about 120 MiB of RSS beside
     the workers'). That child also checks a Zarr output as check_written does (opens with xarray,
     every variable at full shape): the workers write chunk objects only, never the metadata, so
@@ -527,8 +524,11 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options
     the pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
     scheduler = opts.scheduler if opts is not None else ""
-    # (not for a netCDF-4 object in S3: the child would read the file's metadata a second time)
-    apart = ((size > 1 or bool(scheduler)) and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules
+    # Not on a cluster: there the child re-imports dask and distributed (this process has them) besides
+    # xarray; tried, bench/rechunk_s3_vs_peers.py --baseline-src measured conversions 1.7x slower on
+    # the loaded 2-core machine, for 80 MiB less RSS. Not for a netCDF-4 object in S3: the child would
+    # read the file's metadata a second time.
+    apart = (size > 1 and "zarr" in (prep.in_fmt, prep.out_fmt) and "xarray" not in sys.modules and not scheduler
              and not is_netcdf_object(in_path))
 
     def make_runner():
