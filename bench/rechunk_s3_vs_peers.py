@@ -79,13 +79,15 @@ def worker_peaks(client) -> list:
     return list(client.run(os.getpid).values())
 
 
-def run_climio(s3, client, address, out, args):
+def run_climio(s3, client, address, out, args, src_dir=None):
     cmd = [CLIMIO, "rechunk", "s3://climio/bench/in.zarr", f"s3://climio/bench/{out}", *args["climio"],
            "--scheduler", address, "--json", "--force"]
     workers = worker_peaks(client)
+    env = {**os.environ, **s3.env()}
+    if src_dir:   # another checkout's command (its process only: the shared workers run this one's block code)
+        env["PYTHONPATH"] = src_dir
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env={**os.environ, **s3.env()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with Sampler(workers + [p.pid]) as sampled:
         stdout, stderr = p.communicate()
     wall = time.perf_counter() - t0
@@ -95,11 +97,11 @@ def run_climio(s3, client, address, out, args):
     peaks = [sampled.peak[w] for w in workers]
     own = sampled.peak[p.pid]
     print(f"    (climio: conversion {summary['seconds']:.2f} s of the command's {wall:.2f} s)", flush=True)
-    CONVERSION.append(summary["seconds"])
+    CONVERSION.setdefault(src_dir or "", []).append(summary["seconds"])
     return wall, peaks, own, summary.get("retries", 0)
 
 
-CONVERSION = []   # climio's own "seconds" (define the output, run the tasks, check; no process start-up)
+CONVERSION = {}   # src dir ("": this one) -> climio's own "seconds" (define the output, run the tasks, check)
 
 
 def run_to_zarr(s3, client, address, out, args):
@@ -162,6 +164,16 @@ def run_raw(s3, client, address, out, args):
     return wall, [sampled.peak[w] for w in workers], None, 0
 
 
+def _warm():
+    """In a worker: import what the tools' tasks import (xarray, zarr, obstore, climio's block code)."""
+    import obstore  # noqa: F401
+    import xarray  # noqa: F401
+    import zarr  # noqa: F401
+
+    import climio.rechunking.blocks  # noqa: F401
+    import climio.stores.chunks  # noqa: F401
+
+
 TOOLS = {"climio": run_climio, "to_zarr": run_to_zarr, "raw": run_raw}
 
 
@@ -179,7 +191,11 @@ def main(argv=None):
     ap.add_argument("--max-mem", default="16MiB", help="per worker")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--latency", type=float, nargs="+", default=[0, 20])
+    ap.add_argument("--baseline-src", help="also run the command of another checkout's src/ (e.g. the commit "
+                                           "before a change: git archive REV src | tar -x -C DIR), as climio@base")
     a = ap.parse_args(argv)
+    if a.baseline_src:
+        TOOLS["climio@base"] = lambda *x: run_climio(*x, src_dir=a.baseline_src)
     tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
     try:
         _main(a, tmp)
@@ -216,22 +232,28 @@ def _main(a, tmp):  # long: set-up, the runs and the table in one place, read to
         rows = []
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                           silence_logs=40) as cluster, Client(cluster) as client:
+            client.run(_warm)   # every tool finds the libraries imported: the first run does not pay for them
             for lat in a.latency:
                 s3.set_latency(lat)
                 order = list(TOOLS) + list(reversed(TOOLS))
                 res = {t: [] for t in TOOLS}
                 CONVERSION.clear()
+                CONVERSION.update({"": [], a.baseline_src or "": []})
                 for rep in range(a.reps // 2 or 1):
                     for tool in order:
-                        out = f"{tool}-{lat:g}.zarr"
+                        out = f"{tool.replace('@', '-')}-{lat:g}.zarr"
                         wall, peaks, own, retries = TOOLS[tool](s3, client, cluster.scheduler_address, out, args)
-                        if tool != "raw":
+                        if tool not in ("raw",):
                             check(s3, out, ref)
                         res[tool].append((wall, max(peaks), own))
                         print(f"  latency {lat:g} ms {tool:8s} {wall:6.2f} s  worker peak {max(peaks) / 2**20:6.1f} MiB"
                               + (f"  command {own / 2**20:6.1f} MiB  retries {retries}" if own is not None else ""),
                               flush=True)
-                conv = statistics.median(CONVERSION)
+                conv = statistics.median(CONVERSION[""])
+                if a.baseline_src:
+                    base = statistics.median(CONVERSION[a.baseline_src])
+                    print(f"  latency {lat:g} ms: climio's conversion {conv:.2f} s, climio@base's {base:.2f} s "
+                          f"(base/now {base / conv:.2f})", flush=True)
                 rows.append((lat, conv, {t: (statistics.median(w for w, _, _ in v), max(p for _, p, _ in v),
                                        max((o for _, _, o in v if o is not None), default=None))
                                    for t, v in res.items()}))

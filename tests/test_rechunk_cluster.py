@@ -22,11 +22,12 @@ def _dask(*args, env):
 
 @pytest.fixture(scope="module")
 def dask_cluster(s3_server):
-    """tcp://127.0.0.1:PORT with two single-threaded workers that reach the S3 server."""
+    """tcp://127.0.0.1:PORT with two single-threaded workers started without any AWS_* variable:
+    they reach the S3 server through the Endpoint each task carries (--endpoint-url, credentials)."""
     from distributed import Client
     from climio.stores.server import free_ports
     port, = free_ports(1)
-    env = {**os.environ, **s3_server.env()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard", env=env)]
     address = f"tcp://127.0.0.1:{port}"
     try:
@@ -63,13 +64,18 @@ def test_rechunk_on_dask_cluster_equals_local_run(s3_server, dask_cluster, tmp_p
     from zarr.storage import ObjectStore
     from climio.data.writer import write_4d
     from climio.stores.chunks import ObjectChunks
-    for k, v in s3_server.env().items():
-        monkeypatch.setenv(k, v)
     ep = s3_server.endpoint
+    for k, v in s3_server.env().items():   # the credentials; the endpoint only as --endpoint-url
+        if k != "AWS_ENDPOINT_URL":
+            monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     src = tmp_path / "in.nc"
     write_4d(src, [8, 4, 32, 64], chunks=[1, 1, 32, 64], dtype="f4")
-    args = ["-c", "ta:8,1,8,16", "--compression", "zstd3+shuffle", "--max-mem", "64KiB", "--tmp", tmp_path]
-    out = run_cli("rechunk", src, "s3://climio/clu/in.zarr", "-c", "ta:1,1,32,64", "-j", "1", timeout=180)
+    args = ["-c", "ta:8,1,8,16", "--compression", "zstd3+shuffle", "--max-mem", "64KiB", "--tmp", tmp_path,
+            "--endpoint-url", ep.url]
+    out = run_cli("rechunk", src, "s3://climio/clu/in.zarr", "-c", "ta:1,1,32,64", "-j", "1",
+                  "--endpoint-url", ep.url, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     # the plan per worker
     dry = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/dask.zarr", *args, "-j", "2",

@@ -178,3 +178,70 @@ def test_rechunk_endpoint_url_flag(s3_server, tmp_path, monkeypatch):
     bad = run_cli("rechunk", src, tmp_path / "o.nc", "-c", "ta:4,1,4,8", "--endpoint-url", s3_server.endpoint.url)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--endpoint-url" in bad.stderr
 
+
+
+def test_advised_rechunk_writes_back_to_the_bucket(s3_server, tmp_path, monkeypatch):
+    """`climio advise s3://B/x.zarr` advises a copy written back beside the input, with the endpoint
+    named: `climio rechunk s3://B/x.zarr s3://B/x-rechunked.zarr -c ... --endpoint-url URL`; that
+    command, run as printed (no AWS_ENDPOINT_URL), writes the store there with the input's values."""
+    import shlex
+
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.data.zarr_writer import write_zarr_4d
+    from climio.machine.platform import platform_id_here
+    from climio.model import object_store as om
+    from climio.stores.objects import upload
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
+    ep = s3_server.endpoint
+    # rates as `climio calibrate --store` keeps them (20 ms round trips), so that advise has a model
+    stack = om.StackObjectRates(0.02, 100e6, 8.0)
+    om.save_rates(platform_id_here(None), om.store_key(ep.url),
+                  om.StoreRates(ep.url, 0.02, 100e6, 1e9, {"zarr-obstore": stack, "zarr-fsspec": stack}))
+    write_zarr_4d(tmp_path / "x.zarr", [16, 1, 32, 64], chunks=[1, 1, 8, 16], dtype="f4")
+    upload(ep, tmp_path / "x.zarr", "s3://climio/adv")
+    adv = run_cli("advise", "s3://climio/adv/x.zarr", "--read", "xt", timeout=120)
+    assert adv.returncode == 0, adv.stderr[-3000:]
+    cmds = [line[line.index("climio rechunk"):].strip().strip("`") for line in adv.stdout.splitlines()
+            if "climio rechunk s3://" in line]
+    assert cmds, adv.stdout
+    cmd = next(c for c in cmds if "x-rechunked.zarr" in c)
+    assert cmd.startswith("climio rechunk s3://climio/adv/x.zarr s3://climio/adv/x-rechunked.zarr -c ta:")
+    assert cmd.endswith(f"--endpoint-url {ep.url}")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    out = run_cli(*shlex.split(cmd)[1:], timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "adv/x-rechunked.zarr"), read_only=True), consolidated=False)["ta"]
+    want = xr.open_zarr(tmp_path / "x.zarr", consolidated=False)["ta"]
+    assert got.encoding["chunks"] != want.encoding["chunks"]
+    np.testing.assert_array_equal(got.values, want.values)
+
+
+def test_netcdf_object_in_s3_as_input(s3_server, tmp_path, monkeypatch):
+    """s3://B/f.nc (netCDF-4, deflate + shuffle) rechunked to s3://B/o.zarr by 2 worker processes
+    (each task carries its block's byte ranges): read through ranged GETs, the object never copied
+    to local disk; the values equal the local file's. A missing object: one line."""
+    import xarray as xr
+    from zarr.storage import ObjectStore
+    from climio.data.writer import write_4d
+    from climio.stores.objects import upload
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    ep = s3_server.endpoint
+    src = tmp_path / "f.nc"
+    write_4d(src, [8, 2, 16, 32], chunks=[1, 1, 16, 32], dtype="f4", deflate=1, shuffle=True)
+    upload(ep, src, "s3://climio/ncin")
+    work = tmp_path / "work"
+    work.mkdir()
+    out = run_cli("rechunk", "s3://climio/ncin/f.nc", "s3://climio/ncin/o.zarr", "-c", "ta:8,1,4,8", "-j", "2",
+                  "--tmp", work, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not [p for p in work.rglob("*") if p.is_file() and p.stat().st_size >= src.stat().st_size]   # no copy
+    got = xr.open_zarr(ObjectStore(ep.obstore("climio", "ncin/o.zarr"), read_only=True), consolidated=False)
+    assert got["ta"].encoding["chunks"] == (8, 1, 4, 8)
+    xr.testing.assert_equal(got, xr.open_dataset(src))
+    bad = run_cli("rechunk", "s3://climio/ncin/missing.nc", work / "m.zarr", "-c", "ta:8,1,4,8", timeout=60)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+    assert "missing.nc" in bad.stderr

@@ -217,7 +217,8 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
         now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
                + sum(p["decode_s"] for p in through))
         ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(store_url(url), endpoint_url)
-    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd)
+    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
+                         endpoint.url or "")
     return Facts("object-store", object_store=o, tasks=tasks)
 
 

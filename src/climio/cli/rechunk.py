@@ -11,7 +11,7 @@ from . import app
 
 @app.command("rechunk")
 def rechunk_cmd(
-    inputs: list[str] = typer.Argument(..., metavar="IN...", help="netCDF-4, netCDF-3 or CDF-5 files or Zarr stores, or a quoted glob ('data/tas_*.nc'), or one Zarr store in object storage (s3://BUCKET/IN.zarr, read object by object; opened read-only, never modified)."),
+    inputs: list[str] = typer.Argument(..., metavar="IN...", help="netCDF-4, netCDF-3 or CDF-5 files or Zarr stores, or a quoted glob ('data/tas_*.nc'), or one Zarr store in object storage (s3://BUCKET/IN.zarr, read object by object) or one netCDF-4 object (s3://BUCKET/IN.nc, read through byte ranges); opened read-only, never modified."),
     output: str = typer.Argument(..., metavar="OUT", help="netCDF-4 file or Zarr store (OUT.zarr) to write (under a temporary name, renamed when complete); with several inputs or a glob, the directory that gets one output per input, of the same name with the output format's suffix (.nc, or .zarr with --format zarr)."),
     chunk: Optional[list[str]] = typer.Option(None, "-c", "--chunks", metavar="SPEC", help="nccopy-style chunk spec: time/100,lat/1,lon/360 (per dimension) or var:1,1,360 (per variable); repeatable."),
     chunk_old: Optional[list[str]] = typer.Option(None, "--chunk", hidden=True, help="Deprecated spelling of --chunks."),

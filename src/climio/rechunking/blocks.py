@@ -71,6 +71,10 @@ class Task:
     count: tuple
     entries: tuple = ()       # direct sources: (chunk offset in elements, file offset, size, filter mask)
     spill: str = ""           # the shared-memory file (a slot the parent reuses) for its encoded chunks
+    endpoint: object = None   # the stores.endpoint.Endpoint of an s3:// source or sink (--endpoint-url and the
+                              # credentials): a Dask worker started without the AWS_* variables reaches the store
+    refs: tuple = ()          # a netCDF-4 object's source: ((key, reference), ...) of the metadata and this
+                              # block's chunks (rechunk.remote_nc), so that no worker reads the file's metadata
 
 
 @dataclass
@@ -92,6 +96,8 @@ class _PerThread:
     def __init__(self):
         self.handles = {}
         self.scratch = {}
+        self.endpoint = None   # the running task's (Task.endpoint)
+        self.task_refs = ()    # the running task's (Task.refs)
 
 
 _local = threading.local()
@@ -138,8 +144,19 @@ def _open(kind: str, path: str):
 def _objects_of(store: str):
     if not str(store).startswith("s3://"):
         return None
+    from .remote_nc import RefChunks, is_netcdf_object
+    if is_netcdf_object(store):   # a netCDF-4 object: its chunks are byte ranges (rechunk.remote_nc)
+        return _refs_of(store)
     from ..stores.chunks import ObjectChunks
-    return ObjectChunks.of(store)
+    return ObjectChunks.of(store, _state().endpoint)
+
+
+def _refs_of(store: str):
+    """The RefChunks of a netCDF-4 object: this thread's, holding the running task's references,
+    or (no task: the command itself) the process's, built from the file's metadata."""
+    from .remote_nc import RefChunks
+    st = _state()
+    return RefChunks.of(store, st.endpoint, refs=st.task_refs or None)
 
 
 def zarr_store(store: str, read_only: bool = True):
@@ -150,7 +167,10 @@ def zarr_store(store: str, read_only: bool = True):
     from zarr.storage import ObjectStore
 
     from ..stores.chunks import ObjectChunks, streamed_store
-    objs = ObjectChunks.of(store)
+    from .remote_nc import is_netcdf_object, ref_store
+    if is_netcdf_object(store):
+        return ref_store(_refs_of(store))
+    objs = ObjectChunks.of(store, _state().endpoint)
     return ObjectStore(streamed_store(objs.endpoint, objs.url.bucket, objs.prefix or None), read_only=read_only)
 
 
@@ -538,7 +558,14 @@ def remove_spilled(prefix: str) -> None:
 def run_task(task: Task) -> Result:
     from ..stores.retry import COUNTER
     retries0 = COUNTER.n
-    block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
+    st = _state()
+    st.endpoint, st.task_refs = task.endpoint, task.refs
+    if task.refs:   # this thread's RefChunks (which open handles keep) now holds this block's references
+        _refs_of(task.source.path)
+    try:
+        block, nread, ndec = read_block(task, reuse=task.sink.kind in ("chunks", "zarr", "raw"))
+    finally:
+        st.task_refs = ()   # the command's own reads (in-process tasks) use the whole file's references again
     if task.sink.kind == "chunks":
         chunks = encoded_chunks(block, task.start, task.sink)
         payload = _spill(chunks, task.spill) if task.spill else list(chunks)

@@ -67,6 +67,16 @@ def start_early(address: str, workers: int) -> None:
     t = threading.Thread(target=go, daemon=True)
     t.start()
     _early[(address, workers)] = (t, box)
+    # the output is defined in this process through xarray: its import runs while the main thread
+    # waits on the object store (the input's metadata, the listing)
+    threading.Thread(target=_import_xarray, daemon=True).start()
+
+
+def _import_xarray() -> None:
+    try:
+        import xarray  # noqa: F401
+    except Exception:  # noqa: BLE001 -- defining the output imports it again and says what is wrong
+        pass
 
 
 def discard_early() -> None:

@@ -197,13 +197,34 @@ def _close_in_worker():
 
 
 def tasks(src: blocks.Source, sink: blocks.Sink, block, index):
+    endpoint = _endpoint(src, sink)
+    refs = _netcdf_object(src)
     for start, count in iter_blocks(src.shape, block):
         entries = ()
         if index is not None:
             entries = tuple((o,) + index[o] for o in
                             (tuple(i * c for i, c in zip(idx, src.chunks)) for idx in chunks_in(start, count, src.chunks))
                             if o in index)
-        yield blocks.Task(src, sink, start, count, entries)
+        task_refs = () if refs is None else refs.task_refs(src.var, [
+            refs.chunk_key(src.var, idx) for idx in chunks_in(start, count, src.chunks)])
+        yield blocks.Task(src, sink, start, count, entries, endpoint=endpoint, refs=task_refs)
+
+
+def _netcdf_object(src: blocks.Source):
+    """The RefChunks of a netCDF-4 object in S3 read through references (rechunk.remote_nc), or None."""
+    from .remote_nc import RefChunks, is_netcdf_object
+    if src.kind != "zarr" or not is_netcdf_object(src.path):
+        return None
+    return RefChunks.of(src.path)
+
+
+def _endpoint(src: blocks.Source, sink: blocks.Sink):
+    """The object store's Endpoint for tasks that read or write s3:// (this process's: --endpoint-url
+    and the credentials), handed to the workers in the task, not through their environment."""
+    if not (sink.remote or str(src.path).startswith("s3://")):
+        return None
+    from ..stores.endpoint import Endpoint
+    return Endpoint.from_env()
 
 
 def _requantize(job: Job) -> bool:

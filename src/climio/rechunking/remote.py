@@ -1,5 +1,6 @@
-"""`climio rechunk` to and from object storage, streamed: s3://BUCKET/IN.zarr as input and
-s3://BUCKET/OUT.zarr as output, S3 to S3 included (the endpoint and credentials from the standard
+"""`climio rechunk` to and from object storage, streamed: s3://BUCKET/IN.zarr (or a netCDF-4 object,
+s3://BUCKET/IN.nc, read through byte ranges: rechunk.remote_nc) as input and s3://BUCKET/OUT.zarr
+as output, S3 to S3 included (the endpoint and credentials from the standard
 AWS variables, climio.stores.endpoint). No store is staged on local disk:
 
     from S3   the workers read the chunk objects a block needs (one concurrent batch per block,
@@ -56,8 +57,8 @@ def convert(src, dst, endpoint_url=None, **kw):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
     endpoint = Endpoint.from_env(endpoint_url)
-    if endpoint_url:   # the workers (processes, Dask) open the stores from the environment: the same endpoint
-        os.environ["AWS_ENDPOINT_URL"] = endpoint.url
+    if endpoint_url:   # this process's own requests (and its local children's); the block tasks carry the
+        os.environ["AWS_ENDPOINT_URL"] = endpoint.url   # Endpoint itself (execute.tasks), Dask workers included
     reach(endpoint)   # an endpoint nobody answers at: one line within the connect timeout
     where = str(dst)
     try:
@@ -90,10 +91,15 @@ def convert(src, dst, endpoint_url=None, **kw):
 def _check_input(endpoint, url: str) -> None:
     from ..stores.errors import check_prefix
     from .formats.zarr import is_store
+    from .remote_nc import NC_SUFFIXES, is_netcdf_object
+    if is_netcdf_object(url):
+        from ..stores.objects import object_size
+        object_size(endpoint, url)   # a missing bucket or object named as such (one line)
+        return
     check_prefix(endpoint, url)   # a missing bucket, or nothing under the key, named as such
     if not is_store(url):
         raise DataError(f"input {url}: no Zarr store there (no zarr.json, .zgroup or .zarray); from object "
-                        "storage climio rechunk reads Zarr stores")
+                        f"storage climio rechunk reads Zarr stores and netCDF-4 objects ({', '.join(NC_SUFFIXES)})")
 
 
 def _to_store(endpoint, src, url, kw):
@@ -183,11 +189,15 @@ def publish(objs, local: Path) -> None:
     resume.clear(objs)
     files = [p for p in sorted(local.rglob("*")) if p.is_file() and not p.name.startswith(".climio")]
     data = [p for p in files if p.name not in METADATA_NAMES]
-    meta = sorted((p for p in files if p.name in METADATA_NAMES), key=lambda p: -len(p.relative_to(local).parts))
+    meta = [p for p in files if p.name in METADATA_NAMES]
+    depths = sorted({len(p.relative_to(local).parts) for p in meta}, reverse=True)
 
     def put(p):
         objs.put(p.relative_to(local).as_posix(), p.read_bytes())
+    # the data, then the metadata one depth at a time (below the root, the documents of one depth
+    # together: one round trip, not one each), the root's one by one, last: zarr opens nothing until then
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, data))
-    for p in meta:
-        put(p)
+        for depth in depths:
+            level = [p for p in meta if len(p.relative_to(local).parts) == depth]
+            list(pool.map(put, level) if depth > 1 else map(put, level))

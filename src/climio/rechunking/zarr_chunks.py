@@ -139,8 +139,8 @@ class ChunkIO:
         """Start reading these chunks' files (posix_fadvise WILLNEED): a block's chunk files then
         come from disk together instead of one request at a time (a cold store of 3,650 files of
         120 KiB: 0.9 s instead of 1.6 s)."""
-        if self.objects is not None:   # a block's chunk objects in one concurrent batch
-            self._fetched = self.objects.get_many([self.path(i) for i in idxs])
+        if self.objects is not None:   # a block's chunk objects requested together; read() decodes each as it
+            self._fetched = self.objects.fetch([self.path(i) for i in idxs])   # arrives, the rest in flight
             return
         if not hasattr(os, "posix_fadvise"):
             return
@@ -160,7 +160,7 @@ class ChunkIO:
         the caller unshuffles while copying them to where the values go (codec.unshuffle_into)."""
         if self.objects is not None:
             key = self.path(idx)
-            raw = self._fetched.pop(key) if key in self._fetched else self.objects.get(key)
+            raw = self._fetched.pop(key).result() if key in self._fetched else self.objects.get(key)
             if raw is None:
                 return None, 0
             raw = bytes(raw)

@@ -192,6 +192,7 @@ class ObjectStoreFacts:
     again(chunks=, shards=, stack=, concurrency=) -> seconds of the same reads, all passes
     read_counts [(read name, its count)] of the workflow's reads
     reference_s the reads through a kerchunk reference (netCDF-4 objects), reference_command its command
+    endpoint_url the S3 endpoint the store was reached at ("" for AWS): the advised commands name it
     """
     desc: object
     url: str
@@ -202,3 +203,15 @@ class ObjectStoreFacts:
     read_counts: list
     reference_s: Optional[float] = None
     reference_command: str = ""
+    endpoint_url: str = ""
+
+    def rechunk_command(self, suffix: str, args: str) -> str:
+        """`climio rechunk URL s3://BUCKET/STEM-SUFFIX.zarr ARGS [--endpoint-url E]`: the copy written back
+        to object storage beside the input (streamed: nothing staged on local disk)."""
+        import shlex
+        base = self.url.rstrip("/")
+        stem = base.rsplit("/", 1)[-1]
+        stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+        out = f"{base.rsplit('/', 1)[0]}/{stem}-{suffix}.zarr"
+        where = f" --endpoint-url {shlex.quote(self.endpoint_url)}" if self.endpoint_url else ""
+        return f"climio rechunk {shlex.quote(base)} {shlex.quote(out)} {args}{where}"

@@ -52,7 +52,7 @@ def bigger_chunks(facts):
         return []
     return [recommendation("object-bigger-chunks", f"bigger chunks {big} (fewer GETs, each longer than a round trip)",
                            {"chunks": list(d.chunks), "target_chunks": big}, o.now_s, after, None, None,
-                           f"climio rechunk {o.url} OUT.zarr -c {_spec(d, big)}")]
+                           o.rechunk_command("rechunked", f"-c {_spec(d, big)}"))]
 
 
 @rule("object-shards-over-time", "Shards over time: a time-series read gets one shard per GET",
@@ -71,7 +71,7 @@ def shards_over_time(facts):
         return []
     return [recommendation("object-shards-over-time", f"shards over time {sh} (a time-series read gets one shard "
                            "per GET)", {"chunks": list(d.chunks), "shards": sh}, o.now_s, after, None, None,
-                           f"climio rechunk {o.url} OUT.zarr -c {_spec(d, d.chunks)} --shards {_spec(d, sh)}")]
+                           o.rechunk_command("sharded", f"-c {_spec(d, d.chunks)} --shards {_spec(d, sh)}"))]
 
 
 @rule("object-more-in-flight", "More GETs in flight", inputs=("object-store",), needs=("object_store",),
@@ -137,5 +137,5 @@ def zarr_copy(facts):
             out.append(recommendation(
                 "object-zarr-copy", f"a Zarr copy chunked for {read} reads {list(count)} (zarr-python + obstore)",
                 {"read": read, "target_chunks": list(count)}, o.now_s, after, None, None,
-                f"climio rechunk FILE.nc s3://BUCKET/{d.var}-{read}.zarr -c {_spec(d, count)}"))
+                o.rechunk_command(f"{d.var}-{read}", f"-c {_spec(d, count)}")))
     return out

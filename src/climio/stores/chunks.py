@@ -3,6 +3,8 @@ writes, object by object, with no local copy of the store.
 
     objs = ObjectChunks.of("s3://bucket/out.zarr")     one per store and process (reused by tasks)
     objs.get_many(["ta/c/0/0"])                      {key: bytes or None}, fetched concurrently
+    objs.fetch(["ta/c/0/0"])                         {key: future of bytes or None}: the caller decodes
+                                                      each as it arrives while the rest are in flight
     objs.put_later("ta/c/0/0", data); objs.flush()    PUTs in the background (at most PUT_THREADS at
                                                       once), flush waits: [(key, size, md5)]
     objs.listing(".climio-rechunk/")                  {key: (size, etag)}
@@ -42,15 +44,17 @@ class ObjectChunks:
         self.prefix = self.url.key.rstrip("/")
         self.store = streamed_store(self.endpoint, self.url.bucket)
         self._pool = None
+        self._get_pool = None   # kept for the life of the instance: a pool per block cost 8 thread starts
         self._pending = []
 
     @classmethod
-    def of(cls, url: str) -> "ObjectChunks":
-        """The one instance for this store in this process and thread."""
-        key = (str(url).rstrip("/"), threading.get_ident())
+    def of(cls, url: str, endpoint: Endpoint = None) -> "ObjectChunks":
+        """The one instance for this store (at `endpoint`; None: the environment's) in this process
+        and thread."""
+        key = (str(url).rstrip("/"), endpoint, threading.get_ident())
         with cls._lock:
             if key not in cls._cache:
-                cls._cache[key] = cls(url)
+                cls._cache[key] = cls(url, endpoint)
             return cls._cache[key]
 
     def key(self, rel: str) -> str:
@@ -68,12 +72,17 @@ class ObjectChunks:
                 return None
         return retried(call, f"GET {rel}")
 
+    def fetch(self, rels) -> dict:
+        """{rel: future of get(rel)}, GET_THREADS requests in flight, in the order given."""
+        if self._get_pool is None:
+            self._get_pool = ThreadPoolExecutor(GET_THREADS)
+        return {r: self._get_pool.submit(self.get, r) for r in rels}
+
     def get_many(self, rels) -> dict:
         rels = list(rels)
         if len(rels) <= 1:
             return {r: self.get(r) for r in rels}
-        with ThreadPoolExecutor(min(GET_THREADS, len(rels))) as pool:
-            return dict(zip(rels, pool.map(self.get, rels)))
+        return {r: f.result() for r, f in self.fetch(rels).items()}
 
     # ------------------------------------------------------------ writes
     def put(self, rel: str, data) -> tuple:

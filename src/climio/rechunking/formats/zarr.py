@@ -51,6 +51,11 @@ def check_settings(s: Settings) -> None:
 
 
 def is_store(path) -> bool:
+    """A Zarr store, or a netCDF-4 object in S3, which is read as one through its references
+    (rechunk.remote_nc)."""
+    from ..remote_nc import is_netcdf_object
+    if is_netcdf_object(path):
+        return True
     if str(path).startswith("s3://"):
         from ...stores.chunks import ObjectChunks
         got = ObjectChunks.of(str(path)).get_many(["zarr.json", ".zgroup", ".zarray"])
@@ -221,15 +226,35 @@ def scan(path) -> list:
 
 
 def stored_bytes(path, infos) -> dict:
+    from ..remote_nc import RefChunks, is_netcdf_object
+    if is_netcdf_object(path):   # a netCDF-4 object read through its references: their byte ranges
+        refs = RefChunks.of(str(path))
+        return {i.path: refs.stored_bytes(i.path) for i in infos}
+    if str(path).startswith("s3://"):   # one listing of the store, not one per array (a round trip each)
+        listing = _remote_listing(str(path))
+        return {i.path: sum(size for k, (size, _) in listing.items() if k.startswith(i.path.strip("/") + "/"))
+                for i in infos}
     g = _open_group(path)
     return {i.path: int(g[i.path.lstrip("/")].nbytes_stored()) for i in infos}
 
 
 def total_bytes(path) -> int:
+    from ..remote_nc import RefChunks, is_netcdf_object
+    if is_netcdf_object(path):
+        return RefChunks.of(str(path)).stored_bytes()
     if str(path).startswith("s3://"):
-        from ...stores.chunks import ObjectChunks
-        return sum(size for size, _ in ObjectChunks.of(str(path)).listing().values())
+        return sum(size for size, _ in _remote_listing(str(path)).values())
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+_LISTINGS = {}   # s3:// input -> its listing, taken once per command (an input is not written while it is read)
+
+
+def _remote_listing(url: str) -> dict:
+    if url not in _LISTINGS:
+        from ...stores.chunks import ObjectChunks
+        _LISTINGS[url] = ObjectChunks.of(url).listing()
+    return _LISTINGS[url]
 
 
 def open_input(path):
