@@ -41,13 +41,18 @@ def chunk_bytes(desc, chunks) -> tuple:
     return max(1, int(round(raw * desc.stored_ratio))), raw
 
 
-def decode_rate(label: str, warn=None) -> tuple:
-    """(B/s, where it comes from) of decoding `label` on this machine: the calibrated profile's
-    codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
+def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
+    """(B/s, where it comes from) of decoding `label` on this machine: the rate the stack decoded
+    the codec at (or its family's nearest level) in `climio calibrate --store`, else the file
+    profile's codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
     from ..model import profile as profmod
     from climio.machine.platform import platform_id_here as platform_id_of
     if label == "none":
         return math.inf, "nothing to decode"
+    if rates is not None and stack:
+        bps, measured = om.stack_decode(rates.stack(stack), label)
+        if bps is not None:
+            return bps, f"{stack} decoding {measured}, climio calibrate --store"
     prof, note = profmod.find(platform_id_of(None))
     if prof is not None and prof.decode_Bps:
         return prof.decode(label), f"calibrated on {prof.platform_id}"
@@ -165,7 +170,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     specs = _specs(reads)
     desc = desc or describe(store_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
-    dec_Bps, source = decode_rate(desc.codecs, warn)
+    dec_Bps, source = decode_rate(desc.codecs, warn, rates, stack)
     out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
     for read, passes in specs:
         p = predict_layout(desc, desc.chunks, desc.shards, read, rates, stack, dec_Bps, passes, tasks)
@@ -192,7 +197,7 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     rates = store_rates(endpoint, warn)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
-    dec_Bps = decode_rate(d.codecs, warn)[0]
+    dec_Bps = decode_rate(d.codecs, warn, rates, stack)[0]
 
     def again(chunks=None, shards=(), stack=stack, concurrency=None):
         chunks = list(chunks or d.chunks or d.shape)

@@ -34,6 +34,8 @@ class StackObjectRates:
     gets_per_s: float = math.inf         # the most GETs per second it completed (small GETs)
     chunk_cpu_s: float = 0.0             # CPU seconds per chunk decoded (zarr's codec pipeline)
     shard_cpu_s: float = 0.0             # CPU seconds per shard visited beyond its chunks
+    # codec label -> B/s of decoded output through this stack's codec pipeline (calibrate --store)
+    decode_Bps: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -59,6 +61,31 @@ class StoreRates:
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         kw["stacks"] = {k: StackObjectRates(**v) for k, v in (d.get("stacks") or {}).items()}
         return cls(**kw)
+
+
+def _level(label: str) -> float:
+    digits = "".join(ch for ch in str(label).split("+")[0].split(":")[-1] if ch.isdigit())
+    return float(digits) if digits else 0.0
+
+
+def stack_decode(s: StackObjectRates, label: str):
+    """(B/s, the label it was measured for) of decoding `label` through the stack, or (None, "")
+    when the stack has no rate of the codec's family. The label's own rate first; else the same
+    family with the same shuffle (in Zarr a shuffle means blosc, another implementation), the
+    nearest level; else the same family's nearest level."""
+    from .profile import codec_family
+    if not label or label == "none":
+        return math.inf, "none"
+    rates = s.decode_Bps or {}
+    if label in rates:
+        return float(rates[label]), label
+    fam, shuffled = codec_family(label), "shuffle" in str(label)
+    same = [k for k in rates if codec_family(k) == fam]
+    pool = [k for k in same if ("shuffle" in k) == shuffled] or same
+    if not pool:
+        return None, ""
+    best = min(pool, key=lambda k: (abs(_level(k) - _level(label)), k))
+    return float(rates[best]), best
 
 
 def store_key(endpoint_url: str, injected_latency_ms: float = 0.0) -> str:
@@ -205,7 +232,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
-                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)))
+                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
+                                             dict(probe.get("decode_Bps") or {}))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
