@@ -101,7 +101,7 @@ def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bp
     if tasks > 1:
         out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
         out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
-    for k in ("time_s", "io_s", "decode_s", "gets", "bytes"):
+    for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
         out[k] *= passes
     out["slabs"] = len(slabs)
     return out

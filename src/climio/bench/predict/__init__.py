@@ -37,7 +37,11 @@ class Grid:
     max_s: float = field(default=12.0, metadata=option("--max-s", "Configurations predicted to take longer are not run (a dnf record says so).", "S"))
     only: str = field(default="", metadata=option("--only", "Run only configurations whose id contains one of these words (comma list).", "LIST"))
     profile: str = field(default="", metadata=option("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
+    store: str = field(default="", metadata=option("--store", "Validate the object-store model instead: Zarr arrays written under s3://BUCKET/PREFIX on climio's own server (SeaweedFS behind Toxiproxy, started by the bench), calibrated first with climio calibrate --store --quick.", "URL"))
+    endpoint_url: str = field(default="", metadata=option("--endpoint-url", "With --store: measure this S3 endpoint as it is instead of the bench's own server (0 ms only, nothing evicted; credentials from the AWS_* variables).", "URL"))
+    latency: str = field(default="", metadata=option("--latency", "With --store on the bench's own server: round-trip latencies injected by the proxy, ms (default 0,20).", "LIST"))
     preset: str = "full"
+    latency_list: tuple = ()
 
 
 def build_grid(preset="full", **values) -> Grid:
@@ -51,8 +55,31 @@ def build_grid(preset="full", **values) -> Grid:
     if configs < 1 or reps < 1 or max_s <= 0 or seed < 0:
         raise InputError(f"--configs {configs} and --reps {reps} must be at least 1, --max-s {max_s:g} positive, "
                          f"--seed {seed} not negative")
+    store, endpoint_url = str(v.get("store") or ""), str(v.get("endpoint_url") or "")
+    latency = _latencies(store, endpoint_url, str(v.get("latency") or ""))
     return Grid(configs=configs, seed=seed, reps=reps, max_s=max_s, only=str(v["only"] or ""),
-                profile=str(v["profile"] or ""), preset=preset)
+                profile=str(v["profile"] or ""), store=store, endpoint_url=endpoint_url,
+                latency=",".join(f"{x:g}" for x in latency), preset=preset, latency_list=latency)
+
+
+def _latencies(store, endpoint_url, text) -> tuple:
+    """The injected latencies of a --store run (0 and 20 ms on the bench's own server)."""
+    if (endpoint_url or text) and not store:
+        raise InputError("--endpoint-url and --latency go with --store s3://BUCKET/PREFIX")
+    if not store:
+        return ()
+    from ...stores.endpoint import parse_s3_url
+    parse_s3_url(store)
+    try:
+        lat = tuple(sorted({float(x) for x in (text or ("0" if endpoint_url else "0,20")).split(",")}))
+    except ValueError:
+        raise InputError(f"--latency '{text}': give milliseconds separated by commas") from None
+    if any(x < 0 or x > 10000 for x in lat):
+        raise InputError(f"--latency '{text}': 0 to 10000 ms")
+    if endpoint_url and any(lat):
+        raise InputError("--endpoint-url measures a store as it is: latency is injected only into the bench's own "
+                         "server (give --latency 0)")
+    return lat
 
 
 class Predict(base.Study):
@@ -66,8 +93,11 @@ class Predict(base.Study):
     presets = PRESETS
     default_preset = "full"
     preset_help = {"quick": "30 configurations, two repetitions: a few minutes."}
+    # --store: Zarr arrays in S3 (store_space.py, store_run.py), the same records and summary
 
     def run(self, ctx, grid) -> int:
+        if grid.store:
+            return self._part("store_run").run_store_validation(ctx, grid)
         return self._part("run").run_validation(ctx, grid)   # by name, as base.Study.run: no import cycle
 
     def survey_grid(self, quick: bool):
