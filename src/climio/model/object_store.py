@@ -14,7 +14,8 @@ stack keeps in flight:
     predict_read()   tasks scheduled on the stack's concurrency (the next free slot takes the next
                      task: waves when tasks are equal), each GET latency + size / per-connection
                      bandwidth, the whole capped by the aggregate bandwidth; a compressed store's
-                     chunks decoded at the codec's calibrated rate, beside the GETs in flight
+                     chunks decoded at the codec's calibrated rate, beside the GETs in flight;
+                     each hyperslab a call with the stack's fixed cost (slab_s, measured)
 """
 
 import heapq
@@ -36,6 +37,8 @@ class StackObjectRates:
     shard_cpu_s: float = 0.0             # CPU seconds per shard visited beyond its chunks
     # codec label -> B/s of decoded output through this stack's codec pipeline (calibrate --store)
     decode_Bps: dict = field(default_factory=dict)
+    slab_s: float = 0.0                  # seconds per hyperslab read beyond its GETs and chunks (one call)
+    small_get_s: float = 0.0             # a small GET's seconds inside a one-chunk hyperslab (as measured)
 
 
 @dataclass
@@ -172,8 +175,9 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
         decode = chunks * per_chunk
         last = decode / len(tasks) if tasks else 0.0
         cpu = chunks * s.chunk_cpu_s + shards * s.shard_cpu_s
-        total += max(wire + last, cpu + decode)
-        io += max(wire, cpu)
+        # each hyperslab is one call into the stack: its fixed cost is paid before its GETs start
+        total += max(wire + last, cpu + decode) + s.slab_s
+        io += max(wire, cpu) + s.slab_s
         decode_total += decode
         wire_total += wire
         cpu_total += cpu
@@ -237,7 +241,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
-                                             dict(probe.get("decode_Bps") or {}))
+                                             dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
+                                             float(probe.get("small_get_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)

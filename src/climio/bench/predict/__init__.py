@@ -13,9 +13,16 @@ reads.
     run.py      the files, predict + count + measure
     summary.py  errors per configuration, median / p90 / max factors, worst configurations (pure)
     section.py  the table in the report
+
+`--store s3://BUCKET/PREFIX`: the object-store model instead (issue 35 item 6), on Zarr arrays in
+S3 the calibration never read (store_space.py: 2-D to 5-D, shards or not, the codecs climio
+writes, t/xy/xt/xyt/box, both Zarr stacks, 0 and 20 ms; store_run.py: the bench's own server,
+`climio calibrate --store --quick` per latency, then predict + measure); the same records and
+summary.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import base
 from ..base import option
@@ -39,6 +46,7 @@ class Grid:
     profile: str = field(default="", metadata=option("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
     store: str = field(default="", metadata=option("--store", "Validate the object-store model instead: Zarr arrays written under s3://BUCKET/PREFIX on climio's own server (SeaweedFS behind Toxiproxy, started by the bench), calibrated first with climio calibrate --store --quick.", "URL"))
     endpoint_url: str = field(default="", metadata=option("--endpoint-url", "With --store: measure this S3 endpoint as it is instead of the bench's own server (0 ms only, nothing evicted; credentials from the AWS_* variables).", "URL"))
+    calibration: str = field(default="", metadata=option("--calibration", "With --store and --endpoint-url: the object-stores.json an earlier `climio calibrate --store` of that endpoint wrote (its run directory's), instead of calibrating again.", "FILE"))
     latency: str = field(default="", metadata=option("--latency", "With --store on the bench's own server: round-trip latencies injected by the proxy, ms (default 0,20).", "LIST"))
     preset: str = "full"
     latency_list: tuple = ()
@@ -57,8 +65,14 @@ def build_grid(preset="full", **values) -> Grid:
                          f"--seed {seed} not negative")
     store, endpoint_url = str(v.get("store") or ""), str(v.get("endpoint_url") or "")
     latency = _latencies(store, endpoint_url, str(v.get("latency") or ""))
+    calibration = str(v.get("calibration") or "")
+    if calibration and not endpoint_url:
+        raise InputError("--calibration goes with --store and --endpoint-url (the bench's own server is new each run: "
+                         "it is calibrated each run)")
+    if calibration and not Path(calibration).is_file():
+        raise InputError(f"--calibration {calibration}: no such file")
     return Grid(configs=configs, seed=seed, reps=reps, max_s=max_s, only=str(v["only"] or ""),
-                profile=str(v["profile"] or ""), store=store, endpoint_url=endpoint_url,
+                profile=str(v["profile"] or ""), store=store, endpoint_url=endpoint_url, calibration=calibration,
                 latency=",".join(f"{x:g}" for x in latency), preset=preset, latency_list=latency)
 
 

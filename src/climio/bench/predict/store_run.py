@@ -93,6 +93,16 @@ def calibrate(run_path: Path, data_dir: Path, url: str, env: dict, endpoint_url,
     return StoreRates.from_dict(rates)
 
 
+def given_rates(path, endpoint):
+    """The endpoint's StoreRates from an object-stores.json (`--calibration`)."""
+    from climio.model.object_store import StoreRates, store_key
+    stores = json.loads(Path(path).read_text()).get("object_stores") or {}
+    key = store_key(endpoint.describe()["endpoint_url"])
+    if key not in stores:
+        raise InputError(f"--calibration {path}: no rates of {key} (it has {', '.join(sorted(stores)) or 'none'})")
+    return StoreRates.from_dict(stores[key])
+
+
 def _bound(p) -> str:
     if p["wire_s"] >= p["cpu_s"] + p["decode_s"]:
         return "I/O"
@@ -166,8 +176,8 @@ def run_store_validation(ctx, grid) -> int:
         env = s3.env() if hasattr(s3, "env") else {}
         with _env(env):
             try:
-                rates = {}
-                for lat in sorted({c.latency_ms for c in configs}):
+                rates = {0.0: given_rates(grid.calibration, s3.endpoint)} if grid.calibration else {}
+                for lat in sorted({c.latency_ms for c in configs} - set(rates)):
                     s3.set_latency(lat)
                     rates[lat] = calibrate(ctx.run.path, data_dir, f"{base}/calibrate", env, grid.endpoint_url, lat, say)
                 arrays = {}
