@@ -41,6 +41,19 @@ def test_each_hyperslab_pays_the_stacks_call_cost():
     assert math.isclose(many["wire_s"], 0.1, rel_tol=1e-6)     # the GETs alone; the call's cost is beside them
 
 
+def test_a_shards_byte_range_gets_take_the_ranged_latency():
+    """s3fs asks a whole object's size before its GET (two round trips) but not a byte range's:
+    a partly read shard's index and inner chunks take the stack's measured ranged-GET latency."""
+    shape, chunks, shards = [8, 1, 16, 16], [1, 1, 16, 16], [8, 1, 16, 16]
+    part = om.read_tasks(shape, chunks, shards, [0, 0, 0, 0], [1, 1, 16, 16], 4)
+    whole = om.read_tasks(shape, chunks, shards, [0, 0, 0, 0], [8, 1, 16, 16], 4)
+    assert isinstance(part[0], om.Ranged) and len(part[0]) == 2 and not isinstance(whole[0], om.Ranged)
+    s = om.StackObjectRates(0.040, 1e12, 8.0, ranged_latency_s=0.020)
+    rates = om.StoreRates("http://x", 0.02, 1e12, 1e12, {"s": s})
+    assert math.isclose(om.predict_read([part], rates, "s")["time_s"], 2 * 0.020, rel_tol=1e-6)
+    assert math.isclose(om.predict_read([whole], rates, "s")["time_s"], 0.040, rel_tol=1e-6)
+
+
 def test_decode_rate_prefers_the_stack_calibration():
     from climio.advice.object_store import decode_rate
     rates = om.StoreRates("http://x", 0.001, 3e8, 3e8, {"zarr-obstore": _stack(zstd3=700e6)})

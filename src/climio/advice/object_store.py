@@ -15,14 +15,13 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 
 from climio.base.errors import InputError
-from climio.dataset.access import slice_starts
 from climio.dataset.description import describe
 from climio.dataset.reads import read_count_of
 from ..model import object_store as om
+from ..model.object_store import chunk_bytes, predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-MAX_SLABS = 4096
 
 
 def is_store_url(text) -> bool:
@@ -33,12 +32,6 @@ def is_store_url(text) -> bool:
 def store_url(text) -> str:
     t = str(text)
     return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
-
-
-def chunk_bytes(desc, chunks) -> tuple:
-    """(stored, decoded) bytes of a chunk of shape `chunks` in the store's codecs."""
-    raw = math.prod(chunks) * desc.itemsize
-    return max(1, int(round(raw * desc.stored_ratio))), raw
 
 
 def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
@@ -79,32 +72,6 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
             return other[key]
     flag = f" --endpoint-url {endpoint.url}" if endpoint.url else ""   # none: AWS, the flag's default
     raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX{flag}` first")
-
-
-def slabs_of(desc, read: str) -> list:
-    slabs = slice_starts(desc.shape, read_count_of(read, desc))
-    if len(slabs) > MAX_SLABS:
-        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
-    return slabs
-
-
-def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
-                   tasks=1) -> dict:
-    """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
-    bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
-    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
-    slabs = slabs_of(desc, read)
-    stored, raw = chunk_bytes(desc, chunks)
-    gets = [om.read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
-    out = om.predict_read(gets, rates, stack, decode_Bps, raw,
-                          cpu_units=[om.cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
-    if tasks > 1:
-        out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
-        out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
-    for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
-        out[k] *= passes
-    out["slabs"] = len(slabs)
-    return out
 
 
 @dataclass

@@ -23,6 +23,10 @@ import itertools
 import math
 from dataclasses import asdict, dataclass, field
 
+from climio.base.errors import InputError
+from climio.dataset.access import slice_starts
+from climio.dataset.reads import read_count_of
+
 INDEX_ENTRY_BYTES = 16        # a shard index entry: offset and length, uint64 each (+ a crc32c)
 
 
@@ -39,6 +43,7 @@ class StackObjectRates:
     decode_Bps: dict = field(default_factory=dict)
     slab_s: float = 0.0                  # seconds per hyperslab read beyond its GETs and chunks (one call)
     small_get_s: float = 0.0             # a small GET's seconds inside a one-chunk hyperslab (as measured)
+    ranged_latency_s: float = 0.0        # a small byte-range GET's (in a shard), as measured; 0: latency_s
 
 
 @dataclass
@@ -120,8 +125,13 @@ def read_tasks(shape, chunks, shards, start, count, itemsize, chunk_nbytes=None)
         b = [min(s + n, h) for s, n, h in zip(start, count, hi)]
         inner = math.prod(len(range((x - l) // c, (y - 1 - l) // c + 1)) for x, y, l, c in zip(a, b, lo, chunks))
         whole = math.prod(-(-(h - l) // c) for l, h, c in zip(lo, hi, chunks))
-        tasks.append([whole * cb + index] if inner == whole else [index] + [cb] * inner)
+        tasks.append([whole * cb + index] if inner == whole else Ranged([index] + [cb] * inner))
     return tasks
+
+
+class Ranged(list):
+    """A task of byte-range GETs (a shard's index, then its inner chunks): a stack may cost a ranged
+    GET less than a whole object's (s3fs asks a whole object's size first, one more round trip)."""
 
 
 def cpu_units(shape, chunks, shards, start, count) -> tuple:
@@ -166,7 +176,9 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     gets = nbytes = 0
     per_chunk = chunk_raw_bytes / decode_Bps if decode_Bps and math.isfinite(decode_Bps) else 0.0
     for i, tasks in enumerate(tasks_per_slab):
-        durs = [sum(s.latency_s + g / s.per_connection_Bps for g in task) for task in tasks]
+        ranged = s.ranged_latency_s or s.latency_s
+        durs = [sum((ranged if isinstance(task, Ranged) else s.latency_s) + g / s.per_connection_Bps for g in task)
+                for task in tasks]
         moved = sum(sum(task) for task in tasks)
         wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
                    sum(len(t) for t in tasks) / s.gets_per_s)
@@ -242,10 +254,48 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
-                                             float(probe.get("small_get_s", 0.0)))
+                                             float(probe.get("small_get_s", 0.0)), float(probe.get("ranged_get_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
+
+
+# --- a described variable's reads (climio.dataset.description's Description) -----------------------
+
+MAX_SLABS = 4096
+
+
+def chunk_bytes(desc, chunks) -> tuple:
+    """(stored, decoded) bytes of a chunk of shape `chunks` in the store's codecs."""
+    raw = math.prod(chunks) * desc.itemsize
+    return max(1, int(round(raw * desc.stored_ratio))), raw
+
+
+def slabs_of(desc, read: str) -> list:
+    slabs = slice_starts(desc.shape, read_count_of(read, desc))
+    if len(slabs) > MAX_SLABS:
+        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
+    return slabs
+
+
+def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
+                   tasks=1) -> dict:
+    """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
+    bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
+    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
+    slabs = slabs_of(desc, read)
+    stored, raw = chunk_bytes(desc, chunks)
+    gets = [read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
+    out = predict_read(gets, rates, stack, decode_Bps, raw,
+                          cpu_units=[cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
+    if tasks > 1:
+        out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+        out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+    for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
+        out[k] *= passes
+    out["slabs"] = len(slabs)
+    return out
+
 
 
 # --- files (the only impure part): an endpoint's rates per platform, beside the platform profiles ---

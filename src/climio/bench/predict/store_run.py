@@ -103,6 +103,17 @@ def given_rates(path, endpoint):
     return StoreRates.from_dict(stores[key])
 
 
+def decode_of(label, rates, stack) -> tuple:
+    """(B/s, where from) of decoding `label` through `stack`: its calibrated rate (or its family's),
+    else the built-in profile's (as `climio predict` falls back to)."""
+    from climio.model import object_store as om
+    from climio.model.profile import default_profile
+    bps, measured = om.stack_decode(rates.stack(stack), label)
+    if bps is not None:
+        return bps, ("nothing to decode" if measured == "none" else f"{stack} decoding {measured}, climio calibrate --store")
+    return default_profile().decode(label), "built-in default"
+
+
 def _bound(p) -> str:
     if p["wire_s"] >= p["cpu_s"] + p["decode_s"]:
         return "I/O"
@@ -127,11 +138,11 @@ def _params(cfg, desc, p, dec, rates) -> dict:
 
 def _one(ctx, grid, s3, cfg, url, rates, say) -> int:
     """Describe, predict and measure one configuration; its records written; how many."""
-    from climio.advice.object_store import decode_rate, predict_layout, slabs_of
     from climio.dataset.description import describe
     from climio.measure.object_reads import slab_walls
+    from climio.model.object_store import predict_layout, slabs_of
     desc = describe(url, "v", s3.endpoint.url)
-    dec = decode_rate(desc.codecs, None, rates, cfg.stack)
+    dec = decode_of(desc.codecs, rates, cfg.stack)
     p = predict_layout(desc, desc.chunks, desc.shards, cfg.read, rates, cfg.stack, dec[0])
     params = _params(cfg, desc, p, dec, rates)
     params["load_1min"], params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
