@@ -115,3 +115,19 @@ def test_bench_predict_store_slice(s3_server, tmp_path, monkeypatch):
         if cfg.codec != "none":
             assert f"{cfg.stack} decoding" in p["predicted"]["decode_source"] and p["predicted"]["decode_Bps"] > 0
     assert not list_keys(s3_server.endpoint, "s3://climio/slice/predict-seed1/")
+
+
+def test_store_grid_checks_its_values(tmp_path):
+    import pytest
+    from climio.base.errors import InputError
+    from climio.bench.predict import build_grid
+    g = build_grid("quick", store="s3://climio/p")
+    assert g.latency_list == (0.0, 20.0) and build_grid("quick").latency_list == ()
+    assert build_grid("quick", store="s3://b/p", endpoint_url="http://h:1").latency_list == (0.0,)
+    for bad in ({"latency": "20"}, {"endpoint_url": "http://h:1"},                      # without --store
+                {"store": "s3://b/p", "endpoint_url": "http://h:1", "latency": "0,20"},  # no injection there
+                {"store": "s3://b/p", "latency": "x"},
+                {"store": "s3://b/p", "calibration": str(tmp_path / "c.json")},           # own server: calibrated
+                {"store": "s3://b/p", "endpoint_url": "http://h:1", "calibration": str(tmp_path / "none.json")}):
+        with pytest.raises(InputError):
+            build_grid("quick", **bad)
