@@ -110,6 +110,7 @@ def test_bench_predict_store_slice(s3_server, tmp_path, monkeypatch):
     for r in recs:
         p, cfg = r["params"], next(c for c in pick if c.id == r["params"]["config"])
         assert p["predicted_s"] > 0 and r["metrics"]["wall_s"] > 0 and p["predicted"]["gets"] > 0
+        assert p["canary"]["s"] > 0 and p["canary"]["at_calibration_s"] > 0
         assert p["compression"] == cfg.codec and p["shape"] == list(cfg.shape)
         assert p["shards"] == (list(cfg.shards) if cfg.shards else None)
         if cfg.codec != "none":

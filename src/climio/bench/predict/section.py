@@ -84,6 +84,13 @@ def _store_section(sec, s) -> Section:
         f"Error as a factor: median {s['median_factor']:.2f}x, 90th percentile {s['p90_factor']:.2f}x, max "
         f"{s['max_factor']:.2f}x; targets {s['target']['median']}x / {s['target']['p90']}x / {s['target']['max']}x: "
         f"{'met' if s['meets_target'] else 'NOT met'}."))
+    c = s["canary"]
+    if c["n"]:
+        sec.add(Paragraph(
+            f"The machine's drift: one-chunk reads of a canary array ran a median {c['median_slowdown']:.2f}x as long "
+            "before each configuration as right after the calibration. Each prediction scaled by its canary's "
+            f"slowdown: median {c['median_factor']:.2f}x, 90th percentile {c['p90_factor']:.2f}x, max "
+            f"{c['max_factor']:.2f}x (shown to explain the error; the targets are judged on the unscaled figures)."))
     rows = [[r["config"], r["compression"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}",
              r["bound"], " -> ".join(r["path"])] for r in s["worst"]]
     sec.add(Table(["configuration (shape/chunks/shards/codec/read/stack/latency)", "codec (store's)", "predicted [s]",

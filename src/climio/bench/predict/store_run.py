@@ -114,6 +114,38 @@ def decode_of(label, rates, stack) -> tuple:
     return default_profile().decode(label), "built-in default"
 
 
+CANARY_SHAPE, CANARY_CHUNKS, CANARY_READS = (1, 1, 64, 256), (1, 1, 16, 32), 16
+
+
+def write_canary(endpoint, url: str) -> None:
+    """A small uncompressed array whose one-chunk hyperslabs are the bench's canary."""
+    import zarr
+    from zarr.storage import ObjectStore
+    from climio.stores.endpoint import parse_s3_url
+    u = parse_s3_url(url)
+    root = zarr.open_group(ObjectStore(endpoint.obstore(u.bucket, u.key)), mode="w", zarr_format=3)
+    a = root.create_array("v", shape=CANARY_SHAPE, chunks=CANARY_CHUNKS, dtype="f4", fill_value=0.0, compressors=None)
+    a[...] = np.arange(math.prod(CANARY_SHAPE), dtype="f4").reshape(CANARY_SHAPE)
+
+
+def canary(endpoint, url: str, stack: str) -> float:
+    """Seconds per one-chunk hyperslab of the canary through `stack`: read right after the
+    calibration and again before every configuration, the ratio says how much slower the shared
+    machine (or the store) is then than when the rates were measured."""
+    from climio.measure.stacks_s3 import OBJECT_STACKS
+    reader = OBJECT_STACKS[stack](endpoint)
+    reader.open(url, "v")
+    try:
+        per_row = CANARY_SHAPE[3] // CANARY_CHUNKS[3]
+        t0 = time.perf_counter()
+        for i in range(CANARY_READS):
+            y, x = divmod(i, per_row)
+            reader.read_slab([0, 0, y * CANARY_CHUNKS[2], x * CANARY_CHUNKS[3]], list(CANARY_CHUNKS))
+        return (time.perf_counter() - t0) / CANARY_READS
+    finally:
+        reader.close()
+
+
 def _bound(p) -> str:
     if p["wire_s"] >= p["cpu_s"] + p["decode_s"]:
         return "I/O"
@@ -136,7 +168,7 @@ def _params(cfg, desc, p, dec, rates) -> dict:
             "profile": rates.endpoint, "profile_source": rates.source}
 
 
-def _one(ctx, grid, s3, cfg, url, rates, say) -> int:
+def _one(ctx, grid, s3, cfg, url, rates, say, canary_ref=None) -> int:
     """Describe, predict and measure one configuration; its records written; how many."""
     from climio.dataset.description import describe
     from climio.measure.object_reads import slab_walls
@@ -146,6 +178,9 @@ def _one(ctx, grid, s3, cfg, url, rates, say) -> int:
     p = predict_layout(desc, desc.chunks, desc.shards, cfg.read, rates, cfg.stack, dec[0])
     params = _params(cfg, desc, p, dec, rates)
     params["load_1min"], params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
+    if canary_ref:
+        now = canary(s3.endpoint, canary_ref[0], cfg.stack)
+        params["canary"] = {"s": now, "at_calibration_s": canary_ref[1], "slowdown": now / canary_ref[1]}
     slabs = slabs_of(desc, cfg.read)
     walls = []
     for rep in range(grid.reps):
@@ -187,10 +222,17 @@ def run_store_validation(ctx, grid) -> int:
         env = s3.env() if hasattr(s3, "env") else {}
         with _env(env):
             try:
+                canary_url = f"{base}/predict-seed{grid.seed}/canary.zarr"
+                write_canary(s3.direct_endpoint, canary_url)
                 rates = {0.0: given_rates(grid.calibration, s3.endpoint)} if grid.calibration else {}
-                for lat in sorted({c.latency_ms for c in configs} - set(rates)):
+                refs = {}
+                for lat in sorted({c.latency_ms for c in configs}):
                     s3.set_latency(lat)
-                    rates[lat] = calibrate(ctx.run.path, data_dir, f"{base}/calibrate", env, grid.endpoint_url, lat, say)
+                    if lat not in rates:
+                        rates[lat] = calibrate(ctx.run.path, data_dir, f"{base}/calibrate", env, grid.endpoint_url,
+                                               lat, say)
+                    for stack in sorted({c.stack for c in configs}):
+                        refs[(lat, stack)] = (canary_url, canary(s3.endpoint, canary_url, stack))
                 arrays = {}
                 for done, cfg in enumerate(sorted(configs, key=lambda c: c.latency_ms)):
                     url = arrays.get(cfg.array_key)
@@ -199,7 +241,8 @@ def run_store_validation(ctx, grid) -> int:
                         write_array(s3.direct_endpoint, url, cfg, grid.seed + len(arrays))
                     s3.set_latency(cfg.latency_ms)
                     try:
-                        n += _one(ctx, grid, s3, cfg, url, rates[cfg.latency_ms], say)
+                        n += _one(ctx, grid, s3, cfg, url, rates[cfg.latency_ms], say,
+                                  refs[(cfg.latency_ms, cfg.stack)])
                     except ClimioError as exc:
                         line = str(exc).splitlines()[0]
                         ctx.run.writer.write(make_record(STUDY, {**cfg.to_dict(), "config": cfg.id, "reason": line},
