@@ -180,8 +180,12 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
         durs = [sum((ranged if isinstance(task, Ranged) else s.latency_s) + g / s.per_connection_Bps for g in task)
                 for task in tasks]
         moved = sum(sum(task) for task in tasks)
+        # the GET-rate ceiling was measured with whole-object GETs: a byte range counts as the share
+        # of one that its latency is (s3fs: one request of the two a whole object takes)
+        share = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
+        weight = sum(len(t) * (share if isinstance(t, Ranged) else 1.0) for t in tasks)
         wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
-                   sum(len(t) for t in tasks) / s.gets_per_s)
+                   weight / s.gets_per_s)
         # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
         chunks, shards = cpu_units[i] if cpu_units else (len(tasks), 0)
         decode = chunks * per_chunk
