@@ -7,7 +7,7 @@ on the proxy; with --endpoint-url it measures that endpoint as it is (0 ms only,
 Per latency, `climio calibrate --store s3://BUCKET/PREFIX/calibrate --quick` runs first, as a
 user runs it (its own process, a profile directory of the run's); then per drawn configuration
 (store_space.draw_store) one Zarr v3 array is written under PREFIX/predict-seedN/, described from
-the store's metadata (climio.dataset.description), predicted (climio.advice.object_store, with the
+the store's metadata (climio.dataset.description), predicted (climio.model.object_store, with the
 stack's calibrated decode rate of the array's codec) and read --reps times, the server's volume
 files evicted before each; one record per repetition, in the file study's record shape (summary.py
 takes both).
