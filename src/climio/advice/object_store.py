@@ -15,14 +15,13 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 
 from climio.base.errors import InputError
-from climio.dataset.access import slice_starts
 from climio.dataset.description import describe
 from climio.dataset.reads import read_count_of
 from ..model import object_store as om
+from ..model.object_store import chunk_bytes, predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-MAX_SLABS = 4096
 
 
 def is_store_url(text) -> bool:
@@ -35,19 +34,18 @@ def store_url(text) -> str:
     return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
 
 
-def chunk_bytes(desc, chunks) -> tuple:
-    """(stored, decoded) bytes of a chunk of shape `chunks` in the store's codecs."""
-    raw = math.prod(chunks) * desc.itemsize
-    return max(1, int(round(raw * desc.stored_ratio))), raw
-
-
-def decode_rate(label: str, warn=None) -> tuple:
-    """(B/s, where it comes from) of decoding `label` on this machine: the calibrated profile's
-    codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
+def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
+    """(B/s, where it comes from) of decoding `label` on this machine: the rate the stack decoded
+    the codec at (or its family's nearest level) in `climio calibrate --store`, else the file
+    profile's codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
     from ..model import profile as profmod
     from climio.machine.platform import platform_id_here as platform_id_of
     if label == "none":
         return math.inf, "nothing to decode"
+    if rates is not None and stack:
+        bps, measured = om.stack_decode(rates.stack(stack), label)
+        if bps is not None:
+            return bps, f"{stack} decoding {measured}, climio calibrate --store"
     prof, note = profmod.find(platform_id_of(None))
     if prof is not None and prof.decode_Bps:
         return prof.decode(label), f"calibrated on {prof.platform_id}"
@@ -74,32 +72,6 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
             return other[key]
     flag = f" --endpoint-url {endpoint.url}" if endpoint.url else ""   # none: AWS, the flag's default
     raise InputError(f"no object-store rates for {key}: run `climio calibrate --store s3://BUCKET/PREFIX{flag}` first")
-
-
-def slabs_of(desc, read: str) -> list:
-    slabs = slice_starts(desc.shape, read_count_of(read, desc))
-    if len(slabs) > MAX_SLABS:
-        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
-    return slabs
-
-
-def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
-                   tasks=1) -> dict:
-    """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
-    bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
-    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
-    slabs = slabs_of(desc, read)
-    stored, raw = chunk_bytes(desc, chunks)
-    gets = [om.read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
-    out = om.predict_read(gets, rates, stack, decode_Bps, raw,
-                          cpu_units=[om.cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
-    if tasks > 1:
-        out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
-        out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
-    for k in ("time_s", "io_s", "decode_s", "gets", "bytes"):
-        out[k] *= passes
-    out["slabs"] = len(slabs)
-    return out
 
 
 @dataclass
@@ -165,7 +137,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     specs = _specs(reads)
     desc = desc or describe(store_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
-    dec_Bps, source = decode_rate(desc.codecs, warn)
+    dec_Bps, source = decode_rate(desc.codecs, warn, rates, stack)
     out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
     for read, passes in specs:
         p = predict_layout(desc, desc.chunks, desc.shards, read, rates, stack, dec_Bps, passes, tasks)
@@ -192,7 +164,7 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     rates = store_rates(endpoint, warn)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
-    dec_Bps = decode_rate(d.codecs, warn)[0]
+    dec_Bps = decode_rate(d.codecs, warn, rates, stack)[0]
 
     def again(chunks=None, shards=(), stack=stack, concurrency=None):
         chunks = list(chunks or d.chunks or d.shape)

@@ -92,7 +92,7 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     run_dir = run_study("object-read", preset="survey", out=out, report=False, append=append, force=force,
                         store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
-    key, rates = store_rates(records, endpoint, store)
+    key, rates = store_rates(records, endpoint, store, quick=quick)
     from ..model.object_store import save_rates
     from climio.machine.platform import platform_id_here
     written = save_rates(platform_id_here(None), key, rates, Path(run_dir) / "object-stores.json")
@@ -102,6 +102,8 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
     for name, s in sorted(rates.stacks.items()):
         print(f"  {name}: GET {s.latency_s * 1e3:.2f} ms + size / {s.per_connection_Bps / 1e6:.0f} MB/s, "
               f"{s.concurrency:.1f} GETs in flight (measured)")
+        if s.decode_Bps:
+            print("    decodes " + ", ".join(f"{k} {v / 1e6:.0f} MB/s" for k, v in sorted(s.decode_Bps.items())))
 
 
 def _defaults_line(prof) -> list:

@@ -14,13 +14,18 @@ stack keeps in flight:
     predict_read()   tasks scheduled on the stack's concurrency (the next free slot takes the next
                      task: waves when tasks are equal), each GET latency + size / per-connection
                      bandwidth, the whole capped by the aggregate bandwidth; a compressed store's
-                     chunks decoded at the codec's calibrated rate, beside the GETs in flight
+                     chunks decoded at the codec's calibrated rate, beside the GETs in flight;
+                     each hyperslab a call with the stack's fixed cost (slab_s, measured)
 """
 
 import heapq
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
+
+from climio.base.errors import InputError
+from climio.dataset.access import slice_starts
+from climio.dataset.reads import read_count_of
 
 INDEX_ENTRY_BYTES = 16        # a shard index entry: offset and length, uint64 each (+ a crc32c)
 
@@ -34,6 +39,11 @@ class StackObjectRates:
     gets_per_s: float = math.inf         # the most GETs per second it completed (small GETs)
     chunk_cpu_s: float = 0.0             # CPU seconds per chunk decoded (zarr's codec pipeline)
     shard_cpu_s: float = 0.0             # CPU seconds per shard visited beyond its chunks
+    # codec label -> B/s of decoded output through this stack's codec pipeline (calibrate --store)
+    decode_Bps: dict = field(default_factory=dict)
+    slab_s: float = 0.0                  # seconds per hyperslab read beyond its GETs and chunks (one call)
+    small_get_s: float = 0.0             # a small GET's seconds inside a one-chunk hyperslab (as measured)
+    ranged_latency_s: float = 0.0        # a small byte-range GET's (in a shard), as measured; 0: latency_s
 
 
 @dataclass
@@ -59,6 +69,31 @@ class StoreRates:
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         kw["stacks"] = {k: StackObjectRates(**v) for k, v in (d.get("stacks") or {}).items()}
         return cls(**kw)
+
+
+def _level(label: str) -> float:
+    digits = "".join(ch for ch in str(label).split("+")[0].split(":")[-1] if ch.isdigit())
+    return float(digits) if digits else 0.0
+
+
+def stack_decode(s: StackObjectRates, label: str):
+    """(B/s, the label it was measured for) of decoding `label` through the stack, or (None, "")
+    when the stack has no rate of the codec's family. The label's own rate first; else the same
+    family with the same shuffle (in Zarr a shuffle means blosc, another implementation), the
+    nearest level; else the same family's nearest level."""
+    from .profile import codec_family
+    if not label or label == "none":
+        return math.inf, "none"
+    rates = s.decode_Bps or {}
+    if label in rates:
+        return float(rates[label]), label
+    fam, shuffled = codec_family(label), "shuffle" in str(label)
+    same = [k for k in rates if codec_family(k) == fam]
+    pool = [k for k in same if ("shuffle" in k) == shuffled] or same
+    if not pool:
+        return None, ""
+    best = min(pool, key=lambda k: (abs(_level(k) - _level(label)), k))
+    return float(rates[best]), best
 
 
 def store_key(endpoint_url: str, injected_latency_ms: float = 0.0) -> str:
@@ -90,8 +125,13 @@ def read_tasks(shape, chunks, shards, start, count, itemsize, chunk_nbytes=None)
         b = [min(s + n, h) for s, n, h in zip(start, count, hi)]
         inner = math.prod(len(range((x - l) // c, (y - 1 - l) // c + 1)) for x, y, l, c in zip(a, b, lo, chunks))
         whole = math.prod(-(-(h - l) // c) for l, h, c in zip(lo, hi, chunks))
-        tasks.append([whole * cb + index] if inner == whole else [index] + [cb] * inner)
+        tasks.append([whole * cb + index] if inner == whole else Ranged([index] + [cb] * inner))
     return tasks
+
+
+class Ranged(list):
+    """A task of byte-range GETs (a shard's index, then its inner chunks): a stack may cost a ranged
+    GET less than a whole object's (s3fs asks a whole object's size first, one more round trip)."""
 
 
 def cpu_units(shape, chunks, shards, start, count) -> tuple:
@@ -132,26 +172,37 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     chunks are decoded after the wire is done, so a slab takes
     max(wire + one task's decoding, the stack's CPU + all the decoding)."""
     s = rates.stack(stack)
-    total = io = decode_total = 0.0
+    total = io = decode_total = wire_total = cpu_total = 0.0
     gets = nbytes = 0
     per_chunk = chunk_raw_bytes / decode_Bps if decode_Bps and math.isfinite(decode_Bps) else 0.0
     for i, tasks in enumerate(tasks_per_slab):
-        durs = [sum(s.latency_s + g / s.per_connection_Bps for g in task) for task in tasks]
+        ranged = s.ranged_latency_s or s.latency_s
+        durs = [sum((ranged if isinstance(task, Ranged) else s.latency_s) + g / s.per_connection_Bps for g in task)
+                for task in tasks]
         moved = sum(sum(task) for task in tasks)
+        # the GET-rate ceiling was measured with whole-object GETs: a byte range counts as the share
+        # of one that its latency is (s3fs: one request of the two a whole object takes)
+        share = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
+        weight = sum(len(t) * (share if isinstance(t, Ranged) else 1.0) for t in tasks)
         wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
-                   sum(len(t) for t in tasks) / s.gets_per_s)
+                   weight / s.gets_per_s)
         # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
         chunks, shards = cpu_units[i] if cpu_units else (len(tasks), 0)
         decode = chunks * per_chunk
         last = decode / len(tasks) if tasks else 0.0
         cpu = chunks * s.chunk_cpu_s + shards * s.shard_cpu_s
-        total += max(wire + last, cpu + decode)
-        io += max(wire, cpu)
+        # each hyperslab is one call into the stack: its fixed cost is paid before its GETs start
+        total += max(wire + last, cpu + decode) + s.slab_s
+        io += max(wire, cpu) + s.slab_s
         decode_total += decode
+        wire_total += wire
+        cpu_total += cpu
         gets += sum(len(t) for t in tasks)
         nbytes += moved
     # io_s: the same reads with nothing to decode; decode_s: the decoding's CPU seconds (partly hidden)
-    return {"time_s": total, "io_s": io, "decode_s": decode_total, "gets": gets, "bytes": nbytes}
+    # wire_s, cpu_s: the GETs' schedule and the stack's own CPU, each alone (what bounds the read)
+    return {"time_s": total, "io_s": io, "decode_s": decode_total, "gets": gets, "bytes": nbytes,
+            "wire_s": wire_total, "cpu_s": cpu_total}
 
 
 def fit_stack(points) -> tuple:
@@ -205,10 +256,50 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
-                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)))
+                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
+                                             dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
+                                             float(probe.get("small_get_s", 0.0)), float(probe.get("ranged_get_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
+
+
+# --- a described variable's reads (climio.dataset.description's Description) -----------------------
+
+MAX_SLABS = 4096
+
+
+def chunk_bytes(desc, chunks) -> tuple:
+    """(stored, decoded) bytes of a chunk of shape `chunks` in the store's codecs."""
+    raw = math.prod(chunks) * desc.itemsize
+    return max(1, int(round(raw * desc.stored_ratio))), raw
+
+
+def slabs_of(desc, read: str) -> list:
+    slabs = slice_starts(desc.shape, read_count_of(read, desc))
+    if len(slabs) > MAX_SLABS:
+        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
+    return slabs
+
+
+def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
+                   tasks=1) -> dict:
+    """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
+    bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
+    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
+    slabs = slabs_of(desc, read)
+    stored, raw = chunk_bytes(desc, chunks)
+    gets = [read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
+    out = predict_read(gets, rates, stack, decode_Bps, raw,
+                          cpu_units=[cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
+    if tasks > 1:
+        out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+        out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
+    for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
+        out[k] *= passes
+    out["slabs"] = len(slabs)
+    return out
+
 
 
 # --- files (the only impure part): an endpoint's rates per platform, beside the platform profiles ---

@@ -2,7 +2,8 @@
 
 The object-read study's calibration grid (small to medium GETs, concurrency 1 and 8, the raw-GET
 peer and the Zarr stacks) measured on the store, then the GETs each stack keeps in flight
-(concurrency.py), fitted into a model.object_store.StoreRates keyed by the endpoint's URL."""
+(concurrency.py) and how fast each decodes each codec climio writes (decode.py), fitted into a
+model.object_store.StoreRates keyed by the endpoint's URL."""
 
 from ...model.object_store import rates_from_cells, store_key
 from .summary import summarise
@@ -12,14 +13,19 @@ CALIBRATE_GRID = {"sizes": "16KiB,64KiB,256KiB,1MiB", "concurrency": "1,8",
 QUICK_GRID = {**CALIBRATE_GRID, "sizes": "16KiB,256KiB,1MiB", "reps": 1, "max_requests": 16}
 
 
-def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrency=None):
+def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrency=None, quick: bool = False):
     """StoreRates from the object-read records of one store; `concurrency` (stack -> GETs in flight)
-    measured here when not given."""
+    and the stacks' decode rates per codec measured here when not given."""
     from .concurrency import measure_concurrency
+    from .decode import DECODE_CODECS, measure_decode
     cells = summarise(records)["cells"]
     stacks = sorted({c["stack"] for c in cells} - {"raw-obstore"})
     if concurrency is None:
         concurrency = measure_concurrency(endpoint, url, stacks)
+        decode = measure_decode(endpoint, url, stacks, DECODE_CODECS["quick" if quick else "full"],
+                                reps=2 if quick else 4)
+        for stack, rates in decode.items():
+            concurrency[stack]["decode_Bps"] = rates
     rates = rates_from_cells(cells, latency_ms, endpoint.describe().get("endpoint_url") or str(url), concurrency,
                              source="climio calibrate --store")
     return store_key(rates.endpoint, latency_ms), rates

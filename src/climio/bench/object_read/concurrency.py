@@ -2,7 +2,8 @@
 chunks is read whole, in one selection, through the stack with its default settings; the mean
 GETs in flight is Little's law over the read (the GETs' summed time over its wall time) and the
 CPU seconds per chunk its process time over the chunks. The same array in shards (read whole: one
-GET per shard) gives the CPU seconds a shard costs beyond its chunks."""
+GET per shard) gives the CPU seconds a shard costs beyond its chunks. One-chunk hyperslabs read one
+after another give what each hyperslab (each zarr __getitem__) costs beyond its GET and chunk."""
 
 import tempfile
 import time
@@ -17,6 +18,7 @@ from ...stores.timing import timed_store
 PROBE_SHAPE, PROBE_CHUNKS = [1, 1, 128, 512], [1, 1, 16, 32]     # 128 chunks of 2 KiB (float32)
 PROBE_SHARDS = [1, 1, 64, 128]                                     # 8 shards of 16 chunks
 PLAIN, SHARDED = "climio-concurrency-probe.zarr", "climio-shard-probe.zarr"
+SLAB_READS = 32
 
 
 def _read(endpoint, stack, url) -> dict:
@@ -31,6 +33,25 @@ def _read(endpoint, stack, url) -> dict:
     finally:
         reader.close()
     return {"mean_in_flight": sum(times) / wall, "gets": len(times), "wall_s": wall, "cpu_s": cpu}
+
+
+def _slab_reads(endpoint, stack, url, n=SLAB_READS) -> dict:
+    """`n` one-chunk hyperslabs read one after another, as a read of many small hyperslabs makes
+    them: the wall seconds per read and the median GET inside it."""
+    times = []
+    reader = OBJECT_STACKS[stack](endpoint, wrap=lambda st: timed_store(st, times))
+    reader.open(url, "ta")
+    times.clear()
+    per_row = PROBE_SHAPE[3] // PROBE_CHUNKS[3]
+    try:
+        t0 = time.perf_counter()
+        for i in range(n):
+            y, x = divmod(i, per_row)
+            reader.read_slab([0, 0, y * PROBE_CHUNKS[2], x * PROBE_CHUNKS[3]], PROBE_CHUNKS)
+        wall = time.perf_counter() - t0
+    finally:
+        reader.close()
+    return {"read_s": wall / n, "get_s": median(times) if times else 0.0}
 
 
 def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
@@ -52,8 +73,17 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 sharded = [_read(endpoint, stack, f"{base}/{SHARDED}") for _ in range(reps)]
                 chunk_cpu = median(r["cpu_s"] for r in plain) / n_chunks
                 shard_cpu = max(0.0, (median(r["cpu_s"] for r in sharded) - n_chunks * chunk_cpu) / n_shards)
+                # once: SLAB_READS hyperslabs are many repetitions already
+                slab = _slab_reads(endpoint, stack, f"{base}/{PLAIN}")
+                read_s, get_s = slab["read_s"], slab["get_s"]
+                # one inner chunk of a shard: the index and the chunk, byte-range GETs both
+                ranged = _slab_reads(endpoint, stack, f"{base}/{SHARDED}", SLAB_READS // 2)
+                # what a hyperslab costs beyond its GET and its chunk: zarr's selection, the hop to its
+                # event loop and back (a shared machine's scheduling delays included, as a user sees them)
                 out[stack] = {"median_in_flight": median(r["mean_in_flight"] for r in plain),
                               "chunk_cpu_s": chunk_cpu, "shard_cpu_s": shard_cpu,
+                              "slab_s": max(0.0, read_s - get_s - chunk_cpu), "small_get_s": get_s,
+                              "ranged_get_s": ranged["get_s"],
                               "all": [round(r["mean_in_flight"], 2) for r in plain]}
         finally:
             for name in (PLAIN, SHARDED):

@@ -13,9 +13,16 @@ reads.
     run.py      the files, predict + count + measure
     summary.py  errors per configuration, median / p90 / max factors, worst configurations (pure)
     section.py  the table in the report
+
+`--store s3://BUCKET/PREFIX`: the object-store model instead (issue 35 item 6), on Zarr arrays in
+S3 the calibration never read (store_space.py: 2-D to 5-D, shards or not, the codecs climio
+writes, t/xy/xt/xyt/box, both Zarr stacks, 0 and 20 ms; store_run.py: the bench's own server,
+`climio calibrate --store --quick` per latency, then predict + measure); the same records and
+summary.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import base
 from ..base import option
@@ -37,7 +44,12 @@ class Grid:
     max_s: float = field(default=12.0, metadata=option("--max-s", "Configurations predicted to take longer are not run (a dnf record says so).", "S"))
     only: str = field(default="", metadata=option("--only", "Run only configurations whose id contains one of these words (comma list).", "LIST"))
     profile: str = field(default="", metadata=option("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
+    store: str = field(default="", metadata=option("--store", "Validate the object-store model instead: Zarr arrays written under s3://BUCKET/PREFIX on climio's own server (SeaweedFS behind Toxiproxy, started by the bench), calibrated first with climio calibrate --store --quick.", "URL"))
+    endpoint_url: str = field(default="", metadata=option("--endpoint-url", "With --store: measure this S3 endpoint as it is instead of the bench's own server (0 ms only, nothing evicted; credentials from the AWS_* variables).", "URL"))
+    calibration: str = field(default="", metadata=option("--calibration", "With --store and --endpoint-url: the object-stores.json an earlier `climio calibrate --store` of that endpoint wrote (its run directory's), instead of calibrating again.", "FILE"))
+    latency: str = field(default="", metadata=option("--latency", "With --store on the bench's own server: round-trip latencies injected by the proxy, ms (default 0,20).", "LIST"))
     preset: str = "full"
+    latency_list: tuple = ()
 
 
 def build_grid(preset="full", **values) -> Grid:
@@ -51,8 +63,37 @@ def build_grid(preset="full", **values) -> Grid:
     if configs < 1 or reps < 1 or max_s <= 0 or seed < 0:
         raise InputError(f"--configs {configs} and --reps {reps} must be at least 1, --max-s {max_s:g} positive, "
                          f"--seed {seed} not negative")
+    store, endpoint_url = str(v.get("store") or ""), str(v.get("endpoint_url") or "")
+    latency = _latencies(store, endpoint_url, str(v.get("latency") or ""))
+    calibration = str(v.get("calibration") or "")
+    if calibration and not endpoint_url:
+        raise InputError("--calibration goes with --store and --endpoint-url (the bench's own server is new each run: "
+                         "it is calibrated each run)")
+    if calibration and not Path(calibration).is_file():
+        raise InputError(f"--calibration {calibration}: no such file")
     return Grid(configs=configs, seed=seed, reps=reps, max_s=max_s, only=str(v["only"] or ""),
-                profile=str(v["profile"] or ""), preset=preset)
+                profile=str(v["profile"] or ""), store=store, endpoint_url=endpoint_url, calibration=calibration,
+                latency=",".join(f"{x:g}" for x in latency), preset=preset, latency_list=latency)
+
+
+def _latencies(store, endpoint_url, text) -> tuple:
+    """The injected latencies of a --store run (0 and 20 ms on the bench's own server)."""
+    if (endpoint_url or text) and not store:
+        raise InputError("--endpoint-url and --latency go with --store s3://BUCKET/PREFIX")
+    if not store:
+        return ()
+    from ...stores.endpoint import parse_s3_url
+    parse_s3_url(store)
+    try:
+        lat = tuple(sorted({float(x) for x in (text or ("0" if endpoint_url else "0,20")).split(",")}))
+    except ValueError:
+        raise InputError(f"--latency '{text}': give milliseconds separated by commas") from None
+    if any(x < 0 or x > 10000 for x in lat):
+        raise InputError(f"--latency '{text}': 0 to 10000 ms")
+    if endpoint_url and any(lat):
+        raise InputError("--endpoint-url measures a store as it is: latency is injected only into the bench's own "
+                         "server (give --latency 0)")
+    return lat
 
 
 class Predict(base.Study):
@@ -66,8 +107,11 @@ class Predict(base.Study):
     presets = PRESETS
     default_preset = "full"
     preset_help = {"quick": "30 configurations, two repetitions: a few minutes."}
+    # --store: Zarr arrays in S3 (store_space.py, store_run.py), the same records and summary
 
     def run(self, ctx, grid) -> int:
+        if grid.store:
+            return self._part("store_run").run_store_validation(ctx, grid)
         return self._part("run").run_validation(ctx, grid)   # by name, as base.Study.run: no import cycle
 
     def survey_grid(self, quick: bool):

@@ -12,6 +12,8 @@ def section(records) -> Section:
     if not s["n"]:
         return sec.add(Paragraph("No configuration finished."))
     sec.add(key_figure(records, s))
+    if s["object_store"]:
+        return _store_section(sec, s)
     t = s["thesis"]
     sec.add(Paragraph(
         f"{s['n']} configurations drawn with a seed from a declared space (bench/predict/space.py), each on a file the "
@@ -68,6 +70,38 @@ def section(records) -> Section:
                    "pred/meas", "factor", "bound", "flowchart path", "not cold"], rows,
                   "Per configuration: median of the cold repetitions; factor = exp(|log(pred/meas)|); not cold = "
                   "repetitions not verified cold (of all)."))
+    return sec
+
+
+def _store_section(sec, s) -> Section:
+    """`bench predict --store`: Zarr arrays in S3 (no chunk cache, no HDF5 counts, no flowchart)."""
+    sec.add(Paragraph(
+        f"{s['n']} configurations drawn with a seed from a declared space (bench/predict/store_space.py: 2-D to 5-D "
+        "Zarr v3 arrays, with and without shards, the codecs climio writes, t/xy/xt/xyt/box reads, zarr-python over "
+        "obstore and over fsspec, 0 and 20 ms injected round trips), each on an array the calibration (climio "
+        "calibrate --store --quick at each latency) never read, predicted by the object-store model with the stack's "
+        "decode rate for the codec the store's metadata names, and measured with the server's files evicted. "
+        f"Error as a factor: median {s['median_factor']:.2f}x, 90th percentile {s['p90_factor']:.2f}x, max "
+        f"{s['max_factor']:.2f}x; targets {s['target']['median']}x / {s['target']['p90']}x / {s['target']['max']}x: "
+        f"{'met' if s['meets_target'] else 'NOT met'}."))
+    c = s["canary"]
+    if c["n"]:
+        sec.add(Paragraph(
+            f"The machine's drift: one-chunk reads of a canary array ran a median {c['median_slowdown']:.2f}x as long "
+            "before each configuration as right after the calibration. Each prediction scaled by its canary's "
+            f"slowdown: median {c['median_factor']:.2f}x, 90th percentile {c['p90_factor']:.2f}x, max "
+            f"{c['max_factor']:.2f}x (shown to explain the error; the targets are judged on the unscaled figures)."))
+    rows = [[r["config"], r["compression"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}",
+             r["bound"], " -> ".join(r["path"])] for r in s["worst"]]
+    sec.add(Table(["configuration (shape/chunks/shards/codec/read/stack/latency)", "codec (store's)", "predicted [s]",
+                   "measured [s]", "pred/meas", "bound", "model"], rows,
+                  f"The {len(rows)} configurations the model gets worst."))
+    rows = [[f"{key}: {k}", str(v["n"]), f"{v['median_ratio']:.2f}"] for key in ("bound", "stack", "latency_ms")
+            for k, v in s[f"ratio_by_{key}"].items()]
+    sec.add(Table(["configurations", "n", "median predicted/measured"], rows,
+                  "Where the error sits; below 1 the model is optimistic. The machine's median 1-minute load while "
+                  "measuring: " + (f"{s['load']['median_1min']:.1f}" if s["load"]["median_1min"] is not None
+                                   else "not recorded") + "."))
     return sec
 
 

@@ -36,7 +36,9 @@ def _row(cfg) -> dict:
             "simulated_hits": sim.get("cache_hits"), "simulated_collisions": sim.get("collisions"),
             "counted_chunk_reads": (p.get("measured_counts") or {}).get("chunk_reads"),
             "measured_cpu_s": cpu, "cpu_share": cpu / meas if cpu is not None and meas else None,
-            "load_1min": p.get("load_1min"), "cores": p.get("cores"), "reps": len(recs), "not_cold": warm}
+            "load_1min": p.get("load_1min"), "cores": p.get("cores"), "reps": len(recs), "not_cold": warm,
+            "object_store": bool(p.get("object_store")), "latency_ms": p.get("latency_ms"),
+            "slowdown": (p.get("canary") or {}).get("slowdown")}
 
 
 def summarise(records) -> dict:
@@ -68,6 +70,15 @@ def summarise(records) -> dict:
     out["load"] = {"median_1min": _median(loads), "quiet_n": len(quiet), "quiet_median_factor": f(_median(quiet)),
                    "quiet_p90_factor": f(_quantile(quiet, 0.9)), "quiet_max_factor": f(max(quiet) if quiet else None)}
     out["ratio_median"] = _median([r["ratio"] for r in rows if math.isfinite(r["ratio"])])
+    out["object_store"] = bool(rows) and all(r["object_store"] for r in rows)
+    # bench predict --store: the same errors with each prediction scaled by the canary's slowdown (how
+    # much slower one-chunk reads ran before the configuration than right after the calibration): what
+    # of the error a shared machine's changing load explains. Shown beside the targets, never for them
+    scaled = [abs(math.log(r["predicted_s"] * r["slowdown"] / r["measured_s"])) for r in rows
+              if r["slowdown"] and r["measured_s"] > 0 and r["predicted_s"] > 0]
+    out["canary"] = {"n": len(scaled), "median_slowdown": _median([r["slowdown"] for r in rows if r["slowdown"]]),
+                     "median_factor": f(_median(scaled)), "p90_factor": f(_quantile(scaled, 0.9)),
+                     "max_factor": f(max(scaled) if scaled else None)}
     # the CPU side alone, where one task reads (its process's CPU time is the whole job's): the model's
     # decode + CPU seconds against the CPU seconds the process used, which another program's load on a
     # shared machine does not stretch as it stretches the wall time (cpu_share: CPU seconds per wall second)
@@ -78,10 +89,10 @@ def summarise(records) -> dict:
                         "cpu_share_median": _median([r["cpu_share"] for r in rows if r["cpu_share"] is not None
                                                      and r["tasks"] == 1 and r["bound"] != "I/O"])}
     # where the error sits: predicted/measured by what bounds the prediction, and by stack
-    for key in ("bound", "stack"):
+    for key in ("bound", "stack", "latency_ms"):
         groups = {}
         for r in rows:
-            if math.isfinite(r["ratio"]):
+            if math.isfinite(r["ratio"]) and r[key] is not None:
                 groups.setdefault(r[key], []).append(r["ratio"])
         out[f"ratio_by_{key}"] = {k: {"n": len(v), "median_ratio": _median(v)} for k, v in sorted(groups.items())}
     stsa = [r for r in rows if r["read"] == "stsa"]

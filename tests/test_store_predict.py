@@ -1,0 +1,134 @@
+"""The object-store model on stores it has not seen (issue 35 item 6): the per-stack, per-codec
+decode rates and their lookup, the declared space of `climio bench predict --store`, and a seeded
+slice of the bench against the real test server."""
+
+import json
+import math
+
+from climio.bench.predict.store_space import MAX_GETS, MAX_SLABS, cost, draw_store
+from climio.model import object_store as om
+
+from conftest import run_cli
+
+
+def _stack(**decode):
+    return om.StackObjectRates(0.001, 300e6, 8.0, decode_Bps=decode)
+
+
+def test_stack_decode_takes_the_codec_then_its_family():
+    s = _stack(**{"deflate1": 150e6, "deflate1+shuffle": 600e6, "deflate4+shuffle": 500e6, "zstd3": 900e6,
+                  "blosc_lz4:5+shuffle": 4e9})
+    assert om.stack_decode(s, "deflate1+shuffle") == (600e6, "deflate1+shuffle")     # its own rate
+    assert om.stack_decode(s, "none") == (math.inf, "none")
+    # deflate6+shuffle: the family with a shuffle (blosc(zlib) in Zarr), the nearest level
+    assert om.stack_decode(s, "deflate6+shuffle") == (500e6, "deflate4+shuffle")
+    # deflate4 without shuffle is gzip in Zarr: the unshuffled deflate, not blosc's
+    assert om.stack_decode(s, "deflate4") == (150e6, "deflate1")
+    assert om.stack_decode(s, "zstd3+shuffle") == (900e6, "zstd3")      # only zstd3 calibrated: the family's
+    assert om.stack_decode(s, "blosc_lz4:9+shuffle") == (4e9, "blosc_lz4:5+shuffle")
+    assert om.stack_decode(s, "bzip2") == (None, "")                   # no rate of the family: the caller's fallback
+    assert om.stack_decode(_stack(), "zstd3") == (None, "")
+    # kept in the profile and read back
+    back = om.StoreRates.from_dict(json.loads(json.dumps(om.StoreRates("http://x", 0.001, 3e8, 3e8, {"a": s}).to_dict())))
+    assert back.stacks["a"].decode_Bps == s.decode_Bps
+
+
+def test_each_hyperslab_pays_the_stacks_call_cost():
+    rates = om.StoreRates("http://x", 0.01, 1e12, 1e12, {"s": om.StackObjectRates(0.01, 1e12, 8.0, slab_s=0.005)})
+    one = om.predict_read([[[1000]]], rates, "s")
+    many = om.predict_read([[[1000]]] * 10, rates, "s")
+    assert math.isclose(one["time_s"], 0.015, rel_tol=1e-6) and math.isclose(many["time_s"], 0.15, rel_tol=1e-6)
+    assert math.isclose(many["wire_s"], 0.1, rel_tol=1e-6)     # the GETs alone; the call's cost is beside them
+
+
+def test_a_shards_byte_range_gets_take_the_ranged_latency():
+    """s3fs asks a whole object's size before its GET (two round trips) but not a byte range's:
+    a partly read shard's index and inner chunks take the stack's measured ranged-GET latency."""
+    shape, chunks, shards = [8, 1, 16, 16], [1, 1, 16, 16], [8, 1, 16, 16]
+    part = om.read_tasks(shape, chunks, shards, [0, 0, 0, 0], [1, 1, 16, 16], 4)
+    whole = om.read_tasks(shape, chunks, shards, [0, 0, 0, 0], [8, 1, 16, 16], 4)
+    assert isinstance(part[0], om.Ranged) and len(part[0]) == 2 and not isinstance(whole[0], om.Ranged)
+    s = om.StackObjectRates(0.040, 1e12, 8.0, ranged_latency_s=0.020)
+    rates = om.StoreRates("http://x", 0.02, 1e12, 1e12, {"s": s})
+    assert math.isclose(om.predict_read([part], rates, "s")["time_s"], 2 * 0.020, rel_tol=1e-6)
+    assert math.isclose(om.predict_read([whole], rates, "s")["time_s"], 0.040, rel_tol=1e-6)
+
+
+def test_decode_rate_prefers_the_stack_calibration():
+    from climio.advice.object_store import decode_rate
+    rates = om.StoreRates("http://x", 0.001, 3e8, 3e8, {"zarr-obstore": _stack(zstd3=700e6)})
+    bps, source = decode_rate("zstd1", rates=rates, stack="zarr-obstore")
+    assert bps == 700e6 and "zarr-obstore decoding zstd3" in source
+    # a stack with no rate of the codec falls back to the file profile's (or the built-in) rate
+    bps, source = decode_rate("deflate1", rates=rates, stack="zarr-obstore")
+    assert bps > 0 and "zarr-obstore" not in source
+
+
+def test_store_space_covers_its_axes_within_the_budgets():
+    configs = draw_store(60, 3)
+    assert configs == draw_store(60, 3) and configs != draw_store(60, 4)
+    assert {len(c.dims) for c in configs} == {2, 3, 4, 5}
+    assert {c.read for c in configs} == {"t", "xy", "xt", "xyt", "box"}
+    assert {c.stack for c in configs} == {"zarr-obstore", "zarr-fsspec"}
+    assert {c.latency_ms for c in configs} == {0.0, 20.0}
+    assert {bool(c.shards) for c in configs} == {True, False}
+    assert {"none", "deflate1", "zstd3", "blosc_lz4:5+shuffle"} <= {c.codec for c in configs}
+    for c in configs:
+        gets, slabs = cost(c.dims, c.shape, c.chunks, c.shards, c.read)
+        assert gets <= MAX_GETS and slabs <= MAX_SLABS
+        assert not c.shards or all(s % k == 0 for s, k in zip(c.shards, c.chunks))
+
+
+def test_bench_predict_store_slice(s3_server, tmp_path, monkeypatch):
+    """Two seeded configurations (one sharded and compressed, one not) on the test server with a
+    given calibration: a record per repetition with the prediction and the measurement, both
+    positive, the codec as the store's metadata names it and its decode rate from the stack's
+    calibration; the arrays are removed after."""
+    from climio.runs.records import read_records
+    from climio.stores.objects import list_keys
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    s3_server.set_latency(0)
+    url = s3_server.endpoint.url
+    stacks = {s: om.StackObjectRates(0.002, 200e6, 8.0, decode_Bps={"deflate1": 150e6, "deflate1+shuffle": 500e6,
+                                                                     "zstd3": 700e6, "blosc_lz4:5+shuffle": 3e9})
+              for s in ("zarr-obstore", "zarr-fsspec")}
+    rates = om.StoreRates(url, 0.002, 200e6, 300e6, stacks, source="test")
+    cal = tmp_path / "object-stores.json"
+    cal.write_text(json.dumps({"platform_id": "test", "object_stores": {om.store_key(url): rates.to_dict()}}))
+    drawn = draw_store(60, 1, (0.0,))
+    cheap = lambda c: cost(c.dims, c.shape, c.chunks, c.shards, c.read)[0]   # noqa: E731
+    pick = [min((c for c in drawn if c.shards and c.codec != "none"), key=cheap),
+            min((c for c in drawn if not c.shards), key=cheap)]
+    out = run_cli("bench", "predict", "--store", "s3://climio/slice", "--endpoint-url", url, "--calibration", cal,
+                  "--configs", "60", "--seed", "1", "--reps", "2", "--only", ",".join(c.id for c in pick),
+                  "-o", tmp_path / "run", "--no-report", timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = [r for r in read_records(tmp_path / "run") if r.get("study") == "predict"]
+    assert sorted({r["params"]["config"] for r in recs}) == sorted(c.id for c in pick)
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    for r in recs:
+        p, cfg = r["params"], next(c for c in pick if c.id == r["params"]["config"])
+        assert p["predicted_s"] > 0 and r["metrics"]["wall_s"] > 0 and p["predicted"]["gets"] > 0
+        assert p["canary"]["s"] > 0 and p["canary"]["at_calibration_s"] > 0
+        assert p["compression"] == cfg.codec and p["shape"] == list(cfg.shape)
+        assert p["shards"] == (list(cfg.shards) if cfg.shards else None)
+        if cfg.codec != "none":
+            assert f"{cfg.stack} decoding" in p["predicted"]["decode_source"] and p["predicted"]["decode_Bps"] > 0
+    assert not list_keys(s3_server.endpoint, "s3://climio/slice/predict-seed1/")
+
+
+def test_store_grid_checks_its_values(tmp_path):
+    import pytest
+    from climio.base.errors import InputError
+    from climio.bench.predict import build_grid
+    g = build_grid("quick", store="s3://climio/p")
+    assert g.latency_list == (0.0, 20.0) and build_grid("quick").latency_list == ()
+    assert build_grid("quick", store="s3://b/p", endpoint_url="http://h:1").latency_list == (0.0,)
+    for bad in ({"latency": "20"}, {"endpoint_url": "http://h:1"},                      # without --store
+                {"store": "s3://b/p", "endpoint_url": "http://h:1", "latency": "0,20"},  # no injection there
+                {"store": "s3://b/p", "latency": "x"},
+                {"store": "s3://b/p", "calibration": str(tmp_path / "c.json")},           # own server: calibrated
+                {"store": "s3://b/p", "endpoint_url": "http://h:1", "calibration": str(tmp_path / "none.json")}):
+        with pytest.raises(InputError):
+            build_grid("quick", **bad)
