@@ -107,7 +107,7 @@ void *ct_resolve_slow(ct_resolver *r, const void *caller) {
     ct_tls.inside = 1;
     void *fn = NULL;
     if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == 0) {
-        void *g = dlsym(RTLD_NEXT, r->name);
+        void *g = r->local_first ? NULL : dlsym(RTLD_NEXT, r->name);
         if (g && ct_in_self(g)) g = NULL;
         ct_lock();
         if (r->state == 0) {
