@@ -139,9 +139,14 @@ CT_EXPORT CURLcode curl_easy_perform(CURL *h) {
         info(h, CURLINFO_SIZE_DOWNLOAD_T, &got);
         info(h, CURLINFO_STARTTRANSFER_TIME_T, &ttfb_us);
     }
-    char code[24] = "curl:";
-    if (rc) { int a = 5, d = rc; char t[12]; int k = 0; do t[k++] = (char)('0' + d % 10); while ((d /= 10) && k < 11);
-              while (k) code[a++] = t[--k]; code[a] = 0; }
+    char code[24] = "curl:";   /* the CURLcode of a failed perform, e.g. "curl:7" (could not connect) */
+    if (rc) {
+        char t[12];
+        int a = 5, d = rc, k = 0;
+        do t[k++] = (char)('0' + d % 10); while ((d /= 10) && k < 11);
+        while (k) code[a++] = t[--k];
+        code[a] = 0;
+    }
     ct_wire_rec r = {.lib = "libcurl", .method = method_of(&e), .key = e.url[0] ? e.url : "(unknown)",
                      .status = (int)status, .bytes = got > 0 ? got : 0, .t0 = t0, .t_done = t_done,
                      .t1 = ttfb_us >= 0 && t0 + (uint64_t)ttfb_us * 1000 <= t_done ? t0 + (uint64_t)ttfb_us * 1000 : t_done,
