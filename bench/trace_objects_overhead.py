@@ -99,7 +99,9 @@ def main():
     from climio.stores.server import S3Server
     import shutil
     import tempfile
-    with tempfile.TemporaryDirectory(prefix="climio-objbench-") as tmp, S3Server(data_dir=tmp) as s3:
+    total_mb = (a.big * 4 + a.small // 16) * 1.5          # the server's 16 volumes must hold both arrays
+    with tempfile.TemporaryDirectory(prefix="climio-objbench-") as tmp, \
+            S3Server(data_dir=tmp, volume_size_mb=max(256, int(total_mb / 16) + 1)) as s3:
         cases = [("big.zarr", a.big, 4 << 20), ("small.zarr", a.small, 64 << 10)]
         for name, n, size in cases:
             if n:

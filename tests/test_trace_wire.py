@@ -118,3 +118,69 @@ def test_obstore_socket_requests_equal_server_counters_and_proxy_ranges(s3_serve
     arr = next(x for x in o["arrays"] if x["array"] == "trwire/sharded.zarr")
     assert arr["wire_requests"] >= 1 and arr["requests_per_chunk_read"] is not None
     assert https_note(o) is None     # over http:// the report does not say "store operations only"
+
+
+PARSER_JOB = r'''
+import ctypes, socket, threading
+libc = ctypes.CDLL(None, use_errno=True)
+RESP = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-T: y\r\n\r\n"
+        b"HTTP/1.1 206 Partial Content\r\nContent-Length: 10\r\n\r\n0123456789"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+        b"HTTP/1.1 204 No Content\r\n\r\n"
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-eof")
+REQS = (b"GET /b/chunked?X-Amz-Signature=SECRETSIG&prefix=a%2F HTTP/1.1\r\nHost: h:1\r\n\r\n"
+        b"GET /b/len HTTP/1.1\r\nHost: h:1\r\nrange: bytes=10-19\r\n\r\n"
+        b"HEAD /b/len HTTP/1.1\r\nHost: h:1\r\n\r\n"
+        b"DELETE /b/gone HTTP/1.1\r\nHost: h:1\r\n\r\n"
+        b"PUT /b/put HTTP/1.1\r\nHost: h:1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\nbody"
+        b"GET /b/eof HTTP/1.1\r\nHost: h:1\r\n\r\n")
+srv = socket.create_server(("127.0.0.1", 0))
+def serve():
+    for _ in range(3):
+        c, _ = srv.accept()
+        got = b""
+        while len(got) < len(REQS) and (d := c.recv(65536)):
+            got += d
+        if got.startswith(b"GET"):   # the request sent by ctypes (C) and the one sent by Python
+            c.sendall(RESP)
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+port = srv.getsockname()[1]
+# 1: sent and received through libc (as a Rust or C client would), in small pieces
+s = socket.create_connection(("127.0.0.1", port))
+fd = s.detach()
+for i in range(0, len(REQS), 50):
+    part = REQS[i:i + 50]
+    assert libc.send(fd, part, len(part), 0) == len(part)
+buf = ctypes.create_string_buffer(7)
+n = 0
+while (k := libc.recv(fd, buf, 7, 0)) > 0:
+    n += k
+libc.close(fd)
+# 2: TLS-looking bytes: never parsed; 3: Python's own socket: the Python tracer's business
+t = socket.create_connection(("127.0.0.1", port))
+tfd = t.detach()
+libc.send(tfd, b"\x16\x03\x01\x00\x05hello", 10, 0)
+libc.close(tfd)
+with socket.create_connection(("127.0.0.1", port)) as p:
+    p.sendall(REQS)
+    while p.recv(65536):
+        pass
+print(n == len(RESP))
+'''
+
+
+def test_http_parser_follows_chunks_heads_continues_and_eof_in_order(tmp_path):
+    out, stdout = _trace(tmp_path, "parser", PARSER_JOB, dict(os.environ))
+    assert stdout.split() == ["True"]
+    wire = read_objects(out).wire
+    got = [(w["method"], w["key"], w["range"], w["status"], w["bytes"], w.get("error")) for w in wire]
+    assert got == [("GET", "http://h:1/b/chunked?prefix=a%2F", None, 200, 11, None),
+                   ("GET", "http://h:1/b/len", [10, 20], 206, 10, None),
+                   ("HEAD", "http://h:1/b/len", None, 200, 0, None),
+                   ("DELETE", "http://h:1/b/gone", None, 204, 0, None),
+                   ("PUT", "http://h:1/b/put", None, 200, 2, None),
+                   ("GET", "http://h:1/b/eof", None, 200, 9, None)]
+    assert all(w["lib"] == "socket" and w["t0"] <= w["t1"] <= w["t_done"] for w in wire)
+    assert "SECRETSIG" not in (out / next(f for f in os.listdir(out) if f.endswith(".wire.jsonl"))).read_text()

@@ -74,15 +74,17 @@ static int skipped_caller(const void *caller) {
     return strstr(b, "libcurl") || !strncmp(b, "_socket", 7) || strstr(b, "libpython") || !strncmp(b, "python", 6);
 }
 
+/* An HTTP/1.x request line, or the start of one (a client may send its head in pieces: the parser
+ * checks the whole line when it has it, request_head). */
 static int is_request_line(const char *p, size_t n) {
     size_t i = 0;
     while (i < n && i < 12 && p[i] >= 'A' && p[i] <= 'Z') i++;
     if (i == 0 || i >= n || p[i] != ' ') return 0;
-    for (size_t j = i; j + 8 <= n && j < 4096; j++) {
-        if (p[j] == '\r' || p[j] == '\n') return 0;
-        if (!memcmp(p + j, " HTTP/1.", 8)) return 1;
+    for (size_t j = i; j < n && j < 4096; j++) {
+        if (j + 8 <= n && !memcmp(p + j, " HTTP/1.", 8)) return 1;
+        if (p[j] == '\r' || p[j] == '\n' || (unsigned char)p[j] < 0x20) return 0;
     }
-    return 0;
+    return 1;   /* no line end yet */
 }
 
 int ct_http_classify(int fd, const void *buf, size_t n, const void *caller) {
@@ -209,8 +211,8 @@ static size_t body_feed(flow *f, const char *p, size_t n) {
 
 /* ---- out: requests ---- */
 static void request_head(conn *c, uint64_t t0) {
-    const char *h = c->out.head;
-    if (c->qn == QUEUE) { c->out.st = B_BROKEN; return; }
+    const char *h = c->out.head, *eol = strstr(h, "\r\n");
+    if (c->qn == QUEUE || eol - h < 10 || memcmp(eol - 9, " HTTP/1.", 8)) { c->out.st = B_BROKEN; return; }
     request *r = &c->q[(c->qh + c->qn++) % QUEUE];
     memset(r, 0, sizeof *r);
     r->t0 = t0;
