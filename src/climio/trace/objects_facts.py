@@ -249,7 +249,7 @@ def analyse_objects(ot, netcdf_urls=()) -> dict:
         levels={"store": level_summary(store, "store"), "wire": level_summary(wire, "wire")},
         busy_s=union_ns(intervals(store)) / 1e9 if store else union_ns(intervals(wire)) / 1e9,
         concurrency=concurrency(recs, main, settings), timeline={"level": main, **timeline(recs, t0)},
-        bytes={"returned_to_job": int(sum(r.get("bytes") or 0 for r in store if store_kind(r) == "GET")),
+        bytes={"returned_to_job": int(sum(r.get("bytes") or 0 for r in store if store_kind(r) == "GET")) if store else None,
                "fetched_on_wire": int(sum(r.get("bytes") or 0 for r in wire if wire_kind(r) == "GET")) if wire else None},
         repeats=repeats(recs, main), repeats_store=repeats(store, "store"),
         metadata=metadata_during_compute(recs, main), arrays=per_array(store, wire),

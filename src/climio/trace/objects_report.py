@@ -95,8 +95,10 @@ def summary_lines(o) -> list:
                    f"{min(needed_in_flight(c), c['requests']):.0f} for 500 MB/s (at most one per request)" + (f"; zarr async.concurrency = {c['client_limit']}" if c.get("client_limit") else ""))
     b = o.get("bytes")
     if b:
-        out.append(f"bytes: {format_size(b['returned_to_job'])} returned to the job (store op)"
-                   + (f", {format_size(b['fetched_on_wire'])} fetched (wire)" if b.get("fetched_on_wire") is not None else ""))
+        parts = ([f"{format_size(b['returned_to_job'])} returned to the job (store op)"] if b.get("returned_to_job") is not None else []) \
+            + ([f"{format_size(b['fetched_on_wire'])} fetched (wire)"] if b.get("fetched_on_wire") is not None else [])
+        if parts:
+            out.append("bytes: " + ", ".join(parts))
     r = o.get("repeats")
     if r:
         out.append(f"repeated fetches ({LEVEL[r['level']]}): {r['extra_fetches']} of {r['fetches']} GETs fetch a range "
