@@ -263,6 +263,7 @@ typedef struct {
     const char *name;
     void *global;       /* definition visible after us in the global scope */
     int state;          /* 0 untried, 1 global found, 2 none global: per caller */
+    int local_first;    /* the caller's own scope before the global one (libcurl: handles of one copy) */
     int n;              /* entries of by_caller published */
     ct_by_caller by_caller[8];
 } ct_resolver;
@@ -281,6 +282,10 @@ static inline void *ct_resolve(ct_resolver *r, const void *caller) {
 /* A resolver per (function, call site file), e.g. CT_LIB(nc_inq_varname, caller) */
 #define CT_LIB(fn, caller) ({ \
     static ct_resolver R_ = {.name = #fn}; (__typeof__(&fn))ct_resolve(&R_, (caller)); })
+/* The same, the caller's own scope first: for libraries of which a process may hold several copies
+ * whose handles mean nothing to each other (the netCDF4 wheel's libcurl beside a system one). */
+#define CT_LIB_LOCAL(fn, caller) ({ \
+    static ct_resolver R_ = {.name = #fn, .local_first = 1}; (__typeof__(&fn))ct_resolve(&R_, (caller)); })
 int ct_in_self(const void *addr);    /* address inside libclimio-trace.so */
 void ct_missing(const char *name);   /* report an unresolvable real function (once) */
 

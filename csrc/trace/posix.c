@@ -16,6 +16,7 @@
  *
  * ret: bytes moved / the call's result; -errno when it failed (flag bit1). */
 #include "buffer.h"
+#include "wire.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,7 +51,8 @@ typedef struct {
     uint32_t file_id;
     uint8_t state;   /* FD_* */
     uint8_t shared;  /* position shared with another fd or a FILE: offsets of read/write unknown */
-    uint16_t pad;
+    uint8_t wire;    /* CT_WIRE_*: a socket not yet classified, or an HTTP client socket (http.c) */
+    uint8_t pad;
     int64_t pos;     /* file position, -1 unknown */
 } fdent;
 enum { FD_UNKNOWN = 0, FD_TRACED, FD_IGNORED };
@@ -80,11 +83,13 @@ static fdent *fd_resolve(int fd) {
     note_fd(fd);
     if (path[0] != '/' || ct_excluded(path)) {
         f->state = FD_IGNORED;
+        f->wire = strncmp(path, "socket:", 7) ? CT_WIRE_NONE : CT_WIRE_CANDIDATE;
         errno = e;
         return NULL;
     }
     f->file_id = ct_intern(path);
     f->shared = 0;
+    f->wire = CT_WIRE_NONE;
     f->pos = CT_REAL(lseek)(fd, 0, SEEK_CUR);
     f->state = f->file_id ? FD_TRACED : FD_IGNORED;
     errno = e;
@@ -102,7 +107,13 @@ static inline fdent *fd_peek(int fd) {   /* no lazy resolution */
     return fds[fd].state == FD_TRACED ? &fds[fd] : NULL;
 }
 static inline void fd_forget(int fd) {
-    if ((unsigned)fd < MAX_FDS && fds) fds[fd].state = FD_UNKNOWN;
+    if ((unsigned)fd < MAX_FDS && fds) {
+        fds[fd].state = FD_UNKNOWN;
+        if (CT_UNLIKELY(fds[fd].wire)) {
+            if (fds[fd].wire == CT_WIRE_HTTP) ct_http_closed(fd);
+            fds[fd].wire = CT_WIRE_NONE;
+        }
+    }
 }
 /* untraced calls (tracer inside, layer off) still move the position */
 static inline void pos_moved(int fd, int64_t r) {
@@ -121,6 +132,7 @@ static uint32_t opened(int fd, const char *path, int dirfd, int append, int shar
         fdent *f = &fds[fd];
         f->file_id = id;
         f->shared = (uint8_t)shared;
+        f->wire = CT_WIRE_NONE;
         f->pos = append ? -1 : 0;
         f->state = id ? FD_TRACED : FD_IGNORED;
         note_fd(fd);
@@ -217,7 +229,7 @@ CT_EXPORT int close_range(unsigned first, unsigned last, int flags) {
     int r = CT_REAL(close_range)(first, last, flags);
     if (r == 0 && fds && !(flags & CLOSE_RANGE_CLOEXEC) && max_fd_seen >= 0) {
         unsigned hi = last < (unsigned)max_fd_seen ? last : (unsigned)max_fd_seen;
-        for (unsigned fd = first; fd <= hi; fd++) fds[fd].state = FD_UNKNOWN;
+        for (unsigned fd = first; fd <= hi; fd++) fd_forget((int)fd);
     }
     return r;
 }
@@ -229,7 +241,7 @@ static void dup_done(int old, int nfd) {
         fds[nfd] = fds[old];   /* one open file description, one position: unknown to us */
         fds[nfd].shared = fds[old].shared = 1;
     } else {
-        fds[nfd].state = FD_UNKNOWN;
+        fd_forget(nfd);
     }
     note_fd(nfd);
 }
@@ -260,10 +272,53 @@ CT_EXPORT int dup3(int old, int nfd, int flags) {
     ct_io_end(&c_, (off), (int64_t)(size), r_); \
     return r_; } while (0)
 
-/* at the file position, which moves */
-#define SEQ_IO(fn, name, fd, size, call) do { \
+/* Sockets (wire.h): a byte of the descriptor's entry, read only on the path of untraced
+ * descriptors, says whether its data goes to the HTTP parser (http.c). */
+static inline int wire_fd(int fd) {
+    return (unsigned)fd < MAX_FDS && fds && fds[fd].wire;
+}
+static uint8_t sock_wire(int fd) {   /* a send/recv: the socket resolved on first use */
+    if (!ct_on(CT_POSIX) || (unsigned)fd >= MAX_FDS || !fds) return 0;
+    if (CT_UNLIKELY(fds[fd].state == FD_UNKNOWN)) fd_resolve(fd);
+    return fds[fd].wire;
+}
+/* bytes sent on a marked socket: classify it on its first bytes, then parse */
+static void wire_out(int fd, const void *buf, const struct iovec *v, int cnt, size_t n, const void *caller) {
+    if (!ct_on(CT_POSIX)) return;
+    int e = errno;
+    uint64_t t0 = ct_wire_now();
+    if (fds[fd].wire == CT_WIRE_CANDIDATE) {
+        char first[512];
+        size_t k = 0;
+        if (buf) k = n < sizeof first ? n : sizeof first, memcpy(first, buf, k);
+        for (int i = 0; v && i < cnt && k < sizeof first && k < n; i++) {
+            size_t m = v[i].iov_len < sizeof first - k ? v[i].iov_len : sizeof first - k;
+            memcpy(first + k, v[i].iov_base, m);
+            k += m;
+        }
+        fds[fd].wire = (uint8_t)ct_http_classify(fd, first, k < n ? k : n, caller);
+    }
+    if (fds[fd].wire == CT_WIRE_HTTP) {
+        if (buf) ct_http_out(fd, buf, n, t0);
+        else ct_http_outv(fd, v, cnt, n, t0);
+    }
+    errno = e;
+}
+static void wire_in(int fd, const void *buf, const struct iovec *v, int cnt, size_t n) {
+    if (fds[fd].wire != CT_WIRE_HTTP || !ct_on(CT_POSIX)) return;
+    int e = errno;
+    if (buf) ct_http_in(fd, buf, n);
+    else ct_http_inv(fd, v, cnt, n);
+    errno = e;
+}
+#define WIRE_OUT(fd, b, v, c) if (CT_UNLIKELY(r_ > 0) && CT_UNLIKELY(wire_fd(fd))) \
+    wire_out(fd, b, v, c, (size_t)r_, __builtin_return_address(0))
+#define WIRE_IN(fd, b, v, c) if (CT_UNLIKELY(r_ > 0) && CT_UNLIKELY(wire_fd(fd))) wire_in(fd, b, v, c, (size_t)r_)
+
+/* at the file position, which moves; `hook` runs after the call on an untraced descriptor */
+#define SEQ_IO_W(fn, name, fd, size, call, hook) do { \
     __typeof__(&fn) real_ = CT_REAL(fn); fdent *f_; \
-    if (!ct_on(CT_POSIX) || !(f_ = fd_get(fd))) { ssize_t r_ = real_ call; pos_moved(fd, r_); return r_; } \
+    if (!ct_on(CT_POSIX) || !(f_ = fd_get(fd))) { ssize_t r_ = real_ call; pos_moved(fd, r_); hook; return r_; } \
     int64_t off_ = f_->shared ? -1 : f_->pos; \
     ct_io c_; \
     ct_io_begin(&c_, f_->file_id, CT_FUNC_ID(name), CT_POSIX); \
@@ -271,6 +326,7 @@ CT_EXPORT int dup3(int old, int nfd, int flags) {
     ct_io_end(&c_, off_, (int64_t)(size), r_); \
     if (r_ > 0 && off_ >= 0) f_->pos = off_ + r_; \
     return r_; } while (0)
+#define SEQ_IO(fn, name, fd, size, call) SEQ_IO_W(fn, name, fd, size, call, (void)0)
 
 static inline int64_t iov_bytes(const struct iovec *v, int n) {
     int64_t s = 0;
@@ -278,16 +334,53 @@ static inline int64_t iov_bytes(const struct iovec *v, int n) {
     return s;
 }
 
-CT_EXPORT ssize_t read(int fd, void *buf, size_t n) { SEQ_IO(read, "read", fd, n, (fd, buf, n)); }
+CT_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    SEQ_IO_W(read, "read", fd, n, (fd, buf, n), WIRE_IN(fd, buf, NULL, 0));
+}
 CT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
     SEQ_IO(__read_chk, "read", fd, n, (fd, buf, n, buflen));
 }
-CT_EXPORT ssize_t write(int fd, const void *buf, size_t n) { SEQ_IO(write, "write", fd, n, (fd, buf, n)); }
+CT_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    SEQ_IO_W(write, "write", fd, n, (fd, buf, n), WIRE_OUT(fd, buf, NULL, 0));
+}
 CT_EXPORT ssize_t readv(int fd, const struct iovec *v, int n) {
-    SEQ_IO(readv, "readv", fd, iov_bytes(v, n), (fd, v, n));
+    SEQ_IO_W(readv, "readv", fd, iov_bytes(v, n), (fd, v, n), WIRE_IN(fd, NULL, v, n));
 }
 CT_EXPORT ssize_t writev(int fd, const struct iovec *v, int n) {
-    SEQ_IO(writev, "writev", fd, iov_bytes(v, n), (fd, v, n));
+    SEQ_IO_W(writev, "writev", fd, iov_bytes(v, n), (fd, v, n), WIRE_OUT(fd, NULL, v, n));
+}
+
+/* Sockets: never traced as file I/O; only their HTTP requests (wire.h), for the marked ones. */
+CT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int fl) {
+    ssize_t r_ = CT_REAL(send)(fd, buf, n, fl);
+    if (CT_UNLIKELY(r_ > 0) && sock_wire(fd)) wire_out(fd, buf, NULL, 0, (size_t)r_, __builtin_return_address(0));
+    return r_;
+}
+CT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int fl, const struct sockaddr *a, socklen_t al) {
+    ssize_t r_ = CT_REAL(sendto)(fd, buf, n, fl, a, al);
+    if (CT_UNLIKELY(r_ > 0) && sock_wire(fd)) wire_out(fd, buf, NULL, 0, (size_t)r_, __builtin_return_address(0));
+    return r_;
+}
+CT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int fl) {
+    ssize_t r_ = CT_REAL(sendmsg)(fd, m, fl);
+    if (CT_UNLIKELY(r_ > 0) && sock_wire(fd))
+        wire_out(fd, NULL, m->msg_iov, (int)m->msg_iovlen, (size_t)r_, __builtin_return_address(0));
+    return r_;
+}
+CT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int fl) {
+    ssize_t r_ = CT_REAL(recv)(fd, buf, n, fl);
+    if (CT_UNLIKELY(r_ > 0) && !(fl & MSG_PEEK) && sock_wire(fd)) wire_in(fd, buf, NULL, 0, (size_t)r_);
+    return r_;
+}
+CT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *al) {
+    ssize_t r_ = CT_REAL(recvfrom)(fd, buf, n, fl, a, al);
+    if (CT_UNLIKELY(r_ > 0) && !(fl & MSG_PEEK) && sock_wire(fd)) wire_in(fd, buf, NULL, 0, (size_t)r_);
+    return r_;
+}
+CT_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int fl) {
+    ssize_t r_ = CT_REAL(recvmsg)(fd, m, fl);
+    if (CT_UNLIKELY(r_ > 0) && !(fl & MSG_PEEK) && sock_wire(fd)) wire_in(fd, NULL, m->msg_iov, (int)m->msg_iovlen, (size_t)r_);
+    return r_;
 }
 CT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
     POS_IO(pread, "pread", fd, n, off, (fd, buf, n, off));

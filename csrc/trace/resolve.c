@@ -15,7 +15,9 @@
  *     and its dependencies (the extension module -> its bundled libnetcdf). Cached per calling
  *     object (address range), up to 8 objects per function.
  *  3. any loaded object defining the symbol (e.g. a caller without DT_NEEDED on the library).
- * Our own library is never an answer. */
+ * Our own library is never an answer. A resolver made with CT_LIB_LOCAL (libcurl: curl.c) skips step 1:
+ * a process may hold the netCDF4 wheel's libcurl and a system one, and a handle of one copy means
+ * nothing to the other, so the caller's own scope comes first. */
 #include "buffer.h"
 
 #include <dlfcn.h>
@@ -107,7 +109,7 @@ void *ct_resolve_slow(ct_resolver *r, const void *caller) {
     ct_tls.inside = 1;
     void *fn = NULL;
     if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == 0) {
-        void *g = dlsym(RTLD_NEXT, r->name);
+        void *g = r->local_first ? NULL : dlsym(RTLD_NEXT, r->name);
         if (g && ct_in_self(g)) g = NULL;
         ct_lock();
         if (r->state == 0) {

@@ -34,7 +34,10 @@ REFERENCE_CONCURRENCY = 10
 
 
 def _level(o, level) -> str:
-    return {"wire": "wire requests (botocore/aiohttp)", "store": "store operations (zarr/fsspec)"}[level]
+    if level == "wire":
+        libs = sorted(((o.get("levels") or {}).get("wire") or {}).get("libs") or {}) or ["botocore", "aiohttp"]
+        return f"wire requests ({'/'.join(libs)})"
+    return "store operations (zarr/fsspec)"
 
 
 def _ms(x) -> str:
@@ -220,14 +223,18 @@ def netcdf_byte_range(facts):
         predicted = f["time_s"] / min(REFERENCE_CONCURRENCY, max(f["calls"], 1))
         url = f["url"].split("#", 1)[0]
         s3 = f.get("s3_url") or "s3://BUCKET/KEY.nc"
+        wire = (f"{f['wire_requests']} wire requests of netCDF-C's libcurl, {f.get('wire_gets', 0)} of them ranged GETs, "
+                f"at most {f.get('wire_peak_in_flight', 0)} in flight" if f.get("wire_requests")
+                else "no wire request of netCDF-C's libcurl recorded")
         msg = (f"{f['calls']} netCDF calls on {url} over HTTP byte ranges took {f['time_s']:.2f} s (netCDF layer of the "
-               f"preload; wire requests of netCDF-C's libcurl are not recorded: store operations only); a reference "
-               f"read through zarr at {REFERENCE_CONCURRENCY} in flight would take about {predicted:.2f} s.")
+               f"preload; {wire}); a reference read through zarr at {REFERENCE_CONCURRENCY} in flight would take about "
+               f"{predicted:.2f} s.")
         advice = (f"Write a kerchunk reference once, `climio make-refs {s3} -o refs.json`, and read through it: "
                   "`xr.open_dataset('reference://', engine='zarr', backend_kwargs={'consolidated': False, "
                   "'storage_options': {'fo': 'refs.json', 'remote_protocol': 's3'}})`.")
         ev = {"url": url, "calls": f["calls"], "time_s_reads": f["time_s"], "predicted_s": predicted,
-              "wire": "not recorded (netCDF-C's libcurl)"}
+              "wire": {"requests": f.get("wire_requests"), "gets": f.get("wire_gets"), "bytes": f.get("wire_bytes"),
+                       "peak_in_flight": f.get("wire_peak_in_flight")}}
         out.append(finding("object-netcdf-byte-range", facts, f["time_s"], msg, ev, advice,
                            saves_s=f["time_s"] - predicted))
     return out

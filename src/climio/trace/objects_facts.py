@@ -1,11 +1,13 @@
 """What a job's object-store records say (climio.trace.objects_reader), as the facts the report shows
 and the rules (climio.rules.objects) judge. Every number names its level: "store" (what the job asked
-of a store: zarr, fsspec, fsspec files) or "wire" (HTTP requests sent: botocore, aiohttp).
+of a store: zarr, fsspec, fsspec files) or "wire" (HTTP requests sent: botocore, aiohttp in Python; libcurl
+and obstore's plain-http sockets in the preload).
 
     analyse_objects(ObjectTrace, netcdf_urls=()) -> dict
 """
 
 from collections import Counter, defaultdict
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -174,6 +176,37 @@ def per_array(store, wire) -> list:
     return out
 
 
+def join_below_python(store, wire) -> None:
+    """Wire requests the preload's socket parser saw (obstore over http://) name no store op: give each the op
+    of the same process whose key ends the request's path and that was running when the request was sent."""
+    by = defaultdict(list)
+    for s in store:
+        if s.get("key") and s.get("id") is not None:
+            by[(s["proc"], str(s["key"]).strip("/"))].append(s)
+    for w in wire:
+        if w.get("parent") or w.get("lib") != "socket":
+            continue
+        parts = urlsplit(str(w.get("key") or "")).path.strip("/").split("/")
+        for i in range(len(parts)):
+            hit = next((s for s in by.get((w["proc"], "/".join(parts[i:])), ()) if s["t0"] <= w["t0"] <= s["t1"]), None)
+            if hit is not None:
+                w["parent"] = hit["id"]
+                break
+
+
+def byte_range_wire(netcdf_urls, wire) -> list:
+    """netCDF files read over byte ranges with the libcurl requests the preload recorded for each URL."""
+    out = []
+    for f in netcdf_urls:
+        url = f["url"].split("#", 1)[0].split("?", 1)[0]
+        mine = [w for w in wire if w.get("lib") == "libcurl" and str(w.get("key")) == url]
+        out.append({**f, "wire_requests": len(mine) if wire else None,
+                    "wire_gets": sum(1 for w in mine if wire_kind(w) == "GET"),
+                    "wire_bytes": int(sum(w.get("bytes") or 0 for w in mine)),
+                    "wire_peak_in_flight": peak(intervals(mine)) if mine else 0})
+    return out
+
+
 def _counters_summary(ot) -> dict:
     lv = defaultdict(lambda: {"requests": 0, "bytes": 0, "time_s": 0.0, "by_op": defaultdict(lambda: {"count": 0, "bytes": 0, "time_s": 0.0})})
     for c in ot.counters:
@@ -201,6 +234,8 @@ def analyse_objects(ot, netcdf_urls=()) -> dict:
         out["busy_s"] = sum(v["time_s"] for k, v in out["levels"].items() if k == "store")
         return out
     store, wire = ot.store, ot.wire
+    join_below_python(store, wire)
+    out["netcdf_byte_ranges"] = byte_range_wire(netcdf_urls, wire)
     served = {(r["proc"], r.get("id")): r for r in store}
     for w in wire:     # the array and chunk a wire request served: its store op's
         s = served.get((w["proc"], w.get("parent")))
@@ -214,7 +249,7 @@ def analyse_objects(ot, netcdf_urls=()) -> dict:
         levels={"store": level_summary(store, "store"), "wire": level_summary(wire, "wire")},
         busy_s=union_ns(intervals(store)) / 1e9 if store else union_ns(intervals(wire)) / 1e9,
         concurrency=concurrency(recs, main, settings), timeline={"level": main, **timeline(recs, t0)},
-        bytes={"returned_to_job": int(sum(r.get("bytes") or 0 for r in store if store_kind(r) == "GET")),
+        bytes={"returned_to_job": int(sum(r.get("bytes") or 0 for r in store if store_kind(r) == "GET")) if store else None,
                "fetched_on_wire": int(sum(r.get("bytes") or 0 for r in wire if wire_kind(r) == "GET")) if wire else None},
         repeats=repeats(recs, main), repeats_store=repeats(store, "store"),
         metadata=metadata_during_compute(recs, main), arrays=per_array(store, wire),

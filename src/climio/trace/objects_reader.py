@@ -4,7 +4,9 @@
     read_objects(dir) -> ObjectTrace      store ops and wire requests of every process, times in ns
 
 Each file: a header line {"schema": "climio-objects/1", "pid", "host", "mode", "t0_ns", "t1_ns",
-"settings"} and one record per line. A full-mode record: level ("store" | "wire"), lib, op, key,
+"settings"} and one record per line. The preload (csrc/trace/wire.c) writes the wire requests it sees below
+Python (netCDF-C's libcurl, obstore's sockets) to objects-<host>-<pid>.wire.jsonl in the same format (header
+"source": "preload"; records add t_done, the end of the response body); a process's files are one process. A full-mode record: level ("store" | "wire"), lib, op, key,
 range [start, end) or null, bytes, t0 and t1 (ns since the epoch), tid; store records add id, kind
 ("chunk" | "meta" | "other"), array, chunk (indices), arrays (layouts read from metadata); wire records
 add method, status, attempt, retries, parent (the id of the store op they served, same process).
@@ -46,7 +48,8 @@ def has_objects(path) -> bool:
 def read_objects(path) -> ObjectTrace:
     p = Path(path).expanduser()
     out = ObjectTrace(path=p, processes=[])
-    for n, f in enumerate(files_of(p)):
+    procs = {}   # (host, pid) -> index: the Python tracer's file and the preload's of one process
+    for f in files_of(p):
         try:
             lines = f.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -57,7 +60,13 @@ def read_objects(path) -> ObjectTrace:
             head = {}
         if head.get("schema") != OBJECTS_SCHEMA:
             raise DataError(f"{f} is not an object-store trace (no {OBJECTS_SCHEMA} header)")
-        out.processes.append(head)
+        n = procs.setdefault((head.get("host"), head.get("pid")), len(out.processes))
+        if n == len(out.processes):
+            out.processes.append({**head, "sources": [head.get("source", "python")]})
+        else:
+            first = out.processes[n]
+            first["sources"].append(head.get("source", "python"))
+            first["settings"] = {**(head.get("settings") or {}), **(first.get("settings") or {})}
         for i, line in enumerate(lines[1:], 2):
             try:
                 rec = json.loads(line)

@@ -95,8 +95,10 @@ def summary_lines(o) -> list:
                    f"{min(needed_in_flight(c), c['requests']):.0f} for 500 MB/s (at most one per request)" + (f"; zarr async.concurrency = {c['client_limit']}" if c.get("client_limit") else ""))
     b = o.get("bytes")
     if b:
-        out.append(f"bytes: {format_size(b['returned_to_job'])} returned to the job (store op)"
-                   + (f", {format_size(b['fetched_on_wire'])} fetched (wire)" if b.get("fetched_on_wire") is not None else ""))
+        parts = ([f"{format_size(b['returned_to_job'])} returned to the job (store op)"] if b.get("returned_to_job") is not None else []) \
+            + ([f"{format_size(b['fetched_on_wire'])} fetched (wire)"] if b.get("fetched_on_wire") is not None else [])
+        if parts:
+            out.append("bytes: " + ", ".join(parts))
     r = o.get("repeats")
     if r:
         out.append(f"repeated fetches ({LEVEL[r['level']]}): {r['extra_fetches']} of {r['fetches']} GETs fetch a range "
@@ -106,9 +108,25 @@ def summary_lines(o) -> list:
         out.append(f"metadata requests during compute ({LEVEL[m['level']]}): {m['count']} of {m['all_metadata']} "
                    f"({', '.join(f'{k} {v}' for k, v in m['by_kind'].items()) or 'none'})")
     for f in o.get("netcdf_byte_ranges") or []:
-        out.append(f"netCDF byte ranges: {f['calls']} netCDF calls on {f['url']} in {f['time_s']:.2f} s "
-                   "(store operations only: netCDF-C's own HTTP requests are not recorded)")
+        wire = (f"; {f['wire_requests']} wire requests of netCDF-C's libcurl ({f['wire_gets']} ranged GETs, "
+                f"{format_size(f['wire_bytes'])}, at most {f['wire_peak_in_flight']} in flight)"
+                if f.get("wire_requests") else "; no libcurl request recorded (a libcurl the preload could not reach)"
+                if f.get("wire_requests") == 0 else "")
+        out.append(f"netCDF byte ranges: {f['calls']} netCDF calls on {f['url']} in {f['time_s']:.2f} s{wire}")
+    note = https_note(o)
+    if note:
+        out.append(note)
     return out
+
+
+def https_note(o):
+    """obstore's requests are seen on plain-http sockets only: over https the report has its store ops alone."""
+    levels = o.get("levels") or {}
+    store_libs = (levels.get("store") or {}).get("libs") or {}
+    if "zarr:ObjectStore" in store_libs and "socket" not in ((levels.get("wire") or {}).get("libs") or {}):
+        return ("obstore (zarr.storage.ObjectStore): store operations only; its HTTP requests are recorded on the wire "
+                "for http:// endpoints (the preload's socket parser), not through TLS (https://)")
+    return None
 
 
 def text_lines(o) -> list:
@@ -138,8 +156,10 @@ def html_section(o):
         return None
     sec = Section("objects", "Object storage: store operations and wire requests")
     sec.add(Paragraph("Store op: what the job asked of a store (zarr Store methods, fsspec file systems and files); "
-                      "wire: the HTTP requests sent (botocore events for s3fs, aiohttp for fsspec's HTTP), each with "
-                      "its retries. A wire request ends when its response headers arrive."))
+                      "wire: the HTTP requests sent (botocore events for s3fs, aiohttp for fsspec's HTTP, each with "
+                      "its retries; below Python, the preload's libcurl module for netCDF-C's byte-range mode and its "
+                      "HTTP/1.1 parser on the sockets of obstore and other clients for http:// endpoints). A wire "
+                      "request ends when its response headers arrive."))
     for line in summary_lines(o):
         sec.add(Paragraph(line))
     if o.get("timeline", {}).get("t_s"):

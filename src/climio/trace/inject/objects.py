@@ -15,6 +15,8 @@ Two levels, each record says which:
          aiobotocore; one record per attempt, retries counted) and aiohttp's TraceConfig for every other
          aiohttp session (fsspec's HTTP). A wire record's end is when the response headers arrived;
          its bytes are the response's Content-Length. `parent` names the store op it served.
+         Below Python, the preload records the wire requests of netCDF-C's libcurl and of obstore's
+         plain-http sockets into objects-<host>-<pid>.wire.jsonl (csrc/trace/wire.c, same format).
 Keys are paths only: no query string (signatures), no user info, no credential ever.
 This module imports nothing of climio and no third-party module at start-up (it hooks imports).
 """
