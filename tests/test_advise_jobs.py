@@ -24,11 +24,12 @@ MAPS = "import netCDF4\nd = netCDF4.Dataset('tas.nc')\nfor t in range(0, 240, 4)
 
 
 def test_canonical_reads_exact():
+    # the box is the `box` read shape's (climio.dataset.reads.BOX_FRACTION: a quarter of y and of x, rounded up)
     got = le.canonical_reads((24, 10, 16), ("t", "y", "x"))
     assert got == [("one map", [((12, 0, 0), (1, 10, 16))]), ("one full series", [((0, 5, 8), (24, 1, 1))]),
-                   ("a box over all time", [((0, 5, 7), (24, 1, 2))]), ("the whole field", [((0, 0, 0), (24, 10, 16))])]
+                   ("a box over all time", [((0, 4, 6), (24, 3, 4))]), ("the whole field", [((0, 0, 0), (24, 10, 16))])]
     four = dict(le.canonical_reads((12, 3, 16, 32), ("t", "z", "y", "x")))
-    assert four["one map"] == [((6, 1, 0, 0), (1, 1, 16, 32))] and four["a box over all time"] == [((0, 1, 7, 14), (12, 1, 2, 4))]
+    assert four["one map"] == [((6, 1, 0, 0), (1, 1, 16, 32))] and four["a box over all time"] == [((0, 1, 6, 12), (12, 1, 4, 8))]
     assert le.canonical_reads((10, 10)) == []
 
 

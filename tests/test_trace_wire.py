@@ -9,7 +9,7 @@ import numpy as np
 
 from climio.trace.objects_reader import read_objects
 from climio.trace.objects_report import https_note
-from test_trace_objects import RecordingProxy, _env, _header, _metrics, _netcdf, _report, _trace
+from test_trace_objects import NCBYTES_JOB as NC_JOB, RecordingProxy, _env, _header, _metrics, _netcdf, _report, _trace
 
 
 def _server_view(wire) -> Counter:
@@ -31,14 +31,6 @@ def _traced(s3, tmp_path, name, script, proxy, *extra):
     finally:
         s3.set_latency(0)
     return out, stdout, +(after - before)
-
-
-NC_JOB = """
-import netCDF4
-with netCDF4.Dataset("{url}#mode=bytes") as ds:
-    v = ds["tas"]
-    print(sum(float(v[i].sum()) for i in range(v.shape[0])))
-"""
 
 
 def test_netcdf_byte_ranges_libcurl_requests_equal_server_counters_and_proxy_ranges(s3_server, tmp_path):

@@ -215,7 +215,7 @@ def advise_jobs(traces, passes=1, profile=None, keep_codec=False, warn=None):
     """One layout for several traced jobs on the same variable (`climio advise T1 T2 ...`): each
     trace's reads of the first trace's main variable are a read pattern, weighted by `passes` (one
     for all, or one per trace in the same order); climio.advice.jobs.advise_jobs."""
-    from .advice.jobs import Job, advise_jobs as run
+    from .advice.jobs import WeightedJob, advise_jobs as run
     from .trace.job_reads import job_reads
     from climio.base.errors import InputError, no_such_file
     traces = [Path(t) for t in traces]
@@ -234,7 +234,7 @@ def advise_jobs(traces, passes=1, profile=None, keep_codec=False, warn=None):
     if len(set(names)) != len(names):
         names = [f"job {k + 1} ({t})" for k, t in enumerate(traces)]
     prof = str(profile) if profile else None
-    return run(first.file, first.var, [Job(n, j.reads, int(p), j.stack) for n, j, p in zip(names, jobs, ps)],
+    return run(first.file, first.var, [WeightedJob(n, j.reads, int(p), j.stack) for n, j, p in zip(names, jobs, ps)],
                prof, keep_codec, _warn(warn), ", ".join(map(str, traces)))
 
 

@@ -6,7 +6,7 @@ is never predicted worse on the mix than a layout chosen for any one job; the ad
 chosen layout does to each job and to the variable's canonical reads (one map, one full series, a
 box over all time, the whole field), before -> after, and warns for each it makes >2x slower.
 
-    Job(name, reads, passes, stack)
+    WeightedJob(name, reads, passes, stack)
     advise_jobs(file, var, jobs, profile=None, keep_codec=False, warn=None, source="") -> Advice
 """
 
@@ -26,7 +26,7 @@ from .recommend import Advice, _out_name
 
 
 @dataclass
-class Job:
+class WeightedJob:
     name: str          # how the advice names it (the trace directory's name)
     reads: list        # [(start, count)] as traced
     passes: int = 1    # how often it runs

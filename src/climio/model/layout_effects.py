@@ -13,10 +13,10 @@ finds the profile.
 import math
 
 from climio.dataset.layout import Layout
+from climio.dataset.reads import BOX_FRACTION     # the box is the `box` read shape's: one meaning
 from . import predict as model
 
 SLOWER_WARN = 2.0
-BOX_FRACTION = 8          # the box: 1/8 of y and of x (at least one point), over all time
 
 
 def _axes(shape, roles) -> tuple:
@@ -44,7 +44,7 @@ def canonical_reads(shape, roles=None) -> list:
         start = [mid[i] if i not in sel else sel[i][0] for i in range(len(shape))]
         count = [1 if i not in sel else sel[i][1] for i in range(len(shape))]
         return tuple(start), tuple(count)
-    by, bx = max(1, shape[y] // BOX_FRACTION), max(1, shape[x] // BOX_FRACTION)
+    by, bx = max(1, -(-shape[y] // BOX_FRACTION)), max(1, -(-shape[x] // BOX_FRACTION))
     return [("one map", [one({y: (0, shape[y]), x: (0, shape[x])})]),
             ("one full series", [one({t: (0, shape[t])})]),
             ("a box over all time", [one({t: (0, shape[t]), y: (mid[y] - by // 2, by), x: (mid[x] - bx // 2, bx)})]),

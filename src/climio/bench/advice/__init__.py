@@ -79,7 +79,7 @@ def build_grid(preset="full", **values) -> Grid:
                 reps, seed, max_s, preset)
 
 
-class Advice(base.Study):
+class AdviceStudy(base.Study):
     name = STUDY
     title = "Advice tried on real analysis jobs: the first-ranked fix against the best measured one."
     description = ("Eight analysis scripts on a CMIP-style file in two layouts: each traced (climio trace run), "
@@ -99,4 +99,4 @@ class Advice(base.Study):
         return None
 
 
-base.register(Advice())
+base.register(AdviceStudy())

@@ -10,7 +10,8 @@ at most `could_save_s` of the traced run (its calls' time), so the job would tak
 the conversion the rechunk planner predicts (`climio rechunk --dry-run`) spread over P passes.
 """
 
-SHOWN_PASSES = (1, 10)
+from climio.rules.fixes import GAIN_NOISE, SHOWN_PASSES
+
 KEEP = ("id", "item", "kind", "title", "status", "advised", "label", "after_s", "conversion_s", "gain", "same_result",
         "applied", "not_tried", "also_slows", "predicted_gain")
 
@@ -25,9 +26,6 @@ def first_fix(results, items=1):
     after the report's items) are then numbered from 1, but no report ranked them."""
     ones = sorted((r for r in results if r.get("item") == 1 and items >= 1), key=_order)
     return ones[0] if ones else None
-
-
-GAIN_NOISE = 1.05    # as trace try's: a measured gain below it is no gain
 
 
 def best_fix(results, p=10):

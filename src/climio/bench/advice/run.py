@@ -29,7 +29,7 @@ from .data import layout_chunks, write_tas
 from .jobs import JOBS
 from .outcome import outcome
 
-VAR = "tas"
+TAS_VAR = "tas"
 
 
 def _climio(args, cwd, timeout) -> str:

@@ -21,8 +21,9 @@ from climio.dataset.access import slice_starts
 from climio.dataset.reads import read_count
 from climio.dataset.stack_names import OBJECT_READ_STACKS
 from climio.model.object_store import read_tasks
+from .space import _chunk_len   # the file space's draw of one chunk length
 
-DIMS = {"member": (2, 3), "time": (24, 48, 96, 128), "lev": (2, 3), "lat": (4, 8, 24, 48, 96), "lon": (6, 12, 48, 96, 192)}
+DIM_SIZES = {"member": (2, 3), "time": (24, 48, 96, 128), "lev": (2, 3), "lat": (4, 8, 24, 48, 96), "lon": (6, 12, 48, 96, 192)}
 STORE_SPACE = {
     "rank": (2, 3, 4, 5),
     "codec": ("none", "deflate1", "deflate1+shuffle", "deflate4+shuffle", "zstd3", "zstd3+shuffle",
@@ -33,8 +34,8 @@ STORE_SPACE = {
     "chunk_axis": ("full", "one", "divisor", "non-divisor"),
     "shard_factor": (2, 4),
 }
-MAX_BYTES = 6 << 20                  # the array's bytes, uncompressed (float32)
-CHUNK_BYTES = (2 << 10, 1 << 20)     # chunk sizes drawn outside this range are drawn again
+STORE_MAX_BYTES = 6 << 20                  # the array's bytes, uncompressed (float32)
+STORE_CHUNK_BYTES = (2 << 10, 1 << 20)     # chunk sizes drawn outside this range are drawn again
 MAX_GETS, MAX_SLABS = 1024, 192
 
 
@@ -81,17 +82,6 @@ def dims_for(rank: int, read: str) -> tuple:
     return {3: ("time", "lat", "lon"), 4: ("time", "lev", "lat", "lon"), 5: ("member", "time", "lev", "lat", "lon")}[rank]
 
 
-def _chunk_len(rng, kind, d) -> int:
-    divisors = [c for c in range(2, d) if d % c == 0]
-    others = [c for c in range(2, d) if d % c]
-    if kind == "full" or (kind == "divisor" and not divisors) or (kind == "non-divisor" and not others):
-        return d
-    if kind == "one":
-        return 1
-    pool = divisors if kind == "divisor" else others
-    return int(pool[int(rng.integers(len(pool)))])
-
-
 def _shards(rng, shape, chunks) -> tuple:
     """2 or 4 chunks per shard along one or two axes that have more than one chunk (else None)."""
     axes = [i for i, (n, c) in enumerate(zip(shape, chunks)) if c < n]
@@ -120,12 +110,12 @@ def cost(dims, shape, chunks, shards, read) -> tuple:
 def _array(rng, dims, read, sharded) -> tuple:
     """(shape, chunks, shards) within the byte, GET and hyperslab budgets."""
     for _ in range(400):
-        shape = tuple(int(DIMS[d][int(rng.integers(len(DIMS[d])))]) for d in dims)
-        if math.prod(shape) * 4 > MAX_BYTES:
+        shape = tuple(int(DIM_SIZES[d][int(rng.integers(len(DIM_SIZES[d])))]) for d in dims)
+        if math.prod(shape) * 4 > STORE_MAX_BYTES:
             continue
         kinds = [STORE_SPACE["chunk_axis"][int(rng.integers(4))] for _ in shape]
         chunks = tuple(_chunk_len(rng, k, n) for k, n in zip(kinds, shape))
-        if not CHUNK_BYTES[0] <= math.prod(chunks) * 4 <= CHUNK_BYTES[1]:
+        if not STORE_CHUNK_BYTES[0] <= math.prod(chunks) * 4 <= STORE_CHUNK_BYTES[1]:
             continue
         shards = _shards(rng, shape, chunks) if sharded else None
         if sharded and shards is None:

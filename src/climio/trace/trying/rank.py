@@ -9,10 +9,8 @@
 
 import statistics
 
+from ...rules.fixes import GAIN_NOISE, SHOWN_PASSES  # noqa: F401  (trace try's callers read them here)
 from ..effects import effect_lines
-
-SHOWN_PASSES = (1, 10)
-GAIN_NOISE = 1.05        # a measured gain below this is no gain (disk noise on a shared machine)
 
 
 def gain(baseline_s, after_s, conversion_s=0.0, passes=1) -> float:
