@@ -273,16 +273,17 @@ def _geometry(shape, chunks, start, count) -> tuple:
 
 
 def _geometry_key(chunks, shape, start, count) -> tuple:
-    """What `_geometry` of a read depends on, so that reads at the same place in the chunk grid
-    share one evaluation: the count for a contiguous variable; per chunked dimension the offset in
-    the first chunk, the length and how far the array reaches past the first chunk's start (only
-    up to the chunks the read spans, where an edge chunk could clip it)."""
+    """What `_geometry` of a read depends on, so that reads that meet the chunk grid alike share one
+    evaluation: the count for a contiguous variable; per chunked dimension the chunks spanned and
+    the first and last chunk's piece and extent (climio.dataset.layout's pieces: an edge chunk is
+    clipped by the array's end)."""
     if chunks is None:
         return tuple(count)
     key = []
     for s, n, c, d in zip(start, count, chunks, shape):
-        off = s % c
-        key.append((off, n, min(d - (s - off), ((off + n - 1) // c + 1) * c)))
+        j0, j1 = s // c, (s + n - 1) // c
+        key.append((j1 - j0, min((j0 + 1) * c, s + n) - s, min((j0 + 1) * c, d) - j0 * c,
+                    s + n - max(j1 * c, s), min((j1 + 1) * c, d) - j1 * c))
     return tuple(key)
 
 
@@ -329,17 +330,20 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         spec = cache_spec(chunk_cache)
         cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
-        collisions = 0
     simulated = 0
     geometry_of = {}
-    for i, (start, count) in enumerate(reads):
+    steady = (_Steady(reads, chunks, task_starts, cache_per_read, not (layout.compressed or cache.cacheable))
+              if chunks is not None else None)
+    i = 0
+    while i < len(reads):
+        start, count = reads[i]
         if simulated and (sum(st.req.values()) >= max_requests
                           or (max_visits is not None and cnt.chunks_visited >= max_visits)):
             break
         if i in task_starts:      # the next task's own open: its readahead state and chunk cache
             st.new_file()
         if chunks is not None and i and (i in task_starts or cache_per_read):
-            collisions += cache.counts.collisions
+            cnt.chunk_cache_collisions += cache.counts.collisions
             cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         simulated += 1
         cnt.calls += 1
@@ -355,29 +359,117 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
             run_len, last = _run_shape(count, shape)
             offs = _run_offsets(start, count, shape, last) * isz
             st.contig(offs, run_len * isz, 0, layout.nbytes)
+            i += 1
             continue
         cnt.chunks_visited += touched
         cnt.partial_chunks += partial
         cnt.max_touched_bytes = max(cnt.max_touched_bytes, touched * cbytes)
-        for combo, hit in cache.read(start, count):     # one H5Dread: its chunks in chunk-index order
-            if hit:
-                cnt.chunk_cache_hits += 1
-                continue
-            base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
-            if layout.compressed or cache.cacheable:
-                st.fetch(base, stored_chunk)
-                st.sieve_lo = st.sieve_hi = -1
-                if layout.compressed:
-                    cnt.decodes += 1
-                    cnt.bytes_decoded += cbytes
-                    if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
-                        cnt.bytes_stored_decoded += stored_chunk
-            else:   # uncompressed, too large for the cache: direct reads of the runs needed
-                _direct_reads(st, combo, start, count, chunks, isz, base, cbytes, direct_sieve)
+        _chunked_read(st, cache, cnt, layout, start, count, gstrides, stored_chunk, direct_sieve)
+        skipped = steady.after(i, touched, cnt, st, cache, max_requests, max_visits)
+        simulated += skipped
+        i += 1 + skipped
     cnt.reads_simulated = simulated
     if chunks is not None:
-        cnt.chunk_cache_collisions = collisions + cache.counts.collisions
+        cnt.chunk_cache_collisions += cache.counts.collisions
     return _scaled(cnt, st.req, len(reads), simulated)
+
+
+def _chunked_read(st, cache, cnt, layout, start, count, gstrides, stored_chunk, direct_sieve) -> None:
+    """One H5Dread of a chunked variable: its chunks in chunk-index order through the chunk cache,
+    the misses fetched (whole, and decoded when compressed) or read directly."""
+    cbytes = layout.chunk_nbytes
+    for combo, hit in cache.read(start, count):
+        if hit:
+            cnt.chunk_cache_hits += 1
+            continue
+        base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
+        if layout.compressed or cache.cacheable:
+            st.fetch(base, stored_chunk)
+            st.sieve_lo = st.sieve_hi = -1
+            if layout.compressed:
+                cnt.decodes += 1
+                cnt.bytes_decoded += cbytes
+                if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
+                    cnt.bytes_stored_decoded += stored_chunk
+        else:   # uncompressed, too large for the cache: direct reads of the runs needed
+            _direct_reads(st, combo, start, count, layout.chunks, layout.itemsize, base, cbytes, direct_sieve)
+
+
+STEADY_TALLY = ("calls", "bytes_wanted", "pieces", "chunks_visited", "partial_chunks", "chunk_cache_hits", "decodes",
+                "bytes_decoded", "bytes_stored_decoded", "chunk_cache_collisions")
+
+
+class _Steady:
+    """Reads that repeat a fixed point, counted without being walked (issue 34: `advise` spent its
+    time walking the same 3,650 chunk misses read after read). A read that leaves the simulation's
+    state as it found it (the chunk cache's entries in list order with their unread bytes; the page
+    cache's pages, readahead and sieve) leaves it so again for every next read that visits the same
+    chunks with the same pieces (its signature: per dimension the first and last chunk index and
+    the first and last piece's length, and the offset in the chunk when chunks are read directly),
+    and adds the same counts. Those reads are added at once, up to the window the walk stops at
+    and the next task's start: the counts equal the walk's (tests/test_predict_steady.py). Checked
+    only on reads visiting at least an eighth of the cache's entries, and after a failed check only
+    every 2, 4, ... MAX_GAP reads, so that the checks cost little where nothing repeats."""
+    MAX_GAP = 256
+
+    def __init__(self, reads, chunks, task_starts, per_read: bool, offsets: bool):
+        self.reads, self.chunks, self.task_starts = reads, chunks, task_starts
+        self.per_read, self.offsets = per_read, offsets
+        self.prev = None                # (read index, signature, state, tally) after the last read checked
+        self.gap, self.next_check = 1, 0    # after a failed check the next is further on (up to MAX_GAP reads)
+
+    def sig(self, i) -> tuple:
+        start, count = self.reads[i]
+        out = []
+        for s, n, c in zip(start, count, self.chunks):
+            lo, hi = s // c, (s + n - 1) // c
+            out.append((lo, hi, min((lo + 1) * c, s + n) - s, s + n - max(hi * c, s), s - lo * c if self.offsets else 0))
+        return tuple(out)
+
+    def _state(self, st, cache) -> tuple:
+        entries = []
+        if not self.per_read:       # a cache per read: every read starts with an empty one
+            e = cache.head
+            while e is not None:
+                entries.append((e, cache.rd_count[e]))
+                e = cache.next[e]
+        return (tuple(entries), len(st.seen), st.prev_end, st.prev_page, st.ra_start, st.ra_size, st.ra_async,
+                st.mark, st.sieve_lo, st.sieve_hi)
+
+    def after(self, i, touched, cnt, st, cache, max_requests, max_visits) -> int:
+        """Read i is done: the reads after it that repeat it, their counts added to `cnt` and
+        `st.req` (0: none)."""
+        if touched * 8 < cache.nused or i in self.task_starts or i < self.next_check - 1:
+            self.prev = None
+            return 0
+        tally = tuple(getattr(cnt, k) for k in STEADY_TALLY[:-1]) + (cnt.chunk_cache_collisions
+                                                                      + cache.counts.collisions,)
+        now = (i, self.sig(i), self._state(st, cache), tally, Counter(st.req))
+        prev, self.prev = self.prev, now
+        if prev is None or prev[0] != i - 1:
+            return 0
+        if prev[2] != now[2]:
+            self.gap = min(2 * self.gap, self.MAX_GAP)
+            self.next_check = i + self.gap
+            return 0
+        self.gap = 1
+        d = [a - b for a, b in zip(tally, prev[3])]
+        dreq = now[4] - prev[4]
+        dr, dv = sum(dreq.values()), d[STEADY_TALLY.index("chunks_visited")]
+        room = [(limit - have) / step for limit, have, step in ((max_requests, sum(st.req.values()), dr),
+                (max_visits, cnt.chunks_visited, dv)) if limit is not None and step > 0]
+        cap = min([max(0, math.ceil(r)) for r in room], default=len(self.reads))
+        m = 0
+        while m < cap and i + 1 + m < len(self.reads) and (i + 1 + m) not in self.task_starts \
+                and self.sig(i + 1 + m) == now[1]:
+            m += 1
+        if m:
+            for k, dk in zip(STEADY_TALLY, d):
+                setattr(cnt, k, getattr(cnt, k) + m * dk)
+            for k, v in dreq.items():
+                st.req[k] += m * v
+            self.prev = None
+        return m
 
 
 def _check_reads(reads, shape) -> None:
