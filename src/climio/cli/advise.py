@@ -204,7 +204,7 @@ def advise_cmd(
     if not is_store_url(target):
         if not target.exists():
             raise no_such_file(target)
-        from ..trace.report import is_measured_input
+        from ..trace.inputs import is_measured_input
         if is_measured_input(target):   # a trace or Darshan log: the API reads its Facts with climio.trace
             adv = advise(str(target), profile=str(profile) if profile else None, warn=warnings.append)
             _warn(warnings)

@@ -377,7 +377,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
 def _chunked_read(st, cache, cnt, layout, start, count, gstrides, stored_chunk, direct_sieve) -> None:
     """One H5Dread of a chunked variable: its chunks in chunk-index order through the chunk cache,
     the misses fetched (whole, and decoded when compressed) or read directly."""
-    cbytes = layout.chunk_nbytes
+    cbytes = cache.chunk_size
     for combo, hit in cache.read(start, count):
         if hit:
             cnt.chunk_cache_hits += 1
@@ -400,22 +400,28 @@ STEADY_TALLY = ("calls", "bytes_wanted", "pieces", "chunks_visited", "partial_ch
 
 
 class _Steady:
-    """Reads that repeat a fixed point, counted without being walked (issue 34: `advise` spent its
-    time walking the same 3,650 chunk misses read after read). A read that leaves the simulation's
-    state as it found it (the chunk cache's entries in list order with their unread bytes; the page
-    cache's pages, readahead and sieve) leaves it so again for every next read that visits the same
-    chunks with the same pieces (its signature: per dimension the first and last chunk index and
-    the first and last piece's length, and the offset in the chunk when chunks are read directly),
-    and adds the same counts. Those reads are added at once, up to the window the walk stops at
-    and the next task's start: the counts equal the walk's (tests/test_predict_steady.py). Checked
-    only on reads visiting at least an eighth of the cache's entries, and after a failed check only
-    every 2, 4, ... MAX_GAP reads, so that the checks cost little where nothing repeats."""
+    """Reads that repeat, counted without being walked (issue 34: `advise` spent its time walking
+    the same 3,650 chunk misses read after read, and the same few chunk hits). Two cases, both exact:
+
+    * a fixed point: a read that leaves the simulation's state as it found it (the chunk cache's
+      entries in list order with their unread bytes; the page cache's pages, readahead and sieve)
+      leaves it so again for every next read with the same signature, and adds the same counts;
+    * all hits: a read whose every chunk was in the cache and that left the list in the same
+      order; hits evict nothing and fetch nothing, so every next read of the same chunks hits
+      too, and only the entries' unread bytes move (by the same pieces, down to 0).
+
+    The signature: per dimension the first and last chunk index and the first and last piece's
+    length (the offset in the chunk too when chunks are read directly). Those reads are added at
+    once, up to the window the walk stops at and the next task's start: the counts equal the
+    walk's (tests/test_predict_steady.py). Checked only on reads visiting at least an eighth of the
+    cache's entries, and after a failed check only every 2, 4, ... MAX_GAP reads, so that the
+    checks cost little where nothing repeats."""
     MAX_GAP = 256
 
     def __init__(self, reads, chunks, task_starts, per_read: bool, offsets: bool):
         self.reads, self.chunks, self.task_starts = reads, chunks, task_starts
         self.per_read, self.offsets = per_read, offsets
-        self.prev = None                # (read index, signature, state, tally) after the last read checked
+        self.prev = None                # (read index, state, unread bytes, tally, requests) after the last read checked
         self.gap, self.next_check = 1, 0    # after a failed check the next is further on (up to MAX_GAP reads)
 
     def sig(self, i) -> tuple:
@@ -426,50 +432,71 @@ class _Steady:
             out.append((lo, hi, min((lo + 1) * c, s + n) - s, s + n - max(hi * c, s), s - lo * c if self.offsets else 0))
         return tuple(out)
 
-    def _state(self, st, cache) -> tuple:
+    def _snapshot(self, i, cnt, st, cache) -> tuple:
         entries = []
         if not self.per_read:       # a cache per read: every read starts with an empty one
             e = cache.head
             while e is not None:
-                entries.append((e, cache.rd_count[e]))
+                entries.append(e)
                 e = cache.next[e]
-        return (tuple(entries), len(st.seen), st.prev_end, st.prev_page, st.ra_start, st.ra_size, st.ra_async,
-                st.mark, st.sieve_lo, st.sieve_hi)
+        state = (tuple(entries), len(st.seen), st.prev_end, st.prev_page, st.ra_start, st.ra_size, st.ra_async,
+                 st.mark, st.sieve_lo, st.sieve_hi)
+        tally = tuple(getattr(cnt, k) for k in STEADY_TALLY[:-1]) + (cnt.chunk_cache_collisions
+                                                                      + cache.counts.collisions,)
+        return i, state, tuple(cache.rd_count[e] for e in entries), tally, Counter(st.req)
 
     def after(self, i, touched, cnt, st, cache, max_requests, max_visits) -> int:
-        """Read i is done: the reads after it that repeat it, their counts added to `cnt` and
-        `st.req` (0: none)."""
+        """Read i is done: the reads after it that repeat it, their counts added to `cnt`, `st.req`
+        and the cache's unread bytes (0: none)."""
         if touched * 8 < cache.nused or i in self.task_starts or i < self.next_check - 1:
             self.prev = None
             return 0
-        tally = tuple(getattr(cnt, k) for k in STEADY_TALLY[:-1]) + (cnt.chunk_cache_collisions
-                                                                      + cache.counts.collisions,)
-        now = (i, self.sig(i), self._state(st, cache), tally, Counter(st.req))
-        prev, self.prev = self.prev, now
+        prev, now = self.prev, self._snapshot(i, cnt, st, cache)
+        self.prev = now
         if prev is None or prev[0] != i - 1:
             return 0
-        if prev[2] != now[2]:
+        d = [a - b for a, b in zip(now[3], prev[3])]
+        dreq = now[4] - prev[4]
+        hits = d[STEADY_TALLY.index("chunk_cache_hits")] == d[STEADY_TALLY.index("chunks_visited")] and not dreq
+        if prev[1] != now[1] or not (hits or prev[2] == now[2]):
             self.gap = min(2 * self.gap, self.MAX_GAP)
             self.next_check = i + self.gap
             return 0
         self.gap = 1
-        d = [a - b for a, b in zip(tally, prev[3])]
-        dreq = now[4] - prev[4]
-        dr, dv = sum(dreq.values()), d[STEADY_TALLY.index("chunks_visited")]
-        room = [(limit - have) / step for limit, have, step in ((max_requests, sum(st.req.values()), dr),
-                (max_visits, cnt.chunks_visited, dv)) if limit is not None and step > 0]
-        cap = min([max(0, math.ceil(r)) for r in room], default=len(self.reads))
-        m = 0
-        while m < cap and i + 1 + m < len(self.reads) and (i + 1 + m) not in self.task_starts \
-                and self.sig(i + 1 + m) == now[1]:
-            m += 1
+        m = self._run(i, sum(dreq.values()), d[STEADY_TALLY.index("chunks_visited")], cnt, st, max_requests,
+                      max_visits)
         if m:
             for k, dk in zip(STEADY_TALLY, d):
                 setattr(cnt, k, getattr(cnt, k) + m * dk)
             for k, v in dreq.items():
                 st.req[k] += m * v
+            if hits:
+                _unread_after(cache, now[1][0], prev[2], now[2], m)
             self.prev = None
         return m
+
+    def _run(self, i, dr, dv, cnt, st, max_requests, max_visits) -> int:
+        """How many reads after read i have its signature, before the next task and the window's end
+        (the walk stops once `max_requests` requests or `max_visits` visits are reached)."""
+        room = [(limit - have) / step for limit, have, step in ((max_requests, sum(st.req.values()), dr),
+                (max_visits, cnt.chunks_visited, dv)) if limit is not None and step > 0]
+        cap = min([max(0, math.ceil(r)) for r in room], default=len(self.reads))
+        sig, m = self.sig(i), 0
+        while m < cap and i + 1 + m < len(self.reads) and (i + 1 + m) not in self.task_starts \
+                and self.sig(i + 1 + m) == sig:
+            m += 1
+        return m
+
+
+def _unread_after(cache, entries, before, after, m) -> None:
+    """The cache's unread bytes per entry after `m` more all-hit reads that each read what the
+    last one did (before - after, while something was left to read)."""
+    for e, b, a in zip(entries, before, after):
+        if a:
+            left = max(0, a - m * (b - a))
+            cache.rd_count[e] = left
+            if left == 0:
+                cache.nfull += 1
 
 
 def _check_reads(reads, shape) -> None:
