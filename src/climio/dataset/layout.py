@@ -38,6 +38,8 @@ def _fmt(seq) -> str:
 
 def _int(v) -> int:
     """An int from an integer (numpy ints welcome); None for bools, floats, strings."""
+    if type(v) is int:      # the common case first: the model validates every read's geometry
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         return None
     return int(v)

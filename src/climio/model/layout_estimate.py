@@ -97,8 +97,8 @@ def _colliding(layout, axes, k, nslots, memo=None) -> float:
     slots = np.asarray(val).ravel() % nslots
     if slots.size <= 1:
         return 0.0
-    _, inv, n = np.unique(slots, return_inverse=True, return_counts=True)
-    return float(np.count_nonzero(n[inv] > 1)) / slots.size
+    n = np.bincount(slots, minlength=nslots)
+    return float(np.count_nonzero(n[slots] > 1)) / slots.size
 
 
 def counts_of(layout: Layout, axes, spec, profile, cache_per_read=False, memo=None) -> model.Counts:
