@@ -1,23 +1,29 @@
-"""`climio advise` before and after issue 34's item 5, timed in one run on the CMOR-like file.
+"""`climio advise` against its peers, timed in one run on the CMOR-like file (issue 34, item 5).
 
     .venv/bin/python bench/advise_speed.py [--file tas_day.nc] [--old-budget 600] [--profile-dir DIR]
+                                           [--peer-src DIR] [--repeat 2]
 
 The file is bench/make_cmor_tas.py's tas[3650,90,180] (generated in a temporary directory unless
---file names one). Both runs are the real command in a subprocess, with this platform's calibrated
+--file names one). Every run is the real command in a subprocess, with this platform's calibrated
 profile (`climio calibrate --quick` first; --profile-dir sets CLIMIO_PROFILE_DIR):
 
-    climio advise FILE --var tas --read 1,90,180 --passes 10 --read 3650,1,1 --passes 2
+    climio advise FILE --var tas --read xy --passes 10 --read t --passes 2
 
-(the count templates of xy and t: named read shapes need a 4-D variable until the dataset seam of
-issue 34 lands). "old" is the same command with the code as it was: the exhaustive layout search
-(layout_search.search_exhaustive) and the chunk cache's walking prune (tests/chunk_cache_reference.py); it is stopped
-after --old-budget seconds and its time then reported as a lower bound. Prints both wall times,
-the ratio and the best layout each found. Not a test: exit status 0 whatever the ratio (target:
-new within 5 s on the 2-core machine; its wall time moves with the machine's load, printed).
+"new" is this checkout. "peer" (with --peer-src) is the same command on another checkout's
+src/ (PYTHONPATH), e.g. the commit before a change: new and peer alternate ABBA, --repeat times
+each, and their medians are compared. "old" is the code before issue 34: the exhaustive layout
+search (layout_search.search_exhaustive), the chunk cache's walking prune
+(tests/chunk_cache_reference.py) and every read walked (no predict._Steady); it is stopped after
+--old-budget seconds (0: not run) and its time then reported as a lower bound. Prints wall and
+CPU seconds (user + system of the child), the ratios and the best layout each found. Not a test:
+exit status 0 whatever the ratio (target: new within 5 s on the 2-core machine; its wall time
+moves with the machine's load, printed).
 """
 
 import argparse
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,12 +33,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OLD = r'''
 import sys
-from climio.model import chunk_cache, layout_search
+from climio.model import chunk_cache, layout_search, predict
 
 sys.path.insert(0, {tests!r})
 from chunk_cache_reference import WalkingCache
 
 chunk_cache.ChunkCache._prune = WalkingCache._prune
+predict._Steady.after = lambda *a, **k: 0
 layout_search.search = lambda *a, progress=None, **k: layout_search.search_exhaustive(*a, **k)
 from climio.cli import main
 sys.argv = ["climio"] + sys.argv[1:]
@@ -41,28 +48,49 @@ sys.exit(main())
 
 
 def run(cmd, budget, env) -> tuple:
-    """(wall seconds, finished, stdout, stderr) of `cmd`, stopped after `budget` seconds."""
+    """(wall seconds, CPU seconds, finished, stdout, stderr) of `cmd`, stopped after `budget` seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     try:
         out, err = p.communicate(timeout=budget)
-        return time.perf_counter() - t0, p.returncode == 0, out, err
+        ok = p.returncode == 0
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, 15)
         out, err = p.communicate()
-        return time.perf_counter() - t0, False, out, err
+        ok = False
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, ok, out, err
 
 
 def best_line(out: str) -> str:
     return next((ln.strip() for ln in out.splitlines() if ln.startswith("one layout for")), "(no layout line)")
 
 
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def show(name, runs) -> tuple:
+    """Print a variant's runs; (median wall, median CPU)."""
+    for wall, cpu, ok, out, err in runs:
+        print(f"{name}: {wall:.1f} s wall, {cpu:.1f} s CPU ({'ok' if ok else 'FAILED: ' + err.strip()[-300:]})")
+    print(f"   progress lines: {sum(1 for ln in runs[-1][4].splitlines() if ln.startswith('advise: '))}")
+    print("   " + best_line(runs[-1][3]), flush=True)
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--file", help="the tas file (default: generated by bench/make_cmor_tas.py in a temp dir)")
-    ap.add_argument("--old-budget", type=float, default=600.0, help="seconds before the old run is stopped")
-    ap.add_argument("--profile-dir", help="CLIMIO_PROFILE_DIR for both runs")
+    ap.add_argument("--old-budget", type=float, default=600.0, help="seconds before the old run is stopped (0: skip)")
+    ap.add_argument("--profile-dir", help="CLIMIO_PROFILE_DIR for every run")
+    ap.add_argument("--peer-src", help="another checkout's src/ directory, run as the peer (PYTHONPATH)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of new (and peer) each, alternated ABBA")
     a = ap.parse_args(argv)
     env = dict(os.environ, **({"CLIMIO_PROFILE_DIR": a.profile_dir} if a.profile_dir else {}))
     py = sys.executable
@@ -73,23 +101,31 @@ def main(argv=None) -> int:
             sys.path.insert(0, str(HERE))
             from make_cmor_tas import write
             path = write(os.path.join(tmp, "tas_day.nc"))
-        args = ["advise", path, "--var", "tas", "--read", "1,90,180", "--passes", "10", "--read", "3650,1,1",
-                "--passes", "2"]
+        args = ["advise", path, "--var", "tas", "--read", "xy", "--passes", "10", "--read", "t", "--passes", "2"]
         print("command: climio " + " ".join(args), flush=True)
-        with open("/proc/loadavg") as f:
-            print(f"load average before: {f.read().split()[0]}", flush=True)
-        new_s, new_ok, new_out, new_err = run([climio, *args], 3600, env)
-        print(f"new: {new_s:.1f} s wall ({'ok' if new_ok else 'FAILED: ' + new_err.strip()[-300:]})", flush=True)
-        print("   progress lines: " + str(sum(1 for ln in new_err.splitlines() if ln.startswith("advise: "))))
-        print("   " + best_line(new_out), flush=True)
-        old_s, old_ok, old_out, old_err = run([py, "-c", OLD.replace("{tests!r}", repr(str(HERE.parent / "tests"))), *args], a.old_budget, env)
-        bound = "" if old_ok else ">= "
-        print(f"old: {bound}{old_s:.1f} s wall" + ("" if old_ok else f" (stopped after --old-budget {a.old_budget:g} s)"))
-        if old_ok:
-            print("   " + best_line(old_out))
-        print(f"old/new: {bound}{old_s / new_s:.1f}x")
-        with open("/proc/loadavg") as f:
-            print(f"load average after: {f.read().split()[0]}")
+        print(f"load average before: {loadavg()}", flush=True)
+        peer_env = dict(env, PYTHONPATH=os.path.abspath(a.peer_src)) if a.peer_src else None
+        runs = {"new": [], "peer": []}
+        for i in range(a.repeat):
+            order = ["new", "peer"] if i % 2 == 0 else ["peer", "new"]
+            for name in order:
+                if name == "new":
+                    runs["new"].append(run([py, climio, *args], 3600, env))
+                elif peer_env:
+                    runs["peer"].append(run([py, climio, *args], 3600, peer_env))
+        new_wall, new_cpu = show("new", runs["new"])
+        if runs["peer"]:
+            peer_wall, peer_cpu = show(f"peer ({a.peer_src})", runs["peer"])
+            print(f"peer/new medians: wall {peer_wall / new_wall:.1f}x, CPU {peer_cpu / new_cpu:.1f}x")
+        if a.old_budget > 0:
+            old = run([py, "-c", OLD.replace("{tests!r}", repr(str(HERE.parent / "tests"))), *args], a.old_budget, env)
+            bound = "" if old[2] else ">= "
+            print(f"old: {bound}{old[0]:.1f} s wall, {bound}{old[1]:.1f} s CPU"
+                  + ("" if old[2] else f" (stopped after --old-budget {a.old_budget:g} s)"))
+            if old[2]:
+                print("   " + best_line(old[3]))
+            print(f"old/new: wall {bound}{old[0] / new_wall:.1f}x, CPU {bound}{old[1] / new_cpu:.1f}x")
+        print(f"load average after: {loadavg()}")
     return 0
 
 

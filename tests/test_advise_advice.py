@@ -10,6 +10,7 @@ import pytest
 from climio.dataset.access import slice_starts
 from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as profmod
+from climio import profiles as on_disk
 from climio.model.fit import fit as fit_records
 from climio import rules
 from climio.advice import recommend
@@ -116,7 +117,7 @@ def test_trace_advice_names_the_fix_with_a_prediction(tmp_path, files, profiles)
     assert f["command"].startswith(f"climio rechunk {files['packed']} ") and "-c ta:16,1,8,64" in f["command"]
     assert f["before_s"] > f["after_s"] and f["break_even_passes"] is not None
     # the CLI, with a profile of another platform: a warning line, then the advice
-    profmod.save(synthetic("elsewhere"))
+    on_disk.save(synthetic("elsewhere"))
     out = run_cli("advise", tmp_path / "trace")
     assert out.returncode == 0, out.stderr
     assert "[partial-chunk-compressed]" in out.stdout and "climio rechunk" in out.stdout
@@ -145,7 +146,7 @@ def test_one_registry_every_rule_written_once():
 
 
 def test_predict_cli_breakdown_flowchart_and_check(files, profiles):
-    profmod.save(synthetic("elsewhere"))
+    on_disk.save(synthetic("elsewhere"))
     out = run_cli("predict", files["packed"], "--var", "ta", "--read", "xt", "--check", "--reps", "1")
     assert out.returncode == 0, out.stderr
     assert "I/O" in out.stdout and "decode" in out.stdout and "parallel factor" in out.stdout
@@ -203,7 +204,7 @@ def test_calibrate_from_run_dir_and_rates_for_the_planner(tmp_path, profiles):
     # storage records only: every stack keeps the built-in rates, and the summary says so
     assert "stacks at built-in default rates (not measured here): c-netcdf, h5netcdf, h5py, netcdf4-python, " \
            "xarray" in out.stdout
-    prof = profmod.load(profiles / "pid-x.json")
+    prof = on_disk.load(profiles / "pid-x.json")
     assert prof.source == "runs" and prof.latency("sequential") == pytest.approx(2e-6)
     assert prof.rate("sequential", 1 << 20) == pytest.approx(1.5e9)
     r = Rates.from_profile(prof, "deflate4+shuffle")
@@ -219,7 +220,7 @@ def test_rechunk_dry_run_predicts_from_the_calibrated_profile(files, profiles, t
     assert before.returncode == 0 and "calibrated profile" not in before.stdout + before.stderr
     slow = synthetic(platform_id_of(files["contiguous"]))
     slow.rate_Bps["sequential"] = [[4096, 1e6]]          # 1 MB/s: the plan must predict far longer
-    profmod.save(slow)
+    on_disk.save(slow)
     after = run_cli(*args)
     text = after.stdout + after.stderr
     assert after.returncode == 0 and f"calibrated profile {slow.platform_id}" in text
@@ -404,7 +405,7 @@ def test_calibrate_says_what_it_measured_and_which_stacks_are_defaults(tmp_path,
                                                                   "calls": 1000, "pieces": 1000, "bytes_wanted": 0,
                                                                   "requests": []}, "metrics": {"wall_s": 0.01}}
         prof = fit_records([rec], "pid-q", base=profmod.default_profile("pid-q"))
-        profmod.save(prof, tmp_path / "run" / profmod.PROFILE_NAME)
+        on_disk.save(prof, tmp_path / "run" / on_disk.PROFILE_NAME)
         return tmp_path / "run"
     monkeypatch.setattr(climio.api, "run_study", fake_run_study)
     res = CliRunner().invoke(app, ["calibrate", "--quick", "-o", str(tmp_path / "run")])

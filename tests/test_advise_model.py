@@ -9,6 +9,7 @@ import pytest
 from climio.dataset.access import slice_starts
 from climio.dataset.reads import read_count as parse_read
 from climio.model import profile as prof_mod
+from climio import profiles as on_disk
 from climio.model.predict import predict, simulate
 from climio.model.fit import fit, fit_storage
 from climio.model.profile import Profile, StackRates, default_profile
@@ -106,12 +107,12 @@ def test_profile_round_trip(tmp_path, monkeypatch):
     assert q == p and q.to_dict() == p.to_dict()
     assert json.loads(q.to_json())["schema"] == prof_mod.SCHEMA
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
-    written = prof_mod.save(p, tmp_path / "run" / "profile.json")
+    written = on_disk.save(p, tmp_path / "run" / "profile.json")
     assert written[0] == tmp_path / "profiles" / "synthetic.json"
-    assert prof_mod.load(tmp_path / "run") == p
-    found, warn = prof_mod.find("synthetic")
+    assert on_disk.load(tmp_path / "run") == p
+    found, warn = on_disk.find("synthetic")
     assert found == p and warn == ""
-    other, warn = prof_mod.find("another-machine")
+    other, warn = on_disk.find("another-machine")
     assert other == p and "no profile for this platform" in warn and "synthetic" in warn and "another-machine" in warn
 
 

@@ -74,7 +74,8 @@ def test_profile_that_cannot_be_saved_is_one_line(tmp_path, monkeypatch):
     FileExistsError traceback; now one DataError line."""
     from climio.base.errors import DataError
     from climio.model import profile as profmod
+    from climio import profiles as on_disk
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "a-file"))
     with pytest.raises(DataError, match="^cannot save the profile to .*a-file/"):
-        profmod.save(profmod.default_profile())
+        on_disk.save(profmod.default_profile())

@@ -189,6 +189,7 @@ def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):
     from climio.dataset.description import describe
     from climio.model import object_store as om
     from climio.machine.platform import platform_id_here as platform_id_of
+    from climio import profiles as on_disk
     from climio.stores.objects import upload
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
@@ -202,7 +203,7 @@ def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):
     d = describe(url)
     assert (d.var, d.dims, d.roles, d.shape, d.chunks, d.store) == (
         "tas", ("time", "lat", "lon"), ("t", "y", "x"), (24, 8, 16), (1, 8, 16), "zarr-s3")
-    om.save_rates(platform_id_of(None), om.store_key(s3_server.endpoint.url),
+    on_disk.save_rates(platform_id_of(None), om.store_key(s3_server.endpoint.url),
                   om.StoreRates(s3_server.endpoint.url, 0.01, 100e6, 400e6,
                                 {"zarr-obstore": om.StackObjectRates(0.01, 100e6, 8.0)}))
 

@@ -27,10 +27,11 @@ def shuffled_store(s3_server, tmp_path_factory):
 def test_s3_predict_and_advise_of_a_climio_store_print_no_library_warning(s3_server, shuffled_store, tmp_path,
                                                                             monkeypatch):
     from climio.model import object_store as om
+    from climio import profiles as on_disk
     from climio.machine.platform import platform_id_here as platform_id_of
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     key = om.store_key(s3_server.endpoint.url)
-    om.save_rates(platform_id_of(None), key, om.StoreRates(key, 0.002, 200e6, 800e6))   # rates, as calibrate --store keeps them
+    on_disk.save_rates(platform_id_of(None), key, om.StoreRates(key, 0.002, 200e6, 800e6))   # rates, as calibrate --store keeps them
     env = {**os.environ, **s3_server.endpoint.env(), "CLIMIO_PROFILE_DIR": str(tmp_path / "profiles")}
     for cmd in (["predict", shuffled_store, "--read", "xy"], ["advise", shuffled_store, "--read", "xy"]):
         r = subprocess.run([CLIMIO, *cmd], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)

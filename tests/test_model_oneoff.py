@@ -12,6 +12,7 @@ import pytest
 
 from climio.data.writer import write_4d
 from climio.model import profile as profmod
+from climio import profiles as on_disk
 from climio.dataset.layout import Layout
 from climio.model.convert import conversion_plan, plan_variable
 from climio.model.profile import default_profile
@@ -80,7 +81,7 @@ def rechunk_dry_run_seconds(command) -> tuple:
 def test_advice_one_off_cost_is_the_dry_run_prediction(files, tmp_path, monkeypatch, with_profile, cases):
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
     if with_profile:
-        profmod.save(calibrated(platform_id_of(next(iter(files.values())))))
+        on_disk.save(calibrated(platform_id_of(next(iter(files.values())))))
     compared = []
     for name, _, codec, read in cases:
         res = run_cli("advise", files[name], "--var", "ta", "--read", read, "--json")

@@ -8,6 +8,7 @@ import numpy as np
 
 from climio.dataset.layout import chunks_touched
 from climio.model import object_store as om
+from climio import profiles as on_disk
 
 from conftest import run_cli
 
@@ -68,7 +69,7 @@ def test_calibrate_store_then_predict_a_read(s3_server, tmp_path, monkeypatch):
         prof = json.loads(text)
         key = om.store_key(s3_server.endpoint.url)
         rates = om.StoreRates.from_dict(prof["object_stores"][key])
-        assert prof["object_stores"] == json.loads(om.rates_path(prof["platform_id"]).read_text())["object_stores"]
+        assert prof["object_stores"] == json.loads(on_disk.rates_path(prof["platform_id"]).read_text())["object_stores"]
         assert 0.015 < rates.latency_s < 0.1                    # the 20 ms toxic is in every GET
         assert rates.stacks["zarr-obstore"].concurrency > 2     # zarr-python keeps several GETs in flight
         shape, chunks = [4, 1, 32, 64], [1, 1, 8, 16]
@@ -151,7 +152,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     pid = platform_id_of(None)
     rates = om.StoreRates(s3_server.endpoint.url, 0.001, 200e6, 400e6,
                           {"zarr-obstore": om.StackObjectRates(0.001, 200e6, 8.0)})
-    om.save_rates(pid, om.store_key(s3_server.endpoint.url), rates)
+    on_disk.save_rates(pid, om.store_key(s3_server.endpoint.url), rates)
     p = ao.predict_store(url, ["xy"])                              # no file-system profile: built-in rates
     xy = p.reads[0]
     assert p.decode["source"] == "built-in default"
@@ -159,7 +160,7 @@ def test_compressed_layouts_get_stored_bytes_and_decode_at_calibrated_rates(s3_s
     assert math.isclose(xy["decode_s"], 16 * raw / profmod.default_profile().decode("zstd3"))
     calibrated = profmod.default_profile(pid)
     calibrated.decode_Bps = {"zstd3": 5e6, "deflate4+shuffle": 2e6}
-    profmod.save(calibrated)
+    on_disk.save(calibrated)
     q = ao.predict_store(url, ["xy"])
     assert q.decode["source"].startswith("calibrated") and math.isclose(q.reads[0]["decode_s"], 16 * raw / 5e6)
     assert math.isclose(q.reads[0]["time_s"], q.reads[0]["decode_s"]) and q.reads[0]["time_s"] > 3 * xy["time_s"]

@@ -106,6 +106,7 @@ def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     """--dry-run prints one line per rate of the cost model: a built-in default, or taken from this
     platform's calibrated profile (what the profile does not hold stays a default, and says so)."""
     from climio.model import profile as profmod
+    from climio import profiles as on_disk
     from climio.machine.platform import platform_id_here as platform_id_of
     from climio.rechunking import meta
     monkeypatch.setenv("CLIMIO_PROFILE_DIR", str(tmp_path / "profiles"))
@@ -120,7 +121,7 @@ def test_dry_run_says_which_rates_are_calibrated(field, tmp_path, monkeypatch):
     assert rate_lines() == sorted([f"rate read: 500 MB/s, {default}", f"rate write: 400 MB/s, {default}",
                                    f"rate decode {codec}: 600 MB/s, {default}", f"rate encode {codec}: 90 MB/s, {default}",
                                    f"rate per request: 0.1 ms, {default}"])
-    profmod.save(profmod.Profile(platform_id=platform_id_of(field), latency_s={"strided": 250e-6},
+    on_disk.save(profmod.Profile(platform_id=platform_id_of(field), latency_s={"strided": 250e-6},
                                  rate_Bps={"sequential": [[4096, 1e9]]}, decode_Bps={"deflate4+shuffle": 300e6}))
     cal = "from the calibrated profile"
     assert rate_lines() == sorted([

@@ -191,6 +191,7 @@ def test_advised_rechunk_writes_back_to_the_bucket(s3_server, tmp_path, monkeypa
     from climio.data.zarr_writer import write_zarr_4d
     from climio.machine.platform import platform_id_here
     from climio.model import object_store as om
+    from climio import profiles
     from climio.stores.objects import upload
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
@@ -198,7 +199,7 @@ def test_advised_rechunk_writes_back_to_the_bucket(s3_server, tmp_path, monkeypa
     ep = s3_server.endpoint
     # rates as `climio calibrate --store` keeps them (20 ms round trips), so that advise has a model
     stack = om.StackObjectRates(0.02, 100e6, 8.0)
-    om.save_rates(platform_id_here(None), om.store_key(ep.url),
+    profiles.save_rates(platform_id_here(None), om.store_key(ep.url),
                   om.StoreRates(ep.url, 0.02, 100e6, 1e9, {"zarr-obstore": stack, "zarr-fsspec": stack}))
     write_zarr_4d(tmp_path / "x.zarr", [16, 1, 32, 64], chunks=[1, 1, 8, 16], dtype="f4")
     upload(ep, tmp_path / "x.zarr", "s3://climio/adv")

@@ -1,7 +1,8 @@
 """Rules of the tree that grew out of true when later work added to it: every top-level module of
 climio has a place in pyproject.toml's import-linter picture (a layer: cli, api, report, the
 studies, model; or the core list), so a new core module cannot slip past the "core imports no
-study" contract unchecked; and no function over 80 lines lacks a `# long:` reason."""
+study" contract unchecked; no function over 80 lines lacks a `# long:` reason; and the model touches no file (import-linter
+cannot forbid open() or pathlib's reads, so this greps climio/model for them)."""
 
 import ast
 import pkgutil
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_top_level_module_is_a_layer_or_core():
     contracts = {c["name"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]}
-    layers = {m.strip() for layer in contracts["cli and api > report > studies (independent siblings) > model"]["layers"]
+    layers = {m.strip() for layer in contracts["cli and api > report > studies (independent siblings) > profiles on disk > model"]["layers"]
               for m in layer.split("|")}
     core = contracts["the core imports no study, report or command"]
     top = {f"climio.{m.name}" for m in pkgutil.iter_modules(climio.__path__)}
@@ -121,3 +122,22 @@ def test_few_import_cycles_and_few_imports_up_the_layers():
     cycles, up = import_cycles(graph), upward_imports(graph)
     assert len(cycles) <= MAX_CYCLES, cycles
     assert len(up) <= MAX_UPWARD, up
+
+
+# file and environment access the pure model must not make (issue 34, item 6): its profiles are
+# read and written by climio.profiles; the one exception, named: the rechunk planner's defaults ask
+# /proc/meminfo and the CPU affinity (model/convert.py default_max_mem, available_memory, default_workers)
+FILE_ACCESS = ("open(", ".read_text(", ".write_text(", ".read_bytes(", ".write_bytes(", "Path.home(", "os.environ",
+               ".glob(", "os.replace(", ".mkdir(", "json.load(", "json.dump(", "yaml.")
+MODEL_EXCEPTIONS = {("convert.py", 'open("/proc/meminfo")')}
+
+
+def test_the_model_touches_no_file():
+    found = []
+    for path in sorted((ROOT / "src" / "climio" / "model").rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for pat in FILE_ACCESS:
+                if pat in code and not any(path.name == f and ex in code for f, ex in MODEL_EXCEPTIONS):
+                    found.append(f"{path.name}:{n}: {line.strip()}")
+    assert found == []

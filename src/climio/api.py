@@ -197,11 +197,12 @@ def advise(target, var=None, read=None, passes=1, tasks=None, stack=None, chunk_
     if isinstance(target, Request):
         return run(target, warn)
     if isinstance(target, (str, Path)) and not str(target).startswith("s3:"):
-        from .trace.report import is_measured_input, measured_facts
+        from .trace.inputs import is_measured_input
         from climio.base.errors import no_such_file
         if not Path(target).exists():
             raise no_such_file(target)
         if is_measured_input(Path(target)):
+            from .trace.report import measured_facts
             from .advice.measured import advise_measured
             from .advice.loading import profile_for
             prof = profile_for(None, str(profile), warn) if profile else None

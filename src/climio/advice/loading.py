@@ -14,6 +14,7 @@ from climio.base.errors import DataError, InputError
 from climio.dataset.description import describe
 from climio.machine.platform import platform_id_here
 from ..model import profile as profmod
+from climio import profiles
 from ..model import workflow as wfmod
 from ..model.profile import Profile
 
@@ -54,7 +55,7 @@ def find_profile(path=None, profile=None) -> tuple:
     if isinstance(profile, Profile):
         return profile, ""
     pid = platform_id_here(path)
-    prof, line = profmod.find(pid, profile)
+    prof, line = profiles.find(pid, profile)
     return prof or profmod.default_profile(pid), line
 
 

@@ -19,6 +19,7 @@ from climio.dataset.description import describe
 from climio.dataset.reads import read_count_of
 from ..model import object_store as om
 from ..model.object_store import chunk_bytes, predict_layout, slabs_of  # noqa: F401  (this module's API too)
+from climio import profiles
 from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
@@ -46,7 +47,7 @@ def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
         bps, measured = om.stack_decode(rates.stack(stack), label)
         if bps is not None:
             return bps, f"{stack} decoding {measured}, climio calibrate --store"
-    prof, note = profmod.find(platform_id_of(None))
+    prof, note = profiles.find(platform_id_of(None))
     if prof is not None and prof.decode_Bps:
         return prof.decode(label), f"calibrated on {prof.platform_id}"
     if warn and note:
@@ -60,12 +61,12 @@ def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
     from climio.machine.platform import platform_id_here as platform_id_of
     key = om.store_key(endpoint.describe()["endpoint_url"])
     pid = platform_id_of(None)
-    mine = om.load_rates(pid)
+    mine = profiles.load_rates(pid)
     if key in mine:
         return mine[key]
-    folder = om.rates_path(pid).parent
+    folder = profiles.rates_path(pid).parent
     for p in sorted(folder.glob("*.json"), key=lambda q: q.stat().st_mtime, reverse=True) if folder.is_dir() else []:
-        other = om.load_rates(p.stem)
+        other = profiles.load_rates(p.stem)
         if key in other:
             if warn:
                 warn(f"the rates of {key} come from {p} (another platform's)")

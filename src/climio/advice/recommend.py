@@ -21,7 +21,7 @@ from ..model import workflow as wfmod
 from ..model import layout_search
 from ..model.convert import rechunk_cost
 from ..model.layout_search import Pattern
-from ..model.predict import SHARED_FS_KEY, predict
+from ..model.predict import DATASET_PER_READ, SHARED_FS_KEY, cache_spec, predict, simulate
 from ..model.profile import Profile
 from .. import rules
 from ..rules.facts import Facts, WorkflowFacts, WorkflowItem
@@ -139,10 +139,29 @@ def _out_name(path) -> str:
 
 def what_if(wf, profile: Profile, items):
     """again(layout=, tasks=, stack=, cache=, codec_of=, nodes=) -> (total s, s per pass): the
-    workflow's reads predicted by the model with one thing changed (WorkflowFacts.again)."""
+    workflow's reads predicted by the model with one thing changed (WorkflowFacts.again). The
+    rules ask for the same simulation more than once (another stack with the same cache, the
+    current layout): each one is simulated once (`memo`), the workflow's own counts included; the
+    same reads on the same layout and cache (other task counts) take the prediction's own counts."""
+    memo = {}
+
+    def counts(k, it, lay, stack, spec, tasks):
+        sr = profile.stack(stack)
+        key = (k, lay, spec, stack in DATASET_PER_READ, sr.direct_sieve, min(tasks, max(len(it.reads), 1)))
+        if key not in memo:
+            memo[key] = simulate(lay, it.reads, spec, profile, tasks=key[-1], cache_per_read=key[3],
+                                 direct_sieve=key[4])
+        return memo[key]
+
+    for k, it in enumerate(items):
+        sr = profile.stack(wf.stack)
+        memo[(k, it.layout, cache_spec(it.prediction.chunk_cache, sr), wf.stack in DATASET_PER_READ,
+              sr.direct_sieve, min(wf.tasks, max(len(it.reads), 1)))] = it.prediction.counts
+
     def again(layout=None, tasks=None, stack=None, cache=None, codec_of=None, nodes=1):
         t = tp = 0.0
-        for it in items:
+        st = stack or wf.stack
+        for k, it in enumerate(items):
             lay2 = layout(it.layout) if layout else it.layout
             c2 = codec_of(it.codec) if codec_of else it.codec
             # the cache the stack really has for the variable (another stack: its own), `cache` bytes
@@ -151,12 +170,14 @@ def what_if(wf, profile: Profile, items):
                     else it.prediction.chunk_cache)
             if real and cache is not None:
                 real = {**real, "nbytes": int(cache)}
-            # the same reads on the same layout: the simulated counts are the prediction's own
-            q = predict(lay2, it.reads, stack or wf.stack, profile, tasks=tasks or wf.tasks,
-                        codec=c2 if lay2.compressed else "", chunk_cache={k: real[k] for k in ("nbytes", "nslots", "w0")}
-                        if real else None, chunk_cache_bytes=cache if cache is not None else wf.chunk_cache,
+            size = cache if cache is not None else wf.chunk_cache
+            spec = cache_spec({k2: real[k2] for k2 in ("nbytes", "nslots", "w0")} if real else
+                              int(size if size is not None else profile.stack(st).chunk_cache_bytes), profile.stack(st))
+            q = predict(lay2, it.reads, st, profile, tasks=tasks or wf.tasks, codec=c2 if lay2.compressed else "",
+                        chunk_cache=spec if real else None, chunk_cache_bytes=None if real else int(spec.nbytes),
                         passes=it.spec.passes, nodes=nodes,
-                        counts=it.prediction.counts if layout is None and stack is None and cache is None else None)
+                        counts=it.prediction.counts if layout is None and stack is None and cache is None
+                        else counts(k, it, lay2, st, spec, tasks or wf.tasks))
             t += q.seconds
             tp += q.seconds / it.spec.passes
         return t, tp

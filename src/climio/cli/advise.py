@@ -33,7 +33,7 @@ def calibrate_cmd(
 ):
     """Measure the rates the read-time model needs on the data's file system and save the profile
     (~/.cache/climio/profiles/PLATFORM_ID.json and RUN_DIR/profile.json)."""
-    from ..model import profile as profmod
+    from climio import profiles
     if store or endpoint_url:
         return _calibrate_store(store, endpoint_url, quick, out, append, force)
     if from_runs:
@@ -52,7 +52,7 @@ def calibrate_cmd(
             raise InputError("--from: no calibrate or read-stack records in " + ", ".join(map(str, from_runs)))
         pid = (platform or {}).get("platform_id") or usable[0].get("platform_id") or "unknown"
         prof = profile_from_records(usable, pid, platform, source="runs")
-        written = profmod.save(prof, *([Path(out) / profmod.PROFILE_NAME] if out else []))
+        written = profiles.save(prof, *([Path(out) / profiles.PROFILE_NAME] if out else []))
         info(f"profile from {len(usable)} records of {len(from_runs)} run director{'ies' if len(from_runs) != 1 else 'y'}: "
              + ", ".join(map(str, written)))
         for line in prof.summary_lines() + _defaults_line(prof):
@@ -68,10 +68,10 @@ def calibrate_cmd(
                "on the data's file system (e.g. beside the data)"])
     run_dir = run_study("calibrate", preset=preset, out=out, data_dir=data_dir, report=report, stacks=stacks,
                         append=append, force=force)
-    path = Path(run_dir) / profmod.PROFILE_NAME
+    path = Path(run_dir) / profiles.PROFILE_NAME
     info(f"profile: {path}")
     if path.is_file():
-        for line in _defaults_line(profmod.load(path)):
+        for line in _defaults_line(profiles.load(path)):
             info(line)
 
 
@@ -93,7 +93,7 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
                         store=store, endpoint_url=endpoint_url, latency="0", **(QUICK_GRID if quick else CALIBRATE_GRID))
     records = [r for r in read_records(run_dir) if r.get("study") == "object-read"]
     key, rates = store_rates(records, endpoint, store, quick=quick)
-    from ..model.object_store import save_rates
+    from ..profiles import save_rates
     from climio.machine.platform import platform_id_here
     written = save_rates(platform_id_here(None), key, rates, Path(run_dir) / "object-stores.json")
     info(f"object store {key}: profile " + ", ".join(map(str, written)))
@@ -218,7 +218,7 @@ def advise_cmd(
     if not is_store_url(target):
         if not target.exists():
             raise no_such_file(target)
-        from ..trace.report import is_measured_input
+        from ..trace.inputs import is_measured_input
         if is_measured_input(target):   # a trace or Darshan log: the API reads its Facts with climio.trace
             adv = advise(str(target), profile=str(profile) if profile else None, warn=warnings.append)
             _warn(warnings)

@@ -38,6 +38,8 @@ def _fmt(seq) -> str:
 
 def _int(v) -> int:
     """An int from an integer (numpy ints welcome); None for bools, floats, strings."""
+    if type(v) is int:      # the common case first: the model validates every read's geometry
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         return None
     return int(v)
@@ -64,16 +66,16 @@ def validate_chunks(shape, chunks):
     except TypeError:
         raise InputError(f"chunk shape {chunks!r} impossible for shape {_fmt(shape)}: "
                          "give one integer per dimension") from None
-    text = f"chunk shape {_fmt(chunks)} impossible for shape {_fmt(shape)}"
+    text = lambda: f"chunk shape {_fmt(chunks)} impossible for shape {_fmt(shape)}"  # noqa: E731  (errors only)
     if len(vals) != len(shape):
-        raise InputError(f"{text}: {len(vals)} chunk dimensions for {len(shape)} array dimensions")
+        raise InputError(f"{text()}: {len(vals)} chunk dimensions for {len(shape)} array dimensions")
     for i, (c, d) in enumerate(zip(vals, shape), 1):
         if c is None:
-            raise InputError(f"{text}: chunk dimension {i} ({chunks[i - 1]!r}) is not an integer")
+            raise InputError(f"{text()}: chunk dimension {i} ({chunks[i - 1]!r}) is not an integer")
         if c < 1:
-            raise InputError(f"{text}: chunk dimension {i} ({c}) must be at least 1")
+            raise InputError(f"{text()}: chunk dimension {i} ({c}) must be at least 1")
         if c > d:
-            raise InputError(f"{text}: chunk dimension {i} ({c}) exceeds the dimension ({d})")
+            raise InputError(f"{text()}: chunk dimension {i} ({c}) exceeds the dimension ({d})")
     return vals
 
 
@@ -89,12 +91,12 @@ def _slab(shape, start, count) -> tuple:
         n = tuple(_int(v) for v in count)
     except TypeError:
         raise InputError(f"hyperslab start {start!r} count {count!r} must be lists of integers") from None
-    text = f"hyperslab start {_fmt(start)} count {_fmt(count)}"
+    text = lambda: f"hyperslab start {_fmt(start)} count {_fmt(count)}"  # noqa: E731  (built for errors only)
     if len(s) != len(shape) or len(n) != len(shape):
-        raise InputError(f"{text} does not match the {len(shape)} dimensions of shape {_fmt(shape)}")
+        raise InputError(f"{text()} does not match the {len(shape)} dimensions of shape {_fmt(shape)}")
     for i, (a, b, d) in enumerate(zip(s, n, shape), 1):
         if a is None or b is None or a < 0 or b < 0 or a + b > d:
-            raise InputError(f"{text} outside shape {_fmt(shape)} in dimension {i}")
+            raise InputError(f"{text()} outside shape {_fmt(shape)} in dimension {i}")
     return s, n
 
 

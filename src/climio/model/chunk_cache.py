@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from climio.base.errors import InputError
 
@@ -75,7 +75,6 @@ class CacheCounts:
     collisions: int = 0      # evictions because another chunk hashed to the slot
     evictions: int = 0       # evictions to make room (pruning)
     filtered: bool = True    # a filtered (compressed) chunk is decoded on every miss
-    chunk_reads: dict = field(default_factory=dict)   # chunk coordinates -> times read from storage
 
     @property
     def decodes(self) -> int:
@@ -228,7 +227,6 @@ class ChunkCache:
                         self.nfull += 1
                 return True
         c.misses += 1
-        c.chunk_reads[scaled] = c.chunk_reads.get(scaled, 0) + 1
         if not self.cacheable:
             c.uncached += 1
             return False

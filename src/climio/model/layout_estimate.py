@@ -67,28 +67,38 @@ def _axis(pairs, c, memo=None) -> tuple:
     return len(pairs), visits, len(distinct)
 
 
-def _colliding(layout, axes, k, nslots) -> float:
+def _indices(pairs, c, memo=None):
+    """The distinct chunk indices the (start, count) pairs of one axis touch on chunks of c, kept in
+    `memo` (the axis's dict): candidates share few lengths per axis."""
+    key = ("indices", c, len(pairs))
+    if memo is not None and key in memo:
+        return memo[key]
+    out = np.unique(np.concatenate([np.arange(s // c, (s + n - 1) // c + 1) for s, n in pairs])).astype(np.int64)
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def _colliding(layout, axes, k, nslots, memo=None) -> float:
     """The share of the working set (the chunks of the first read's on axes < k, every chunk
     touched on the others) whose HDF5 hash slot another chunk of the set shares: those evict each
     other every sweep (chunk_cache.ChunkCache.hash; e.g. a time series of 457 chunks that hash to
     125 of 1,000 slots decodes every chunk on every read)."""
     grid = geometry.chunk_grid(layout.shape, layout.chunks)
-    idx = []
-    for a, (p, c) in enumerate(zip(axes, layout.chunks)):
-        pairs = p[:1] if a <= k else p
-        idx.append(np.unique(np.concatenate([np.arange(s // c, (s + n - 1) // c + 1) for s, n in pairs])))
+    idx = [_indices(p[:1] if a <= k else p, c, memo[a] if memo else None)
+           for a, (p, c) in enumerate(zip(axes, layout.chunks))]
     if len(grid) == 1:
         val = idx[0]
     else:
         bits = [(1 if g <= 1 else 1 << (int(g) - 1).bit_length()).bit_length() - 1 for g in grid]
-        val = idx[0].astype(np.int64)
+        val = idx[0]
         for u in range(1, len(grid)):
-            val = np.bitwise_xor(np.left_shift(val[..., None], bits[u]), idx[u].astype(np.int64)[(None,) * val.ndim])
+            val = np.bitwise_xor(np.left_shift(val[..., None], bits[u]), idx[u][(None,) * val.ndim])
     slots = np.asarray(val).ravel() % nslots
     if slots.size <= 1:
         return 0.0
-    _, inv, n = np.unique(slots, return_inverse=True, return_counts=True)
-    return float(np.count_nonzero(n[inv] > 1)) / slots.size
+    n = np.bincount(slots, minlength=nslots)
+    return float(np.count_nonzero(n[slots] > 1)) / slots.size
 
 
 def counts_of(layout: Layout, axes, spec, profile, cache_per_read=False, memo=None) -> model.Counts:
@@ -123,7 +133,7 @@ def counts_of(layout: Layout, axes, spec, profile, cache_per_read=False, memo=No
             ws = math.prod(v / r for r, v, _ in per[:k + 1]) * math.prod(u for _, _, u in per[k + 1:])
             if ws <= entries:
                 ideal = math.prod(v for _, v, _ in per[:k]) * math.prod(u for _, _, u in per[k:])
-                shared = _colliding(layout, axes, k, spec.nslots)
+                shared = _colliding(layout, axes, k, spec.nslots, memo)
                 decodes = shared * visits + (1.0 - shared) * ideal
                 break
         else:

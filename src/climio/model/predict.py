@@ -273,16 +273,17 @@ def _geometry(shape, chunks, start, count) -> tuple:
 
 
 def _geometry_key(chunks, shape, start, count) -> tuple:
-    """What `_geometry` of a read depends on, so that reads at the same place in the chunk grid
-    share one evaluation: the count for a contiguous variable; per chunked dimension the offset in
-    the first chunk, the length and how far the array reaches past the first chunk's start (only
-    up to the chunks the read spans, where an edge chunk could clip it)."""
+    """What `_geometry` of a read depends on, so that reads that meet the chunk grid alike share one
+    evaluation: the count for a contiguous variable; per chunked dimension the chunks spanned and
+    the first and last chunk's piece and extent (climio.dataset.layout's pieces: an edge chunk is
+    clipped by the array's end)."""
     if chunks is None:
         return tuple(count)
     key = []
     for s, n, c, d in zip(start, count, chunks, shape):
-        off = s % c
-        key.append((off, n, min(d - (s - off), ((off + n - 1) // c + 1) * c)))
+        j0, j1 = s // c, (s + n - 1) // c
+        key.append((j1 - j0, min((j0 + 1) * c, s + n) - s, min((j0 + 1) * c, d) - j0 * c,
+                    s + n - max(j1 * c, s), min((j1 + 1) * c, d) - j1 * c))
     return tuple(key)
 
 
@@ -329,17 +330,20 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         spec = cache_spec(chunk_cache)
         cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         gstrides = [_prod(grid[i + 1:]) for i in range(len(grid))]
-        collisions = 0
     simulated = 0
     geometry_of = {}
-    for i, (start, count) in enumerate(reads):
+    steady = (_Steady(reads, chunks, task_starts, cache_per_read, not (layout.compressed or cache.cacheable))
+              if chunks is not None else None)
+    i = 0
+    while i < len(reads):
+        start, count = reads[i]
         if simulated and (sum(st.req.values()) >= max_requests
                           or (max_visits is not None and cnt.chunks_visited >= max_visits)):
             break
         if i in task_starts:      # the next task's own open: its readahead state and chunk cache
             st.new_file()
         if chunks is not None and i and (i in task_starts or cache_per_read):
-            collisions += cache.counts.collisions
+            cnt.chunk_cache_collisions += cache.counts.collisions
             cache = ChunkCache(shape, chunks, isz, spec, filtered=layout.compressed)
         simulated += 1
         cnt.calls += 1
@@ -355,29 +359,144 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
             run_len, last = _run_shape(count, shape)
             offs = _run_offsets(start, count, shape, last) * isz
             st.contig(offs, run_len * isz, 0, layout.nbytes)
+            i += 1
             continue
         cnt.chunks_visited += touched
         cnt.partial_chunks += partial
         cnt.max_touched_bytes = max(cnt.max_touched_bytes, touched * cbytes)
-        for combo, hit in cache.read(start, count):     # one H5Dread: its chunks in chunk-index order
-            if hit:
-                cnt.chunk_cache_hits += 1
-                continue
-            base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
-            if layout.compressed or cache.cacheable:
-                st.fetch(base, stored_chunk)
-                st.sieve_lo = st.sieve_hi = -1
-                if layout.compressed:
-                    cnt.decodes += 1
-                    cnt.bytes_decoded += cbytes
-                    if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
-                        cnt.bytes_stored_decoded += stored_chunk
-            else:   # uncompressed, too large for the cache: direct reads of the runs needed
-                _direct_reads(st, combo, start, count, chunks, isz, base, cbytes, direct_sieve)
+        _chunked_read(st, cache, cnt, layout, start, count, gstrides, stored_chunk, direct_sieve)
+        skipped = steady.after(i, touched, cnt, st, cache, max_requests, max_visits)
+        simulated += skipped
+        i += 1 + skipped
     cnt.reads_simulated = simulated
     if chunks is not None:
-        cnt.chunk_cache_collisions = collisions + cache.counts.collisions
+        cnt.chunk_cache_collisions += cache.counts.collisions
     return _scaled(cnt, st.req, len(reads), simulated)
+
+
+def _chunked_read(st, cache, cnt, layout, start, count, gstrides, stored_chunk, direct_sieve) -> None:
+    """One H5Dread of a chunked variable: its chunks in chunk-index order through the chunk cache,
+    the misses fetched (whole, and decoded when compressed) or read directly."""
+    cbytes = cache.chunk_size
+    for combo, hit in cache.read(start, count):
+        if hit:
+            cnt.chunk_cache_hits += 1
+            continue
+        base = sum(j * g for (j, _), g in zip(combo, gstrides)) * stored_chunk
+        if layout.compressed or cache.cacheable:
+            st.fetch(base, stored_chunk)
+            st.sieve_lo = st.sieve_hi = -1
+            if layout.compressed:
+                cnt.decodes += 1
+                cnt.bytes_decoded += cbytes
+                if layout.stored_bytes is not None:     # unknown stored size: no ratio, the base rate
+                    cnt.bytes_stored_decoded += stored_chunk
+        else:   # uncompressed, too large for the cache: direct reads of the runs needed
+            _direct_reads(st, combo, start, count, layout.chunks, layout.itemsize, base, cbytes, direct_sieve)
+
+
+STEADY_TALLY = ("calls", "bytes_wanted", "pieces", "chunks_visited", "partial_chunks", "chunk_cache_hits", "decodes",
+                "bytes_decoded", "bytes_stored_decoded", "chunk_cache_collisions")
+
+
+class _Steady:
+    """Reads that repeat, counted without being walked (issue 34: `advise` spent its time walking
+    the same 3,650 chunk misses read after read, and the same few chunk hits). Two cases, both exact:
+
+    * a fixed point: a read that leaves the simulation's state as it found it (the chunk cache's
+      entries in list order with their unread bytes; the page cache's pages, readahead and sieve)
+      leaves it so again for every next read with the same signature, and adds the same counts;
+    * all hits: a read whose every chunk was in the cache and that left the list in the same
+      order; hits evict nothing and fetch nothing, so every next read of the same chunks hits
+      too, and only the entries' unread bytes move (by the same pieces, down to 0).
+
+    The signature: per dimension the first and last chunk index and the first and last piece's
+    length (the offset in the chunk too when chunks are read directly). Those reads are added at
+    once, up to the window the walk stops at and the next task's start: the counts equal the
+    walk's (tests/test_predict_steady.py). Checked only on reads visiting at least an eighth of the
+    cache's entries, and after a failed check only every 2, 4, ... MAX_GAP reads, so that the
+    checks cost little where nothing repeats."""
+    MAX_GAP = 256
+
+    def __init__(self, reads, chunks, task_starts, per_read: bool, offsets: bool):
+        self.reads, self.chunks, self.task_starts = reads, chunks, task_starts
+        self.per_read, self.offsets = per_read, offsets
+        self.prev = None                # (read index, state, unread bytes, tally, requests) after the last read checked
+        self.gap, self.next_check = 1, 0    # after a failed check the next is further on (up to MAX_GAP reads)
+
+    def sig(self, i) -> tuple:
+        start, count = self.reads[i]
+        out = []
+        for s, n, c in zip(start, count, self.chunks):
+            lo, hi = s // c, (s + n - 1) // c
+            out.append((lo, hi, min((lo + 1) * c, s + n) - s, s + n - max(hi * c, s), s - lo * c if self.offsets else 0))
+        return tuple(out)
+
+    def _snapshot(self, i, cnt, st, cache) -> tuple:
+        entries = []
+        if not self.per_read:       # a cache per read: every read starts with an empty one
+            e = cache.head
+            while e is not None:
+                entries.append(e)
+                e = cache.next[e]
+        state = (tuple(entries), len(st.seen), st.prev_end, st.prev_page, st.ra_start, st.ra_size, st.ra_async,
+                 st.mark, st.sieve_lo, st.sieve_hi)
+        tally = tuple(getattr(cnt, k) for k in STEADY_TALLY[:-1]) + (cnt.chunk_cache_collisions
+                                                                      + cache.counts.collisions,)
+        return i, state, tuple(cache.rd_count[e] for e in entries), tally, Counter(st.req)
+
+    def after(self, i, touched, cnt, st, cache, max_requests, max_visits) -> int:
+        """Read i is done: the reads after it that repeat it, their counts added to `cnt`, `st.req`
+        and the cache's unread bytes (0: none)."""
+        if touched * 8 < cache.nused or i in self.task_starts or i < self.next_check - 1:
+            self.prev = None
+            return 0
+        prev, now = self.prev, self._snapshot(i, cnt, st, cache)
+        self.prev = now
+        if prev is None or prev[0] != i - 1:
+            return 0
+        d = [a - b for a, b in zip(now[3], prev[3])]
+        dreq = now[4] - prev[4]
+        hits = d[STEADY_TALLY.index("chunk_cache_hits")] == d[STEADY_TALLY.index("chunks_visited")] and not dreq
+        if prev[1] != now[1] or not (hits or prev[2] == now[2]):
+            self.gap = min(2 * self.gap, self.MAX_GAP)
+            self.next_check = i + self.gap
+            return 0
+        self.gap = 1
+        m = self._run(i, sum(dreq.values()), d[STEADY_TALLY.index("chunks_visited")], cnt, st, max_requests,
+                      max_visits)
+        if m:
+            for k, dk in zip(STEADY_TALLY, d):
+                setattr(cnt, k, getattr(cnt, k) + m * dk)
+            for k, v in dreq.items():
+                st.req[k] += m * v
+            if hits:
+                _unread_after(cache, now[1][0], prev[2], now[2], m)
+            self.prev = None
+        return m
+
+    def _run(self, i, dr, dv, cnt, st, max_requests, max_visits) -> int:
+        """How many reads after read i have its signature, before the next task and the window's end
+        (the walk stops once `max_requests` requests or `max_visits` visits are reached)."""
+        room = [(limit - have) / step for limit, have, step in ((max_requests, sum(st.req.values()), dr),
+                (max_visits, cnt.chunks_visited, dv)) if limit is not None and step > 0]
+        cap = min([max(0, math.ceil(r)) for r in room], default=len(self.reads))
+        sig, m = self.sig(i), 0
+        while m < cap and i + 1 + m < len(self.reads) and (i + 1 + m) not in self.task_starts \
+                and self.sig(i + 1 + m) == sig:
+            m += 1
+        return m
+
+
+def _unread_after(cache, entries, before, after, m) -> None:
+    """The cache's unread bytes per entry after `m` more all-hit reads that each read what the
+    last one did (before - after, while something was left to read)."""
+    for e, b, a in zip(entries, before, after):
+        if a:
+            left = max(0, a - m * (b - a))
+            cache.rd_count[e] = left
+            if left == 0:
+                cache.nfull += 1
 
 
 def _check_reads(reads, shape) -> None:

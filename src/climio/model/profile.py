@@ -15,22 +15,19 @@ holds, all measured by `climio calibrate` (or fitted from existing run directori
   parallel  aggregate speed-up of storage reads and of CPU work at the task counts measured;
   records   the calibration measurements it was fitted from (configuration and median time).
 
-JSON round trip: Profile.from_dict(p.to_dict()) == p. Profiles live in
-~/.cache/climio/profiles/<platform_id>.json (CLIMIO_PROFILE_DIR overrides) and in the run dir.
-Everything here is pure except save/load/find (files).
+JSON round trip: Profile.from_dict(p.to_dict()) == p (to_json / from_json: the text). Pure: where
+profiles live on disk and how they are found, loaded and saved is climio.profiles.
 """
 
 import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from climio.base.errors import DataError, InputError
 
 SCHEMA = 1
 PROFILE_PATTERNS = ("sequential", "strided", "warm")
-PROFILE_NAME = "profile.json"
 SIEVE_BYTES = 64 << 10       # HDF5's default sieve buffer for contiguous datasets
 PAGE_BYTES = 4096
 # Delivering a single-run read costs almost nothing beyond the pread into the user's buffer; the
@@ -287,83 +284,6 @@ def _between(ratio, r0, b0, r1, b1) -> float:
     f = min(max((x - x0) / (x1 - x0), 0.0), 1.0)
     return 1.0 / ((1.0 - f) / b0 + f / b1)
 
-
-
-# --- files -------------------------------------------------------------------------------------------
-
-def profile_dir() -> Path:
-    env = os.environ.get("CLIMIO_PROFILE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "climio" / "profiles"
-
-
-def path_for(platform_id: str) -> Path:
-    return profile_dir() / f"{platform_id}.json"
-
-
-def save(prof: Profile, *paths) -> list:
-    """Write the profile to the cache directory (by platform id) and to any extra paths; each
-    written under a temporary name and renamed."""
-    out = []
-    for p in (path_for(prof.platform_id), *paths):
-        p = Path(p)
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(p.name + ".tmp")
-            tmp.write_text(prof.to_json())
-            os.replace(tmp, p)
-        except OSError as exc:   # e.g. CLIMIO_PROFILE_DIR names a file: one line, not a traceback
-            raise DataError(f"cannot save the profile to {p}: {exc.strerror or exc}") from None
-        out.append(p)
-    return out
-
-
-def load(path) -> Profile:
-    p = Path(path)
-    if p.is_dir():
-        p = p / PROFILE_NAME
-    try:
-        return Profile.from_json(p.read_text())
-    except FileNotFoundError:
-        raise DataError(f"no profile at {p}") from None
-    except (ValueError, TypeError, KeyError) as exc:
-        raise DataError(f"{p} is not a climio profile: {exc}") from None
-
-
-def calibrated(platform_id: str, path=None, say=None) -> Profile:
-    """find()'s profile for a study that measures against it (the validation, the layouts study):
-    a warning said through `say`; none at all is an InputError telling how to make one."""
-    prof, warn = find(platform_id, path or None)
-    if prof is None:
-        raise InputError(f"no calibrated profile for this platform ({platform_id}): run `climio calibrate` first "
-                         "(or give --profile)")
-    if warn and say:
-        say(warn)
-    return prof
-
-
-def find(platform_id: str, path=None, warn=None):
-    """The profile to predict with, and a warning line or "".
-
-    `path` given: that profile; a different platform id than `platform_id` is used with a warning.
-    Else the cached profile of this platform; else the newest cached profile of another platform
-    with a warning; else None (the caller falls back to the built-in defaults, and says so)."""
-    if path:
-        prof = load(path)
-        if platform_id and prof.platform_id != platform_id:
-            return prof, (f"profile {path} is for platform {prof.platform_id}, not this one "
-                          f"({platform_id}); predictions use another machine's rates")
-        return prof, ""
-    mine = path_for(platform_id) if platform_id else None
-    if mine and mine.exists():
-        return load(mine), ""
-    others = sorted(profile_dir().glob("*.json"), key=lambda q: q.stat().st_mtime, reverse=True) \
-        if profile_dir().is_dir() else []
-    if others:
-        prof = load(others[0])
-        return prof, (f"no profile for this platform ({platform_id}); using {others[0]} from platform "
-                      f"{prof.platform_id}: run `climio calibrate` here for this machine's rates")
-    return None, (f"no calibrated profile for this platform ({platform_id}); using built-in laptop "
-                  "defaults: run `climio calibrate` (about 5 minutes, --quick about 1)")
 
 
 def default_profile(platform_id: str = "defaults") -> Profile:

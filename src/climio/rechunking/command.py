@@ -115,16 +115,17 @@ def platform_profile(in_path: Path, say=None):
     (this platform's calibrated profile, else another
     platform's, else the built-in defaults, whose rates the rate lines name). `say` hears which."""
     from ..model import profile as profmod
+    from climio import profiles
     from climio.machine.platform import platform_id_here
     pid = platform_id_here(in_path)
     try:
-        prof, line = profmod.find(pid)
+        prof, line = profiles.find(pid)
     except DataError:   # an unreadable profile file: the built-in rates, as with none
         return profmod.default_profile(pid)
     prof = prof or profmod.default_profile(pid)
     if say and prof.source != "defaults":
         say(line or f"predicted times use this platform's calibrated profile {prof.platform_id} "
-                    f"({profmod.path_for(prof.platform_id)})")
+                    f"({profiles.path_for(prof.platform_id)})")
     return prof
 
 

@@ -14,6 +14,7 @@ from climio.base.errors import ClimioError, InputError
 from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
 from climio.machine.platform import platform_id_here
+from climio import profiles
 from ..model import convert, layout_effects, profile as profmod
 from .job_reads import job_reads
 
@@ -22,7 +23,7 @@ def _profile(path):
     """This platform's calibrated profile for the file's file system, else the newest cached one,
     else the built-in defaults (as climio advise takes it); (Profile, its source said in a word)."""
     pid = platform_id_here(path)
-    prof, _ = profmod.find(pid)
+    prof, _ = profiles.find(pid)
     return (prof, f"profile {prof.platform_id}") if prof else (profmod.default_profile(pid), "built-in default rates")
 
 

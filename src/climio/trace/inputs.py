@@ -6,6 +6,13 @@ from pathlib import Path
 from .reader import TraceError, read_trace
 
 
+def is_measured_input(path) -> bool:
+    """A trace directory or a Darshan log (what read_input reads). Here, not in trace.report, so
+    that `climio advise FILE` asks without importing the report's figures (matplotlib)."""
+    p = Path(path)
+    return p.is_dir() or (p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name))
+
+
 def read_input(path):
     """What `climio trace report PATH` reads: a trace directory -> Trace (or, when it holds counters, a
     climio.trace.counters_log.CountersTrace, analysed like a Darshan log); a file -> a Darshan log

@@ -45,12 +45,6 @@ def measured_facts(trace_dir) -> rules.Facts:
     return f
 
 
-def is_measured_input(path) -> bool:
-    """A trace directory or a Darshan log (what measured_facts reads)."""
-    p = Path(path)
-    return p.is_dir() or (p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name))
-
-
 def build(trace_dir, with_dirs=()):
     """(facts as a dict, findings) of a trace directory or a Darshan log (see `judged`)."""
     f = measured_facts(trace_dir)

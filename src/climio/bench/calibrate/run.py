@@ -32,6 +32,7 @@ import numpy as np
 
 from climio.machine import cache
 from ...model import profile as profmod
+from climio import profiles
 from ...model.predict import simulate
 from climio.dataset.options import parse_compression
 from climio.machine.platform import filesystem_of
@@ -418,7 +419,7 @@ def run_calibration(ctx, grid) -> int:
     from climio.runs.records import read_records
     from .summary import profile_from_records
     prof = profile_from_records(read_records(ctx.run.path), pid, ctx.run.platform)
-    written = profmod.save(prof, os.path.join(ctx.run.path, profmod.PROFILE_NAME))
+    written = profiles.save(prof, os.path.join(ctx.run.path, profiles.PROFILE_NAME))
     say(f"calibrate: {n[0]} records in {time.perf_counter() - t0:.0f} s; profile {written[0]}")
     for line in prof.summary_lines():
         say(line)

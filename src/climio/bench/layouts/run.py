@@ -20,7 +20,7 @@ from ...measure.procs import failure_line, kill_group
 from ...measure.progress import info
 from ...measure.tasks import measure
 from ...model import layout_search
-from ...model import profile as profmod
+from climio import profiles
 from ...model.convert import rechunk_cost
 from ...model.layout_search import Pattern
 from ...model.predict import predict
@@ -117,7 +117,7 @@ def _search_record(name, res, pid):
 def run_layouts(ctx, grid) -> int:
     pid = ctx.run.platform_id
     say = info if ctx.progress else (lambda *_: None)
-    prof = profmod.calibrated(ctx.run.platform_id, grid.profile, say)
+    prof = profiles.calibrated(ctx.run.platform_id, grid.profile, say)
     d = os.path.join(ctx.data_dir, "layouts")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "source.nc")

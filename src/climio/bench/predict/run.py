@@ -12,7 +12,7 @@ from climio.base.errors import ClimioError, InputError
 from ...measure import probes
 from ...measure.progress import info
 from ...measure.tasks import measure, split
-from ...model import profile as profmod
+from climio import profiles
 from ...model.predict import DATASET_PER_READ, predict
 from climio.dataset.description import layout_of
 from ...model.workflow import reads_for
@@ -52,7 +52,7 @@ def _params(cfg, lay, codec, p, cache, measured_reads, prof) -> dict:
 def run_validation(ctx, grid) -> int:
     pid = ctx.run.platform_id
     say = info if ctx.progress else (lambda *_: None)
-    prof = profmod.calibrated(ctx.run.platform_id, grid.profile, say)
+    prof = profiles.calibrated(ctx.run.platform_id, grid.profile, say)
     configs = draw(grid.configs, grid.seed)
     words = [w.strip() for w in grid.only.split(",") if w.strip()]
     configs = [c for c in configs if not words or any(w in c.id for w in words)]
