@@ -185,6 +185,7 @@ def _run_point(p: Point, c: Command, inputs: Path, outdir: Path, rerun: bool) ->
     _reap(proc.pid)
     problems = _check_exit(p, proc.returncode, err)
     final = outdir / c.final
+    LEFT[p.text()] = left_behind(p, proc.returncode, c, final, outdir, inputs)
     problems += _check_final(c, final, inputs)
     if p.command == "records" and (final / "records.jsonl").is_file():
         problems += _check_records(final / "records.jsonl")
@@ -212,6 +213,22 @@ def _run_point(p: Point, c: Command, inputs: Path, outdir: Path, rerun: bool) ->
         if not _complete(c, final, inputs):
             problems.append("the next run's output is not complete")
     return problems
+
+
+LEFT = {}   # point -> what it left behind (the bench prints it)
+
+
+def left_behind(p: Point, code: int, c: Command, final: Path, outdir: Path, inputs: Path) -> str:
+    """One line: how the command ended and what the point left in the output directory."""
+    how = "killed" if code == -signal.SIGKILL else f"exit {code}"
+    if not outdir.is_dir():
+        return f"{how}; the output directory is gone"
+    names = sorted(x.name for x in outdir.iterdir() if x.name not in ("rsdata", "lost+found", "filler"))
+    state = "absent" if not final.exists() else ("complete" if _complete(c, final, inputs) else "partial")
+    if c.name == "records" and final.exists():
+        n = len((final / "records.jsonl").read_bytes().splitlines()) if (final / "records.jsonl").is_file() else 0
+        state = f"kept with {n} whole record lines"
+    return f"{how}; final name {state}; in the directory: {names or 'nothing'}"
 
 
 def _reap(pgid: int) -> None:
@@ -324,6 +341,8 @@ def main(argv=None) -> int:
         tally = {}
         for p in draw_points(name, a.points, a.seed):
             problems = run_point(p, inputs, base / "work")
+            print(f"  {p.kind:6} at {p.delay:5.2f} s{f' ({p.size_mib} MiB)' if p.size_mib else ''}: "
+                  f"{LEFT.get(p.text(), '?')}{'' if problems else '; next run ok'}", flush=True)
             t = tally.setdefault(p.kind, [0, 0])
             t[0] += 1
             t[1] += not problems

@@ -30,6 +30,7 @@ F = load_bench("fuzz_inputs")
 @pytest.fixture(scope="module")
 def seeds(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuzz-seeds")
+    F.preload_heavy()             # each forked child then starts with xarray, zarr, dask loaded
     s = F.build_seeds(d)
     from climio.model.profile import default_profile
     (d / "profile.json").write_text(default_profile().to_json())
