@@ -231,6 +231,23 @@ def test_a_zarr_v3_array_claiming_1e15_steps_without_chunks_is_refused(tmp_path)
         assert not (tmp_path / out).exists()
 
 
+def test_a_chunk_claiming_1e15_steps_is_a_damaged_header(seeds, tmp_path):
+    """The seed store's chunk shape [8,1,4,6] made [10^15,1,4,6]: no machine decodes such a chunk
+    whole, so it is the header's damage (exit 3), not a --max-mem too small (exit 2 before)."""
+    import json
+    import shutil
+    d, s = seeds
+    store = tmp_path / "z.zarr"
+    shutil.copytree(s["zarr3"], store)
+    meta = json.loads((store / "ta" / "zarr.json").read_text())
+    meta["chunk_grid"]["configuration"]["chunk_shape"][0] = 10**15
+    (store / "ta" / "zarr.json").write_text(json.dumps(meta))
+    r = _limited_run(["rechunk", store, tmp_path / "o.nc", "--var", "ta", "-c", "time/8,lev/1,lat/2,lon/6",
+                      "-j", "1", "--max-mem", "64MiB"])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 3 and len(lines) == 1 and "claims chunks [1000000000000000,1,4,6]" in lines[0], r.stderr
+
+
 def test_absent_chunks_of_a_1e15_grid_are_counted_not_walked(tmp_path):
     """The absent-chunk count of the same store: arithmetic on the grid plus one listing."""
     import zarr

@@ -7,6 +7,7 @@ memory, so it is the one judged here: arithmetic on the shape, nothing iterated 
 """
 
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -30,10 +31,19 @@ def least_output_bytes(info) -> int:
 
 def refuse_impossible(in_path, infos, out_path) -> None:
     """DataError (one line, exit 3) for a variable larger than MAX_RATIO times the whole file system
-    the output goes to: not "too little free space" but a shape no conversion here can finish."""
+    the output goes to, or with a chunk larger than this machine's memory (the libraries decode a
+    chunk whole, at its full shape): not "too little free space" or "--max-mem too small" but a
+    shape no conversion here can finish."""
     where = _existing(Path(out_path).parent)
     capacity = shutil.disk_usage(where).total
+    memory = _memory_bytes()
     for v in infos:
+        chunk = math.prod(int(c) for c in v.chunks) * max(1, int(v.itemsize or 0)) if v.chunks else 0
+        if memory and chunk > memory:
+            shape = "[" + ",".join(str(int(c)) for c in v.chunks) + "]"
+            raise DataError(f"{in_path}: {v.path} claims chunks {shape} ({format_size(chunk)} each, decoded whole), "
+                            f"more than this machine's memory ({format_size(memory)}): a damaged header, not a "
+                            "variable to convert; nothing written")
         size = logical_bytes(v)
         if size > capacity * MAX_RATIO:
             shape = "[" + ",".join(str(int(d)) for d in v.shape) + "]"
@@ -47,3 +57,11 @@ def _existing(p: Path) -> Path:
     while not p.exists() and p.parent != p:
         p = p.parent
     return p
+
+
+def _memory_bytes() -> int:
+    """Physical memory (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
