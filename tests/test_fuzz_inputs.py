@@ -98,6 +98,10 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 2124, 0, "-1"), "non-negative"),
     ("zarr2", "rechunk-nc", F.Mutation("huge", "ta/2.0.0.0", 5, 4, "0080c6a4"), "corrupt chunk"),
     ("records", "export", F.Mutation("extend", "records.jsonl", 0, 0, "f35cdc5a4843af5cc4"), "not a climio record"),
+    # seed 38's full run: a v3 chunk extent made 0 (a ZeroDivisionError traceback), a CDF-1 record
+    # count made 0 (predict said the read shape "must be positive", exit 2)
+    ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 335, 0, "0"), "chunk extent below 1"),
+    ("cdf1", "predict", F.Mutation("huge", "", 3, 8, "0100000000000000"), "has no values"),
 ]
 
 

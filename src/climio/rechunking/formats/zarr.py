@@ -235,6 +235,9 @@ def scan(path) -> list:
         dt = np.dtype(arr.dtype) if isinstance(arr.dtype, np.dtype) else None
         numeric = dt is not None and dt.kind in "biuf"
         attrs = dict(arr.attrs)
+        if arr.ndim and any(int(c) < 1 for c in arr.chunks):   # zarr-python opens it; every grid division fails
+            raise DataError(f"{path}: {vpath} has chunk shape [{','.join(str(int(c)) for c in arr.chunks)}]: "
+                            "a chunk extent below 1 (damaged Zarr metadata)")
         out.append(VarInfo(path=vpath, dims=dims_of(arr), shape=tuple(arr.shape), unlimited=(False,) * arr.ndim,
                            dtype=dt.str if numeric else (dt.str if dt is not None else "str"),
                            itemsize=dt.itemsize if numeric else 0, chunks=tuple(arr.chunks) if arr.ndim else None,
