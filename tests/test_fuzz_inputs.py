@@ -102,6 +102,8 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     # count made 0 (predict said the read shape "must be positive", exit 2)
     ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 335, 0, "0"), "chunk extent below 1"),
     ("cdf1", "predict", F.Mutation("huge", "", 3, 8, "0100000000000000"), "has no values"),
+    # a B-tree node's bytes altered: h5py's get_storage_size raised RuntimeError (a traceback)
+    ("nc4", "rechunk-nc", F.Mutation("flip", "", 10355, 1, "00"), "damaged HDF5 structure"),
 ]
 
 
