@@ -104,6 +104,8 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("cdf1", "predict", F.Mutation("huge", "", 3, 8, "0100000000000000"), "has no values"),
     # a B-tree node's bytes altered: h5py's get_storage_size raised RuntimeError (a traceback)
     ("nc4", "rechunk-nc", F.Mutation("flip", "", 10355, 1, "00"), "damaged HDF5 structure"),
+    # a Darshan log's end time made 2^32-1: the process's wall overflowed int64 (an OverflowError traceback)
+    ("darshan", "trace-report", F.Mutation("huge", "", 2811, 4, "ffffffff"), "timestamps span"),
 ]
 
 
