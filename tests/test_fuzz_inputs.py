@@ -106,6 +106,8 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("nc4", "rechunk-nc", F.Mutation("flip", "", 10355, 1, "00"), "damaged HDF5 structure"),
     # a Darshan log's end time made 2^32-1: the process's wall overflowed int64 (an OverflowError traceback)
     ("darshan", "trace-report", F.Mutation("huge", "", 2811, 4, "ffffffff"), "timestamps span"),
+    # a CDF-1 time value's bytes altered: xarray's time decoding raised OverflowError (a traceback)
+    ("cdf1", "stsa", F.Mutation("flip", "", 1023, 3, "e17ad8"), "cannot open"),
 ]
 
 
