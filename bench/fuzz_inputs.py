@@ -18,6 +18,8 @@ and a timeout (--timeout). The outcome must be one of
   ok      exit 0, and for a conversion the output's values equal the libraries' own reading of
           the mutated input
   data    exit 3 (errors.Exit.DATA) with one line on stderr
+  input   exit 2 (errors.Exit.INPUT) with one line: the command line names something the damage
+          renamed (the chunk spec's 'lat' in a file whose 'lat' became 'l`t'), as a typo would
 and anything else (a signal, a traceback, another exit code, more lines, a hang, data that differ)
 is counted in `other` and printed with its replay line:
   python bench/fuzz_inputs.py --replay '<json>'
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
@@ -61,6 +64,11 @@ COMMANDS = {
 NT, NZ, NY, NX = 32, 2, 4, 6
 HDF5_SIGNATURES = (b"\x89HDF\r\n\x1a\n", b"OHDR", b"OCHK", b"TREE", b"BTHD", b"BTLF", b"HEAP", b"GCOL",
                    b"SNOD", b"FRHP", b"FHDB", b"FHIB", b"FSHD", b"FSSE", b"SMTB", b"SMLI", b"EAHD", b"FAHD")
+# stsa starts a Dask LocalCluster per input: its worker's imports alone took 9-15 s on the shared
+# 2-core machine at load 13 (one undamaged input 17 s), so its timeout is this many times --timeout
+SLOW = {"stsa": 3}
+# stsa's figures read nothing more and take seconds of matplotlib per input (tests turn them on)
+STSA_PLOTS = ("--no-plots",)
 HUGE = (2**31 - 1, 2**32 - 1, 2**63 - 1, 2**64 - 1, 10**15, 0, 1)
 
 
@@ -319,7 +327,7 @@ def argv_for(command: str, inp: Path, work: Path, profile: Path) -> tuple:
         return ["make-refs", inp, "-o", out], out
     if command == "stsa":
         return ["stsa", inp, "--var", "ta", "--lat-band", "all", "--ndaywin", "2", "--ndayskip", "-1",
-                "--level", "500", "--workers", "1", "--threads", "1", "--no-progress", "-o", work / "stsa"], None
+                "--level", "500", "--workers", "1", "--threads", "1", "--no-progress", *STSA_PLOTS, "-o", work / "stsa"], None
     if command == "bench-source":
         return ["bench", "chunking", "--source", f"{inp}:ta", "--reps", "1", "--no-report", "--chunks", "A",
                 "--read", "xy", "--stacks", "netcdf4-python", "--compression", "none", "--sample", "2",
@@ -394,7 +402,7 @@ def _vm_bytes() -> int:
     return 0
 
 
-def run_forked(argv, inp: Path, out, command: str, timeout: float, mem_bytes: int) -> Outcome:
+def run_forked(argv, inp: Path, out, command: str, timeout: float, mem_bytes: int, modules_to="") -> Outcome:
     """climio.cli.main(argv) in a forked child under RLIMIT_AS and a timeout; the child also checks
     the output's data against the libraries' read and reports why not in its last stderr line."""
     from climio.cli import main
@@ -422,9 +430,11 @@ def run_forked(argv, inp: Path, out, command: str, timeout: float, mem_bytes: in
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if code == 0 and out is not None:
                 why = equal_data(inp, Path(out), command)
-                if why:
-                    sys.stderr.write(f"FUZZ-DATA: {why}\n")
-                    code = 99
+                code = code if not why else 99
+            if modules_to:   # the warm-up run: what this command imported, for the parent to preload
+                Path(modules_to).write_text("\n".join(sorted(sys.modules)))
+            if code == 99:
+                sys.stderr.write(f"FUZZ-DATA: {why}\n")
         except BaseException:  # noqa: BLE001  (a traceback escaping main is an outcome, printed as Python would)
             import traceback
             traceback.print_exc()
@@ -475,6 +485,8 @@ def classify(code: int, err: str, secs: float) -> Outcome:
         return Outcome("other", "data differs", err, secs, lines[-1] if lines else "")
     if code == 3 and len(errors) == 1:
         return Outcome("data", code, err, secs)
+    if code == 2 and len(errors) == 1:   # the command line names what the damage renamed (-c lat/2 of a
+        return Outcome("input", code, err, secs)   # file whose 'lat' became 'l`t'): a typo's refusal
     return Outcome("other", code, err, secs, f"exit {code}, {len(lines)} stderr lines")
 
 
@@ -485,28 +497,36 @@ class Tally:
     tried: int = 0
     ok: int = 0
     data: int = 0
+    input: int = 0
     other: int = 0
     failures: list = field(default_factory=list)
 
 
 def mutations_for(fmt: str, seed: Path, n: int, rng_seed: int) -> list:
-    """n Mutations drawn by hypothesis, derandomized from rng_seed (the same list every run)."""
+    """n distinct Mutations drawn by hypothesis, derandomized from rng_seed (the same list every run).
+    Hypothesis repeats itself (about 3 of 4 draws are new), so it draws in rounds until n are new."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
-    drawn = []
+    uniq = {}
+    for r in range(20):
+        drawn = []
 
-    @hseed(rng_seed)
-    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(mutation_strategy(fmt, seed))
-    def collect(m):
-        drawn.append(m)
-    collect()
-    uniq = list({m.text(): m for m in drawn}.values())
-    return uniq[:n]
+        @hseed(rng_seed + 7919 * r)
+        @settings(max_examples=max(1, n - len(uniq) + (n - len(uniq)) // 2), database=None,
+                  phases=[Phase.generate], deadline=None, suppress_health_check=list(HealthCheck))
+        @given(mutation_strategy(fmt, seed))
+        def collect(m):
+            drawn.append(m)
+        collect()
+        for m in drawn:
+            uniq.setdefault(m.text(), m)
+        if len(uniq) >= n:
+            break
+    return list(uniq.values())[:n]
 
 
-def run_one(fmt, seed: Path, m: Mutation, command: str, work: Path, profile: Path, timeout, mem_bytes) -> Outcome:
+def run_one(fmt, seed: Path, m: Mutation, command: str, work: Path, profile: Path, timeout, mem_bytes,
+            modules_to="") -> Outcome:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -514,46 +534,146 @@ def run_one(fmt, seed: Path, m: Mutation, command: str, work: Path, profile: Pat
     (shutil.copytree if seed.is_dir() else shutil.copy)(seed, inp)
     apply(m, inp)
     argv, out = argv_for(command, inp, work, profile)
-    return run_forked(argv, inp, out, command, timeout, mem_bytes)
+    return run_forked(argv, inp, out, command, timeout * SLOW.get(command, 1), mem_bytes, modules_to)
 
 
 def replay_line(fmt, m: Mutation, command, seed_dir) -> str:
     return json.dumps({"fmt": fmt, "command": command, "mutation": asdict(m), "seeds": str(seed_dir)})
 
 
+# what most commands import, by the seconds it takes: loaded once in the parent, not in every child
+HEAVY = ("numpy", "netCDF4", "h5py", "hdf5plugin", "zarr", "xarray", "dask.array", "distributed", "fsspec",
+         "matplotlib.pyplot", "scipy.signal", "climio.cli", "climio.rechunking.entry", "climio.rechunking.command",
+         "climio.advice.recommend", "climio.trace.report", "climio.stsa")
+
+
+def preload_heavy() -> None:
+    """Import HEAVY here (the test slice's parent: seconds, where the full preload runs every command)."""
+    import importlib
+    for name in HEAVY:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def preload(seeds: dict, profile: Path, work: Path, timeout: float, mem_bytes: int) -> int:
+    """Import in this process what every command imports (found by running each command once on its
+    unmutated seed in a forked child): each forked child then starts with xarray, dask, zarr,
+    netCDF4, h5py, matplotlib and climio loaded, not seconds of imports per input. Modules only."""
+    import importlib
+    names = set()
+    listing = work.parent / "modules.txt"
+    for fmt, seed in seeds.items():
+        for command in COMMANDS[fmt]:
+            run_one(fmt, seed, Mutation("none"), command, work, profile, timeout, mem_bytes, str(listing))
+            if listing.exists():
+                names.update(listing.read_text().split())
+                listing.unlink()
+    done = 0
+    for name in sorted(names, key=lambda x: (x.count("."), x)):
+        if name == "__main__" or name in sys.modules:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(name)
+            done += 1
+        except BaseException:  # noqa: BLE001  (a module that only imports in its own context: left to the child)
+            pass
+    return done
+
+
+def _worker(items, seeds, seed_dir: Path, profile, work: Path, timeout, mem_bytes, results: Path, log) -> None:
+    """One worker's share of the inputs, one JSON line per outcome in `results`."""
+    with open(results, "w") as fh:
+        for i, (fmt, m, command) in enumerate(items):
+            o = run_one(fmt, seeds[fmt], m, command, work, profile, timeout, mem_bytes)
+            rec = {"fmt": fmt, "command": command, "kind": o.kind, "code": o.code, "why": o.why,
+                   "seconds": round(o.seconds, 3), "replay": replay_line(fmt, m, command, seed_dir)}
+            if o.kind == "other":
+                rec["stderr"] = o.stderr[-4000:]
+                log(f"FAIL {fmt} {command} {o.code} ({o.why}): replay with --replay '{rec['replay']}'\n"
+                    + "\n".join("    " + ln for ln in o.stderr.strip().splitlines()[-6:]))
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            if (i + 1) % 250 == 0:
+                log(f"worker {work.name}: {i + 1}/{len(items)} inputs")
+
+
 def campaign(formats, per_format: int, rng_seed: int, seed_dir: Path, work: Path, timeout: float,
-             mem_mib: int, log=print) -> dict:
-    """{(fmt, command): Tally} over per_format mutated inputs of each format."""
+             mem_mib: int, log=print, workers: int = 1) -> dict:
+    """{(fmt, command): Tally} over per_format mutated inputs of each format, the inputs dealt in turn
+    to `workers` forked workers (each forks a child per input)."""
     seeds = build_seeds(seed_dir, formats)
     profile = seed_dir / "profile.json"
     from climio.model.profile import default_profile
     profile.write_text(default_profile().to_json())
-    tallies = {}
+    mem_bytes = mem_mib << 20
+    t0 = time.time()
+    n = preload(seeds, profile, work / "warm", timeout, mem_bytes)
+    log(f"preloaded {n} modules in {time.time() - t0:.0f} s")
+    per = []
     for fi, fmt in enumerate(formats):
-        seed = seeds[fmt]
         rng = random.Random(rng_seed * 1000 + fi)
-        for m in mutations_for(fmt, seed, per_format, rng_seed + fi):
-            command = rng.choice(COMMANDS[fmt])
-            o = run_one(fmt, seed, m, command, work, profile, timeout, mem_mib << 20)
-            t = tallies.setdefault((fmt, command), Tally())
+        per.append([(fmt, m, rng.choice(COMMANDS[fmt])) for m in mutations_for(fmt, seeds[fmt], per_format, rng_seed + fi)])
+    # formats in turn, so that a run stopped early (--summarize its directory) has tried each alike
+    items = [lst[i] for i in range(max(map(len, per), default=0)) for lst in per if i < len(lst)]
+    log(f"{len(items)} mutated inputs drawn after {time.time() - t0:.0f} s")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids, files = [], []
+    for k in range(max(1, workers)):
+        files.append(work / f"results-{k}.jsonl")
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _worker(items[k::max(1, workers)], seeds, seed_dir, profile, work / f"w{k}", timeout, mem_bytes,
+                        files[k], lambda line: (print(line, flush=True)))
+            except BaseException:  # noqa: BLE001
+                import traceback
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            os._exit(code)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    return tally_results(files)
+
+
+def tally_results(files) -> dict:
+    """{(fmt, command): Tally} from the workers' results files (a finished or an interrupted run)."""
+    tallies = {}
+    for f in files:
+        for line in (f.read_text().splitlines() if f.exists() else []):
+            r = json.loads(line)
+            if r["kind"] == "other" and isinstance(r["code"], int):   # judged again by today's classify
+                r["kind"] = classify(r["code"], r.get("stderr", ""), r["seconds"]).kind
+            t = tallies.setdefault((r["fmt"], r["command"]), Tally())
             t.tried += 1
-            setattr(t, o.kind, getattr(t, o.kind) + 1)
-            if o.kind == "other":
-                rep = replay_line(fmt, m, command, seed_dir)
-                t.failures.append((rep, o))
-                log(f"FAIL {fmt} {command} {o.code} ({o.why}): replay with --replay '{rep}'\n"
-                    + "\n".join("    " + ln for ln in o.stderr.strip().splitlines()[-6:]))
+            setattr(t, r["kind"], getattr(t, r["kind"]) + 1)
+            if r["kind"] == "other":
+                t.failures.append((r["replay"], Outcome(r["kind"], r["code"], r.get("stderr", ""), r["seconds"], r["why"])))
     return tallies
 
 
 def table(tallies: dict, rng_seed: int) -> str:
-    rows = [f"{'format':9} {'command':13} {'tried':>6} {'exit0=data':>10} {'exit3':>6} {'other':>6} {'seed':>5}"]
-    for (fmt, cmd), t in sorted(tallies.items()):
-        rows.append(f"{fmt:9} {cmd:13} {t.tried:6} {t.ok:10} {t.data:6} {t.other:6} {rng_seed:5}")
+    rows = [f"{'format':9} {'command':13} {'tried':>6} {'exit0=data':>10} {'exit3':>6} {'exit2':>6} {'other':>6} "
+            f"{'seed':>5}"]
     tot = Tally()
-    for t in tallies.values():
-        tot.tried, tot.ok, tot.data, tot.other = tot.tried + t.tried, tot.ok + t.ok, tot.data + t.data, tot.other + t.other
-    rows.append(f"{'all':9} {'':13} {tot.tried:6} {tot.ok:10} {tot.data:6} {tot.other:6} {rng_seed:5}")
+    for (fmt, cmd), t in sorted(tallies.items()):
+        rows.append(f"{fmt:9} {cmd:13} {t.tried:6} {t.ok:10} {t.data:6} {t.input:6} {t.other:6} {rng_seed:5}")
+        for k in ("tried", "ok", "data", "input", "other"):
+            setattr(tot, k, getattr(tot, k) + getattr(t, k))
+    by_fmt = {}
+    for (fmt, _), t in tallies.items():
+        by_fmt[fmt] = by_fmt.get(fmt, 0) + t.tried
+    rows.append(f"{'all':9} {'':13} {tot.tried:6} {tot.ok:10} {tot.data:6} {tot.input:6} {tot.other:6} {rng_seed:5}")
+    rows.append("per format: " + ", ".join(f"{f} {n}" for f, n in sorted(by_fmt.items())))
     return "\n".join(rows)
 
 
@@ -563,9 +683,12 @@ def main(argv=None) -> int:
     ap.add_argument("--per-format", type=int, default=200, help="mutated inputs per format (issue target 2000)")
     ap.add_argument("--seed", type=int, default=38)
     ap.add_argument("--formats", default=",".join(FORMATS))
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds one input may take (a hang past it fails)")
+    ap.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds one input may take (a hang past it fails); stsa gets SLOW times as long")
     ap.add_argument("--mem-mib", type=int, default=1024, help="RLIMIT_AS above the parent's size, MiB")
     ap.add_argument("--dir", default="", help="work directory (default: a temporary one)")
+    ap.add_argument("--workers", type=int, default=2, help="inputs run side by side (each in its own forked child)")
+    ap.add_argument("--summarize", default="", help="print the table of a run's --dir (finished or stopped)")
     ap.add_argument("--replay", default="", help="one input's replay line (JSON) from a failure")
     a = ap.parse_args(argv)
     base = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="climio-fuzz-"))
@@ -580,9 +703,17 @@ def main(argv=None) -> int:
         print(f"outcome {o.kind} {o.code} {o.why} ({o.seconds:.1f} s); input kept at {base / 'replay'}")
         print(o.stderr)
         return 0 if o.kind != "other" else 1
+    if a.summarize:
+        tallies = tally_results(sorted((Path(a.summarize) / "work").glob("results-*.jsonl")))
+        print(table(tallies, a.seed))
+        for t in tallies.values():
+            for rep, o in t.failures:
+                print(f"other: {o.code} ({o.why}) --replay '{rep}'")
+        return 1 if any(t.other for t in tallies.values()) else 0
     formats = [f for f in a.formats.split(",") if f]
     t0 = time.time()
-    tallies = campaign(formats, a.per_format, a.seed, base / "seeds", base / "work", a.timeout, a.mem_mib)
+    tallies = campaign(formats, a.per_format, a.seed, base / "seeds", base / "work", a.timeout, a.mem_mib,
+                       workers=a.workers)
     print(table(tallies, a.seed))
     print(f"{sum(t.tried for t in tallies.values())} inputs in {time.time() - t0:.0f} s; "
           f"command: python bench/fuzz_inputs.py --per-format {a.per_format} --seed {a.seed} --formats {a.formats}")

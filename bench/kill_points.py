@@ -185,6 +185,7 @@ def _run_point(p: Point, c: Command, inputs: Path, outdir: Path, rerun: bool) ->
     _reap(proc.pid)
     problems = _check_exit(p, proc.returncode, err)
     final = outdir / c.final
+    LEFT[p.text()] = left_behind(p, proc.returncode, c, final, outdir, inputs)
     problems += _check_final(c, final, inputs)
     if p.command == "records" and (final / "records.jsonl").is_file():
         problems += _check_records(final / "records.jsonl")
@@ -212,6 +213,24 @@ def _run_point(p: Point, c: Command, inputs: Path, outdir: Path, rerun: bool) ->
         if not _complete(c, final, inputs):
             problems.append("the next run's output is not complete")
     return problems
+
+
+LEFT = {}   # point -> what it left behind (the bench prints it)
+
+
+def left_behind(p: Point, code: int, c: Command, final: Path, outdir: Path, inputs: Path) -> str:
+    """One line: how the command ended and what the point left in the output directory."""
+    how = "killed" if code == -signal.SIGKILL else f"exit {code}"
+    if not outdir.is_dir():
+        return f"{how}; the output directory is gone"
+    names = sorted(x.name for x in outdir.iterdir() if x.name not in ("rsdata", "lost+found", "filler"))
+    state = "absent" if not final.exists() else ("complete" if _complete(c, final, inputs) else "partial")
+    if state == "partial" and final.is_dir():
+        state += f" (holding {sorted(x.name for x in final.iterdir()) or 'nothing'})"
+    if c.name == "records" and final.exists():
+        n = len((final / "records.jsonl").read_bytes().splitlines()) if (final / "records.jsonl").is_file() else 0
+        state = f"kept with {n} whole record lines"
+    return f"{how}; final name {state}; in the directory: {names or 'nothing'}"
 
 
 def _reap(pgid: int) -> None:
@@ -258,6 +277,9 @@ def _check_final(c: Command, final: Path, inputs: Path) -> list:
                 if not f.name.startswith(".") and not _same(inputs / "a.nc", f)]
     if c.name == "stsa" and final.is_dir() and not any(final.iterdir()):
         return []
+    if c.name == "make-data":   # the directory comes first, each file in it is renamed in when complete
+        return [f"incomplete {f.name} under its final name" for f in final.iterdir()
+                if not f.name.startswith(".") and not _readable_nc(f)]
     return [] if _complete(c, final, inputs) else [f"incomplete output under the final name {final.name}"]
 
 
@@ -268,13 +290,8 @@ def _complete(c: Command, final: Path, inputs: Path) -> bool:
         if c.name == "rechunk-many":
             return all(_same(inputs / "a.nc", final / n) for n in ("x.nc", "y.nc"))
         if c.name == "make-data":
-            import netCDF4
             files = sorted(final.glob("*.nc"))
-            for f in files:
-                with netCDF4.Dataset(f) as ds:
-                    for v in ds.variables.values():
-                        v[...]
-            return bool(files)
+            return bool(files) and all(_readable_nc(f) for f in files)
         if c.name == "stsa":
             return (final / "stsa.html").is_file() and any(final.glob("*.nc"))
         if c.name == "records":
@@ -282,6 +299,17 @@ def _complete(c: Command, final: Path, inputs: Path) -> bool:
     except Exception:  # noqa: BLE001  (unreadable: not complete)
         return False
     return False
+
+
+def _readable_nc(f: Path) -> bool:
+    import netCDF4
+    try:
+        with netCDF4.Dataset(f) as ds:
+            for v in ds.variables.values():
+                v[...]
+    except Exception:  # noqa: BLE001  (unreadable: not complete)
+        return False
+    return True
 
 
 def _same(src: Path, out: Path) -> bool:
@@ -324,6 +352,8 @@ def main(argv=None) -> int:
         tally = {}
         for p in draw_points(name, a.points, a.seed):
             problems = run_point(p, inputs, base / "work")
+            print(f"  {p.kind:6} at {p.delay:5.2f} s{f' ({p.size_mib} MiB)' if p.size_mib else ''}: "
+                  f"{LEFT.get(p.text(), '?')}{'' if problems else '; next run ok'}", flush=True)
             t = tally.setdefault(p.kind, [0, 0])
             t[0] += 1
             t[1] += not problems

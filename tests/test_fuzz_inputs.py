@@ -30,6 +30,7 @@ F = load_bench("fuzz_inputs")
 @pytest.fixture(scope="module")
 def seeds(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuzz-seeds")
+    F.preload_heavy()             # each forked child then starts with xarray, zarr, dask loaded
     s = F.build_seeds(d)
     from climio.model.profile import default_profile
     (d / "profile.json").write_text(default_profile().to_json())
@@ -97,6 +98,16 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 2124, 0, "-1"), "non-negative"),
     ("zarr2", "rechunk-nc", F.Mutation("huge", "ta/2.0.0.0", 5, 4, "0080c6a4"), "corrupt chunk"),
     ("records", "export", F.Mutation("extend", "records.jsonl", 0, 0, "f35cdc5a4843af5cc4"), "not a climio record"),
+    # seed 38's full run: a v3 chunk extent made 0 (a ZeroDivisionError traceback), a CDF-1 record
+    # count made 0 (predict said the read shape "must be positive", exit 2)
+    ("zarr3", "rechunk-zarr", F.Mutation("json", "ta/zarr.json", 335, 0, "0"), "chunk extent below 1"),
+    ("cdf1", "predict", F.Mutation("huge", "", 3, 8, "0100000000000000"), "has no values"),
+    # a B-tree node's bytes altered: h5py's get_storage_size raised RuntimeError (a traceback)
+    ("nc4", "rechunk-nc", F.Mutation("flip", "", 10355, 1, "00"), "damaged HDF5 structure"),
+    # a Darshan log's end time made 2^32-1: the process's wall overflowed int64 (an OverflowError traceback)
+    ("darshan", "trace-report", F.Mutation("huge", "", 2811, 4, "ffffffff"), "timestamps span"),
+    # a CDF-1 time value's bytes altered: xarray's time decoding raised OverflowError (a traceback)
+    ("cdf1", "stsa", F.Mutation("flip", "", 1023, 3, "e17ad8"), "cannot open"),
 ]
 
 
@@ -119,9 +130,10 @@ def test_corrupt_deflate_chunk_is_one_line(seeds, tmp_path):
             _explain("nc4", m, command, o)
 
 
-def test_stsa_reads_a_netcdf3_file(seeds, tmp_path):
+def test_stsa_reads_a_netcdf3_file(seeds, tmp_path, monkeypatch):
     """stsa on a CDF-1 file tuned an HDF5 chunk cache netCDF-3 does not have (a RuntimeError
     traceback); on a short segment the one-frequency spectrum failed to plot."""
+    monkeypatch.setattr(F, "STSA_PLOTS", ())
     o = _run(seeds, "cdf1", F.Mutation("none"), "stsa", tmp_path, timeout=180)
     assert o.kind == "ok", _explain("cdf1", F.Mutation("none"), "stsa", o)
     assert (tmp_path / "w" / "stsa" / "stsa.html").is_file()
@@ -137,7 +149,7 @@ def test_a_header_claiming_1e15_elements_is_not_allocated(tmp_path):
     def limited():
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-    for argv, code in ((["rechunk", p, tmp_path / "o.nc", "--var", "ta", "-c", "phony_dim_0/10"], 4),
+    for argv, code in ((["rechunk", p, tmp_path / "o.nc", "--var", "ta", "-c", "phony_dim_0/10"], 3),
                        (["make-refs", p, "-o", tmp_path / "r.json"], 0)):
         r = subprocess.run([EXE, *map(str, argv)], capture_output=True, text=True, timeout=120, preexec_fn=limited)
         assert r.returncode == code and "Traceback" not in r.stderr, r.stderr[-2000:]
@@ -200,6 +212,74 @@ def test_huge_ids_in_trace_events_are_not_allocated(seeds, tmp_path):
         m = F.Mutation("huge", ev.name, at - at % 4, 4, "ffffff70")
         o = _run(seeds, "trace", m, "trace-report", tmp_path)
         assert o.kind != "other", _explain("trace", m, "trace-report", o)
+
+
+def _limited_run(argv, timeout=90):
+    """climio ARGV in a child under a 3 GiB address-space limit and a timeout (a hang fails the test)."""
+    def limited():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    return subprocess.run([EXE, *map(str, argv)], capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=limited)
+
+
+def test_a_zarr_v3_array_claiming_1e15_steps_without_chunks_is_refused(tmp_path):
+    """A v3 array of shape [10^15,2,4,6] with no chunk file (the fuzzer's json mutation of a shape):
+    zarr-python's nchunks_initialized walked 10^14 grid keys, the block count was a sum over the
+    grid, and the disk check saw 0 stored bytes; now one line, exit 3, in a few seconds."""
+    import zarr
+    store = tmp_path / "big.zarr"
+    root = zarr.open_group(str(store), mode="w", zarr_format=3)
+    root.create_array("ta", shape=(10**15, 2, 4, 6), chunks=(8, 1, 4, 6), dtype="f4",
+                      dimension_names=("time", "lev", "lat", "lon"))
+    for out in ("o.zarr", "o.nc"):
+        r = _limited_run(["rechunk", store, tmp_path / out, "--var", "ta", "-c", "time/16,lev/2,lat/4,lon/3",
+                          "-j", "1", "--max-mem", "64MiB"])
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 3 and len(lines) == 1 and "claims shape [1000000000000000,2,4,6]" in lines[0], \
+            r.stderr[-2000:]
+        assert not (tmp_path / out).exists()
+
+
+def test_a_chunk_claiming_1e15_steps_is_a_damaged_header(seeds, tmp_path):
+    """The seed store's chunk shape [8,1,4,6] made [10^15,1,4,6]: no machine decodes such a chunk
+    whole, so it is the header's damage (exit 3), not a --max-mem too small (exit 2 before)."""
+    import json
+    import shutil
+    d, s = seeds
+    store = tmp_path / "z.zarr"
+    shutil.copytree(s["zarr3"], store)
+    meta = json.loads((store / "ta" / "zarr.json").read_text())
+    meta["chunk_grid"]["configuration"]["chunk_shape"][0] = 10**15
+    (store / "ta" / "zarr.json").write_text(json.dumps(meta))
+    r = _limited_run(["rechunk", store, tmp_path / "o.nc", "--var", "ta", "-c", "time/8,lev/1,lat/2,lon/6",
+                      "-j", "1", "--max-mem", "64MiB"])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 3 and len(lines) == 1 and "claims chunks [1000000000000000,1,4,6]" in lines[0], r.stderr
+
+
+def test_absent_chunks_of_a_1e15_grid_are_counted_not_walked(tmp_path):
+    """The absent-chunk count of the same store: arithmetic on the grid plus one listing."""
+    import zarr
+    from climio.rechunking.formats import zarr as zfmt
+    store = tmp_path / "big.zarr"
+    a = zarr.open_group(str(store), mode="w", zarr_format=3).create_array(
+        "ta", shape=(10**15, 6), chunks=(8, 6), dtype="f4", dimension_names=("time", "lon"))
+    a[:16] = 1.0                      # two chunk files of 1.25 * 10^14
+    t0 = time.time()
+    absent = zfmt.absent_chunks(store, zfmt.scan(store))
+    assert absent["/ta"][:2] == (10**15 // 8 - 2, 10**15 // 8) and time.time() - t0 < 10
+
+
+def test_blocks_of_a_1e15_axis_are_counted_and_iterated_lazily():
+    from itertools import islice
+    from climio.dataset.layout import count_blocks, iter_blocks
+    shape, block = (10**15, 2, 4, 6), (16, 2, 4, 3)
+    assert count_blocks(shape, block) == 10**15 // 16 * 2
+    first = list(islice(iter_blocks(shape, block), 3))
+    assert first == [((0, 0, 0, 0), (16, 2, 4, 3)), ((0, 0, 0, 3), (16, 2, 4, 3)), ((16, 0, 0, 0), (16, 2, 4, 3))]
+    assert count_blocks((5, 0), (2, 1)) == 0 and list(iter_blocks((), ())) == [((), ())]
+    assert list(iter_blocks((5,), (2,))) == [((0,), (2,)), ((2,), (2,)), ((4,), (1,))]
 
 
 def test_the_planner_takes_an_axis_of_1e15():

@@ -45,3 +45,18 @@ def test_the_checks_can_fail(inputs, tmp_path):
     cut = tmp_path / "o.nc"
     cut.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
     assert K._check_final(K.COMMANDS["rechunk-nc"], cut, inputs)
+
+
+def test_an_output_directory_vanishing_before_the_rename_is_one_line(tmp_path):
+    """make-data's directory removed just before its rename (a vanish point of seed 38's bench run):
+    a FileNotFoundError traceback before, now one DataError line (exit 3)."""
+    import shutil
+    from climio.base.errors import DataError
+    from climio.runs.staging import staged
+    d = tmp_path / "d"
+    d.mkdir()
+    with pytest.raises(DataError, match="vanished while x.nc was written: nothing written"):
+        with staged(d / "x.nc") as (tmp,):
+            tmp.write_bytes(b"values")
+            shutil.rmtree(d)
+    assert not d.exists()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from climio.base.errors import InputError, no_such_file
+from climio.base.errors import DataError, InputError, no_such_file
 from climio.dataset.description import describe
 from ..model import workflow as wfmod
 from .loading import describe_workflow, load_workflow, profile_for
@@ -100,6 +100,15 @@ def _no_chunk_cache(req, desc) -> None:
                          "decodes every chunk a read touches); leave --chunk-cache out")
 
 
+def _has_values(desc) -> None:
+    """A variable with a 0-length dimension (a record variable with no record yet) has nothing to
+    read: said of the file (exit 3), not as a read shape "must be positive" (exit 2, before)."""
+    empty = [d for d, n in zip(desc.dims, desc.shape) if int(n) == 0]
+    if empty:
+        raise DataError(f"{desc.location or 'the dataset'}: {desc.var} has no values (dimension {empty[0]} has "
+                        "length 0): nothing to read")
+
+
 def workflow_of(req: Request):
     """(Workflow, the first read's Description) of a request on a file, a local Zarr store or a Dataset."""
     from .predict import workflow_checked
@@ -117,6 +126,7 @@ def workflow_of(req: Request):
                             endpoint_url=req.endpoint_url)
     desc = wfmod.resolve(describe_workflow(wf), wf.reads[0])
     _no_chunk_cache(req, desc)
+    _has_values(desc)
     if desc.is_zarr:
         if req.check:
             raise InputError(f"--check: {desc.location} is a local Zarr store; climio measures reads through the "

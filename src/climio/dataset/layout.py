@@ -242,21 +242,46 @@ def chunks_in(start, count, chunks):
     yield from itertools.product(*ranges)
 
 
-def iter_blocks(shape, block):
-    """(start, count) of the blocks of shape `block` tiling `shape`, in C order of the block grid,
-    the last block along a dimension clipped at the array's end. Nothing for an array with a
-    0-length dimension; one empty box ((), ()) for a scalar."""
+def _block_grid(shape, block) -> tuple:
+    """(shape, block) as ints, checked: the same rank, positive block extents."""
     shape = tuple(int(d) for d in shape)
     block = tuple(int(b) for b in block)
     if len(block) != len(shape):
         raise InputError(f"block {_fmt(block)} does not match shape {_fmt(shape)}")
+    if any(b < 1 for b in block) and not any(d == 0 for d in shape):
+        raise InputError(f"block {_fmt(block)} must be positive")
+    return shape, block
+
+
+def count_blocks(shape, block) -> int:
+    """How many blocks iter_blocks yields, by arithmetic (a header claiming a 10^15-long axis has
+    10^14 blocks: counting them one by one never ends)."""
+    shape, block = _block_grid(shape, block)
+    if any(d == 0 for d in shape):
+        return 0
+    return math.prod(-(-d // b) for d, b in zip(shape, block))
+
+
+def iter_blocks(shape, block):
+    """(start, count) of the blocks of shape `block` tiling `shape`, in C order of the block grid,
+    the last block along a dimension clipped at the array's end. Nothing for an array with a
+    0-length dimension; one empty box ((), ()) for a scalar. Lazy in every dimension: nothing is
+    held per block of the grid (itertools.product would first hold each axis's list of blocks)."""
+    shape, block = _block_grid(shape, block)
     if any(d == 0 for d in shape):
         return
-    if any(b < 1 for b in block):
-        raise InputError(f"block {_fmt(block)} must be positive")
-    axes = [[(s, min(b, d - s)) for s in range(0, d, b)] for d, b in zip(shape, block)]
-    for combo in itertools.product(*axes):
-        yield tuple(s for s, _ in combo), tuple(n for _, n in combo)
+    start = [0] * len(shape)
+    while True:
+        yield tuple(start), tuple(min(b, d - s) for s, b, d in zip(start, block, shape))
+        k = len(shape) - 1              # odometer: the innermost start moves first
+        while k >= 0:
+            start[k] += block[k]
+            if start[k] < shape[k]:
+                break
+            start[k] = 0
+            k -= 1
+        if k < 0:
+            return
 
 
 def iter_block_slices(shape, block):

@@ -14,6 +14,7 @@ from typing import Optional
 
 from climio.dataset import integrity
 from ..data.writer import check_space
+from .shape_check import least_output_bytes, refuse_impossible
 from climio.runs.staging import remove_stale, stale_temporaries
 from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
@@ -157,7 +158,8 @@ def _estimate_output(in_bytes: int, infos, targets, stored) -> int:
         if v.path in targets:
             t = targets[v.path]
             compressed_both = t.compression.codec != "none" and v.compression.codec != "none"
-            total += (stored[v.path] if compressed_both else v.nbytes) - stored[v.path]
+            compressed = max(stored[v.path], least_output_bytes(v))   # stored bytes of an absent-chunk store: 0
+            total += (compressed if compressed_both else v.nbytes) - stored[v.path]
     return total
 
 
@@ -249,6 +251,8 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     max_mem = opts.max_mem or default_max_mem()
     reader = formats.module(in_fmt)
     infos = reader.scan(in_path)
+    if not opts.remote_out:   # a store written to a bucket: its size is the bucket's business
+        refuse_impossible(in_path, infos, out_path)   # before anything walks or sizes the claimed shape
     targets = _targets(infos, opts, in_path, out_fmt)
     stored = reader.stored_bytes(in_path, infos)
     notes = []

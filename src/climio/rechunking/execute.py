@@ -27,7 +27,7 @@ from climio.dataset.h5filters import needs_h5py_write
 from . import blocks, formats
 from .quantize import quantizer
 from .model import Target, VarInfo
-from climio.dataset.layout import chunks_in, iter_blocks
+from climio.dataset.layout import chunks_in, count_blocks, iter_blocks
 from ..model.convert import Plan
 
 
@@ -280,7 +280,7 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
 def _skipping(todo, job: Job, stats: RechunkStats, final: bool, progress):
     """The tasks a resumed run still has to do: the blocks not written (the final pass), and the
     first pass of a two-pass plan only if any is left."""
-    n_final = sum(1 for _ in iter_blocks(job.info.shape, job.plan.passes[-1].block))
+    n_final = count_blocks(job.info.shape, job.plan.passes[-1].block)
     if not final:
         if len(job.skip) >= n_final:
             return

@@ -63,8 +63,11 @@ def staged(*paths):
     tmps = [tmp_name(p) for p in finals]
     try:
         yield tmps
-        for tmp, final in zip(tmps, finals):
-            os.replace(tmp, final)
+        try:
+            for tmp, final in zip(tmps, finals):
+                os.replace(tmp, final)
+        except FileNotFoundError:   # the directory was removed under us (a kill point's rm -r)
+            raise DataError(f"{finals[0].parent} vanished while {finals[0].name} was written: nothing written") from None
     except BaseException as exc:
         # judged before the temporaries go: removing them frees the space that shows the disk was
         # full (netCDF-C reports a full disk as "NetCDF: HDF error", never ENOSPC)

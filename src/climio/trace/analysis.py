@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from climio.dataset import layout
-from climio.base.errors import InputError
+from climio.base.errors import DataError, InputError
 from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
 from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES
 
@@ -120,6 +120,9 @@ class Analysis:
             end_done = (p.done or {}).get("t_end_ns")
             end = max(last, end_done if isinstance(end_done, int) else (meta_end or last))
             walls.append(end - start)
+        if any(not -2**63 <= w < 2**63 for w in walls):   # a damaged log's clock fields: not a duration
+            raise DataError(f"{getattr(self.trace, 'path', 'the trace')}: a process's timestamps span more than "
+                            "2^63 ns (damaged start or end time)")
         self.proc_wall = np.asarray(walls, dtype=np.int64)
         self.process_time = int(self.proc_wall.sum())
         self.io_time = int(self.dur[self.parent < 0].sum())

@@ -31,8 +31,12 @@ def stored_bytes(path, infos) -> dict:
     import h5py
     if not h5py.is_hdf5(path):
         return {v.path: v.nbytes for v in infos}
-    with h5py.File(path, "r") as f:
-        return {v.path: (f[v.hdf5_path].id.get_storage_size() if v.hdf5_path else v.nbytes) for v in infos}
+    try:
+        with h5py.File(path, "r") as f:
+            return {v.path: (f[v.hdf5_path].id.get_storage_size() if v.hdf5_path else v.nbytes) for v in infos}
+    except (RuntimeError, OSError, KeyError) as exc:   # a damaged chunk index (HDF5: "wrong B-tree signature")
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: damaged HDF5 structure ({why})") from None
 
 
 def total_bytes(path) -> int:

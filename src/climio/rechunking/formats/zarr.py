@@ -192,7 +192,9 @@ def check_metadata(path) -> None:
 def absent_chunks(path, infos) -> dict:
     """{variable path: (absent, total, the array's fill value)} of the storage objects (chunks, or shards when sharded) an
     array has no object for; zarr-python reads them as the fill value. Often intended (zarr-python
-    and climio leave out chunks that are all fill), sometimes a lost file."""
+    and climio leave out chunks that are all fill), sometimes a lost file. The grid's size is
+    arithmetic and the objects are one listing of the store (zarr-python's nchunks_initialized walks
+    every key of the grid: forever for a header claiming a 10^15-long axis)."""
     g = _open_group(path)
     out = {}
     with warnings.catch_warnings():
@@ -202,12 +204,32 @@ def absent_chunks(path, infos) -> dict:
             if not arr.ndim:
                 continue
             unit = getattr(arr, "shards", None) or arr.chunks
-            total = int(np.prod([-(-n // c) for n, c in zip(arr.shape, unit)]))
-            have = getattr(arr, "nshards_initialized", None) if getattr(arr, "shards", None) else None
-            have = arr.nchunks_initialized if have is None else have
+            grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, unit)]
+            total = int(np.prod(grid, dtype=object))
+            have = _objects_in_grid(arr, grid)
             if have < total:
-                out[info.path] = (total - int(have), total, arr.fill_value)
+                out[info.path] = (total - have, total, arr.fill_value)
     return out
+
+
+def _objects_in_grid(arr, grid) -> int:
+    """How many keys under the array's prefix name a cell of its chunk (or shard) grid: "c/1/0",
+    "c.1.0" (v3), "1.0" or "1/0" (v2 and v3's v2 encoding)."""
+    from zarr.core.sync import sync
+
+    async def listing():
+        return [k async for k in arr.store_path.store.list_prefix(prefix=arr.store_path.path)]
+    prefix = arr.store_path.path.rstrip("/") + "/" if arr.store_path.path else ""
+    n = 0
+    for key in sync(listing()):
+        if not key.startswith(prefix):
+            continue
+        rel = key[len(prefix):]
+        rel = rel[2:] if rel[:2] in ("c/", "c.") else rel
+        parts = rel.replace("/", ".").split(".")
+        if len(parts) == len(grid) and all(p.isdigit() and int(p) < g for p, g in zip(parts, grid)):
+            n += 1
+    return n
 
 
 def scan(path) -> list:
@@ -218,6 +240,9 @@ def scan(path) -> list:
         dt = np.dtype(arr.dtype) if isinstance(arr.dtype, np.dtype) else None
         numeric = dt is not None and dt.kind in "biuf"
         attrs = dict(arr.attrs)
+        if arr.ndim and any(int(c) < 1 for c in arr.chunks):   # zarr-python opens it; every grid division fails
+            raise DataError(f"{path}: {vpath} has chunk shape [{','.join(str(int(c)) for c in arr.chunks)}]: "
+                            "a chunk extent below 1 (damaged Zarr metadata)")
         out.append(VarInfo(path=vpath, dims=dims_of(arr), shape=tuple(arr.shape), unlimited=(False,) * arr.ndim,
                            dtype=dt.str if numeric else (dt.str if dt is not None else "str"),
                            itemsize=dt.itemsize if numeric else 0, chunks=tuple(arr.chunks) if arr.ndim else None,
