@@ -476,7 +476,7 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
                    blocks_skipped=stats.skipped)
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
-        f"{', verified' if opts.verify else ''} -> {out_path}")
+        f"{', verified' if opts.verify else ''} -> {opts.remote_out or out_path}")   # the store, not its local metadata
     written_by_us = [v for v in infos if v.path in targets or prep.in_fmt == "netcdf4"]  # xarray's: no filters
     note = plugin_note(out_path, written_by_us, targets) if prep.out_fmt == "netcdf4" else ""
     if note:
