@@ -4,6 +4,7 @@ slice of the bench against the real test server."""
 
 import json
 import math
+import pytest
 
 from climio.bench.predict.store_space import MAX_GETS, MAX_SLABS, cost, draw_store
 from climio.model import object_store as om
@@ -132,3 +133,20 @@ def test_store_grid_checks_its_values(tmp_path):
                 {"store": "s3://b/p", "endpoint_url": "http://h:1", "calibration": str(tmp_path / "none.json")}):
         with pytest.raises(InputError):
             build_grid("quick", **bad)
+
+
+def test_a_read_of_more_hyperslabs_than_priced_is_scaled_from_an_even_sample(monkeypatch):
+    """A full series at every point (here 16 x 24 = 384 hyperslabs) is priced on an even sample of
+    MAX_SLABS of them and scaled: alike slabs add up, so the sample's total equals the exact one, and
+    a 1-degree grid's 64,800 series no longer refuse the prediction (issue 34's CMIP case)."""
+    from climio.dataset.description import Description
+    from climio.model import object_store as om
+    desc = Description("tas", ("time", "lat", "lon"), ("t", "y", "x"), (64, 16, 24), "float32", (16, 4, 6),
+                       codecs="none", store="zarr-s3", stored_bytes=64 * 16 * 24 * 4)
+    rates = om.StoreRates("http://x", 0.01, 100e6, 1e9, {"zarr-obstore": om.StackObjectRates(0.01, 100e6, 8.0)})
+    exact = om.predict_layout(desc, (16, 4, 6), None, "t", rates, "zarr-obstore", passes=3)
+    monkeypatch.setattr(om, "MAX_SLABS", 48)
+    sample = om.predict_layout(desc, (16, 4, 6), None, "t", rates, "zarr-obstore", passes=3)
+    assert exact["slabs"] == sample["slabs"] == 16 * 24 and sample["slabs_priced"] == 48
+    for k in ("time_s", "gets", "bytes", "wire_s"):
+        assert sample[k] == pytest.approx(exact[k], rel=1e-9), k

@@ -23,7 +23,6 @@ import itertools
 import math
 from dataclasses import asdict, dataclass, field
 
-from climio.base.errors import InputError
 from climio.dataset.access import slice_starts
 from climio.dataset.reads import read_count_of
 
@@ -276,26 +275,38 @@ def chunk_bytes(desc, chunks) -> tuple:
 
 
 def slabs_of(desc, read: str) -> list:
-    slabs = slice_starts(desc.shape, read_count_of(read, desc))
-    if len(slabs) > MAX_SLABS:
-        raise InputError(f"{read}: {len(slabs)} hyperslabs; the object-store prediction takes at most {MAX_SLABS}")
-    return slabs
+    return slice_starts(desc.shape, read_count_of(read, desc))
+
+
+def sampled(slabs) -> tuple:
+    """(at most MAX_SLABS of `slabs`, evenly spaced, the factor from their sum to all): a read's
+    hyperslabs are one call each, one after another, so their times add, and a full series at every
+    point of a 1-degree grid (64,800 alike slabs) is priced from a sample of them."""
+    if len(slabs) <= MAX_SLABS:
+        return slabs, 1.0
+    last = len(slabs) - 1
+    return [slabs[round(i * last / (MAX_SLABS - 1))] for i in range(MAX_SLABS)], len(slabs) / MAX_SLABS
 
 
 def predict_layout(desc, chunks, shards, read: str, rates, stack: str, decode_Bps=math.inf, passes=1,
                    tasks=1) -> dict:
     """The read's predicted time over `passes` with the store's codecs: GETs of the chunks' stored
     bytes and their decoding at `decode_Bps`. `tasks` processes share the hyperslabs, each with the
-    stack's GETs in flight, together within the endpoint's aggregate bandwidth."""
-    slabs = slabs_of(desc, read)
+    stack's GETs in flight, together within the endpoint's aggregate bandwidth. More than MAX_SLABS
+    hyperslabs: priced on an even sample of them and scaled (`sampled`)."""
+    every = slabs_of(desc, read)
+    slabs, scale = sampled(every)
     stored, raw = chunk_bytes(desc, chunks)
     gets = [read_tasks(desc.shape, chunks, shards, s, c, desc.itemsize, stored) for s, c in slabs]
     out = predict_read(gets, rates, stack, decode_Bps, raw,
                           cpu_units=[cpu_units(desc.shape, chunks, shards, s, c) for s, c in slabs])
+    for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
+        out[k] *= scale
     if tasks > 1:
         out["time_s"] = max(out["time_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
         out["io_s"] = max(out["io_s"] / tasks, out["bytes"] / rates.aggregate_Bps)
     for k in ("time_s", "io_s", "decode_s", "gets", "bytes", "wire_s", "cpu_s"):
         out[k] *= passes
-    out["slabs"] = len(slabs)
+    out["slabs"] = len(every)
+    out["slabs_priced"] = len(slabs)
     return out
