@@ -98,7 +98,7 @@ class StorePrediction:
                        f"{self.decode['Bps'] / 1e6:.0f} MB/s ({self.decode['source']})")
         for r in self.reads:
             dec = f", {r['decode_s']:.3f} s of it decoding" if r.get("decode_s") else ""
-            line = (f"  {r['read']} x{r['passes']}: predicted {r['time_s']:.3f} s ({r['gets']} GETs, "
+            line = (f"  {r['read']} x{r['passes']}: predicted {r['time_s']:.3f} s ({r['gets']:,.0f} GETs, "
                     f"{r['bytes'] / 1e6:.1f} MB{dec})")
             if "measured_s" in r:
                 line += (f", one pass measured {r['measured_s']:.3f} s (median of {r['reps']}), "
