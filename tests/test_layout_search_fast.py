@@ -16,6 +16,7 @@ from climio.dataset.reads import read_count as parse_read
 from climio.model import layout_estimate, layout_search
 from climio.model import predict as model
 from climio.model.convert import rechunk_cost
+from climio.machine.memory import here
 from climio.model.profile import default_profile
 
 READS = {"xy": "xy", "xt": "xt", "xyt": "xyt", "t": "t"}
@@ -37,7 +38,7 @@ def full_total(layout, codec, mix, prof, convert, chunks) -> float:
 
 def check(layout, codec, mix, **kw):
     prof = default_profile()
-    convert = rechunk_cost(prof)
+    convert = rechunk_cost(prof, here())
     old = layout_search.search_exhaustive(layout, codec, mix, "netcdf4-python", prof, convert, **kw)
     said = []
     new = layout_search.search(layout, codec, mix, "netcdf4-python", prof, convert, progress=said.append, **kw)

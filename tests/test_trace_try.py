@@ -251,3 +251,17 @@ def test_cli_json_compare_command_and_errors(tmp_path, monkeypatch):
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
     none = _cli("trace", "try", tr, "--items", "9")
     assert none.returncode != 0 and "no advice item" in none.stderr
+
+
+def test_a_layout_copy_that_cannot_be_made_leaves_the_other_fixes_tried(tmp_path, monkeypatch):
+    """climio bench advice met it: a conversion refused (here: no scratch space) made `trace try`
+    die sorting the files to evict (a None among them). The layout item now says why it was not
+    tried and the chunk cache is still measured."""
+    from climio.trace.trying import conversion
+    _file(tmp_path / "tas.nc")
+    tr = _trace(tmp_path, monkeypatch, NC4_JOB)
+    monkeypatch.setattr(conversion, "SPACE_MARGIN", 1 << 60)
+    s = try_fixes(tr, reps=1)
+    rs = {r["kind"]: r for r in s["results"]}
+    assert rs["layout"]["status"].startswith("not tried: not enough scratch space") and not rs["layout"]["advised"]
+    assert rs["cache"]["label"] == "measured" and rs["cache"]["applied"]

@@ -17,6 +17,7 @@ from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
 from ..model import layout_search
 from ..model.convert import rechunk_cost
+from climio.machine.memory import here
 from ..model import layout_effects
 from ..model.layout_effects import SLOWER_WARN
 from ..model.layout_search import Pattern
@@ -34,7 +35,7 @@ class WeightedJob:
 
 
 def _search(desc, codec, mix, stack, prof, cache, keep_codec, also=()):
-    return layout_search.search(desc.layout, codec, mix, stack, prof, rechunk_cost(prof), chunk_cache=cache,
+    return layout_search.search(desc.layout, codec, mix, stack, prof, rechunk_cost(prof, here()), chunk_cache=cache,
                                 keep_codec=keep_codec, contiguous_ok=not any(desc.unlimited), also=also)
 
 

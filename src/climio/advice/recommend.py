@@ -20,6 +20,7 @@ from climio.dataset.layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
 from ..model.convert import rechunk_cost
+from climio.machine.memory import here
 from ..model.layout_search import Pattern
 from ..model.predict import DATASET_PER_READ, SHARED_FS_KEY, cache_spec, predict, simulate
 from ..model.profile import Profile
@@ -188,7 +189,7 @@ def workflow_facts(wf, profile: Profile) -> tuple:
     """(WorkflowPrediction, Facts) of a workflow: the model's predictions, the what-if predictor and
     the rechunk planner's cost, for the registry's workflow rules."""
     wp, items = _items(wf, profile)
-    wff = WorkflowFacts(wf.stack, wf.tasks, wf.chunk_cache, items, what_if(wf, profile, items), rechunk_cost(profile),
+    wff = WorkflowFacts(wf.stack, wf.tasks, wf.chunk_cache, items, what_if(wf, profile, items), rechunk_cost(profile, here()),
                         _out_name(items[0].path), cores=int(profile.parallel.get("cores") or 1),
                         shared_fs_Bps=profile.parallel.get(SHARED_FS_KEY))
     return wp, Facts("workflow", workflow=wff, profile=profile, tasks=wf.tasks)
@@ -251,7 +252,7 @@ def search_layout(wf, profile: Profile, items, keep_codec: bool = False, progres
     mix = [Pattern(f"{x.spec.read} x{x.spec.passes}" if [y.spec.read for y in items].count(x.spec.read) > 1
                    else x.spec.read, x.reads, x.spec.passes) for x in items]
     cache = it.prediction.chunk_cache
-    res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile), tasks=wf.tasks,
+    res = layout_search.search(it.layout, it.codec, mix, wf.stack, profile, rechunk_cost(profile, here()), tasks=wf.tasks,
                                chunk_cache={k: cache[k] for k in ("nbytes", "nslots", "w0")} if cache else None,
                                keep_codec=keep_codec, contiguous_ok=not any(it.desc.unlimited), progress=progress)
     d = res.to_dict()

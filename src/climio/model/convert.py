@@ -46,7 +46,6 @@ allocates and decodes such chunks whole.
 import dataclasses
 import functools
 import math
-import os
 from dataclasses import dataclass, fields
 
 from climio.base.errors import InputError
@@ -55,9 +54,6 @@ from climio.dataset.layout import _checked_int as _int
 from climio.base.units import format_size
 from .rates import Rates
 
-# Default memory budget (--max-mem): a quarter of the RAM, and no more than half of what is
-# available now, so the converter shares a node politely.
-DEFAULT_MEM_FRACTION = 0.25
 
 PASS_NAMES = ("copy", "to-intermediate", "from-intermediate")
 PASS_STRATEGIES = ("whole-chunks", "strided", "redecode")
@@ -568,54 +564,33 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
 
 # --- the one-off cost ---------------------------------------------------------------------------------
 
-def default_max_mem() -> int:
-    """`climio rechunk`'s memory budget when none is given (see DEFAULT_MEM_FRACTION)."""
-    info = {}
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            key, val = line.split(":", 1)
-            info[key] = int(val.split()[0]) * 1024
-    return int(min(info["MemTotal"] * DEFAULT_MEM_FRACTION, info.get("MemAvailable", info["MemTotal"]) / 2))
-
-
-def available_memory() -> int:
-    """Bytes the kernel says are available now (MemAvailable): what an intermediate file just
-    written can stay cached in."""
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def default_workers() -> int:
-    """`climio rechunk`'s workers when none are given: one per core this process may run on."""
-    return len(os.sched_getaffinity(0))
-
-
 def conversion_plan(src: Layout, dst: Layout, profile, codec: str = "", target_codec=None, max_mem=None,
-                    workers=None, allow_two_pass: bool = True) -> Plan:
+                    workers=None, allow_two_pass: bool = True, machine=None) -> Plan:
     """The plan `climio rechunk` makes to convert `src` (compressed with `codec`) to `dst`
     (`target_codec`; None: the same), priced with the rates of `profile` (climio.model.rates; None
     or a profile of built-in defaults: the defaults); its `predicted_s` is the one-off cost the
     advisor states and `climio rechunk --dry-run` prints. max_mem / workers: None for the command's
-    defaults."""
-    return plan_variable(src, dst, default_max_mem() if max_mem is None else max_mem,
-                         default_workers() if workers is None else workers,
+    defaults, which `machine` (climio.machine.memory.Resources: max_mem, workers, page_cache_bytes)
+    holds; without it, both must be given and no intermediate is taken to stay in the page cache."""
+    if (max_mem is None or workers is None) and machine is None:
+        raise ValueError("conversion_plan: give max_mem and workers, or the machine's defaults")
+    return plan_variable(src, dst, machine.max_mem if max_mem is None else max_mem,
+                         machine.workers if workers is None else workers,
                          Rates.from_profile(profile, codec, target_codec), allow_two_pass=allow_two_pass,
-                         page_cache_bytes=available_memory())
+                         page_cache_bytes=machine.page_cache_bytes if machine is not None else 0)
 
 
-def rechunk_cost(profile, max_mem=None, workers=None):
+def rechunk_cost(profile, machine, max_mem=None, workers=None):
     """(src Layout, dst Layout, codec) -> predicted seconds of the `climio rechunk` command advice
     prints (the target keeps the source's codec when it is compressed): conversion_plan with the
-    profile's rates and the command's default memory and workers, the very number `climio rechunk
-    --dry-run` predicts; NaN for a conversion the planner refuses."""
+    profile's rates and the command's default memory and workers on `machine` (climio.machine.memory
+    .here()), the very number `climio rechunk --dry-run` predicts; NaN for a conversion the planner
+    refuses."""
 
     def cost(src: Layout, dst: Layout, codec: str) -> float:
         try:
             return conversion_plan(src, dst, profile, codec, codec if dst.compressed else "none", max_mem,
-                                   workers).predicted_s
+                                   workers, machine=machine).predicted_s
         except InputError:
             return float("nan")
     return cost

@@ -134,7 +134,8 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
                profile=None) -> dict:
     """A plan per variable, priced with `profile`'s rates (None: the planner's defaults): the
     conversion plan the advisor's one-off cost is (climio.model.convert.conversion_plan)."""
-    plans = {}
+    from climio.machine.memory import here
+    plans, machine = {}, here()
     for v in infos:
         if v.path not in targets:
             continue
@@ -144,7 +145,7 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
         dst = Layout(tuple(v.shape), v.itemsize, tuple(t.chunks) if t.chunks else None, t.compression.codec != "none")
         try:
             plans[v.path] = conversion_plan(src, dst, profile, v.compression.label, t.compression.label, max_mem,
-                                            workers, allow_two_pass=two_pass)
+                                            workers, allow_two_pass=two_pass, machine=machine)
         except InputError as exc:
             raise InputError(f"{v.path}: {exc}") from None
     return plans

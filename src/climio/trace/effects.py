@@ -50,7 +50,8 @@ def conversion_s(file, var, chunks):
         prof, _ = _profile(file)
         dst = convert.Layout(desc.shape, desc.itemsize, tuple(int(c) for c in chunks), desc.layout.compressed,
                              desc.layout.stored_bytes)
-        return float(convert.conversion_plan(desc.layout, dst, prof, desc.codecs).predicted_s)
+        from climio.machine.memory import here
+        return float(convert.conversion_plan(desc.layout, dst, prof, desc.codecs, machine=here()).predicted_s)
     except (ClimioError, OSError, ValueError):
         return None
 

@@ -22,6 +22,7 @@ from ...measure.tasks import measure
 from ...model import layout_search
 from climio import profiles
 from ...model.convert import rechunk_cost
+from climio.machine.memory import here
 from ...model.layout_search import Pattern
 from ...model.predict import predict
 from climio.dataset.description import layout_of
@@ -47,7 +48,7 @@ def shape_grid(lay, codec, grid, prof, reads_of, cache) -> tuple:
     """(the searches per mix, the shapes to measure {label: (chunks, why)}): the file as it is,
     contiguous, the library default, Rew's balanced, each pattern's best and each mix's top 3
     (topped up from the mixes' rankings to MIN_SHAPES)."""
-    cost = rechunk_cost(prof)
+    cost = rechunk_cost(prof, here())
     searches = {}
     memo = {}    # each (shape, pattern) priced once across the mixes' searches
     for name, parts in grid.mix_list:

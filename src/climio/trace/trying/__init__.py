@@ -232,7 +232,9 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
     envs = {c.id: (lambda d, c=c: _env_of(c, copies.get(c.id), inject_dir, d)) for c in tried}
     data = [v["file"] for v in (facts.netcdf or {}).get("variables") or []]   # what an env fix's runs read too
-    evict = sorted({*[f for f in [*data, *(c.file for c in cands)] if f and os.path.isfile(f)], *copies.values()})
+    # the copies made (a conversion that failed or was refused has none: its item says why)
+    evict = sorted({*[f for f in [*data, *(c.file for c in cands)] if f and os.path.isfile(f)],
+                    *[p for p in copies.values() if p]})
     runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
     base = runs["baseline"]
     base_s = rank.median([x["wall_s"] for x in base])

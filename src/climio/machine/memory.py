@@ -1,0 +1,51 @@
+"""What this machine gives a conversion: `climio rechunk`'s default memory budget and workers, and the
+memory an intermediate file just written can stay cached in. The planner (climio.model.convert) is
+pure and takes these as numbers (`here()`); they are asked of the kernel only here.
+
+    here() -> Resources(max_mem, workers, page_cache_bytes)
+    default_max_mem(), default_workers(), available_memory()
+"""
+
+import os
+from dataclasses import dataclass
+
+# Default memory budget (--max-mem): a quarter of the RAM, and no more than half of what is
+# available now, so the converter shares a node politely.
+DEFAULT_MEM_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class Resources:
+    max_mem: int                 # bytes: `climio rechunk`'s budget when --max-mem is not given
+    workers: int                 # processes when --workers is not given
+    page_cache_bytes: int        # what the kernel says is available now (MemAvailable)
+
+
+def _meminfo() -> dict:
+    info = {}
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            key, val = line.split(":", 1)
+            info[key] = int(val.split()[0]) * 1024
+    return info
+
+
+def default_max_mem() -> int:
+    """`climio rechunk`'s memory budget when none is given (see DEFAULT_MEM_FRACTION)."""
+    info = _meminfo()
+    return int(min(info["MemTotal"] * DEFAULT_MEM_FRACTION, info.get("MemAvailable", info["MemTotal"]) / 2))
+
+
+def available_memory() -> int:
+    """Bytes the kernel says are available now (MemAvailable): what an intermediate file just
+    written can stay cached in."""
+    return _meminfo().get("MemAvailable", 0)
+
+
+def default_workers() -> int:
+    """`climio rechunk`'s workers when none are given: one per core this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def here() -> Resources:
+    return Resources(default_max_mem(), default_workers(), available_memory())
