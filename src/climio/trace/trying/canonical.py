@@ -10,19 +10,15 @@ The model's prediction of the same before the fix is tried: climio.trace.effects
 import time
 
 from climio.machine import cache
-from ...model.layout_effects import SLOWER_WARN
+from ...model.layout_effects import SLOWER_WARN, canonical_reads as predicted_reads
 
 
 def _reads(shape) -> list:
-    """(name, index) of the canonical reads, time the first dimension (CF order), the last two y, x."""
-    if len(shape) < 3:
-        return []
-    nt, ny, nx = shape[0], shape[-2], shape[-1]
-    mid = tuple(s // 2 for s in shape[1:-2])
-    by, bx = max(1, ny // 8), max(1, nx // 8)
-    return [("one map", (nt // 2, *mid, slice(None), slice(None))),
-            ("one full series", (slice(None), *mid, ny // 2, nx // 2)),
-            ("a box over all time", (slice(None), *mid, slice(ny // 2, ny // 2 + by), slice(nx // 2, nx // 2 + bx)))]
+    """(name, index) of the canonical reads the model predicts (climio.model.layout_effects: time the
+    first dimension, y and x the last two, other axes at their middle), but the whole field: one map,
+    one full series, a box over all time (the `box` read shape's)."""
+    return [(name, tuple(slice(s, s + c) for s, c in zip(start, count)))
+            for name, [(start, count)] in predicted_reads(shape) if name != "the whole field"]
 
 
 def _time(path, var, index) -> float:
