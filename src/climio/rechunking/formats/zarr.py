@@ -107,6 +107,22 @@ def codec_encoding(comp: Compression, itemsize: int, s: Settings) -> dict:
     return out
 
 
+# The levels a codec accepts (zstd's negative "fast" levels included); a level outside is damaged metadata.
+LEVELS = {"zstd": range(-131072, 23), "zlib": range(0, 10), "blosc": range(0, 10)}
+
+
+def _level(conf, key, default, name) -> int:
+    """A codec's level from its configuration, checked: a level that is not an integer in the codec's
+    range (a damaged .zarray: "clevel": "x" or -1) is one DataError line, not a traceback later."""
+    v = conf.get(key, default)
+    if v is None:
+        v = default
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)) or not str(v).lstrip("-").isdigit() \
+            or int(v) not in LEVELS[name]:
+        raise DataError(f"codec {name} has {key} {v!r}: not a level it accepts (damaged Zarr metadata)")
+    return int(v)
+
+
 def compression_of(arr) -> Compression:
     """The Compression of a Zarr array's codecs (Compression() when it has none we name)."""
     shuffle, codec, level = False, "none", 0
@@ -116,13 +132,14 @@ def compression_of(arr) -> Compression:
         if name in ("shuffle", "numcodecs.shuffle"):
             shuffle = True
         elif name in ("zstd", "gzip", "zlib") and codec == "none":
-            codec, level = ("zstd" if name == "zstd" else "zlib"), int(conf.get("level", 1) or 0)
+            codec = "zstd" if name == "zstd" else "zlib"
+            level = _level(conf, "level", 1, codec) if conf.get("level") != 0 else 0
         elif name == "blosc" and codec == "none" and "id" not in c:   # v3: may stand for deflate/zstd+shuffle
-            b = zarr_v3_setting(conf.get("cname"), int(conf.get("clevel", 5)), conf.get("shuffle") != "noshuffle")
+            b = zarr_v3_setting(conf.get("cname"), _level(conf, "clevel", 5, "blosc"), conf.get("shuffle") != "noshuffle")
             codec, level, shuffle = b.codec, b.level, shuffle or b.shuffle
         elif name == "blosc" and codec == "none":
             cname = {v: k for k, v in BLOSC_NAMES.items()}.get(conf.get("cname"), "blosc_lz4")
-            codec, level = cname, int(conf.get("clevel", 5))
+            codec, level = cname, _level(conf, "clevel", 5, "blosc")
             shuffle = shuffle or conf.get("shuffle") not in (0, "noshuffle")
     return Compression(codec, level, shuffle and codec != "none")
 
