@@ -111,6 +111,12 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     # a v2 compressor's clevel made "x" (a ValueError traceback) or -1 (netCDF-C's OverflowError traceback)
     ("zarr2", "rechunk-zarr", F.Mutation("json", "ta/.zarray", 1985, 0, '"x"'), "not a level it accepts"),
     ("zarr2", "rechunk-nc", F.Mutation("json", "ta/.zarray", 65594, 0, "-1"), "not a level it accepts"),
+    # three bytes of an HDF5 structure altered: HDF5 read chunk [0,0,0,0] as fill values while its index
+    # entry still held the old data, and the conversion wrote that data (values no reader sees)
+    ("nc4", "rechunk-zarr", F.Mutation("flip", "", 10423, 3, "54ca29"), "reads differently through HDF5"),
+    # make-refs: kerchunk left `ta` out without a word; a chunk index claimed bytes past the end of the file
+    ("nc4", "make-refs", F.Mutation("flip", "", 6259, 4, "47434f4c"), "could not describe ta"),
+    ("nc4", "make-refs", F.Mutation("flip", "", 10379, 2, "de4b"), "damaged HDF5 chunk index"),
 ]
 
 

@@ -125,3 +125,26 @@ def test_one_line_errors_and_nothing_written(s3_server, s3_env, tmp_path):
         assert out.returncode == code, (source, out.stderr)
         assert out.stderr.count("\n") == 1 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["three.nc"], source
+
+
+def test_a_file_with_bare_dimensions_and_groups_is_referenced_whole(tmp_path):
+    """make-refs checks the reference holds every netCDF variable of the file (a damaged file made
+    kerchunk leave one out without a word): bare dimensions (HDF5 datasets that are no netCDF
+    variable) are not asked of it, variables in groups are."""
+    p = tmp_path / "bnds.nc"
+    with netCDF4.Dataset(p, "w") as d:
+        d.createDimension("time", None)
+        d.createDimension("nb", 2)
+        d.createDimension("lat", 3)
+        d.createVariable("time", "f8", ("time",))[:] = np.arange(4)
+        d.createVariable("time_bnds", "f8", ("time", "nb"))[:] = np.zeros((4, 2))
+        d.createVariable("tas", "f4", ("time", "lat"), zlib=True)[:] = np.ones((4, 3))
+        g = d.createGroup("sub")
+        g.createDimension("x", 2)
+        g.createVariable("w", "i4", ("x",))[:] = [1, 2]
+    out = run_cli("make-refs", p, "-o", tmp_path / "bnds.json")
+    assert out.returncode == 0, out.stderr
+    refs = json.loads((tmp_path / "bnds.json").read_text())["refs"]
+    held = {k.rsplit("/", 1)[0] for k in refs if k.endswith(".zarray")}
+    assert {"time", "time_bnds", "tas", "sub/w"} <= held
+    assert np.array_equal(_zarr_group(tmp_path / "bnds.json", "file")["sub/w"][:], [1, 2])
