@@ -296,3 +296,13 @@ def test_the_planner_takes_an_axis_of_1e15():
     from climio.model.convert import _extents
     ex = _extents(10**15, 8)
     assert 100 < len(ex) < 10_000 and ex[0] == 8 and ex[-1] == 10**15
+
+
+def test_a_header_that_makes_the_library_loop_stops_at_the_stated_timeout(seeds, tmp_path, monkeypatch):
+    """Seed 38's full run: one byte of an HDF5 object header made netCDF-C loop for ever under `bench
+    --source` (the fuzz bench's 60 s passed first: the isolation child waited 60 s too). The header
+    walk's child now stops at TIMEOUT_S (20 s, below the bench's), here 3 s, with one line, exit 3."""
+    from climio.dataset import isolate
+    monkeypatch.setattr(isolate, "TIMEOUT_S", 3.0)
+    o = _run(seeds, "nc4", F.Mutation("flip", "", 6331, 1, "00"), "bench-source", tmp_path, timeout=60)
+    assert o.kind == "data" and "took longer than 3 s" in o.stderr, _explain("nc4", F.Mutation("flip", "", 6331, 1, "00"), "bench-source", o)
