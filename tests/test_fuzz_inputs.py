@@ -108,6 +108,8 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("darshan", "trace-report", F.Mutation("huge", "", 2811, 4, "ffffffff"), "timestamps span"),
     # a CDF-1 time value's bytes altered: xarray's time decoding raised OverflowError (a traceback)
     ("cdf1", "stsa", F.Mutation("flip", "", 1023, 3, "e17ad8"), "cannot open"),
+    # a CDF-1 record count made 2^32-1: xarray decoding the time coordinate asked for 32 GiB (a traceback)
+    ("cdf1", "stsa", F.Mutation("huge", "", 4, 4, "ffffffff"), "cannot open"),
     # a v2 compressor's clevel made "x" (a ValueError traceback) or -1 (netCDF-C's OverflowError traceback)
     ("zarr2", "rechunk-zarr", F.Mutation("json", "ta/.zarray", 1985, 0, '"x"'), "not a level it accepts"),
     ("zarr2", "rechunk-nc", F.Mutation("json", "ta/.zarray", 65594, 0, "-1"), "not a level it accepts"),

@@ -65,7 +65,8 @@ def open_input(files, var=None, engine=None):
         else:
             ds = xr.open_mfdataset(paths, engine=engine, combine="by_coords", data_vars="minimal",
                                    coords="minimal", compat="override", join="exact")
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError, OverflowError) as exc:   # Overflow: cftime's
+    # Overflow: cftime's; MemoryError: a CDF-1 record count of 2^32-1 (a coordinate of 32 GiB to decode)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, OverflowError, MemoryError) as exc:
         where = paths[0] if len(paths) == 1 else f"{len(paths)} files ({paths[0]} ...)"
         raise DataError(f"cannot open {where} as netCDF/HDF5: {_one_line(exc)}") from None
     names = [n for n, v in ds.data_vars.items() if v.ndim >= 3]
