@@ -29,32 +29,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz_inputs as F  # noqa: E402  (the seeds: written by the real libraries)
 
 
-def _target(name: str, seeds: dict, scratch: Path):
+def _writes_then(path: Path, call):
+    """One fuzz input: `data` written to `path`, then `call()`; a ClimioError (one line) is an answer."""
     from climio.base.errors import ClimioError
+
+    def one(data: bytes):
+        path.write_bytes(data)
+        try:
+            call()
+        except ClimioError:
+            pass
+    return one
+
+
+def _target(name: str, seeds: dict, scratch: Path):
     if name == "header":
         from climio.dataset.integrity import problem_of
         path = scratch / "x.nc"
-
-        def one(data: bytes):
-            path.write_bytes(data)
-            try:
-                problem_of(path)
-            except ClimioError:
-                pass
-        return one
+        return _writes_then(path, lambda: problem_of(path))
     if name == "trace":
         from climio.trace.reader import read_trace
         trace = scratch / "trace"
         shutil.copytree(seeds["trace"], trace)
         ev = max(trace.glob("*.events"), key=lambda p: p.stat().st_size)
-
-        def one(data: bytes):
-            ev.write_bytes(data)
-            try:
-                read_trace(trace)
-            except ClimioError:
-                pass
-        return one
+        return _writes_then(ev, lambda: read_trace(trace))
     raise SystemExit(f"unknown target {name}")
 
 
