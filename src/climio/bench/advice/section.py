@@ -3,7 +3,7 @@ first-ranked item's measured time, the best tried item's, conversions, predicted
 measured at P = 1 and P = 10), then every fix `trace try` tried on each case; and text() for the
 terminal (the same first screen)."""
 
-from climio.present.sections import Finding, Paragraph, Section, Table
+from climio.present.sections import Figure, Finding, Paragraph, Section, Table
 from .summary import summarise, target_lines
 
 HEADERS = ["job", "layout", "baseline [s]", "item 1 (report, before trying)", "item 1 [s]", "conv [s]",
@@ -50,6 +50,9 @@ def section(records) -> Section:
     sec = Section("study-advice", "Advice tried on real analysis jobs")
     if not s["rows"] and not s["errors"]:
         return sec.add(Paragraph("No case was run."))
+    fig = key_figure(records, s)
+    if fig is not None:
+        sec.add(fig)
     for line in target_lines(s):
         sec.add(Paragraph(line))
     sec.add(Table(HEADERS, table_rows(s), CAPTION, numeric=False))
@@ -61,6 +64,16 @@ def section(records) -> Section:
     sec.add(Table(["job", "layout", "id", "kind", "fix", "after [s]", "conv [s]", "gain P=1", "gain P=10", "status",
                    "also slows"], fixes, "Every fix `climio trace try` listed, in its ranking.", numeric=False))
     return sec
+
+
+def key_figure(records, s=None):
+    s = s or summarise(records)
+    if not s["rows"]:
+        return None
+    from . import figures
+    return Figure(lambda: figures.gains(s), "measured gain per case at P = 10",
+                  "Per job and layout, the measured gain over ten runs of the fix the report ranked first beside "
+                  "the best tried fix's gain, so a dark bar shorter than its light one is advice that missed.")
 
 
 def text(records) -> str:
