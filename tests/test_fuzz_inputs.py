@@ -110,6 +110,8 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     ("cdf1", "stsa", F.Mutation("flip", "", 1023, 3, "e17ad8"), "cannot open"),
     # a CDF-1 record count made 2^32-1: xarray decoding the time coordinate asked for 32 GiB (a traceback)
     ("cdf1", "stsa", F.Mutation("huge", "", 4, 4, "ffffffff"), "cannot open"),
+    # seed 39: a Blosc chunk cut by one byte (c-blosc trusts its header: exit 0 once, a failure another time)
+    ("zarr2", "rechunk-zarr", F.Mutation("truncate", "ta/0.0.0.0", 538, 1, ""), "Blosc frame claims another length"),
     # a v2 compressor's clevel made "x" (a ValueError traceback) or -1 (netCDF-C's OverflowError traceback)
     ("zarr2", "rechunk-zarr", F.Mutation("json", "ta/.zarray", 1985, 0, '"x"'), "not a level it accepts"),
     ("zarr2", "rechunk-nc", F.Mutation("json", "ta/.zarray", 65594, 0, "-1"), "not a level it accepts"),
@@ -298,6 +300,16 @@ def test_the_planner_takes_an_axis_of_1e15():
     from climio.model.convert import _extents
     ex = _extents(10**15, 8)
     assert 100 < len(ex) < 10_000 and ex[0] == 8 and ex[-1] == 10**15
+
+
+def test_a_damaged_object_trace_line_is_skipped_with_a_note(seeds, tmp_path):
+    """Seed 39: a line of an object-store trace that is JSON but no record (a bare number after a
+    carriage return) was a TypeError traceback in `trace report`; it is skipped and said."""
+    from pathlib import Path
+    name = next(Path(seeds[1]["trace"]).glob("objects-*.jsonl")).name     # the seed trace's own pid in it
+    m = F.Mutation("extend", name, 0, 0, "0d30")
+    o = _run(seeds, "trace", m, "trace-report", tmp_path)
+    assert o.kind == "ok", _explain("trace", m, "trace-report", o)
 
 
 def test_a_header_that_makes_the_library_loop_stops_at_the_stated_timeout(seeds, tmp_path, monkeypatch):

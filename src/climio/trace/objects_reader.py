@@ -58,7 +58,7 @@ def read_objects(path) -> ObjectTrace:
             head = json.loads(lines[0]) if lines else {}
         except ValueError:
             head = {}
-        if head.get("schema") != OBJECTS_SCHEMA:
+        if not isinstance(head, dict) or head.get("schema") != OBJECTS_SCHEMA:
             raise DataError(f"{f} is not an object-store trace (no {OBJECTS_SCHEMA} header)")
         n = procs.setdefault((head.get("host"), head.get("pid")), len(out.processes))
         if n == len(out.processes):
@@ -71,6 +71,8 @@ def read_objects(path) -> ObjectTrace:
             try:
                 rec = json.loads(line)
             except ValueError:
+                rec = None
+            if not isinstance(rec, dict):   # damaged: not JSON, or JSON that is no record (a bare number)
                 out.notes.append(f"{f.name}: line {i} unreadable, skipped")
                 continue
             rec["proc"] = n
