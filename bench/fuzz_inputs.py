@@ -705,12 +705,15 @@ def main(argv=None) -> int:
         return 0 if o.kind != "other" else 1
     if a.summarize:
         tallies = tally_results(sorted((Path(a.summarize) / "work").glob("results-*.jsonl")))
-        print(table(tallies, a.seed))
+        kept = Path(a.summarize) / "seed"      # the run's own seed (runs before it was kept: --seed)
+        print(table(tallies, int(kept.read_text()) if kept.is_file() else a.seed))
         for t in tallies.values():
             for rep, o in t.failures:
                 print(f"other: {o.code} ({o.why}) --replay '{rep}'")
         return 1 if any(t.other for t in tallies.values()) else 0
     formats = [f for f in a.formats.split(",") if f]
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "seed").write_text(str(a.seed))
     t0 = time.time()
     tallies = campaign(formats, a.per_format, a.seed, base / "seeds", base / "work", a.timeout, a.mem_mib,
                        workers=a.workers)
