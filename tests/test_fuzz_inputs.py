@@ -310,6 +310,10 @@ def test_a_damaged_object_trace_line_is_skipped_with_a_note(seeds, tmp_path):
     m = F.Mutation("extend", name, 0, 0, "0d30")
     o = _run(seeds, "trace", m, "trace-report", tmp_path)
     assert o.kind == "ok", _explain("trace", m, "trace-report", o)
+    # its header's pid made a list (an unhashable key, a TypeError traceback): one line, exit 3
+    m = F.Mutation("json", name, 0, 0, "[]")
+    o = _run(seeds, "trace", m, "trace-report", tmp_path / "h")
+    assert o.kind == "data" and "wrong types" in o.stderr, _explain("trace", m, "trace-report", o)
 
 
 def test_a_header_that_makes_the_library_loop_stops_at_the_stated_timeout(seeds, tmp_path, monkeypatch):

@@ -45,6 +45,16 @@ def has_objects(path) -> bool:
     return p.is_dir() and bool(files_of(p))
 
 
+# the header's fields and the types they hold (None allowed): the reader keys processes by (host, pid)
+_HEADER_TYPES = {"pid": int, "host": str, "t0_ns": (int, float), "t1_ns": (int, float), "settings": dict,
+                 "argv": list, "mode": str, "source": str}
+
+
+def _header_ok(head) -> bool:
+    return all(head.get(k) is None or (isinstance(head[k], t) and not isinstance(head[k], bool))
+               for k, t in _HEADER_TYPES.items())
+
+
 def read_objects(path) -> ObjectTrace:
     p = Path(path).expanduser()
     out = ObjectTrace(path=p, processes=[])
@@ -60,6 +70,8 @@ def read_objects(path) -> ObjectTrace:
             head = {}
         if not isinstance(head, dict) or head.get("schema") != OBJECTS_SCHEMA:
             raise DataError(f"{f} is not an object-store trace (no {OBJECTS_SCHEMA} header)")
+        if not _header_ok(head):
+            raise DataError(f"{f}: its header's fields have the wrong types (a damaged object-store trace)")
         n = procs.setdefault((head.get("host"), head.get("pid")), len(out.processes))
         if n == len(out.processes):
             out.processes.append({**head, "sources": [head.get("source", "python")]})
