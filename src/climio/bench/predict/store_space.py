@@ -21,7 +21,7 @@ from climio.dataset.access import slice_starts
 from climio.dataset.reads import read_count
 from climio.dataset.stack_names import OBJECT_READ_STACKS
 from climio.model.object_store import read_tasks
-from .space import _chunk_len   # the file space's draw of one chunk length
+from .space import _chunk_len, _spread   # the file space's draws: one chunk length, shuffled rounds
 
 DIM_SIZES = {"member": (2, 3), "time": (24, 48, 96, 128), "lev": (2, 3), "lat": (4, 8, 24, 48, 96), "lon": (6, 12, 48, 96, 192)}
 STORE_SPACE = {
@@ -67,13 +67,6 @@ class StoreConfig:
             d[k] = list(d[k])
         d["shards"] = list(self.shards) if self.shards else None
         return d
-
-
-def _spread(rng, values, n) -> list:
-    out = []
-    while len(out) < n:
-        out += [values[i] for i in rng.permutation(len(values))]
-    return out[:n]
 
 
 def dims_for(rank: int, read: str) -> tuple:
