@@ -10,6 +10,9 @@ layout item, `trace try` under each layout fix (tried or not), both in their JSO
     effect_lines(effects) -> text lines
 """
 
+import functools
+import os
+
 from climio.base.errors import ClimioError, InputError
 from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
@@ -27,11 +30,22 @@ def _profile(path):
     return (prof, f"profile {prof.platform_id}") if prof else (profmod.default_profile(pid), "built-in default rates")
 
 
+@functools.lru_cache(maxsize=16)
+def _described(file, var, mtime_ns):
+    """One description per file version: trace report prices a layout item's effects and its
+    conversion from the same file (two opens before)."""
+    return describe(file, var)
+
+
+def _describe(file, var):
+    return _described(str(file), str(var).lstrip("/"), os.stat(file).st_mtime_ns)
+
+
 def predicted_effects(file, var, chunks, stack, others=()) -> dict:
     """The canonical reads of `var` and `others` ([(name, [(start, count)])]: other traced jobs'
     reads of it), priced on the file's layout and in `chunks`, one pass each, by the model."""
     try:
-        desc = describe(str(file), str(var).lstrip("/"))
+        desc = _describe(file, var)
     except (ClimioError, OSError) as exc:
         return {"rows": [], "warnings": [], "profile": "", "note": f"not predicted: {str(exc).splitlines()[0]}"}
     prof, source = _profile(file)
@@ -46,7 +60,7 @@ def conversion_s(file, var, chunks):
     """The one-off cost of the layout fix: `climio rechunk FILE --var VAR -c chunks` as its own
     planner prices it (the command's defaults for memory and workers, the same codec), or None."""
     try:
-        desc = describe(str(file), str(var).lstrip("/"))
+        desc = _describe(file, var)
         prof, _ = _profile(file)
         dst = convert.Layout(desc.shape, desc.itemsize, tuple(int(c) for c in chunks), desc.layout.compressed,
                              desc.layout.stored_bytes)
