@@ -54,9 +54,11 @@ COMMANDS = {
     "cdf2": ("rechunk-nc", "predict", "advise"),
     "cdf5": ("rechunk-nc", "rechunk-zarr", "advise"),
     "nc4": ("rechunk-nc", "rechunk-zarr", "predict", "advise", "make-refs", "bench-source", "stsa"),
-    "zarr2": ("rechunk-nc", "rechunk-zarr"),      # predict and advise take netCDF files (and s3:// stores)
-    "zarr3": ("rechunk-nc", "rechunk-zarr"),
-    "kerchunk": ("rechunk-nc", "rechunk-zarr"),   # predict FILE.json now reads a workflow file
+    "zarr2": ("rechunk-nc", "rechunk-zarr", "predict", "advise"),
+    "zarr3": ("rechunk-nc", "rechunk-zarr", "predict", "advise"),
+    # rechunk refuses a reference at the door; predict/advise describe it (a JSON without "refs" is
+    # taken as a workflow file and refused as one)
+    "kerchunk": ("rechunk-nc", "rechunk-zarr", "predict", "advise"),
     "darshan": ("trace-report",),
     "trace": ("trace-report",),
     "records": ("export",),

@@ -176,6 +176,18 @@ def test_local_zarr_predict_and_chunk_cache_refused(tmp_path):
     assert got["reads"][0]["prediction"]["counts"]["decodes"] >= 12 and "local Zarr" in got["notes"][0]
     bad = run_cli("predict", store, "--read", "t", "--chunk-cache", "64MiB", "--profile", prof)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "keeps no chunk cache" in bad.stderr
+    # advise takes the store as data, not as a trace directory; no file stack is offered for Zarr
+    adv = run_cli("advise", store, "--read", "t", "--passes", "2", "--json", "--profile", prof)
+    assert adv.returncode == 0, adv.stderr
+    recs = json.loads(adv.stdout)["recommendations"]
+    assert recs and "stack" not in {r["rule"] for r in recs}
+    # a what-if's command is a line that runs as shown: the same reads predicted and measured
+    for r in recs:
+        if r["rule"] == "tasks":
+            line = r["command"].split("#")[0].split()
+            assert line[:3] == ["climio", "predict", str(store)] and "--tasks" in line
+            ran = run_cli(*line[1:], "--profile", prof)
+            assert ran.returncode == 0 and "predicted" in ran.stdout, ran.stderr
 
 
 def test_zarr_in_s3_any_rank_and_passes(s3_server, tmp_path, monkeypatch):

@@ -152,7 +152,8 @@ def predict(req: Request, warn=None):
     prof = _profile(req, wf, warn)
     wp = wfmod.predict_workflow(wf, prof, cache_of=None if desc.is_zarr else stack_cache)
     if desc.is_zarr:
-        wp.notes = [f"a local Zarr store: priced as {ZARR_PRICED_AS} reads of whole chunks with no chunk cache "
+        what = "a kerchunk reference" if desc.store == "reference" else "a local Zarr store"
+        wp.notes = [f"{what}: priced as {ZARR_PRICED_AS} reads of whole chunks with no chunk cache "
                     "(zarr-python keeps none)"]
     if req.check:
         wp.checks = check_workflow(wf, wp, req.reps)

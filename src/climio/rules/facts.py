@@ -133,6 +133,25 @@ class WorkflowFacts:
     def per_pass_s(self) -> float:
         return sum(it.prediction.seconds / it.spec.passes for it in self.items)
 
+    @property
+    def on_zarr(self) -> bool:
+        """Some read is of a Zarr store or a reference (priced through a file stack as a proxy)."""
+        return any(it.desc is not None and it.desc.is_zarr for it in self.items)
+
+    def check_command(self, **change) -> str:
+        """The workflow's reads with one thing changed (`tasks=2`, `stack=...`), as the `climio predict
+        ... --check` line that predicts AND measures them (runnable as shown; --check measures files and
+        S3 stores, so a local Zarr store's line predicts only); reads of several files
+        or variables have no one such line: the flags, labelled."""
+        flags = {"stack": self.stack, "tasks": self.tasks, **change}
+        where = {(it.path, it.var) for it in self.items}
+        if len(where) != 1 or not next(iter(where))[0]:
+            return " ".join(f"--{k} {v}" for k, v in change.items()) + " (flags of climio predict/advise)"
+        path, var = next(iter(where))
+        reads = " ".join(f"--read {shlex.quote(it.spec.read)} --passes {it.spec.passes}" for it in self.items)
+        return (f"climio predict {shlex.quote(path)} --var {shlex.quote(var)} {reads} "
+                + " ".join(f"--{k} {v}" for k, v in flags.items()) + ("" if self.on_zarr else " --check"))
+
 
 # --- the program's own stack -------------------------------------------------------------------------
 

@@ -169,7 +169,7 @@ def tasks_and_nodes(facts):
         command = (f"{n * nodes} tasks, {n} per node: mpirun -n {n * nodes} --map-by ppr:{n}:node; Dask: {nodes} "
                    f"jobs of {n} worker{'s' if n != 1 else ''} (dask-jobqueue cores={n}, processes={n}; cluster.scale(jobs={nodes}))")
     else:
-        command = f"--tasks {n} (Dask: n_workers={n}, threads_per_worker=1)"
+        command = f"{wf.check_command(tasks=n)}   # Dask: n_workers={n}, threads_per_worker=1"
     return [recommendation(
         "tasks", f"{where} instead of {wf.tasks} on one node: predicted {total:.3g} s -> {t:.3g} s, "
                  f"{100 * (total - t) / (total - best_t):.0f}% of the best gain ({best_t:.3g} s with {bn} per node on "
@@ -188,6 +188,8 @@ def tasks_and_nodes(facts):
       looks_for="the calibrated stack with the least predicted time for the same reads")
 def stack(facts):
     wf, profile = facts.workflow, facts.profile
+    if wf.on_zarr:   # Zarr is read by zarr-python: the file stacks price it only as a proxy
+        return []
     total, per_pass = wf.total_s, wf.per_pass_s
     best = None
     for st in sorted(profile.stacks):
@@ -202,7 +204,7 @@ def stack(facts):
     return [recommendation(
         "stack", f"{st} instead of {wf.stack}: predicted {total:.3g} s -> {t:.3g} s (per call "
                  f"{1e6 * profile.stack(st).call_s:.0f} us against {1e6 * profile.stack(wf.stack).call_s:.0f} us)",
-        {"stack": st, "call_s": profile.stack(st).call_s}, total, t, 0.0, per_pass - tp, f"--stack {st}")]
+        {"stack": st, "call_s": profile.stack(st).call_s}, total, t, 0.0, per_pass - tp, wf.check_command(stack=st))]
 
 
 @rule("compression", "Compression trade-off", inputs=("workflow",), needs=("workflow",),

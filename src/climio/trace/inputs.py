@@ -10,7 +10,9 @@ def is_measured_input(path) -> bool:
     """A trace directory or a Darshan log (what read_input reads). Here, not in trace.report, so
     that `climio advise FILE` asks without importing the report's figures (matplotlib)."""
     p = Path(path)
-    return p.is_dir() or (p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name))
+    if p.is_dir():   # a local Zarr store is data, not a trace
+        return not any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
+    return p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name)
 
 
 def read_input(path):
