@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .bench import base, registry
+from .bench import registry
 from .bench.base import RunContext
 from .measure.progress import info
 from climio.runs.staging import pid_alive

@@ -6,6 +6,7 @@ rates and back). Below the studies and the advice, above the model (pyproject.to
     path_for(platform_id)               profile_dir()/<platform_id>.json
     save(profile, *paths) / load(path)  a Profile as JSON (a run directory: its PROFILE_NAME)
     find(platform_id, path)             (Profile or None, warning line or "") to predict with
+    for_data(path, profile)             (Profile, warning line or "") for the data at `path`: find()'s, else the defaults
     calibrated(platform_id, path, say)  find()'s profile, or an InputError saying how to make one
     rates_path / load_rates / save_rates    an object store's measured rates per platform
 """
@@ -15,8 +16,9 @@ import os
 from pathlib import Path
 
 from climio.base.errors import DataError, InputError
+from climio.machine.platform import platform_id_here
 from climio.model.object_store import StoreRates
-from climio.model.profile import Profile
+from climio.model.profile import Profile, default_profile
 
 PROFILE_NAME = "profile.json"
 
@@ -97,6 +99,18 @@ def find(platform_id: str, path=None):
                       f"{prof.platform_id}: run `climio calibrate` here for this machine's rates")
     return None, (f"no calibrated profile for this platform ({platform_id}); using built-in laptop "
                   "defaults: run `climio calibrate` (about 5 minutes, --quick about 1)")
+
+
+def for_data(path=None, profile=None) -> tuple:
+    """(Profile, warning line or "") to price work on the data at `path` with: `profile` (a Profile,
+    or a path to one), else this platform's calibrated profile, else the newest of another
+    platform's (said), else the built-in defaults (said; their source is "defaults"). The one lookup
+    of `climio predict`, `climio advise` and the trace's predicted effects."""
+    if isinstance(profile, Profile):
+        return profile, ""
+    pid = platform_id_here(path)
+    prof, line = find(pid, profile)
+    return prof or default_profile(pid), line
 
 
 # --- object stores: an endpoint's rates per platform, beside the platform profiles ------------------

@@ -3,8 +3,7 @@
 
     load_workflow(path) -> Workflow        a YAML/JSON workflow file
     describe_workflow(wf) -> wf            every read's variable described into wf.described
-    find_profile(path, profile)            (Profile, warning line or "") for the data at `path`
-    profile_for(path, profile, warn)       the Profile; `warn(line)` hears which and why
+    profile_for(path, profile, warn)       the Profile (climio.profiles.for_data); `warn(line)` hears which and why
 """
 
 import json
@@ -12,8 +11,6 @@ from pathlib import Path
 
 from climio.base.errors import DataError, InputError
 from climio.dataset.description import describe
-from climio.machine.platform import platform_id_here
-from ..model import profile as profmod
 from climio import profiles
 from ..model import workflow as wfmod
 from ..model.profile import Profile
@@ -47,22 +44,10 @@ def describe_workflow(wf):
 
 
 
-def find_profile(path=None, profile=None) -> tuple:
-    """(Profile, warning line or "") to price work on the data at `path` with: `profile` (a Profile,
-    or a path to one), else this platform's calibrated profile, else the newest of another
-    platform's (said), else the built-in defaults (said). The one lookup of `climio predict`,
-    `climio advise` and `climio rechunk`."""
-    if isinstance(profile, Profile):
-        return profile, ""
-    pid = platform_id_here(path)
-    prof, line = profiles.find(pid, profile)
-    return prof or profmod.default_profile(pid), line
-
-
 def profile_for(path=None, profile=None, warn=None) -> Profile:
     """The calibrated profile for the file system of `path` (or `profile`, a Profile or a path);
     `warn(line)` hears why another platform's profile or the defaults are used."""
-    prof, line = find_profile(path, profile)
+    prof, line = profiles.for_data(path, profile)
     if line and warn:
         warn(line)
     return prof

@@ -18,7 +18,7 @@ from climio.base.errors import InputError
 from climio.dataset.description import describe
 from climio.dataset.reads import read_count_of
 from ..model import object_store as om
-from ..model.object_store import chunk_bytes, predict_layout, slabs_of  # noqa: F401  (this module's API too)
+from ..model.object_store import predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from climio import profiles
 from ..stores.endpoint import Endpoint
 
@@ -123,7 +123,7 @@ def _specs(reads) -> list:
 
 
 def _stack(stack) -> str:
-    from climio.measure.stacks_s3 import ZARR_STACKS
+    from climio.dataset.stack_names import ZARR_STACKS
     stack = stack or DEFAULT_OBJECT_STACK
     if stack not in ZARR_STACKS:
         raise InputError(f"--stack {stack}: a Zarr store is read by {', '.join(ZARR_STACKS)}")

@@ -16,7 +16,6 @@ collective MPI-IO without the profile's MPI-IO records) follow, by the share of 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from climio.dataset.layout import Layout
 from ..model import workflow as wfmod
 from ..model import layout_search
 from ..model.convert import rechunk_cost

@@ -7,8 +7,6 @@ Internally everything is bytes; rates are MB/s = 1e6 B/s (as the thesis reports 
 """
 
 
-from climio.base.errors import InputError
-
 
 
 def format_size(nbytes: float) -> str:

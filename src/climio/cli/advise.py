@@ -59,7 +59,7 @@ def calibrate_cmd(
             print(line)
         return
     from ..api import run_study
-    from ..bench import base, registry
+    from ..bench import registry
     preset = "quick" if quick else "full"
     registry.get("calibrate").grid(preset, **({"stacks": stacks} if stacks else {}))   # bad options fail here, before the warning
     if data_dir is None:

@@ -32,11 +32,7 @@ def make_data_cmd(
     endpoint_url: Optional[str] = typer.Option(None, "--endpoint-url", metavar="URL", help="S3 endpoint for --upload (else AWS_ENDPOINT_URL)."),
 ):
     """Write synthetic test files with CF metadata, streaming in bounded memory."""
-    from ..data import make_data
-    from climio.dataset.options import parse_chunk_text
-    from ..measure.progress import BytesProgress
     from climio.runs.rundir import writable_dir
-    from climio.base.units import format_size
     from climio.dataset.options import parse_size
 
     from climio.dataset.compression import NONE

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from climio.base.errors import InputError
-from climio.dataset.layout import DIMS, _shape
+from climio.dataset.layout import DIMS
 
 
 def parse_choice(text, allowed, what, renamed=None) -> list:

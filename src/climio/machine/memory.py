@@ -1,7 +1,10 @@
-"""What this machine gives a conversion: `climio rechunk`'s default memory budget and workers, and the
-memory an intermediate file just written can stay cached in. The planner (climio.model.convert) is
-pure and takes these as numbers (`here()`); they are asked of the kernel only here.
+"""What this machine gives a process: the cores it may run on, and for a conversion `climio rechunk`'s
+default memory budget and workers, and the memory an intermediate file just written can stay cached
+in. The planner (climio.model.convert) is pure and takes these as numbers (`here()`); they are asked
+of the kernel only here.
 
+    cores() -> int                  the cores this process may run on (one answer for MPI, Dask, the studies)
+    core_counts() -> [1, 2, 4, ..., cores()]   the counts a scaling sweep takes
     here() -> Resources(max_mem, workers, page_cache_bytes)
     default_max_mem(), default_workers(), available_memory()
 """
@@ -42,9 +45,26 @@ def available_memory() -> int:
     return _meminfo().get("MemAvailable", 0)
 
 
+def cores() -> int:
+    """The cores this process may run on: its CPU affinity (every logical CPU where the OS keeps none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def core_counts() -> list:
+    """1, 2, 4, ... below cores(), then cores(): the task or worker counts a scaling sweep takes."""
+    n, out, k = cores(), [], 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out + [n]
+
+
 def default_workers() -> int:
     """`climio rechunk`'s workers when none are given: one per core this process may run on."""
-    return len(os.sched_getaffinity(0))
+    return cores()
 
 
 def here() -> Resources:

@@ -15,11 +15,11 @@ closes quietly. An unreachable scheduler or a cluster that cannot start is one N
 """
 
 import logging
-import os
 import signal
 import time
 
 from climio.machine import spawning
+from climio.machine.memory import cores
 from climio.base.errors import InputError, NativeError
 
 SCHEDULER_TIMEOUT_S = 10
@@ -29,13 +29,6 @@ PRELOAD = __name__
 def dask_setup(worker) -> None:
     """distributed's preload hook, in each LocalCluster worker process: ignore the terminal's Ctrl-C."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def one_line(exc) -> str:
@@ -66,7 +59,7 @@ class Cluster:
                 raise NativeError(f"cannot reach the Dask scheduler at {self.scheduler}: {one_line(exc)}") from None
             self.where = f"scheduler {self.scheduler}"
         else:
-            n = default_workers() if self.workers is None else int(self.workers)
+            n = cores() if self.workers is None else int(self.workers)
             if n < 1:
                 raise InputError(f"--workers {n} must be at least 1")
             spawning.dask_workers()   # its workers start without re-running a user's script

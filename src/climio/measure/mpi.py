@@ -21,15 +21,12 @@ from typing import Optional
 
 from climio.base.errors import InputError, NativeError
 from climio.dataset.options import check_mpi_io
+from climio.machine.memory import cores
 from .procs import failure_line, stream_records  # noqa: F401  (failure_line: re-exported)
 
 
 # Open MPI refuses root unless told twice; a benchmark the user started as root is their call.
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-
-
-def cores() -> int:
-    return len(os.sched_getaffinity(0))
 
 
 @dataclass

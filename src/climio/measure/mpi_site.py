@@ -41,7 +41,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Mapping, Optional
 
 from climio.base.errors import NativeError
 
@@ -56,7 +55,7 @@ def site_dir() -> Path:
 
 
 # Which process is a rank: one set of rules for the launcher, this module and the tracer.
-from climio.measure.mpi import env_size as launcher_size, under_mpi  # noqa: E402,F401
+from climio.measure.mpi import under_mpi  # noqa: E402,F401
 
 
 def activate() -> None:

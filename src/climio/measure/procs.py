@@ -9,14 +9,11 @@ validated as a record and handed over; stderr is collected on a thread (a chatty
 fill its pipe and block) and a failure becomes one NativeError line naming the cause.
 """
 
-import os
-import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
-from climio.machine.spawning import STOP_GRACE_S, kill_group  # noqa: F401  (stopping a child is the spawning policy's)
+from climio.machine.spawning import kill_group   # stopping a child is the spawning policy's
 from climio.base.errors import NativeError
 from climio.runs.records import parse_line
 

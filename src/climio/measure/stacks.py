@@ -20,7 +20,7 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from climio.dataset.stack_names import NATIVE_STACKS, PYTHON_STACKS, STACK_NAMES  # noqa: F401  (the stacks' names)
+from climio.dataset.stack_names import NATIVE_STACKS, STACK_NAMES  # noqa: F401  (the stacks' names)
 
 # Which of the two read-stack test files (plain binary or netCDF-4) a stack reads.
 BINARY_STACKS = ("c-posix", "py-file", "numpy")

@@ -24,10 +24,9 @@ from typing import Optional
 
 import numpy as np
 
-from climio.measure.stacks import Reader, _Variable  # noqa: F401  (Reader: the protocol these classes follow)
+from climio.measure.stacks import _Variable
 from climio.base.errors import DataError
 from climio.dataset.integrity import HDF5_SIGNATURE
-from climio.dataset.stack_names import ZARR_STACKS
 from climio.dataset.integrity import check as check_whole
 from climio.stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 
@@ -356,4 +355,3 @@ OBJECT_STACKS = {
     "h5netcdf-s3fs": H5netcdfS3fs, "h5netcdf-s3fs-nocache": H5netcdfS3fsNoCache,
     "zarr-kerchunk": ZarrKerchunk, "netcdf-c-bytes": NetCDFCBytes,
 }
-NETCDF_STACKS = tuple(s for s in OBJECT_STACKS if s not in ZARR_STACKS)

@@ -32,10 +32,6 @@ from dataclasses import dataclass
 
 from climio.base.errors import InputError
 
-# HDF5's built-in default (H5Pset_cache / H5D_CHUNK_CACHE_*_DEFAULT); netCDF-C and the Python
-# libraries set their own per variable: read them at run time (climio.measure.stacks), never assume.
-HDF5_DEFAULT = (1 << 20, 521, 0.75)
-
 
 @dataclass(frozen=True)
 class CacheSpec:

@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass, fields
 
 from climio.base.errors import InputError
-from climio.dataset.layout import Layout, chunk_bytes, format_chunks  # noqa: F401  (Layout: the planner's noun)
+from climio.dataset.layout import Layout, format_chunks  # noqa: F401  (Layout: the planner's noun)
 from climio.dataset.layout import _checked_int as _int
 from climio.base.units import format_size
 from .rates import Rates

@@ -195,7 +195,7 @@ def simulate(layout: Layout, reads, chunk_cache, profile: Profile, max_requests=
         if chunks is None:
             run_len, last = _run_shape(count, shape)
             offs = _run_offsets(start, count, shape, last) * isz
-            st.contig(offs, run_len * isz, 0, layout.nbytes)
+            st.contig(offs, run_len * isz, layout.nbytes)
             i += 1
             continue
         cnt.chunks_visited += touched
@@ -351,7 +351,7 @@ def _direct_reads(st, combo, start, count, chunks, isz, base, cbytes, sieve: boo
     lo = [max(j * c, s) - j * c for (j, _), s, c in zip(combo, start, chunks)]
     rl, lst = _run_shape(m, chunks)
     if sieve:
-        st.contig(_run_offsets(lo, m, chunks, lst) * isz + base, rl * isz, base, base + cbytes)
+        st.contig(_run_offsets(lo, m, chunks, lst) * isz + base, rl * isz, base + cbytes)
         return
     rm, lm = _run_shape(m, count)       # a piece is contiguous both in the chunk and in the read's buffer
     if lm > lst:

@@ -154,9 +154,9 @@ class _Storage:
                 self.req[("warm", size - cold)] += 1
         self.prev_end = off + size
 
-    def contig(self, offs_bytes, run_bytes, region_lo, region_hi):
-        """Runs of `run_bytes` at byte offsets inside the region [lo, hi) (a contiguous dataset
-        or one chunk read directly), through HDF5's sieve buffer."""
+    def contig(self, offs_bytes, run_bytes, region_hi):
+        """Runs of `run_bytes` at byte offsets inside a region ending at `region_hi` (a contiguous
+        dataset or one chunk read directly), through HDF5's sieve buffer."""
         if run_bytes >= self.sieve:
             for o in offs_bytes:
                 self.fetch(int(o), run_bytes)

@@ -20,7 +20,6 @@ from climio.runs.records import to_frame
 from climio.dataset.stack_names import stack_sort_key
 
 RATE, WALL, CPU = "rate_MBps", "wall_s", "cpu_s"
-METRICS = (RATE, WALL, CPU)
 
 # Parameters that may differ between repetitions of one configuration (never part of its key).
 PER_REP_PARAMS = frozenset({"rep", "time", "pid"})

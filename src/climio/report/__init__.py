@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from climio.present import render
-from ..bench import base, registry
+from ..bench import registry
 from climio.present.cells import generic_section
 from climio.base.errors import DataError
 from climio.runs.records import atomic_write_text, read_records

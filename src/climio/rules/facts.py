@@ -25,7 +25,6 @@ KIND_NAMES = ("other", "read", "write")
 # Where facts come from, and the rule input each one is judged as.
 INPUT_OF = {"trace": "trace", "climio-counters": "trace", "darshan": "darshan", "workflow": "workflow",
             "object-store": "object-store"}
-MEASURED = ("trace", "darshan")      # inputs whose times were measured (the baseline of their advice)
 INPUTS = ("workflow", "trace", "darshan", "object-store")
 
 # The facts a rule can name in `needs`: Facts fields.

@@ -28,8 +28,6 @@ EPOCH_COLUMN = re.compile(r"metrics\.(?:.+\.)?epoch_[a-z]+?(?:_(s|ms|us|ns))?")
 # IOR's API names (its -a values) of the backends it shares with climio
 IOR_API = {"mpiio": "MPIIO", "hdf5": "HDF5", "pnetcdf": "NCMPI", "posix": "POSIX"}
 
-EXPORT_FORMATS = ("csv", "parquet")
-
 
 def _histogram(d: dict) -> list:
     try:

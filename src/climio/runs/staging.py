@@ -16,7 +16,6 @@ An output replaced (--force) by a directory, or replaced as a directory, is move
 NAME, and removes it when the new output had landed.
 """
 
-import errno
 import os
 import re
 from contextlib import contextmanager

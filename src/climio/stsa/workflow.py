@@ -62,11 +62,10 @@ from climio.runs import stopping
 from . import readplan
 from . import spectra as sp
 # the input and the task are modules of their own; their names stay reachable here (the face callers use)
-from .inputs import (METHODS, WK_LAT_BAND, Axes, Input, check_equator, check_longitude,  # noqa: F401
-                     expand_files, find_axes, open_input, prepare_input, samples_per_day)
+from .inputs import METHODS, WK_LAT_BAND, Input, open_input, prepare_input  # noqa: F401
 from .tasks import (DEFAULT_TASKS, TaskSpec, close_cached_files,  # noqa: F401
                     compute_task, read_block, read_task, release_files, rows_text, run_task, task_parts,
-                    task_rows, tune_chunk_cache)
+                    task_rows)
 
 CPU_SLOT, IO_SLOT = "stsa-compute", "stsa-read"   # worker resources of climio's LocalCluster
 

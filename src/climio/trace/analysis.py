@@ -30,12 +30,12 @@ import numpy as np
 
 from climio.dataset import layout
 from climio.base.errors import DataError, InputError
-from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
+from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
 from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES
 
 
 from .events import (  # noqa: F401  (the vocabulary of events; re-exported for the modules that take it from here)
-    SIZE_EDGES, SIZE_BUCKETS, ACCESS_SHARE, MAIN_PER_LAYER, TOP_SIZES, TIMELINE_MAX, NETCDF_READS_SHOWN, DEFINITIONS, _READ_RE, _WRITE_RE, _COLLECTIVE_RE, TRUNCATE_FUNCS, op_kind, is_collective, size_bucket, _s, imbalance, parents, ancestor,
+    SIZE_EDGES, SIZE_BUCKETS, ACCESS_SHARE, MAIN_PER_LAYER, TOP_SIZES, TIMELINE_MAX, NETCDF_READS_SHOWN, DEFINITIONS, op_kind, is_collective, size_bucket, _s, imbalance, parents, ancestor,
 )
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from ..rules.facts import OFFSET_LAYERS, TRACE_LAYER_ORDER
 from . import counters_facts
 from .analysis import ACCESS_SHARE, MAIN_PER_LAYER, SIZE_BUCKETS, analyse, imbalance
-from .counters_facts import DEFINITIONS_CLIMIO, DEFINITIONS_DARSHAN, pseudo_file  # noqa: F401  (the definitions sit beside the facts they define)
+from .counters_facts import pseudo_file
 from .darshan_log import FUNCTION_NAMES
 
 CHAIN = ("netcdf", "hdf5", "mpiio", "posix")  # top to bottom; stdio stands alone

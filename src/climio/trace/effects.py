@@ -16,18 +16,16 @@ import os
 from climio.base.errors import ClimioError, InputError
 from climio.dataset.description import describe
 from climio.dataset.stack_names import MODEL_STACK
-from climio.machine.platform import platform_id_here
 from climio import profiles
-from ..model import convert, layout_effects, profile as profmod
+from ..model import convert, layout_effects
 from .job_reads import job_reads
 
 
 def _profile(path):
-    """This platform's calibrated profile for the file's file system, else the newest cached one,
-    else the built-in defaults (as climio advise takes it); (Profile, its source said in a word)."""
-    pid = platform_id_here(path)
-    prof, _ = profiles.find(pid)
-    return (prof, f"profile {prof.platform_id}") if prof else (profmod.default_profile(pid), "built-in default rates")
+    """The profile climio advise takes for the file (climio.profiles.for_data); (Profile, its source
+    said in a word)."""
+    prof, _ = profiles.for_data(path)
+    return prof, "built-in default rates" if prof.source == "defaults" else f"profile {prof.platform_id}"
 
 
 @functools.lru_cache(maxsize=16)

@@ -7,9 +7,8 @@ import re
 
 import numpy as np
 
-from ..rules.facts import KIND_NAMES, LIBRARY_LAYERS, OFFSET_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401
+from ..rules.facts import LIBRARY_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401  (LIBRARY_LAYERS, TRACE_LAYER_ORDER: event_facts takes them from here)
 from climio.present.stats import rank_spread
-from .reader import FLAG_FAILED, LAYER_IDS, LAYER_NAMES  # noqa: F401
 
 
 # Darshan's request-size buckets (binary units, upper edge inclusive: 100 B lands in 0-100).

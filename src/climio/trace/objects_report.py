@@ -11,7 +11,7 @@ import numpy as np
 
 from climio.base.units import format_size
 from climio.present.sections import Figure, Paragraph, Section, Table
-from .objects_facts import analyse_objects, intervals, union_ns
+from .objects_facts import analyse_objects, union_ns
 from .objects_reader import has_objects, read_objects
 
 LEVEL = {"store": "store op", "wire": "wire"}

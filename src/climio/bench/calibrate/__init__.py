@@ -13,12 +13,12 @@ system where the data lives, and write the platform's profile.
 ~/.cache/climio/profiles/<platform_id>.json and in the run directory (profile.json).
 """
 
-import os
 from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
 from climio.base.errors import InputError
+from climio.machine.memory import core_counts
 from climio.dataset.stack_names import HYPERSLAB_STACKS
 
 STUDY = "calibrate"
@@ -48,15 +48,6 @@ class Grid:
     task_list: list = None
 
 
-def default_tasks() -> list:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    out, n = [], 1
-    while n < cores:
-        out.append(n)
-        n *= 2
-    return out + [cores]
-
-
 def build_grid(preset="full", **values) -> Grid:
     from climio.dataset.options import parse_compression
     from climio.dataset.options import parse_int_list
@@ -73,9 +64,9 @@ def build_grid(preset="full", **values) -> Grid:
     codecs = [parse_compression(c).label for c in str(v["codecs"]).split(",") if c.strip()]
     text = str(v["tasks"]).strip()
     if text == "oversubscribe":     # the cores and twice the cores (tasks sharing cores)
-        tasks = default_tasks() + [2 * default_tasks()[-1]]
+        tasks = core_counts() + [2 * core_counts()[-1]]
     else:
-        tasks = parse_int_list(text, "--tasks") if text else default_tasks()
+        tasks = parse_int_list(text, "--tasks") if text else core_counts()
     reps = int(v["reps"])
     if reps < 1:
         raise InputError(f"--reps {reps} must be at least 1")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from climio.machine import cache
+from climio.machine import cache, memory
 from ...model import profile as profmod
 from climio import profiles
 from ...model.predict import simulate
@@ -353,7 +353,7 @@ class _Decodes(_Preads):
 
 
 def parallel(files, codec, task_list, reps, emit, pid):
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = memory.cores()
     raw, nbytes = files["raw"], os.path.getsize(files["raw"])
     comp = files[f"decode-{codec}"]
     work = {"io": (_Preads, raw, nbytes // (1 << 20) * (1 << 20), 1 << 20),

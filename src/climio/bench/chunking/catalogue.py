@@ -13,10 +13,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from climio.dataset.layout import _fmt, _shape
+from climio.dataset.layout import _fmt, _itemsize, _shape, balanced_chunks, library_default_chunks, validate_chunks
 from climio.dataset.reads import template as _template
 from climio.base.errors import InputError
-from climio.dataset.layout import _itemsize, _shape, balanced_chunks, library_default_chunks, validate_chunks
 
 CHUNK_LABELS = {"A": "contiguous", "B": "hypercube 1/10", "C": "~16 KB xy tiles", "D": "~16.2 KB xy tiles",
                 "E": "xy", "F": "xt", "G": "xyt", "default": "library default", "balanced": "balanced (Rew)"}

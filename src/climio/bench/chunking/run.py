@@ -26,8 +26,7 @@ from climio.base.errors import NativeError
 from ...measure import probes
 from ...measure.procs import stream_records
 from climio.runs.records import make_record
-from .summary import CACHE_SETTINGS, CHUNKING_STACKS, STUDY  # noqa: F401  (re-exported for callers)
-from .catalogue import LayoutCase  # noqa: F401
+from .summary import STUDY
 
 
 def split_reads(text) -> list:

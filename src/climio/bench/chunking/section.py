@@ -15,8 +15,8 @@ from climio.present.sections import Cell, Details, Figure, Finding, Heading, Not
 from climio.present.stats import CPU, RATE, WALL, config_row, describe
 from climio.base.units import format_size
 from . import figures as cf
-from .summary import (CONTIGUOUS, NONE, STUDY, THRESHOLD_COMPRESSION, THRESHOLD_XT, THRESHOLD_XY,  # noqa: F401
-                      Bounded, Cells, _ordered, best_worst, bounded_text, cache_ratios, cell_rate, cells_of,
+from .summary import (NONE, STUDY, THRESHOLD_COMPRESSION, THRESHOLD_XT, THRESHOLD_XY,  # noqa: F401
+                      Bounded, _ordered, best_worst, bounded_text, cache_ratios, cell_rate, cells_of,
                       compression_table, dnf_bound, effect_text, factor_text, geomean, metric_of, rate_text,
                       ratio, reproduction_checks, summarise, unavailable_cells)
 

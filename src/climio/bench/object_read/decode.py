@@ -11,7 +11,6 @@ time is what a shared machine's other work does not stretch. Removed after.
 
 import math
 import time
-from statistics import median
 
 import numpy as np
 

@@ -26,7 +26,7 @@ from ...measure.mpi import stream_mpi
 from ...measure.progress import StudyProgress, info
 from climio.base.units import format_size
 from .summary import STUDY
-from .task_record import PER_TASK, SMALL_DIVISOR, check_storage, file_bytes, task_record  # noqa: F401  (shared with dask_read)
+from .task_record import check_storage, file_bytes, task_record  # noqa: F401  (task_record: the task takes it from here)
 
 READ_PROGRAM = probes.PARIO_READ
 C_STACKS = ("c-posix", "c-netcdf")   # read by climio-pario --op read --mode tasks

@@ -32,9 +32,6 @@ MODES = ("benchio", "model")
 STRATEGIES = ("shared", "file-per-process", "file-per-node", "serial")
 MODEL_STRATEGIES = ("shared", "file-per-process", "serial")
 ALLOWED = {"benchio": STRATEGIES, "model": MODEL_STRATEGIES}
-# The hints ROMIO and Lustre understand that the papers tuned; others pass through unchecked.
-KNOWN_HINTS = ("cb_nodes", "cb_buffer_size", "cb_config_list", "romio_cb_write", "romio_ds_write",
-               "romio_no_indep_rw", "striping_factor", "striping_unit", "ind_wr_buffer_size")
 
 PRESETS = {
     # benchio's own local size (128^3 doubles = 16 MiB per rank) and 10 repetitions.

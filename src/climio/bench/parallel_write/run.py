@@ -17,7 +17,8 @@ from pathlib import Path
 
 from climio.machine import native, stripes
 from ...data.writer import check_room
-from ...measure.mpi import Launcher, cores, stream_mpi
+from climio.machine.memory import cores
+from ...measure.mpi import Launcher, stream_mpi
 from ...measure.progress import StudyProgress, info
 from .summary import aggregate_instances
 

@@ -23,7 +23,7 @@ from climio.base.errors import DataError
 from ...measure.procs import stream_records
 from climio.measure.stacks import NATIVE_STACKS, STACK_NAMES, file_kind  # noqa: F401
 from . import STUDY
-from .grid import FULL_BUFFERS, PRESETS, QUICK_BUFFERS, Grid, buffers_for, data_bytes  # noqa: F401
+from .grid import Grid, data_bytes
 
 TRACE_MAX_OPS = 1000                  # requests traced per configuration: enough for per-request ratios
 

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from climio.runs.records import shared_value
-from climio.present.stats import (CPU, PATTERN_ORDER, RATE, WALL, Config, config_rows, describe,  # noqa: F401
+from climio.present.stats import (CPU, RATE, WALL, config_rows,  # noqa: F401
                       group_configs, pattern_sort_key)
 from climio.dataset.stack_names import STACK_NAMES, stack_sort_key  # noqa: F401  (figures order by STACK_NAMES)
 
@@ -20,7 +20,6 @@ from climio.dataset.stack_names import STACK_NAMES, stack_sort_key  # noqa: F401
 # than define a series: a series is a layer plus everything else.
 POINT_PARAMS = frozenset({"pattern", "buffer_bytes", "planned_ops", "planned_bytes"})
 STACK_KEYS = frozenset({"layer", "stack"})
-PROFILES = ("flat", "steadily increasing", "humped", "insufficient data")
 
 
 def stack_of(params: dict):

@@ -11,12 +11,12 @@ default and x-t chunks; x worker counts x I/O only vs I/O + spectra, repeated fr
 `climio bench stsa` is built from Grid's field metadata (climio.bench.base.option).
 """
 
-import os
 from dataclasses import dataclass, field
 
 from .. import base
 from ..base import option
 from climio.base.errors import InputError
+from climio.machine.memory import core_counts
 from .summary import STUDY
 
 LAYOUT_LABELS = ("contiguous", "default", "xt")
@@ -61,18 +61,6 @@ class Grid:
         return len(self.layout_specs) * len(self.workers) * len(self.modes) * self.reps
 
 
-def default_workers() -> list:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    out, n = [], 1
-    while n < cores:
-        out.append(n)
-        n *= 2
-    return out + [cores]
-
-
 def _read_plan(text) -> str:
     from ...stsa.readplan import READ_PLANS
     if text not in READ_PLANS:
@@ -95,7 +83,7 @@ def build_grid(preset="full", **values) -> Grid:
         shape = parse_shape(text["shape"])
     if shape[2] < 2 or shape[3] < 4:
         raise InputError(f"shape {shape}: need at least 2 latitudes and 4 longitudes")
-    workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else default_workers()
+    workers = parse_int_list(text["workers"], "--workers") if str(text["workers"]).strip() else core_counts()
     return Grid(shape=shape, layouts=text["layouts"], workers=sorted(dict.fromkeys(workers)),
                 modes=parse_choice(text["modes"], STSA_MODES, "mode"), reps=parse_count(v["reps"], "--reps"),
                 tasks=parse_count(v["tasks"], "--tasks"), read_plan=_read_plan(v.get("read_plan", "latitude")), source=source, layout_specs=parse_layouts(text["layouts"], LAYOUT_LABELS),

@@ -128,7 +128,7 @@ def _ratio(a, b):
     return a / b if a and b else None
 
 
-def _ratio_verdict(r, want, noise, ok_text, dec):
+def _ratio_verdict(r, want, noise, dec):
     """A verdict for a ratio that the thesis says is >= want (an effect of the expected sign)."""
     if r is None:
         return "not measured"
@@ -187,7 +187,7 @@ def checks(records) -> list:
     x1 = _find(rs, "io", "xt")
     if c1 and x1:
         sp = _ratio(c1["job"].mean, x1["job"].mean)
-        add("F14", _ratio_verdict(sp, 2.0, _noise(c1, x1), "", dec),
+        add("F14", _ratio_verdict(sp, 2.0, _noise(c1, x1), dec),
             f"x-t chunks {sp:.2f}x faster than contiguous at {x1['workers']} worker(s) "
             f"({x1['rate_MBps']:.3g} vs {c1['rate_MBps']:.3g} MB/s; thesis 24x)", (c1, x1))
     else:
@@ -205,7 +205,7 @@ def checks(records) -> list:
                 n = hi["workers"] / lo["workers"]
                 parts.append(f"{'I/O only' if mode == 'io' else 'I/O + spectra'}: {sp:.2f}x on {hi['workers']} "
                              f"vs {lo['workers']} worker(s) ({100 * sp / n:.0f}% efficiency)")
-                verdicts.append(_ratio_verdict(sp / n, 0.6, _noise(lo, hi), "", dec))
+                verdicts.append(_ratio_verdict(sp / n, 0.6, _noise(lo, hi), dec))
     if not parts:
         add("F15", "not measurable here", "one worker count only")
     else:
@@ -230,7 +230,7 @@ def checks(records) -> list:
         dzz = next((r for r in dz if r["workers"] == d1["workers"]), dz[0])
         slow = dzz["job"].mean / d1["job"].mean
         text = f"{dzz['layout']} {slow:.2f}x the uncompressed default job"
-        v = _ratio_verdict(slow, 2.0, _noise(dzz, d1), "", dec)
+        v = _ratio_verdict(slow, 2.0, _noise(dzz, d1), dec)
         used = [dzz, d1]
         if xz and x1:
             xzz = next((r for r in xz if r["workers"] == x1["workers"]), xz[0])

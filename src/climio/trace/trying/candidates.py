@@ -25,7 +25,6 @@ from typing import Optional
 from ...rules import fixes
 
 CACHE_PREEMPTION = 0.75
-TRIABLE_RULES = ("partial-chunk-compressed", "chunk-cache-small")
 ZARR_ENDINGS = (".zarr", ".zarr/")
 
 
