@@ -51,45 +51,56 @@ def brute_runs(shape, chunks, start, count):
     return sum(1 for k, p in enumerate(pos) if k == 0 or p != pos[k - 1] + 1)
 
 
-def model_peak(shape, block, itemsize, scratch, workers):
+def model_peak(shape, block, itemsize, scratch, workers, own_chunk=None):
+    """own_chunk: None, results written by the parent; else the workers write their own output,
+    one target chunk of `own_chunk` bytes at a time (0: the block as it is)."""
     n = math.prod(ceil_div(d, b) for d, b in zip(shape, block))
     w = max(1, min(workers, n))
     b = math.prod(block) * itemsize
+    if own_chunk is not None:
+        return w * (b + scratch + 3 * own_chunk)
     return 2 * b + scratch if w == 1 else w * (3 * b + scratch) + w * b
 
 
-def any_fits(shape, units, itemsize, scratch, workers, max_mem):
+def own_chunk(dst, own):
+    """The own_chunk of model_peak for a pass writing `dst`: None unless the workers write it."""
+    return (math.prod(dst.chunks) * dst.itemsize if dst.chunks else 0) if own else None
+
+
+def any_fits(shape, units, itemsize, scratch, workers, max_mem, own=None):
     """Whether any block whose extents are multiples of `units` (or the full dimension) fits."""
     axes = [[e for e in range(1, d + 1) if e % u == 0 or e == d] for d, u in zip(shape, units)]
-    return any(model_peak(shape, b, itemsize, scratch, workers) <= max_mem for b in itertools.product(*axes))
+    return any(model_peak(shape, b, itemsize, scratch, workers, own) <= max_mem for b in itertools.product(*axes))
 
 
 def scratch_of(src):
     return 2 * math.prod(src.chunks) * src.itemsize if src.compressed else 0
 
 
-def feasible(src, dst, max_mem, workers, two_pass):
+def feasible(src, dst, max_mem, workers, two_pass, own=False):
     ones = (1,) * len(src.shape)
     units = dst.chunks or ones
-    if any_fits(src.shape, units, src.itemsize, scratch_of(src), workers, max_mem):
+    if any_fits(src.shape, units, src.itemsize, scratch_of(src), workers, max_mem, own_chunk(dst, own)):
         return True
+    # the intermediate file is always written by the workers themselves, the block as it is
     return (src.compressed and two_pass
-            and any_fits(src.shape, src.chunks, src.itemsize, scratch_of(src), workers, max_mem)
-            and any_fits(src.shape, units, src.itemsize, 0, workers, max_mem))
+            and any_fits(src.shape, src.chunks, src.itemsize, scratch_of(src), workers, max_mem, 0)
+            and any_fits(src.shape, units, src.itemsize, 0, workers, max_mem, own_chunk(dst, own)))
 
 
 def all_chunks(shape, chunks):
     return set(itertools.product(*[range(ceil_div(d, c)) for d, c in zip(shape, chunks)]))
 
 
-def check_pass(p, max_mem, workers, orig_src, rates):
+def check_pass(p, max_mem, workers, orig_src, rates, own=False):
     shape, src, dst = p.src.shape, p.src, p.dst
     blocks = list(iter_blocks(shape, p.block))
     assert len(blocks) == p.n_blocks
     assert p.workers == max(1, min(workers, p.n_blocks))
-    scratch = scratch_of(src)
-    assert p.peak_mem == model_peak(shape, p.block, src.itemsize, scratch, workers) <= max_mem
-    assert p.peak_mem == peak_memory(math.prod(p.block) * src.itemsize, scratch, p.workers)
+    assert p.own_writes == (own or p.name == "to-intermediate")
+    scratch, mine = scratch_of(src), own_chunk(dst, p.own_writes)
+    assert p.peak_mem == model_peak(shape, p.block, src.itemsize, scratch, workers, mine) <= max_mem
+    assert p.peak_mem == peak_memory(math.prod(p.block) * src.itemsize, scratch, p.workers, mine)
     assert all(1 <= b <= d for b, d in zip(p.block, shape))
 
     # every target chunk lies in exactly one block
@@ -146,12 +157,12 @@ def check_pass(p, max_mem, workers, orig_src, rates):
     assert p.cache_bytes >= (src.chunk_nbytes if src.chunks else 0)
 
 
-def check_plan(plan, src, dst, max_mem, workers, two_pass, rates):
+def check_plan(plan, src, dst, max_mem, workers, two_pass, rates, own=False):
     assert plan.peak_mem <= max_mem and plan.workers == workers and plan.max_mem == max_mem
     shape = src.shape
     lcm = tuple(min(math.lcm(a, c), d) for a, c, d in
                 zip(dst.chunks or (1,) * len(shape), src.chunks or (1,) * len(shape), shape))
-    if model_peak(shape, lcm, src.itemsize, scratch_of(src), workers) <= max_mem:
+    if model_peak(shape, lcm, src.itemsize, scratch_of(src), workers, own_chunk(dst, own)) <= max_mem:
         assert plan.strategy == "single-pass"
     if plan.strategy == "two-pass":
         assert src.compressed and two_pass
@@ -170,7 +181,7 @@ def check_plan(plan, src, dst, max_mem, workers, two_pass, rates):
         if plan.strategy == "single-pass":
             assert all(b % l == 0 or b == d for b, l, d in zip(only.block, lcm, shape))
     for p in plan.passes:
-        check_pass(p, max_mem, workers, src, rates)
+        check_pass(p, max_mem, workers, src, rates, own)
     assert plan.peak_mem == max(p.peak_mem for p in plan.passes)
     assert plan.predicted_s == pytest.approx(sum(p.predicted_s for p in plan.passes))
     json.dumps(plan.to_dict())
@@ -219,16 +230,18 @@ def cases(draw):
         block = tuple(draw(st.sampled_from([e for e in range(1, d + 1) if e % u == 0 or e == d]))
                       for d, u in zip(src.shape, units))
         scratch = draw(st.sampled_from([0, scratch_of(src)]))
-        max_mem = int(model_peak(src.shape, block, src.itemsize, scratch, workers) * draw(st.floats(0.8, 1.25)))
-    return src, dst, max_mem, workers, draw(st.booleans()), Rates()
+        own = draw(st.sampled_from([None, 0, own_chunk(dst, True)]))
+        max_mem = int(model_peak(src.shape, block, src.itemsize, scratch, workers, own) * draw(st.floats(0.8, 1.25)))
+    return src, dst, max_mem, workers, draw(st.booleans()), Rates(), draw(st.booleans())
 
 
 def run_case(case):
     """Plan one case and check it against the enumeration; the strategy or "infeasible"."""
-    src, dst, max_mem, workers, two_pass, rates = case
-    ok = feasible(src, dst, max_mem, workers, two_pass)
+    src, dst, max_mem, workers, two_pass, rates, *own = case
+    own = bool(own and own[0])   # the workers write the output themselves (a local Zarr store)
+    ok = feasible(src, dst, max_mem, workers, two_pass, own)
     try:
-        plan = plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass)
+        plan = plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass, own_writes=own)
     except InputError as e:
         assert not ok, f"a plan exists but the planner said: {e}"
         msg = str(e)
@@ -236,8 +249,8 @@ def run_case(case):
         assert f"with {workers} worker" in msg
         return "infeasible"
     assert ok
-    check_plan(plan, src, dst, max_mem, workers, two_pass, rates)
-    assert plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass) == plan   # deterministic
+    check_plan(plan, src, dst, max_mem, workers, two_pass, rates, own)
+    assert plan_variable(src, dst, max_mem, workers, rates, allow_two_pass=two_pass, own_writes=own) == plan
     return plan.strategy
 
 
@@ -272,7 +285,7 @@ def transposes(draw):
     max_mem = math.ceil(lo * (hi * 1.1 / lo) ** frac)   # always feasible: the generic cases test the rest
     # with tiny arrays requests dominate the cost; a cheap request lets bytes (and two-pass) matter
     rates = draw(st.sampled_from([Rates(), Rates(op_s=1e-9), Rates(op_s=1e-9, encode_Bps=1e12)]))
-    return src, dst, max_mem, workers, draw(st.booleans()), rates
+    return src, dst, max_mem, workers, draw(st.booleans()), rates, draw(st.booleans())
 
 
 @settings(max_examples=150, deadline=None)
@@ -451,6 +464,32 @@ def test_contiguous_both_sides():
 def test_peak_memory_model():
     assert peak_memory(10, 4, 1) == 24
     assert peak_memory(10, 4, 3) == 3 * 34 + 30
+    # each worker writes its own output: its block, its scratch, one target chunk three times over
+    assert peak_memory(10, 4, 1, 2) == 20
+    assert peak_memory(10, 4, 3, 2) == 3 * 20
+    assert peak_memory(10, 4, 3, 0) == 3 * 14     # the intermediate file: the block as it is
+
+
+def test_own_writes_takes_one_pass_where_it_fits():
+    """The bench's 200 MiB case (bench/rechunk_zarr_vs_peers.py): deflated maps [1,1,240,240] to
+    series [91,1,1,240] in a local Zarr store at 128 MiB with 2 workers. Results written by the
+    parent need 4 blocks of [91,1,240,240] (20 MiB) per worker: no single pass fits (two passes
+    or re-decoding). Workers writing their own chunks need one block each: one pass, its peak the
+    model's to the byte."""
+    shape = (91, 10, 240, 240)
+    src = Layout(shape, 4, (1, 1, 240, 240), True, 111_000_000)
+    dst = Layout(shape, 4, (91, 1, 1, 240), True)
+    parent = plan_variable(src, dst, 128 << 20, 2)
+    assert parent.strategy != "single-pass" and not parent.passes[-1].own_writes
+    two = plan_variable(src, dst, 128 << 20, 2, Rates(decode_Bps=1e8))   # re-decoding made dear
+    assert two.strategy == "two-pass" and two.passes[0].own_writes and not two.passes[1].own_writes
+    own = plan_variable(src, dst, 128 << 20, 2, own_writes=True)
+    (p,) = own.passes
+    assert own.strategy == "single-pass" and p.own_writes and p.workers == 2
+    assert p.block[0] == 91 and p.block[2:] == (240, 240)
+    block = math.prod(p.block) * 4
+    assert p.peak_mem == 2 * (block + 2 * 240 * 240 * 4 + 3 * 91 * 240 * 4)
+    assert own.to_dict()["passes"][0]["own_writes"] is True
 
 
 def test_bad_inputs():

@@ -17,7 +17,13 @@ Memory model (the executor obeys it; interpreter and library overhead are not co
             the executor runs the pass with `Pass.workers` = w workers, in-process when w == 1;
   peak    = 2*block + scratch                      if w == 1 (the block + its encoded chunks)
           = w*(3*block + scratch) + w*block        if w > 1  (each worker: block, encoded chunks,
-            pickled result; the parent: up to w encoded results waiting to be written).
+            pickled result; the parent: up to w encoded results waiting to be written);
+  own     = w*(block + scratch + 3*chunk)          when each worker (or the command itself, w == 1)
+            writes its block's output itself and hands nothing back: chunk by chunk into a local
+            Zarr store (`own_writes`; chunk = one target chunk: its padded copy, its shuffled
+            byte planes and its encoded bytes, freed before the next) or straight from the block
+            into a two-pass plan's intermediate file (chunk = 0). Measured (bench/rechunk_worker_rss.py):
+            a worker's peak RSS above its idle RSS is the block plus a few chunks, not 4 blocks.
 
 Strategies
   single-pass  blocks of lcm(source chunk, target chunk) per axis (clipped): every source chunk
@@ -82,6 +88,7 @@ class Pass:
     predicted_s: float
     cache_bytes: int            # HDF5 chunk cache for the source variable in this pass
     workers: int = 1            # workers the pass runs with: min(requested, n_blocks); 1 = in-process
+    own_writes: bool = False    # the workers write the pass's output themselves (peak_memory's `own`)
 
     def to_dict(self) -> dict:
         out = {}
@@ -178,8 +185,13 @@ class Plan:
 
 # --- public helpers ---------------------------------------------------------------------------------
 
-def peak_memory(block_bytes: int, scratch_bytes: int, workers: int) -> int:
-    """Peak bytes of a pass with `workers` blocks in flight (see the module docstring)."""
+def peak_memory(block_bytes: int, scratch_bytes: int, workers: int, own_chunk_bytes=None) -> int:
+    """Peak bytes of a pass with `workers` blocks in flight (see the module docstring).
+    `own_chunk_bytes`: None when the blocks' output goes back to the command to write (netCDF-4);
+    else the bytes of one target chunk the worker encodes and writes itself (0: the block is
+    written as it is)."""
+    if own_chunk_bytes is not None:
+        return max(1, workers) * (block_bytes + scratch_bytes + 3 * own_chunk_bytes)
     if workers <= 1:
         return 2 * block_bytes + scratch_bytes
     return workers * (3 * block_bytes + scratch_bytes) + workers * block_bytes
@@ -300,9 +312,10 @@ def rounds_factor(n_blocks: int, workers: int, largest_fraction: float = 0.0) ->
     return max(-(-n_blocks // workers) * workers / n_blocks, workers * largest_fraction, 1.0)
 
 
-def _evaluate(src, dst, block, workers, rates, ratio, warm=False):
+def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False):
     """Every count and the cost of reading src in `block`s and writing dst: a dict. `warm`: src is
-    read from the page cache (the intermediate file the first pass has just written)."""
+    read from the page cache (the intermediate file the first pass has just written). `own`: the
+    workers write dst themselves (peak_memory's `own`)."""
     shape = src.shape
     if 0 in shape:   # an empty array: no blocks, nothing to move
         return dict(block=tuple(block), n_blocks=0, workers=1, block_bytes=0, peak_mem=0, chunks_decoded=0,
@@ -334,13 +347,19 @@ def _evaluate(src, dst, block, workers, rates, ratio, warm=False):
                * rounds_factor(n_blocks, w, math.prod(min(b, d) / d for b, d in zip(block, shape)))
                + bytes_written / rates.write_Bps + write_ops * rates.op_s)
     return dict(block=tuple(block), n_blocks=n_blocks, workers=w, block_bytes=block_bytes,
-                peak_mem=peak_memory(block_bytes, scratch, w), chunks_decoded=decoded,
+                peak_mem=peak_memory(block_bytes, scratch, w, _own_chunk(dst) if own else None),
+                chunks_decoded=decoded,
                 bytes_read=bytes_read, bytes_decoded=bytes_decoded, bytes_encoded=bytes_encoded,
                 bytes_written=bytes_written, read_ops=read_ops, write_ops=write_ops, predicted_s=seconds)
 
 
-def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm=False):
-    e = _evaluate(src, dst, block, workers, rates, ratio, warm)
+def _own_chunk(dst: Layout) -> int:
+    """Bytes of one target chunk a worker encodes and writes itself (0: contiguous, written as it is)."""
+    return dst.chunk_nbytes if dst.chunks is not None else 0
+
+
+def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm=False, own=False):
+    e = _evaluate(src, dst, block, workers, rates, ratio, warm, own)
     shape = src.shape
     max_dec = 0
     if src.compressed and e["n_blocks"]:
@@ -362,7 +381,7 @@ def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm
                 bytes_read=e["bytes_read"], bytes_decoded=e["bytes_decoded"],
                 bytes_encoded=e["bytes_encoded"], bytes_written=e["bytes_written"],
                 read_ops=e["read_ops"], write_ops=e["write_ops"], peak_mem=e["peak_mem"],
-                predicted_s=e["predicted_s"], cache_bytes=cache, workers=e["workers"])
+                predicted_s=e["predicted_s"], cache_bytes=cache, workers=e["workers"], own_writes=own)
 
 
 # --- block search -----------------------------------------------------------------------------------
@@ -496,18 +515,20 @@ def _check(src, dst, max_mem, workers):
 
 
 def plan_variable(src: Layout, dst: Layout, max_mem: int, workers: int = 1, rates: Rates = Rates(),
-                  allow_two_pass: bool = True, page_cache_bytes: int = 0) -> Plan:
+                  allow_two_pass: bool = True, page_cache_bytes: int = 0, own_writes: bool = False) -> Plan:
     """The cheapest plan (predicted time) to convert src to dst with peak memory <= max_mem.
     An intermediate file (two-pass) no larger than `page_cache_bytes` is read back from the page
     cache (rates.warm_read_Bps); 0: from storage. Its predicted time includes the command's
-    start-up (rates.start_s).
+    start-up (rates.start_s). `own_writes`: the workers write dst's chunks themselves (a local
+    Zarr store), nothing goes back to the command (peak_memory's `own`); the intermediate file of
+    a two-pass plan is always written so.
 
     InputError (one line, without the variable name: the caller prefixes it) if no plan fits."""
-    plan = _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes)
+    plan = _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes, own_writes)
     return dataclasses.replace(plan, start_s=float(rates.start_s))
 
 
-def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes) -> Plan:
+def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache_bytes, own_writes) -> Plan:
     max_mem, workers = _check(src, dst, max_mem, workers)
     shape, rank = src.shape, len(src.shape)
     unit = dst.chunks or (1,) * rank           # target alignment; contiguous: none
@@ -515,14 +536,15 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
     lcm_block = tuple(min(math.lcm(u, c), d) for u, c, d in zip(unit, src_unit, shape))
     ratio = src.stored / src.nbytes if src.compressed and src.nbytes else None
 
-    def build(name, strategy, a, b, block, warm=False):
-        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem, warm)
+    def build(name, strategy, a, b, block, warm=False, own=own_writes):
+        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem, warm, own)
 
     if 0 in shape:   # nothing to read or write
         return Plan("single-pass", (build("copy", "whole-chunks", src, dst, lcm_block),), max_mem, workers)
 
-    def ev_for(a, b, warm=False):
-        return functools.lru_cache(maxsize=None)(lambda block: _evaluate(a, b, block, workers, rates, ratio, warm))
+    def ev_for(a, b, warm=False, own=own_writes):
+        return functools.lru_cache(maxsize=None)(
+            lambda block: _evaluate(a, b, block, workers, rates, ratio, warm, own))
 
     ev = ev_for(src, dst)
     whole = [_extents(d, l) for d, l in zip(shape, lcm_block)]
@@ -540,7 +562,7 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
 
     if src.compressed and allow_two_pass:
         inter = Layout(shape, src.itemsize, None, False)
-        first, low1 = _largest(ev_for(src, inter), shape, [_extents(d, c) for d, c in zip(shape, src.chunks)],
+        first, low1 = _largest(ev_for(src, inter, own=True), shape, [_extents(d, c) for d, c in zip(shape, src.chunks)],
                                workers, max_mem)
         # The intermediate is contiguous and uncompressed: the second pass is a single pass from it.
         warm = 0 < src.nbytes <= page_cache_bytes     # the intermediate, just written, is still in memory
@@ -548,7 +570,7 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
                                workers, max_mem)
         need = min(need, max(low1, low2))
         if first is not None and second is not None:
-            options.append(Plan("two-pass", (build("to-intermediate", "whole-chunks", src, inter, first["block"]),
+            options.append(Plan("two-pass", (build("to-intermediate", "whole-chunks", src, inter, first["block"], own=True),
                                              build("from-intermediate", "strided", inter, dst, second["block"], warm)),
                                 max_mem, workers))
 
@@ -565,7 +587,7 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
 # --- the one-off cost ---------------------------------------------------------------------------------
 
 def conversion_plan(src: Layout, dst: Layout, profile, codec: str = "", target_codec=None, max_mem=None,
-                    workers=None, allow_two_pass: bool = True, machine=None) -> Plan:
+                    workers=None, allow_two_pass: bool = True, machine=None, own_writes: bool = False) -> Plan:
     """The plan `climio rechunk` makes to convert `src` (compressed with `codec`) to `dst`
     (`target_codec`; None: the same), priced with the rates of `profile` (climio.model.rates; None
     or a profile of built-in defaults: the defaults); its `predicted_s` is the one-off cost the
@@ -577,7 +599,8 @@ def conversion_plan(src: Layout, dst: Layout, profile, codec: str = "", target_c
     return plan_variable(src, dst, machine.max_mem if max_mem is None else max_mem,
                          machine.workers if workers is None else workers,
                          Rates.from_profile(profile, codec, target_codec), allow_two_pass=allow_two_pass,
-                         page_cache_bytes=machine.page_cache_bytes if machine is not None else 0)
+                         page_cache_bytes=machine.page_cache_bytes if machine is not None else 0,
+                         own_writes=own_writes)
 
 
 def rechunk_cost(profile, machine, max_mem=None, workers=None):

@@ -131,9 +131,10 @@ def platform_profile(in_path: Path, say=None):
 
 
 def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, two_pass: bool,
-               profile=None) -> dict:
+               profile=None, own_writes=frozenset()) -> dict:
     """A plan per variable, priced with `profile`'s rates (None: the planner's defaults): the
-    conversion plan the advisor's one-off cost is (climio.model.convert.conversion_plan)."""
+    conversion plan the advisor's one-off cost is (climio.model.convert.conversion_plan).
+    `own_writes`: the paths whose chunks the workers write themselves (see _own_writes)."""
     from climio.machine.memory import here
     plans, machine = {}, here()
     for v in infos:
@@ -145,7 +146,8 @@ def make_plans(infos, targets: dict, stored: dict, max_mem: int, workers: int, t
         dst = Layout(tuple(v.shape), v.itemsize, tuple(t.chunks) if t.chunks else None, t.compression.codec != "none")
         try:
             plans[v.path] = conversion_plan(src, dst, profile, v.compression.label, t.compression.label, max_mem,
-                                            workers, allow_two_pass=two_pass, machine=machine)
+                                            workers, allow_two_pass=two_pass, machine=machine,
+                                            own_writes=v.path in own_writes)
         except InputError as exc:
             raise InputError(f"{v.path}: {exc}") from None
     return plans
@@ -246,6 +248,9 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
         _check_paths(out_path.parent, out_path, opts.force or force, "zarr", out_fmt)
     else:
         _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
+        # the reader (netCDF4, h5py) imported before the header probe forks: the probe's child then
+        # finds them loaded instead of importing them again (0.5 s of CPU, serially, at start-up)
+        reader = formats.module(in_fmt)
         integrity.check(in_path)   # a truncated netCDF-3 file would be read as zeros (issue 27)
     if workers < 1:
         raise InputError("--workers must be at least 1")
@@ -265,10 +270,23 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
         units = formats.module("zarr").layout_targets(infos, targets, zarr_settings(opts))
     absent = absent_warnings(in_path, in_fmt, infos, opts.strict)
     prep = Prepared(max_mem, infos, targets, stored,
-                    make_plans(infos, units, stored, max_mem, workers, two_pass, profile),
+                    make_plans(infos, units, stored, max_mem, workers, two_pass, profile,
+                               _own_writes(out_fmt, opts, infos, targets)),
                     absent + layout_warnings(in_path, infos, targets), "".join(notes), rates, in_fmt, out_fmt,
                     reader.total_bytes(in_path))
     return prep
+
+
+def _own_writes(out_fmt: str, opts: Options, infos, targets: dict) -> frozenset:
+    """The variables whose workers encode and write their block's chunks one by one into a local
+    Zarr store (blocks._write_zarr through zarr_chunks.ChunkIO) and hand nothing back: the planner
+    counts a block and a chunk per worker for them, not the parent-written model's four blocks.
+    Not for sharded arrays (a shard goes through zarr-python whole), a store in a bucket (a block's
+    chunks queue for upload) or a Dask cluster (its workers' memory is stated per worker there)."""
+    if out_fmt != "zarr" or opts.remote_out or opts.scheduler:
+        return frozenset()
+    shards = formats.module("zarr").shard_shapes(infos, targets, tuple(opts.shards or ()))
+    return frozenset(p for p in targets if not shards[p])
 
 
 def absent_warnings(in_path: Path, in_fmt: str, infos, strict: bool) -> list:
@@ -474,6 +492,7 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
                    bytes_read=stats.bytes_read, chunks_decoded=stats.chunks_decoded,
                    peak_rss=_peak_rss(stats), verified=opts.verify, retries=stats.retries,
                    task_processes=len(stats.worker_rss),
+                   task_peak_rss=sorted(stats.worker_rss.values(), reverse=True),   # per process, bytes
                    blocks_skipped=stats.skipped)
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"

@@ -11,6 +11,9 @@ handed out at a time (a new one only when the oldest result has been written), s
 many encoded results exist at once, in the workers or waiting in the parent: within the model's
 `workers` x (block + encoded chunks + pickled result) + `workers` results. Two per worker keep the
 next task ready in each worker's pipe while the parent writes, instead of the worker waiting for it.
+A worker that writes its block itself (a local Zarr store's chunks, one at a time; a two-pass
+plan's intermediate) hands back no result: the plan counts its block, its source scratch and one
+target chunk (Pass.own_writes), and bench/rechunk_worker_rss.py measures that against its RSS.
 """
 
 import collections
