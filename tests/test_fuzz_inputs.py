@@ -121,6 +121,9 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     # make-refs: kerchunk left `ta` out without a word; a chunk index claimed bytes past the end of the file
     ("nc4", "make-refs", F.Mutation("flip", "", 6259, 4, "47434f4c"), "could not describe ta"),
     ("nc4", "make-refs", F.Mutation("flip", "", 10379, 2, "de4b"), "damaged HDF5 chunk index"),
+    # seed 40: a B-tree key's chunk index made 2^32-1: HDF5 reads that chunk as fill values, the
+    # reference's readers dropped the key and read 0.0 (exit 0 with wrong data)
+    ("nc4", "make-refs", F.Mutation("huge", "", 10395, 4, "ffffffff"), "outside ta's chunk grid"),
 ]
 
 

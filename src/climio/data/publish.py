@@ -145,6 +145,7 @@ def _check_reference(source, refs) -> None:
         if isinstance(v, list) and len(v) == 3 and int(v[1]) + int(v[2]) > size:
             raise DataError(f"{source}: chunk {key} claims bytes {int(v[1])}..{int(v[1]) + int(v[2])} of a "
                             f"{size}-byte file (damaged HDF5 chunk index)")
+    _check_chunk_grid(source, refs.get("refs") or {})
     names = []
 
     def variable(name, obj):   # a netCDF variable: not a bare dimension scale (kerchunk leaves those out)
@@ -159,6 +160,34 @@ def _check_reference(source, refs) -> None:
     if missing:
         raise DataError(f"{source}: the reference could not describe {', '.join(missing)} (a damaged or "
                         "unsupported HDF5 structure): no reference written")
+
+
+def _check_chunk_grid(source, refs: dict) -> None:
+    """Every chunk key names a chunk of its array's grid. A damaged B-tree can give a chunk an index
+    past the grid (seed-40 fuzz: 0.4294967295.0.0): HDF5 then reads the chunk it lost as the fill
+    value while a reference's readers drop the key and read zarr's fill instead (0.0): wrong data."""
+    import json
+    from climio.base.errors import DataError
+    grids = {}
+    for key, v in refs.items():
+        if key.endswith("/.zarray"):
+            meta = json.loads(v) if isinstance(v, str) else v
+            grids[key[:-len("/.zarray")]] = (meta.get("shape") or [], meta.get("chunks") or [],
+                                            meta.get("dimension_separator") or ".")
+    for key in refs:
+        var, _, name = key.rpartition("/")
+        if var not in grids or name.startswith("."):
+            continue
+        shape, chunks, sep = grids[var]
+        index = name.split(sep) if sep in name or len(shape) == 1 else [name]
+        try:
+            inside = len(index) == len(shape) and all(
+                0 <= int(i) < max(-(-int(n) // max(int(c), 1)), 1) for i, n, c in zip(index, shape, chunks))
+        except ValueError:
+            inside = False
+        if not inside and shape:
+            raise DataError(f"{source}: chunk {key} lies outside {var}'s chunk grid (shape {list(shape)}, chunks "
+                            f"{list(chunks)}): a damaged HDF5 chunk index; no reference written")
 
 
 def reading_hint(source, out, endpoint_url=None) -> str:
