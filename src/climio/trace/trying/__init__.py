@@ -184,6 +184,18 @@ def _result(c, runs, base_runs, base_s, conv, copy, passes, compare) -> dict:
     return r
 
 
+def _cpu_gains(results, runs, base, conv_cpu, passes) -> None:
+    """Each tried fix's CPU seconds (user + system of the job's process tree, median of its runs; of
+    its conversion) and its gain in CPU seconds, beside the wall-time ones: on shared cores a run's
+    wall time also holds the time it waited for a core, which the CPU time does not."""
+    base_cpu = rank.median([x["cpu_s"] for x in base])
+    for r in results:
+        r["after_cpu_s"] = rank.median([x["cpu_s"] for x in runs[r["id"]]])
+        r["conversion_cpu_s"] = conv_cpu.get(r["id"])
+        r["cpu_gain"] = {str(p): rank.gain(base_cpu, r["after_cpu_s"], r["conversion_cpu_s"], p) if r["after_cpu_s"]
+                         else None for p in {*rank.SHOWN_PASSES, passes}}
+
+
 def _untried(c, facts) -> dict:
     r = {**c.to_dict(), "after_s": None, "gain": {}, "applied": False, "applied_why": "", "same_result": None}
     r["predicted_gain"] = rank.predicted_gain(facts.run.get("process_time_s"), c.saves_s)
@@ -223,10 +235,10 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
             c.not_tried = f"not applied: Python runs with -{flags} (no sitecustomize / PYTHONPATH)"
         if c.kind == "env":
             c.advice["shell"] = env_command(c.env, job.argv, job.cwd)
-    copies, conv = {}, {}
+    copies, conv, conv_cpu = {}, {}, {}
     for c in cands:
         if c.kind == "layout" and not c.not_tried:
-            copies[c.id], conv[c.id], why = convert_copy(c, scratch / "copies", say)
+            copies[c.id], conv[c.id], conv_cpu[c.id], why = convert_copy(c, scratch / "copies", say)
             c.not_tried = why
     tried = [c for c in cands if not c.not_tried and c.kind != "none"]
     inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
@@ -242,6 +254,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     if not same_base:
         notes.append("the baseline's own runs printed different results: give --compare CMD to say what counts")
     results = [_result(c, runs[c.id], base, base_s, conv, copies.get(c.id), passes, compare) for c in tried]
+    _cpu_gains(results, runs, base, conv_cpu, passes)
     if not same_base:
         for r in results:
             r["same_result"], r["result_why"] = False, "unchecked: the baseline's runs disagree"
@@ -251,6 +264,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
         notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
     summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,
                "baseline_s": base_s, "baseline_runs": [x["wall_s"] for x in base],
+               "baseline_cpu_s": rank.median([x["cpu_s"] for x in base]),
                "baseline_io_share": rank.median([x["io_share"] for x in base if x["io_share"] is not None]),
                "writes_redirected": job.writes, "notes": notes, "results": rank.verdicts(results, passes)}
     _write(scratch, summary, runs)
@@ -264,7 +278,7 @@ def _write(scratch, summary, runs) -> None:
         for k, x in enumerate(rs):
             params = {"trace": summary["trace"], "fix": name, "kind": r["kind"] if r else "baseline",
                       "injected": r["injected"]["env"] if r else {}, "python": r["python"] if r else {}}
-            metrics = {"wall_s": x["wall_s"], "io_share": x["io_share"], "io_time_s": x["io_time_s"],
+            metrics = {"wall_s": x["wall_s"], "cpu_s": x["cpu_s"], "io_share": x["io_share"], "io_time_s": x["io_time_s"],
                        "conversion_s": r["conversion_s"] if r else None}
             recs.append(make_record("trace-try", params, metrics, x["cache"], rep=k))
     atomic_write_text(scratch / "records.jsonl", "".join(json.dumps(r) + "\n" for r in recs))
