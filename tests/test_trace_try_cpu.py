@@ -24,3 +24,23 @@ def test_cpu_seconds_are_the_jobs_own_not_its_wait(tmp_path):
     assert burn["cpu_s"] >= 0.4 and burn["wall_s"] >= 0.4
     assert sleep["wall_s"] >= 0.6 and sleep["cpu_s"] < 0.4
     assert child["cpu_s"] >= 0.4
+
+
+def test_a_round_that_settles_every_verdict_ends_the_rounds(tmp_path):
+    """A fix many times faster (or slower) than the baseline of its own round cannot change verdict
+    in another round: trace try stops there (a baseline whose chunk cache thrashes costs one run, not
+    --reps); a fix near the baseline gets every round."""
+    from types import SimpleNamespace
+    from climio.trace.trying import DECISIVE, _rounds, decisive
+    code = "import os, time\ntime.sleep(float(os.environ.get('NAP', '1.5')))\n"
+    job = TracedJob([sys.executable, "-c", code], str(tmp_path), [], default_excludes())
+    fix = [SimpleNamespace(id="1")]
+    fast = _rounds(job, fix, {}, {"1": lambda d: {"NAP": "0"}}, 3, tmp_path / "a", [], None)
+    assert len(fast["baseline"]) == len(fast["1"]) == 1
+    assert fast["baseline"][0]["wall_s"] / fast["1"][0]["wall_s"] >= DECISIVE
+    near = _rounds(job, fix, {}, {"1": lambda d: {"NAP": "1.2"}}, 2, tmp_path / "b", [], None)
+    assert len(near["baseline"]) == len(near["1"]) == 2 and not decisive(near)
+    # slower counts as settled too; one undecided fix keeps the rounds going
+    r = lambda *w: [{"wall_s": x} for x in w]
+    assert decisive({"baseline": r(1.0), "1": r(0.2), "2": r(4.0)})
+    assert not decisive({"baseline": r(1.0), "1": r(0.2), "2": r(1.5)})

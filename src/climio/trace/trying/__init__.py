@@ -150,8 +150,24 @@ def _env_took(env, settings) -> str:
     return ""
 
 
+# A round whose every fix ran at least DECISIVE times faster or slower than the baseline of the same
+# round settles every verdict: the cold runs of one job on these shared cores spread by up to 2.2x
+# (climio bench advice, load 15 on 2 cores), so a further round could not turn such a fix's "faster"
+# into "slower" or the reverse; the remaining rounds are skipped (a slow baseline, such as a job
+# whose chunk cache thrashes, then costs one run, not --reps).
+DECISIVE = 3.0
+
+
+def decisive(runs) -> bool:
+    """Every fix's every run at least DECISIVE x faster or slower than its round's baseline run."""
+    base = [x["wall_s"] for x in runs["baseline"]]
+    return all(b / x["wall_s"] >= DECISIVE or x["wall_s"] / b >= DECISIVE
+               for n, rs in runs.items() if n != "baseline" for b, x in zip(base, rs))
+
+
 def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
-    """reps rounds of the baseline and every tried candidate, the order reversed every other round."""
+    """reps rounds of the baseline and every tried candidate, the order reversed every other round;
+    fewer when a round already settled every verdict (decisive)."""
     names = ["baseline", *[c.id for c in tried]]
     runs = {n: [] for n in names}
     for rep in range(reps):
@@ -161,6 +177,11 @@ def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
             runs[n].append({**run_job(job, env, d, evict), "injected_env": env})
             if say:
                 say(f"  round {rep + 1}/{reps}: {n} {runs[n][-1]['wall_s']:.3g} s")
+        if rep + 1 < reps and decisive(runs):
+            if say:
+                say(f"  round {rep + 1} settled every verdict (each fix >= {DECISIVE:g}x faster or slower): "
+                    f"{reps - rep - 1} round(s) skipped")
+            break
     return runs
 
 
@@ -250,6 +271,9 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
     base = runs["baseline"]
     base_s = rank.median([x["wall_s"] for x in base])
+    if len(base) < reps:
+        notes.append(f"{len(base)} of {reps} rounds run: every fix ran at least {DECISIVE:g}x faster or slower than "
+                     "the baseline in the same round, which the spread of cold runs cannot turn round")
     same_base = all(same_result(base[0], x, compare_cmd=compare)[0] for x in base[1:])
     if not same_base:
         notes.append("the baseline's own runs printed different results: give --compare CMD to say what counts")
@@ -263,6 +287,7 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     if any(x["cache"]["state"] != "cold" for rs in runs.values() for x in rs):
         notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
     summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,
+               "rounds": len(base),
                "baseline_s": base_s, "baseline_runs": [x["wall_s"] for x in base],
                "baseline_cpu_s": rank.median([x["cpu_s"] for x in base]),
                "baseline_io_share": rank.median([x["io_share"] for x in base if x["io_share"] is not None]),

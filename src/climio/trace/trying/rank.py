@@ -79,7 +79,7 @@ def text(summary) -> str:
            f"command: {' '.join(summary['command'])}   (cwd {summary['cwd']})",
            f"baseline {_s(summary['baseline_s'])} s cold, CPU {_s(summary.get('baseline_cpu_s'))} s (median of "
            f"{len(summary['baseline_runs'])} runs, "
-           f"I/O share {_pct(summary['baseline_io_share'])}); {summary['reps']} reps each, cold, baseline "
+           f"I/O share {_pct(summary['baseline_io_share'])}); {summary.get('rounds', summary['reps'])} of {summary['reps']} reps each, cold, baseline "
            f"in the same rounds in alternating order"]
     out += [f"note: {n}" for n in summary["notes"]]
     out.append("")
