@@ -87,6 +87,12 @@ def test_netcdf4_python_cache_and_layout(tmp_path, monkeypatch):
     g = layout["gain"]
     assert g["1"] == pytest.approx(s["baseline_s"] / (layout["after_s"] + layout["conversion_s"]))
     assert g["10"] == pytest.approx(s["baseline_s"] / (layout["after_s"] + layout["conversion_s"] / 10))
+    # and in CPU seconds beside (the job's and the conversion's user + system time): a Python job and
+    # climio rechunk compute for some tens of ms at least, never more than they took on the wall x 2 cores
+    assert 0.02 < layout["conversion_cpu_s"] < 2 * layout["conversion_s"] + 0.1
+    assert 0.02 < s["baseline_cpu_s"] < 2 * s["baseline_s"] + 0.1
+    assert layout["cpu_gain"]["10"] == pytest.approx(
+        s["baseline_cpu_s"] / (layout["after_cpu_s"] + layout["conversion_cpu_s"] / 10))
     recs = [json.loads(l) for l in (tr / "try" / "records.jsonl").read_text().splitlines()]
     assert {r["params"]["fix"] for r in recs} == {"baseline", *(r["id"] for r in s["results"] if r["label"] == "measured")}
     assert all(r["cache"]["state"] == "cold" for r in recs)

@@ -29,8 +29,12 @@ from .jobs import JOBS
 STUDY = "advice"
 PRESETS = {
     # three years of days on a 2-degree grid (71 MiB of float32): 20 minutes on 2 cores shared with
-    # others (load 12-16), plus up to --max-s for the anomalies on time-series chunks (a 9-minute
-    # baseline there: each day's read decodes every time-series chunk again)
+    # others (load 12-16), plus the anomalies on time-series chunks: xarray's groupby reads one day at
+    # a time and the 67.7 MiB of decoded chunks overflow netCDF-C's 64 MiB default cache, so each of
+    # the 1095 reads inflates the whole variable again (72.4 GiB, 148 s of CPU per run; 8-12 minutes
+    # of wall at load 8-20). That is the case's point (the cache fix measured 150x, the rechunk 122x at
+    # P=10); trace try runs one round there (every fix >= 3x: decisive), so the case costs the trace
+    # run and one baseline run (21 minutes at load 8-17, against 26 and a timeout with two rounds).
     "full": {"days": 1095, "lat": 90, "lon": 180, "reps": 2, "jobs": list(JOBS), "layouts": list(LAYOUTS)},
     # one year on a 4-degree grid (6 MiB): every job and layout, one repetition, a few minutes
     "quick": {"days": 365, "lat": 45, "lon": 90, "reps": 1, "jobs": list(JOBS), "layouts": list(LAYOUTS)},

@@ -13,7 +13,7 @@ the conversion the rechunk planner predicts (`climio rechunk --dry-run`) spread 
 from climio.rules.fixes import GAIN_NOISE, SHOWN_PASSES
 
 KEEP = ("id", "item", "kind", "title", "status", "advised", "label", "after_s", "conversion_s", "gain", "same_result",
-        "applied", "not_tried", "also_slows", "predicted_gain")
+        "applied", "not_tried", "also_slows", "predicted_gain", "after_cpu_s", "conversion_cpu_s", "cpu_gain")
 
 
 def _order(r) -> tuple:
@@ -28,13 +28,14 @@ def first_fix(results, items=1):
     return ones[0] if ones else None
 
 
-def best_fix(results, p=10):
+def best_fix(results, p=10, gain="gain"):
     """The measured fix with the largest gain at P = p among those that would be advised at that P
     (applied, same result, faster by more than the noise): trace try advises at its --passes (1),
-    where a conversion counts whole; at P = 10 a layout fix may be the best although not advised at 1."""
+    where a conversion counts whole; at P = 10 a layout fix may be the best although not advised at 1.
+    `gain`: "gain" (wall seconds) or "cpu_gain" (CPU seconds of the job and of its conversion)."""
     ok = [r for r in results if r.get("after_s") is not None and r.get("applied") and r.get("same_result")
-          and (r.get("gain") or {}).get(str(p)) and r["gain"][str(p)] >= GAIN_NOISE]
-    return max(ok, key=lambda r: r["gain"][str(p)]) if ok else None
+          and (r.get(gain) or {}).get(str(p)) and r[gain][str(p)] >= GAIN_NOISE]
+    return max(ok, key=lambda r: r[gain][str(p)]) if ok else None
 
 
 def predicted_gain(run_s, saves_s, conversion_s, p):
@@ -59,6 +60,7 @@ def outcome(report, tried, predicted_conversion_s=None) -> dict:
     results = tried.get("results") or []
     first, best = first_fix(results, len(findings)), best_fix(results, 10)
     out = {"baseline_s": tried.get("baseline_s"), "baseline_runs": tried.get("baseline_runs"),
+           "baseline_cpu_s": tried.get("baseline_cpu_s"),
            "trace_run_s": run_s, "trace_io_share": trace.get("io_share"),
            "report_first": None if top is None else {
                "rule": top["rule"], "severity": top["severity"], "title": top["title"],

@@ -105,10 +105,12 @@ def run_case(job, layout, file, work, grid, say) -> dict:
 def _record(grid, job, layout, chunks, fields, status, pid, error="") -> dict:
     params = {"kind": "case", "job": job, "what": JOBS[job][1], "layout": layout, "chunks": list(chunks),
               "days": grid.days, "lat": grid.lat, "lon": grid.lon, "reps": grid.reps, "seed": grid.seed,
-              **{k: v for k, v in fields.items() if k not in ("baseline_s", "trace_command_s", "try_command_s")}}
+              **{k: v for k, v in fields.items() if k not in ("baseline_s", "baseline_cpu_s", "trace_command_s",
+                                                               "try_command_s")}}
     if error:
         params["error"] = error
     metrics = {"wall_s": fields.get("baseline_s") or 0.0, "baseline_s": fields.get("baseline_s"),
+               "cpu_s": fields.get("baseline_cpu_s"),
                "trace_command_s": fields.get("trace_command_s"), "try_command_s": fields.get("try_command_s")}
     return make_record(STUDY, params, metrics, {"state": "cold", "note": "every run evicted and checked by trace try"},
                        0, status, pid)

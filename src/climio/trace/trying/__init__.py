@@ -150,8 +150,24 @@ def _env_took(env, settings) -> str:
     return ""
 
 
+# A round whose every fix ran at least DECISIVE times faster or slower than the baseline of the same
+# round settles every verdict: the cold runs of one job on these shared cores spread by up to 2.2x
+# (climio bench advice, load 15 on 2 cores), so a further round could not turn such a fix's "faster"
+# into "slower" or the reverse; the remaining rounds are skipped (a slow baseline, such as a job
+# whose chunk cache thrashes, then costs one run, not --reps).
+DECISIVE = 3.0
+
+
+def decisive(runs) -> bool:
+    """Every fix's every run at least DECISIVE x faster or slower than its round's baseline run."""
+    base = [x["wall_s"] for x in runs["baseline"]]
+    return all(b / x["wall_s"] >= DECISIVE or x["wall_s"] / b >= DECISIVE
+               for n, rs in runs.items() if n != "baseline" for b, x in zip(base, rs))
+
+
 def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
-    """reps rounds of the baseline and every tried candidate, the order reversed every other round."""
+    """reps rounds of the baseline and every tried candidate, the order reversed every other round;
+    fewer when a round already settled every verdict (decisive)."""
     names = ["baseline", *[c.id for c in tried]]
     runs = {n: [] for n in names}
     for rep in range(reps):
@@ -161,6 +177,11 @@ def _rounds(job, tried, copies, envs, reps, scratch, evict, say) -> dict:
             runs[n].append({**run_job(job, env, d, evict), "injected_env": env})
             if say:
                 say(f"  round {rep + 1}/{reps}: {n} {runs[n][-1]['wall_s']:.3g} s")
+        if rep + 1 < reps and decisive(runs):
+            if say:
+                say(f"  round {rep + 1} settled every verdict (each fix >= {DECISIVE:g}x faster or slower): "
+                    f"{reps - rep - 1} round(s) skipped")
+            break
     return runs
 
 
@@ -182,6 +203,18 @@ def _result(c, runs, base_runs, base_s, conv, copy, passes, compare) -> dict:
             r["canonical"], r["canonical_note"] = [], f"canonical reads not measured: {exc}"
         r["also_slows"] = canonical_warnings(r["canonical"])
     return r
+
+
+def _cpu_gains(results, runs, base, conv_cpu, passes) -> None:
+    """Each tried fix's CPU seconds (user + system of the job's process tree, median of its runs; of
+    its conversion) and its gain in CPU seconds, beside the wall-time ones: on shared cores a run's
+    wall time also holds the time it waited for a core, which the CPU time does not."""
+    base_cpu = rank.median([x["cpu_s"] for x in base])
+    for r in results:
+        r["after_cpu_s"] = rank.median([x["cpu_s"] for x in runs[r["id"]]])
+        r["conversion_cpu_s"] = conv_cpu.get(r["id"])
+        r["cpu_gain"] = {str(p): rank.gain(base_cpu, r["after_cpu_s"], r["conversion_cpu_s"], p) if r["after_cpu_s"]
+                         else None for p in {*rank.SHOWN_PASSES, passes}}
 
 
 def _untried(c, facts) -> dict:
@@ -223,10 +256,10 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
             c.not_tried = f"not applied: Python runs with -{flags} (no sitecustomize / PYTHONPATH)"
         if c.kind == "env":
             c.advice["shell"] = env_command(c.env, job.argv, job.cwd)
-    copies, conv = {}, {}
+    copies, conv, conv_cpu = {}, {}, {}
     for c in cands:
         if c.kind == "layout" and not c.not_tried:
-            copies[c.id], conv[c.id], why = convert_copy(c, scratch / "copies", say)
+            copies[c.id], conv[c.id], conv_cpu[c.id], why = convert_copy(c, scratch / "copies", say)
             c.not_tried = why
     tried = [c for c in cands if not c.not_tried and c.kind != "none"]
     inject_dir = install(scratch / "inject") if any(c.python for c in tried) else None
@@ -238,10 +271,14 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     runs = _rounds(job, tried, copies, envs, reps, scratch, evict, say)
     base = runs["baseline"]
     base_s = rank.median([x["wall_s"] for x in base])
+    if len(base) < reps:
+        notes.append(f"{len(base)} of {reps} rounds run: every fix ran at least {DECISIVE:g}x faster or slower than "
+                     "the baseline in the same round, which the spread of cold runs cannot turn round")
     same_base = all(same_result(base[0], x, compare_cmd=compare)[0] for x in base[1:])
     if not same_base:
         notes.append("the baseline's own runs printed different results: give --compare CMD to say what counts")
     results = [_result(c, runs[c.id], base, base_s, conv, copies.get(c.id), passes, compare) for c in tried]
+    _cpu_gains(results, runs, base, conv_cpu, passes)
     if not same_base:
         for r in results:
             r["same_result"], r["result_why"] = False, "unchecked: the baseline's runs disagree"
@@ -250,7 +287,9 @@ def try_fixes(trace_dir, items=None, top=None, reps=DEFAULT_REPS, passes=1, scra
     if any(x["cache"]["state"] != "cold" for rs in runs.values() for x in rs):
         notes.append("some runs could not be made cold (their files stayed in the page cache): marked warm")
     summary = {"trace": str(trace_dir), "command": job.argv, "cwd": job.cwd, "reps": reps, "passes": passes,
+               "rounds": len(base),
                "baseline_s": base_s, "baseline_runs": [x["wall_s"] for x in base],
+               "baseline_cpu_s": rank.median([x["cpu_s"] for x in base]),
                "baseline_io_share": rank.median([x["io_share"] for x in base if x["io_share"] is not None]),
                "writes_redirected": job.writes, "notes": notes, "results": rank.verdicts(results, passes)}
     _write(scratch, summary, runs)
@@ -264,7 +303,7 @@ def _write(scratch, summary, runs) -> None:
         for k, x in enumerate(rs):
             params = {"trace": summary["trace"], "fix": name, "kind": r["kind"] if r else "baseline",
                       "injected": r["injected"]["env"] if r else {}, "python": r["python"] if r else {}}
-            metrics = {"wall_s": x["wall_s"], "io_share": x["io_share"], "io_time_s": x["io_time_s"],
+            metrics = {"wall_s": x["wall_s"], "cpu_s": x["cpu_s"], "io_share": x["io_share"], "io_time_s": x["io_time_s"],
                        "conversion_s": r["conversion_s"] if r else None}
             recs.append(make_record("trace-try", params, metrics, x["cache"], rep=k))
     atomic_write_text(scratch / "records.jsonl", "".join(json.dumps(r) + "\n" for r in recs))

@@ -2,7 +2,7 @@
 a command: the trace package does not import the rechunker), same format, into scratch space that
 is checked first.
 
-    convert_copy(candidate, copies_dir, say) -> (copy path or None, seconds, why not tried or None)
+    convert_copy(candidate, copies_dir, say) -> (copy path or None, seconds, CPU seconds, why not tried or None)
 """
 
 import os
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from climio.base.units import format_size
+from .runs import child_cpu_s
 
 SPACE_FACTOR = 1.5            # a copy may compress less well than the original
 SPACE_MARGIN = 64 << 20
@@ -31,7 +32,7 @@ def convert_copy(c, copies_dir, say=None) -> tuple:
     need = int(os.path.getsize(c.file) * SPACE_FACTOR) + SPACE_MARGIN
     free = shutil.disk_usage(copies_dir).free
     if free < need:
-        return None, None, (f"not enough scratch space for the copy in {copies_dir}: {format_size(free)} free, "
+        return None, None, None, (f"not enough scratch space for the copy in {copies_dir}: {format_size(free)} free, "
                             f"{format_size(need)} needed (give --scratch DIR)")
     if dst.exists():
         dst.unlink()
@@ -39,9 +40,9 @@ def convert_copy(c, copies_dir, say=None) -> tuple:
             f"{c.convert['var'].lstrip('/')}:{','.join(map(str, c.convert['chunks']))}"]
     if say:
         say(f"converting for item {c.id}: climio rechunk ... -c {argv[-1]}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), child_cpu_s()
     p = subprocess.run(argv, capture_output=True, text=True)
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, child_cpu_s() - c0
     if p.returncode != 0 or not dst.exists():
-        return None, None, f"the conversion failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
-    return str(dst), secs, None
+        return None, None, None, f"the conversion failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
+    return str(dst), secs, cpu, None

@@ -77,17 +77,19 @@ def text(summary) -> str:
     cols = sorted({*SHOWN_PASSES, p})
     out = [f"climio trace try — {summary['trace']}",
            f"command: {' '.join(summary['command'])}   (cwd {summary['cwd']})",
-           f"baseline {_s(summary['baseline_s'])} s cold (median of {len(summary['baseline_runs'])} runs, "
-           f"I/O share {_pct(summary['baseline_io_share'])}); {summary['reps']} reps each, cold, baseline "
+           f"baseline {_s(summary['baseline_s'])} s cold, CPU {_s(summary.get('baseline_cpu_s'))} s (median of "
+           f"{len(summary['baseline_runs'])} runs, "
+           f"I/O share {_pct(summary['baseline_io_share'])}); {summary.get('rounds', summary['reps'])} of {summary['reps']} reps each, cold, baseline "
            f"in the same rounds in alternating order"]
     out += [f"note: {n}" for n in summary["notes"]]
     out.append("")
-    out.append("  " + "  ".join(["id ", "kind  ", "after [s]", "conv [s]", *[f"gain P={c}" for c in cols], "I/O share",
+    out.append("  " + "  ".join(["id ", "kind  ", "after [s]", " CPU [s]", "conv [s]", *[f"gain P={c}" for c in cols], "I/O share",
                                   "label    "]) + "  fix / result")
     for r in summary["results"]:
         gains = [_g(r["gain"].get(str(c))) if r["label"] == "measured" else _g(r.get("predicted_gain")) + "?"
                  for c in cols]
         out.append("  " + "  ".join([f"{r['id']:<3}", f"{r['kind']:<6}", f"{_s(r.get('after_s')):>9}",
+                                      f"{_s(r.get('after_cpu_s')):>8}",
                                       f"{_s(r.get('conversion_s')):>8}", *[f"{g:>8}" for g in gains],
                                       f"{_pct(r.get('io_share')):>9}", f"{r['label']:<9}"])
                    + f"  {r['title']}: {r['status']}")

@@ -1,6 +1,6 @@
 """One run of the traced job for `climio trace try`: cold, traced, with a fix's environment.
 
-    run_job(job, env_extra, run_dir, evict) -> dict   wall seconds, exit status, stdout, cache state,
+    run_job(job, env_extra, run_dir, evict) -> dict   wall and CPU seconds, exit status, stdout, cache state,
                                                       I/O share and what the run's own trace shows
 
 Every run is traced (the same tracer for the baseline and the fixes): its trace gives the I/O share
@@ -10,6 +10,7 @@ the variable's). The files the job writes go to run_dir/out (CLIMIO_TRY_WRITES, 
 
 import json
 import os
+import resource
 import subprocess
 import time
 from dataclasses import dataclass
@@ -50,17 +51,25 @@ def run_job(job, env_extra, run_dir, evict) -> dict:
                           env.get("LD_PRELOAD")))
     env.update(_writes_env(job, run_dir / "out"))
     env.update(env_extra)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), child_cpu_s()
     proc = subprocess.run(job.argv, cwd=job.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, child_cpu_s() - c0
     (run_dir / "stdout.txt").write_bytes(proc.stdout)
     (run_dir / "stderr.txt").write_bytes(proc.stderr)
-    rec = {"wall_s": wall, "exit_status": proc.returncode, "cache": state, "dir": str(run_dir),
+    rec = {"wall_s": wall, "cpu_s": cpu, "exit_status": proc.returncode, "cache": state, "dir": str(run_dir),
            "stdout": proc.stdout.decode(errors="replace"), "stderr_tail": proc.stderr.decode(errors="replace")[-2000:]}
     rec.update(_seen(run_dir / "trace"))
     report = run_dir / "injected.jsonl"
     rec["python_injected"] = [json.loads(l) for l in report.read_text().splitlines()] if report.exists() else []
     return rec
+
+
+def child_cpu_s() -> float:
+    """User + system seconds of this process's finished, waited-for children (and theirs): the delta
+    around one child is its CPU time. Beside wall time because on shared cores the wall time also
+    holds the time the job waited for a core (load 14 on 2 cores: 4x its CPU time)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _h5_cache(trace_dir) -> list:
