@@ -199,8 +199,8 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
         moved = sum(sum(task) for task in tasks)
         # the GET-rate ceiling was measured with whole-object GETs: a byte range counts as the share
         # of one that its latency is (s3fs: one request of the two a whole object takes)
-        share = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
-        weight = sum(len(t) * (share if isinstance(t, Ranged) else 1.0) for t in tasks)
+        part = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
+        weight = sum(len(t) * (part if isinstance(t, Ranged) else 1.0) for t in tasks)
         wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
                    weight / s.gets_per_s)
         # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
