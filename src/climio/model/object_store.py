@@ -18,8 +18,9 @@ stack keeps in flight:
                      each hyperslab a call with the stack's fixed cost (slab_s, measured); the CPU
                      side (the stack's per chunk and shard, a compressed chunk's hand-off to a
                      codec thread, the decoding) in CPU seconds, its wall time theirs over the
-                     share of a core the process got when calibrated (cpu_share: a loaded
-                     machine's CPU-bound reads take longer, its GETs were measured so)
+                     share of a core the process gets (cpu_share, 1 unless a caller knows the
+                     machine's load: bench predict --store shows the prediction with the share
+                     measured just before each repetition beside the judged one)
 """
 
 import heapq
@@ -60,7 +61,10 @@ class StoreRates:
     stacks: dict = field(default_factory=dict)     # stack -> StackObjectRates
     injected_latency_ms: float = 0.0
     source: str = ""
-    cpu_share: float = 1.0        # the share of a core the calibrating process got (busy loops beside the probes)
+    cpu_share: float = 1.0        # the share of a core the CPU side gets (1: a whole core; see calibration_cpu_share)
+    # the share a busy loop beside calibrate --store's probes got: recorded, not used (a prediction with it
+    # came out worse on a shared machine, bench predict --store seed 2: p90 2.20x against 1.91x with 1)
+    calibration_cpu_share: float = 0.0
 
     def stack(self, name):
         """The stack's rates; a stack not calibrated reads at the raw GETs' rates with zarr-python's
@@ -183,7 +187,7 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     beside the stack's own per chunk: it overlaps the GETs still in flight, but the last task's
     chunks are decoded after the wire is done, so a slab takes
     max(wire + one task's decoding, the stack's CPU + all the decoding), the CPU parts over the
-    calibration's share of a core (cpu_wall). A compressed chunk (a finite `decode_Bps`) costs the
+    rates' share of a core (cpu_wall). A compressed chunk (a finite `decode_Bps`) costs the
     stack's codec_chunk_s beside its chunk_cpu_s. cpu_s and decode_s are returned in CPU seconds."""
     s = rates.stack(stack)
     share = rates.cpu_share
@@ -272,6 +276,9 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             probe = concurrency[stack] if isinstance(concurrency[stack], dict) else {"median_in_flight": concurrency[stack]}
             conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
+            # or the probe's: 128 small chunks read in one selection through the stack itself, many times
+            # the grid's 16 GETs (whose rate, ramp-up included, came out 29-1230 a second from run to run)
+            per_s = max(per_s, float(probe.get("gets_per_s", 0.0)))
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
@@ -283,7 +290,7 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
     shares = sorted(float(c["cpu_share"]) for c in concurrency.values() if isinstance(c, dict) and c.get("cpu_share"))
     share = shares[len(shares) // 2] if shares else 1.0
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source,
-                      cpu_share=share)
+                      calibration_cpu_share=share)
 
 
 # --- a described variable's reads (climio.dataset.description's Description) -----------------------

@@ -7,9 +7,9 @@ whose decoding of a 2 KiB chunk takes microseconds) the CPU seconds a compressed
 an uncompressed one: zarr-python hands each compressed chunk to a worker thread and back, a fixed
 cost per chunk that the decode rate (bytes per second, measured on 1 MiB chunks) does not hold.
 One-chunk hyperslabs read one after another give what each hyperslab (each zarr __getitem__) costs
-beyond its GET and chunk. A busy loop beside each read, and the read's own CPU over its wall time,
-give the share of a core the process gets (a shared machine's load): the CPU terms are CPU seconds,
-a CPU-bound read's wall time is theirs over that share."""
+beyond its GET and chunk; the plain probe's GETs over its wall time the GETs a second the stack
+completes. A busy loop beside each read, and the read's own CPU over its wall time, give the share
+of a core the process got (a shared machine's load: recorded, see model.object_store.StoreRates)."""
 
 import tempfile
 import time
@@ -99,11 +99,12 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 ranged = _slab_reads(endpoint, stack, f"{base}/{SHARDED}", SLAB_READS // 2)
                 # what a hyperslab costs beyond its GET and its chunk: zarr's selection, the hop to its
                 # event loop and back (a shared machine's scheduling delays included, as a user sees them)
-                # (the chunk's CPU seconds take 1/share of a core's wall seconds on a loaded machine)
                 out[stack] = {"median_in_flight": median(r["mean_in_flight"] for r in plain),
                               "chunk_cpu_s": chunk_cpu, "shard_cpu_s": shard_cpu, "codec_chunk_s": codec_cpu,
                               "cpu_share": share,
-                              "slab_s": max(0.0, read_s - get_s - chunk_cpu / share), "small_get_s": get_s,
+                              # GETs a second the stack completed reading many small chunks in one selection
+                              "gets_per_s": median(r["gets"] / r["wall_s"] for r in plain if r["wall_s"] > 0),
+                              "slab_s": max(0.0, read_s - get_s - chunk_cpu), "small_get_s": get_s,
                               "ranged_get_s": ranged["get_s"],
                               "all": [round(r["mean_in_flight"], 2) for r in plain]}
         finally:
