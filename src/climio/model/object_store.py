@@ -18,9 +18,9 @@ stack keeps in flight:
                      each hyperslab a call with the stack's fixed cost (slab_s, measured); the CPU
                      side (the stack's per chunk and shard, a compressed chunk's hand-off to a
                      codec thread, the decoding) in CPU seconds, its wall time theirs over the
-                     share of a core the process gets (cpu_share, 1 unless a caller knows the
-                     machine's load: bench predict --store shows the prediction with the share
-                     measured just before each repetition beside the judged one)
+                     share of a core the process got while calibrating (cpu_share: a loaded
+                     machine's CPU-bound reads take longer; its GETs were measured under the same
+                     load)
 """
 
 import heapq
@@ -61,10 +61,9 @@ class StoreRates:
     stacks: dict = field(default_factory=dict)     # stack -> StackObjectRates
     injected_latency_ms: float = 0.0
     source: str = ""
-    cpu_share: float = 1.0        # the share of a core the CPU side gets (1: a whole core; see calibration_cpu_share)
-    # the share a busy loop beside calibrate --store's probes got: recorded, not used (a prediction with it
-    # came out worse on a shared machine, bench predict --store seed 2: p90 2.20x against 1.91x with 1)
-    calibration_cpu_share: float = 0.0
+    # the share of a core the CPU side gets: calibrate --store's (a busy loop and each probe read's own CPU
+    # over wall beside its probes, the median); 1: a whole core (a profile from before it was measured)
+    cpu_share: float = 1.0
 
     def stack(self, name):
         """The stack's rates; a stack not calibrated reads at the raw GETs' rates with zarr-python's
@@ -290,7 +289,7 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
     shares = sorted(float(c["cpu_share"]) for c in concurrency.values() if isinstance(c, dict) and c.get("cpu_share"))
     share = shares[len(shares) // 2] if shares else 1.0
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source,
-                      calibration_cpu_share=share)
+                      cpu_share=share)
 
 
 # --- a described variable's reads (climio.dataset.description's Description) -----------------------

@@ -9,7 +9,8 @@ cost per chunk that the decode rate (bytes per second, measured on 1 MiB chunks)
 One-chunk hyperslabs read one after another give what each hyperslab (each zarr __getitem__) costs
 beyond its GET and chunk; the plain probe's GETs over its wall time the GETs a second the stack
 completes. A busy loop beside each read, and the read's own CPU over its wall time, give the share
-of a core the process got (a shared machine's load: recorded, see model.object_store.StoreRates)."""
+of a core the process got (a shared machine's load): the CPU terms are CPU seconds, a CPU-bound
+read's wall time is theirs over that share."""
 
 import tempfile
 import time

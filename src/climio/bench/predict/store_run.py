@@ -19,8 +19,8 @@ the slowest, their sum) that say whether a slow repetition waited on the store o
 repetitions go in rounds: every configuration of a latency once, then again, so a burst of the
 shared machine's load lands on one repetition of several configurations, not on all of one (the
 median of the repetitions is the measured time). Before each, a busy loop takes the share of a core
-the process gets then (cpu_share_now); predicted_now_s is the model's time with the CPU side over
-that share (the judged prediction takes a whole core), recorded beside it.
+the process gets then (cpu_share_now); predicted_now_s is the model's time with that share instead
+of the calibration's, recorded beside the prediction the targets are judged on.
 """
 
 import contextlib
@@ -193,7 +193,7 @@ class _Config:
         self.params["load_1min"], self.params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
         self.params["measured"] = ("hyperslab reads after the open: client and zarr.json timed apart as open_s, "
                                    "not predicted")
-        self.params["cpu_share_at_calibration"] = rates.calibration_cpu_share
+        self.params["cpu_share_at_calibration"] = rates.cpu_share
         if canary_ref:
             now = canary(s3.endpoint, canary_ref[0], cfg.stack)
             self.params["canary"] = {"s": now, "at_calibration_s": canary_ref[1], "slowdown": now / canary_ref[1]}
