@@ -52,7 +52,8 @@ def main(argv=None) -> int:
     from climio.stores.endpoint import parse_s3_url
     from climio.stores.server import S3Server
     rows = []
-    with tempfile.TemporaryDirectory(prefix="climio-cold-") as tmp, S3Server(data_dir=tmp, buckets=("coldbench",)) as s3:
+    with tempfile.TemporaryDirectory(prefix="climio-cold-") as tmp, \
+            S3Server(data_dir=tmp, buckets=("coldbench",)) as s3:
         s3.set_latency(0)
         for i in range(args.arrays):
             url = f"s3://coldbench/cold/a{i}.zarr"

@@ -281,8 +281,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
-                                             float(probe.get("small_get_s", 0.0)), float(probe.get("ranged_get_s", 0.0)),
-                                             float(probe.get("codec_chunk_s", 0.0)))
+                                             float(probe.get("small_get_s", 0.0)),
+                                             float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     # the share of a core the calibration got: the median of the probes' (1: none measured)
