@@ -150,3 +150,76 @@ def test_a_read_of_more_hyperslabs_than_priced_is_scaled_from_an_even_sample(mon
     assert exact["slabs"] == sample["slabs"] == 16 * 24 and sample["slabs_priced"] == 48
     for k in ("time_s", "gets", "bytes", "wire_s"):
         assert sample[k] == pytest.approx(exact[k], rel=1e-9), k
+
+
+def test_a_compressed_chunks_hand_off_and_the_cpu_share():
+    """A compressed chunk costs the stack's codec_chunk_s beside its chunk_cpu_s; the CPU side
+    (the stack's own and the decoding) takes its CPU seconds over the calibration's share of a core
+    in wall time; cpu_s and decode_s stay CPU seconds. Exact numbers."""
+    assert om.cpu_wall(0.02, 0.5) == 0.04 and om.cpu_wall(0.02, 1.0) == 0.02
+    assert om.cpu_wall(0.02, 0.0) == 0.02 and om.cpu_wall(0.02, 7.0) == 0.02     # no share: a whole core
+    s = om.StackObjectRates(0.001, 1e15, 8.0, chunk_cpu_s=0.002, codec_chunk_s=0.001)
+    slab = [[[1000]] * 10]                               # one hyperslab, ten one-GET chunks
+    whole = om.StoreRates("http://x", 0.001, 1e15, 1e15, {"s": s})
+    half = om.StoreRates("http://x", 0.001, 1e15, 1e15, {"s": s}, cpu_share=0.5)
+    # uncompressed: no hand-off; wire = two waves of 1 ms, CPU 10 x 2 ms
+    assert om.predict_read(slab, whole, "s")["time_s"] == pytest.approx(0.020, rel=1e-9)
+    plain = om.predict_read(slab, half, "s")
+    assert plain["time_s"] == pytest.approx(0.040, rel=1e-9) and plain["cpu_s"] == pytest.approx(0.020, rel=1e-9)
+    assert plain["wire_s"] == pytest.approx(0.002, rel=1e-9) and plain["cpu_share"] == 0.5
+    # compressed at 1 MB/s of 1000-byte chunks: 1 ms decoding and 1 ms hand-off per chunk
+    packed = om.predict_read(slab, half, "s", decode_Bps=1e6, chunk_raw_bytes=1000)
+    assert packed["cpu_s"] == pytest.approx(0.030, rel=1e-9) and packed["decode_s"] == pytest.approx(0.010, rel=1e-9)
+    assert packed["time_s"] == pytest.approx((0.030 + 0.010) / 0.5, rel=1e-9)
+    assert om.predict_read(slab, whole, "s", 1e6, 1000)["time_s"] == pytest.approx(0.040, rel=1e-9)
+    # GET-bound: the wire + the last task's decoding (over the share) when that is longer
+    slow = om.StoreRates("http://x", 0.1, 1e15, 1e15, {"s": om.StackObjectRates(0.1, 1e15, 8.0)}, cpu_share=0.5)
+    assert om.predict_read(slab, slow, "s", 1e6, 1000)["time_s"] == pytest.approx(0.2 + 0.001 / 0.5, rel=1e-9)
+
+
+def test_calibrated_hand_off_and_share_reach_the_rates():
+    """rates_from_cells keeps each stack's codec_chunk_s, the probe's GET rate where it is the
+    higher, and the median of the probes' shares; rates without them (an older profile)
+    read as a whole core and no hand-off."""
+    cells = [{"latency_ms": 0.0, "stack": st, "get_bytes": size, "concurrency": c, "rate_MBps": 100.0,
+              "req_p50_ms": 1.0 + size / 1e8} for st in ("raw-obstore", "zarr-obstore", "zarr-fsspec")
+             for size in (16384, 1 << 20) for c in (1, 8)]
+    probe = {"zarr-obstore": {"median_in_flight": 8.0, "chunk_cpu_s": 5e-4, "codec_chunk_s": 2e-4, "cpu_share": 0.4,
+                              "gets_per_s": 1e6},
+             "zarr-fsspec": {"median_in_flight": 6.0, "chunk_cpu_s": 4e-3, "codec_chunk_s": 9e-4, "cpu_share": 0.3}}
+    r = om.rates_from_cells(cells, 0.0, "http://x", probe)
+    assert r.stacks["zarr-obstore"].codec_chunk_s == 2e-4 and r.stacks["zarr-fsspec"].codec_chunk_s == 9e-4
+    assert r.cpu_share == 0.4                   # the upper median of two
+    # the GET-rate ceiling: the probe's when it completed more GETs a second than the grid's (fsspec's not)
+    assert r.stacks["zarr-obstore"].gets_per_s == 1e6
+    assert r.stacks["zarr-fsspec"].gets_per_s == pytest.approx(100e6 / 16384, rel=1e-9)   # 8 in flight, 6 its own
+    back = om.StoreRates.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back.cpu_share == 0.4 and back.stacks["zarr-fsspec"].codec_chunk_s == 9e-4
+    old = {k: v for k, v in r.to_dict().items() if k != "cpu_share"}
+    old["stacks"] = {k: {f: x for f, x in v.items() if f != "codec_chunk_s"} for k, v in old["stacks"].items()}
+    back = om.StoreRates.from_dict(old)
+    assert back.cpu_share == 1.0 and back.stacks["zarr-obstore"].codec_chunk_s == 0.0
+
+
+def test_the_summary_flags_noisy_configurations():
+    """Per configuration the repetitions' spread (slowest / fastest): over 1.5x flagged noisy and
+    still counted; the median of the repetitions is the measured time."""
+    from climio.bench.predict.summary import summarise
+
+    def rec(cfg, wall, rep, now=None):
+        return {"study": "predict", "status": "ok", "rep": rep,
+                "params": {"config": cfg, "layout": "x", "read": "xt", "stack": "zarr-obstore", "tasks": 1,
+                           "compression": "none", "chunks": [1], "predicted_s": 0.1, "object_store": True,
+                           "latency_ms": 0.0, "predicted": {"bound": "I/O", "path": [], "io_s": 0.1, "decode_s": 0.0,
+                                                            "cpu_s": 0.0}},
+                "metrics": {"wall_s": wall, "open_s": 0.3, **({"predicted_now_s": now} if now else {})}}
+    recs = ([rec("a", w, i, 0.1) for i, w in enumerate((0.10, 0.12, 0.11))]
+            + [rec("b", w, i, 0.2) for i, w in enumerate((0.05, 0.69, 0.10))])
+    s = summarise(recs)
+    rows = {r["config"]: r for r in s["rows"]}
+    assert rows["a"]["spread"] == pytest.approx(1.2) and not rows["a"]["noisy"]
+    assert rows["b"]["spread"] == pytest.approx(0.69 / 0.05) and rows["b"]["noisy"]
+    assert rows["b"]["measured_s"] == pytest.approx(0.10) and rows["b"]["open_s"] == pytest.approx(0.3)
+    assert s["n"] == 2 and s["spread"]["noisy"] == ["b"]
+    assert s["max_factor"] == pytest.approx(1.1, rel=1e-9)          # a: 0.1 predicted against 0.11
+    assert s["share_now"]["n"] == 2 and s["share_now"]["max_factor"] == pytest.approx(2.0)   # b: 0.2 against 0.1

@@ -15,7 +15,12 @@ stack keeps in flight:
                      task: waves when tasks are equal), each GET latency + size / per-connection
                      bandwidth, the whole capped by the aggregate bandwidth; a compressed store's
                      chunks decoded at the codec's calibrated rate, beside the GETs in flight;
-                     each hyperslab a call with the stack's fixed cost (slab_s, measured)
+                     each hyperslab a call with the stack's fixed cost (slab_s, measured); the CPU
+                     side (the stack's per chunk and shard, a compressed chunk's hand-off to a
+                     codec thread, the decoding) in CPU seconds, its wall time theirs over the
+                     share of a core the process got while calibrating (cpu_share: a loaded
+                     machine's CPU-bound reads take longer; its GETs were measured under the same
+                     load)
 """
 
 import heapq
@@ -43,6 +48,8 @@ class StackObjectRates:
     slab_s: float = 0.0                  # seconds per hyperslab read beyond its GETs and chunks (one call)
     small_get_s: float = 0.0             # a small GET's seconds inside a one-chunk hyperslab (as measured)
     ranged_latency_s: float = 0.0        # a small byte-range GET's (in a shard), as measured; 0: latency_s
+    codec_chunk_s: float = 0.0           # CPU seconds per compressed chunk beyond an uncompressed one's and
+    #                                      its decoding (zarr-python's hand-off of each chunk to a codec thread)
 
 
 @dataclass
@@ -54,6 +61,9 @@ class StoreRates:
     stacks: dict = field(default_factory=dict)     # stack -> StackObjectRates
     injected_latency_ms: float = 0.0
     source: str = ""
+    # the share of a core the CPU side gets: calibrate --store's (a busy loop and each probe read's own CPU
+    # over wall beside its probes, the median); 1: a whole core (a profile from before it was measured)
+    cpu_share: float = 1.0
 
     def stack(self, name):
         """The stack's rates; a stack not calibrated reads at the raw GETs' rates with zarr-python's
@@ -160,6 +170,12 @@ def makespan(durations, slots: float) -> float:
     return max(heap)
 
 
+def cpu_wall(cpu_s: float, share: float) -> float:
+    """Wall seconds of `cpu_s` CPU seconds in a process that gets `share` of a core (0 < share <= 1;
+    anything else is taken as a whole core)."""
+    return cpu_s / share if 0 < share <= 1 else cpu_s
+
+
 def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: float = math.inf,
                  chunk_raw_bytes: int = 0, cpu_units=None) -> dict:
     """Seconds to read the hyperslabs one after another (each a list of tasks), and the parts;
@@ -169,11 +185,16 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     calibrated rate) after their GETs: `chunk_raw_bytes` is a chunk's decoded size. Decoding is CPU
     beside the stack's own per chunk: it overlaps the GETs still in flight, but the last task's
     chunks are decoded after the wire is done, so a slab takes
-    max(wire + one task's decoding, the stack's CPU + all the decoding)."""
+    max(wire + one task's decoding, the stack's CPU + all the decoding), the CPU parts over the
+    rates' share of a core (cpu_wall). A compressed chunk (a finite `decode_Bps`) costs the
+    stack's codec_chunk_s beside its chunk_cpu_s. cpu_s and decode_s are returned in CPU seconds."""
     s = rates.stack(stack)
+    share = rates.cpu_share
     total = io = decode_total = wire_total = cpu_total = 0.0
     gets = nbytes = 0
-    per_chunk = chunk_raw_bytes / decode_Bps if decode_Bps and math.isfinite(decode_Bps) else 0.0
+    compressed = bool(decode_Bps) and math.isfinite(decode_Bps)
+    per_chunk = chunk_raw_bytes / decode_Bps if compressed else 0.0
+    chunk_cpu = s.chunk_cpu_s + (s.codec_chunk_s if compressed else 0.0)
     for i, tasks in enumerate(tasks_per_slab):
         ranged = s.ranged_latency_s or s.latency_s
         durs = [sum((ranged if isinstance(task, Ranged) else s.latency_s) + g / s.per_connection_Bps for g in task)
@@ -181,18 +202,18 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
         moved = sum(sum(task) for task in tasks)
         # the GET-rate ceiling was measured with whole-object GETs: a byte range counts as the share
         # of one that its latency is (s3fs: one request of the two a whole object takes)
-        share = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
-        weight = sum(len(t) * (share if isinstance(t, Ranged) else 1.0) for t in tasks)
+        part = min(1.0, ranged / s.latency_s) if s.latency_s else 1.0
+        weight = sum(len(t) * (part if isinstance(t, Ranged) else 1.0) for t in tasks)
         wire = max(makespan(durs, s.concurrency), moved / min(rates.aggregate_Bps, s.aggregate_Bps),
                    weight / s.gets_per_s)
         # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
         chunks, shards = cpu_units[i] if cpu_units else (len(tasks), 0)
         decode = chunks * per_chunk
         last = decode / len(tasks) if tasks else 0.0
-        cpu = chunks * s.chunk_cpu_s + shards * s.shard_cpu_s
+        cpu = chunks * chunk_cpu + shards * s.shard_cpu_s
         # each hyperslab is one call into the stack: its fixed cost is paid before its GETs start
-        total += max(wire + last, cpu + decode) + s.slab_s
-        io += max(wire, cpu) + s.slab_s
+        total += max(wire + cpu_wall(last, share), cpu_wall(cpu + decode, share)) + s.slab_s
+        io += max(wire, cpu_wall(cpu, share)) + s.slab_s
         decode_total += decode
         wire_total += wire
         cpu_total += cpu
@@ -201,7 +222,7 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     # io_s: the same reads with nothing to decode; decode_s: the decoding's CPU seconds (partly hidden)
     # wire_s, cpu_s: the GETs' schedule and the stack's own CPU, each alone (what bounds the read)
     return {"time_s": total, "io_s": io, "decode_s": decode_total, "gets": gets, "bytes": nbytes,
-            "wire_s": wire_total, "cpu_s": cpu_total}
+            "wire_s": wire_total, "cpu_s": cpu_total, "cpu_share": share}
 
 
 def fit_stack(points) -> tuple:
@@ -254,13 +275,21 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             probe = concurrency[stack] if isinstance(concurrency[stack], dict) else {"median_in_flight": concurrency[stack]}
             conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
+            # or the probe's: 128 small chunks read in one selection through the stack itself, many times
+            # the grid's 16 GETs (whose rate, ramp-up included, came out 29-1230 a second from run to run)
+            per_s = max(per_s, float(probe.get("gets_per_s", 0.0)))
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
-                                             float(probe.get("small_get_s", 0.0)), float(probe.get("ranged_get_s", 0.0)))
+                                             float(probe.get("small_get_s", 0.0)),
+                                             float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
-    return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source)
+    # the share of a core the calibration got: the median of the probes' (1: none measured)
+    shares = sorted(float(c["cpu_share"]) for c in concurrency.values() if isinstance(c, dict) and c.get("cpu_share"))
+    share = shares[len(shares) // 2] if shares else 1.0
+    return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source,
+                      cpu_share=share)
 
 
 # --- a described variable's reads (climio.dataset.description's Description) -----------------------

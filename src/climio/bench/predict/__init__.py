@@ -34,13 +34,14 @@ PRESETS = {
     "quick": {"configs": 30, "seed": 1, "reps": 2, "max_s": 6.0, "only": ""},
 }
 PRESETS["survey"] = PRESETS["quick"]
+STORE_REPS = 3
 
 
 @dataclass
 class Grid:
     configs: int = field(default=100, metadata=option("--configs", "Configurations drawn from the declared space.", "N"))
     seed: int = field(default=1, metadata=option("--seed", "Seed of the draw (another seed, other configurations).", "N"))
-    reps: int = field(default=2, metadata=option("--reps", "Cold repetitions per configuration.", "N"))
+    reps: int = field(default=2, metadata=option("--reps", "Cold repetitions per configuration (--store: 3 unless given).", "N"))
     max_s: float = field(default=12.0, metadata=option("--max-s", "Configurations predicted to take longer are not run (a dnf record says so).", "S"))
     only: str = field(default="", metadata=option("--only", "Run only configurations whose id contains one of these words (comma list).", "LIST"))
     profile: str = field(default="", metadata=option("--profile", "Profile to predict with (default: this platform's, from climio calibrate).", "FILE"))
@@ -56,6 +57,8 @@ def build_grid(preset="full", **values) -> Grid:
     if preset not in PRESETS:
         raise InputError(f"unknown preset '{preset}': choose from {', '.join(PRESETS)}")
     v = {"profile": "", **PRESETS[preset], **{k: x for k, x in values.items() if x is not None}}
+    if values.get("store") and values.get("reps") is None:
+        v["reps"] = STORE_REPS      # --store: the median of three, a shared machine's bursts land on one
     try:
         configs, seed, reps, max_s = int(v["configs"]), int(v["seed"]), int(v["reps"]), float(v["max_s"])
     except (TypeError, ValueError):

@@ -91,11 +91,31 @@ def _store_section(sec, s) -> Section:
             "before each configuration as right after the calibration. Each prediction scaled by its canary's "
             f"slowdown: median {c['median_factor']:.2f}x, 90th percentile {c['p90_factor']:.2f}x, max "
             f"{c['max_factor']:.2f}x (shown to explain the error; the targets are judged on the unscaled figures)."))
+    n = s["share_now"]
+    if n["n"]:
+        sec.add(Paragraph(
+            "The share of a core the process got, measured just before each repetition, used instead of the "
+            f"calibration's: median {n['median_factor']:.2f}x, 90th percentile {n['p90_factor']:.2f}x, max "
+            f"{n['max_factor']:.2f}x (shown to explain the error; the targets are judged on the calibration's)."))
+    sp = s["spread"]
+    if sp["median"] is not None:
+        sec.add(Paragraph(
+            f"Repetitions (median of them measured; the stack's client and zarr.json opened before, timed apart, not "
+            f"predicted): slowest over fastest median {sp['median']:.2f}x, 90th percentile {sp['p90']:.2f}x, max "
+            f"{sp['max']:.2f}x; {len(sp['noisy'])} configuration(s) over {sp['limit']}x flagged noisy (counted)."))
     rows = [[r["config"], r["compression"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}",
-             r["bound"], " -> ".join(r["path"])] for r in s["worst"]]
+             _spread(r), r["bound"], " -> ".join(r["path"])] for r in s["worst"]]
     sec.add(Table(["configuration (shape/chunks/shards/codec/read/stack/latency)", "codec (store's)", "predicted [s]",
-                   "measured [s]", "pred/meas", "bound", "model"], rows,
-                  f"The {len(rows)} configurations the model gets worst."))
+                   "measured [s]", "pred/meas", "repetitions (slowest/fastest)", "bound", "model"], rows,
+                  f"The {len(rows)} configurations the model gets worst; noisy: repetitions more than "
+                  f"{sp['limit']}x apart."))
+    rows = [[r["config"], f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}", _spread(r),
+             "-" if r["open_s"] is None else f"{r['open_s']:.3g}", r["bound"]]
+            for r in sorted(s["rows"], key=lambda r: r["config"])]
+    sec.add(Table(["configuration", "predicted [s]", "measured [s]", "pred/meas", "repetitions (slowest/fastest)",
+                   "open, not predicted [s]", "bound"], rows,
+                  "Per configuration: the median of the repetitions; open = the stack's client and zarr.json, "
+                  "timed apart."))
     rows = [[f"{key}: {k}", str(v["n"]), f"{v['median_ratio']:.2f}"] for key in ("bound", "stack", "latency_ms")
             for k, v in s[f"ratio_by_{key}"].items()]
     sec.add(Table(["configurations", "n", "median predicted/measured"], rows,
@@ -103,6 +123,12 @@ def _store_section(sec, s) -> Section:
                   "measuring: " + (f"{s['load']['median_1min']:.1f}" if s["load"]["median_1min"] is not None
                                    else "not recorded") + "."))
     return sec
+
+
+def _spread(row) -> str:
+    if row["reps"] < 2:
+        return "-"
+    return f"{row['spread']:.2f}x" + (" noisy" if row["noisy"] else "")
 
 
 def _count(x) -> str:

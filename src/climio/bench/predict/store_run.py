@@ -11,6 +11,16 @@ the store's metadata (climio.dataset.description), predicted (climio.model.objec
 stack's calibrated decode rate of the array's codec) and read --reps times, the server's volume
 files evicted before each; one record per repetition, in the file study's record shape (summary.py
 takes both).
+
+What is measured (the same for every configuration): the hyperslab reads, wall and CPU seconds;
+the stack's client and the array's metadata (zarr.json) are made and read before, timed apart as
+open_s and not predicted (measure.object_reads.phased_read), with the data GETs' times (the first,
+the slowest, their sum) that say whether a slow repetition waited on the store or on the CPU. The
+repetitions go in rounds: every configuration of a latency once, then again, so a burst of the
+shared machine's load lands on one repetition of several configurations, not on all of one (the
+median of the repetitions is the measured time). Before each, a busy loop takes the share of a core
+the process gets then (cpu_share_now); predicted_now_s is the model's time with that share instead
+of the calibration's, recorded beside the prediction the targets are judged on.
 """
 
 import contextlib
@@ -147,7 +157,8 @@ def canary(endpoint, url: str, stack: str) -> float:
 
 
 def _bound(p) -> str:
-    if p["wire_s"] >= p["cpu_s"] + p["decode_s"]:
+    from climio.model.object_store import cpu_wall
+    if p["wire_s"] >= cpu_wall(p["cpu_s"] + p["decode_s"], p.get("cpu_share", 1.0)):
         return "I/O"
     return "decode" if p["decode_s"] >= p["cpu_s"] else "CPU"
 
@@ -161,37 +172,53 @@ def _params(cfg, desc, p, dec, rates) -> dict:
             "read": cfg.read, "read_kind": cfg.read, "stack": cfg.stack, "tasks": 1, "latency_ms": cfg.latency_ms,
             "predicted_s": p["time_s"],
             "predicted": {"io_s": p["io_s"], "decode_s": p["decode_s"], "cpu_s": p["cpu_s"], "wire_s": p["wire_s"],
-                          "bound": _bound(p), "gets": p["gets"], "bytes": p["bytes"], "slabs": p["slabs"],
+                          "bound": _bound(p), "cpu_share": p.get("cpu_share", 1.0), "gets": p["gets"],
+                          "bytes": p["bytes"], "slabs": p["slabs"],
                           "decode_Bps": dec[0] if math.isfinite(dec[0]) else None, "decode_source": dec[1],
                           "path": [f"{p['gets']} GETs in {p['slabs']} reads", f"{s.concurrency:.1f} in flight",
                                    f"decode {dec[1]}"]},
             "profile": rates.endpoint, "profile_source": rates.source}
 
 
-def _one(ctx, grid, s3, cfg, url, rates, say, canary_ref=None) -> int:
-    """Describe, predict and measure one configuration; its records written; how many."""
-    from climio.dataset.description import describe
-    from climio.measure.object_reads import slab_walls
-    from climio.model.object_store import predict_layout, slabs_of
-    desc = describe(url, "v", s3.endpoint.url)
-    dec = decode_of(desc.codecs, rates, cfg.stack)
-    p = predict_layout(desc, desc.chunks, desc.shards, cfg.read, rates, cfg.stack, dec[0])
-    params = _params(cfg, desc, p, dec, rates)
-    params["load_1min"], params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
-    if canary_ref:
-        now = canary(s3.endpoint, canary_ref[0], cfg.stack)
-        params["canary"] = {"s": now, "at_calibration_s": canary_ref[1], "slowdown": now / canary_ref[1]}
-    slabs = slabs_of(desc, cfg.read)
-    walls = []
-    for rep in range(grid.reps):
+class _Config:
+    """One configuration across the rounds: described and predicted once, measured once a round."""
+
+    def __init__(self, s3, cfg, url, rates, canary_ref=None):
+        from climio.dataset.description import describe
+        from climio.model.object_store import predict_layout, slabs_of
+        self.cfg, self.url, self.rates, self.walls = cfg, url, rates, []
+        self.desc = describe(url, "v", s3.endpoint.url)
+        self.dec = decode_of(self.desc.codecs, rates, cfg.stack)
+        self.p = predict_layout(self.desc, self.desc.chunks, self.desc.shards, cfg.read, rates, cfg.stack, self.dec[0])
+        self.params = _params(cfg, self.desc, self.p, self.dec, rates)
+        self.params["load_1min"], self.params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1
+        self.params["measured"] = ("hyperslab reads after the open: client and zarr.json timed apart as open_s, "
+                                   "not predicted")
+        self.params["cpu_share_at_calibration"] = rates.cpu_share
+        if canary_ref:
+            now = canary(s3.endpoint, canary_ref[0], cfg.stack)
+            self.params["canary"] = {"s": now, "at_calibration_s": canary_ref[1], "slowdown": now / canary_ref[1]}
+        self.slabs = slabs_of(self.desc, cfg.read)
+
+    def measure(self, ctx, s3, rep: int) -> None:
+        from dataclasses import replace
+        from climio.measure.object_reads import cpu_share, phased_read
+        from climio.model.object_store import predict_layout
+        share = cpu_share()
+        now = predict_layout(self.desc, self.desc.chunks, self.desc.shards, self.cfg.read,
+                             replace(self.rates, cpu_share=share), self.cfg.stack, self.dec[0])["time_s"]
         state = s3.evict()
-        w = slab_walls(s3.endpoint, url, "v", slabs, cfg.stack, 1)[0]
-        walls.append(w)
-        metrics = {"wall_s": w, "bytes": p["bytes"], "ops": p["gets"]}
-        ctx.run.writer.write(make_record(STUDY, params, metrics, state, rep, "ok", ctx.run.platform_id))
-    meas = sorted(walls)[len(walls) // 2]
-    say(f"predict {cfg.id}: predicted {p['time_s']:.3g} s, measured {meas:.3g} s ({p['time_s'] / meas:.2f}x)")
-    return len(walls)
+        m = phased_read(s3.endpoint, self.url, "v", self.slabs, self.cfg.stack)
+        self.walls.append(m["wall_s"])
+        metrics = {**m, "bytes": self.p["bytes"], "ops": self.p["gets"], "cpu_share_now": share,
+                   "predicted_now_s": now, "load_1min": round(os.getloadavg()[0], 2)}
+        ctx.run.writer.write(make_record(STUDY, self.params, metrics, state, rep, "ok", ctx.run.platform_id))
+
+    def line(self) -> str:
+        w = sorted(self.walls)
+        meas, t = w[len(w) // 2], self.p["time_s"]
+        return (f"predict {self.cfg.id}: predicted {t:.3g} s, measured {meas:.3g} s ({t / meas:.2f}x; "
+                f"repetitions {min(w):.3g}-{max(w):.3g} s)")
 
 
 def _server(grid, data_dir):
@@ -206,6 +233,45 @@ def _server(grid, data_dir):
     return S3Server(data_dir=data_dir, buckets=(u.bucket,))
 
 
+def _failed(ctx, cfg, exc, say) -> int:
+    line = str(exc).splitlines()[0]
+    ctx.run.writer.write(make_record(STUDY, {**cfg.to_dict(), "config": cfg.id, "reason": line}, {"wall_s": 0.0},
+                                     {"state": "cold", "note": "not run"}, 0, "error", ctx.run.platform_id))
+    say(f"predict {cfg.id}: not measured: {line}")
+    return 1
+
+
+def _rounds(ctx, grid, s3, configs, base, rates, refs, say) -> int:
+    """Per latency, every configuration written, described and predicted, then measured once per
+    round for --reps rounds; the records written; how many."""
+    n, arrays, t0 = 0, {}, time.perf_counter()
+    for lat in sorted({c.latency_ms for c in configs}):
+        s3.set_latency(lat)
+        live = []
+        for cfg in (c for c in configs if c.latency_ms == lat):
+            url = arrays.get(cfg.array_key)
+            try:
+                if url is None:
+                    url = arrays[cfg.array_key] = f"{base}/predict-seed{grid.seed}/a{len(arrays)}.zarr"
+                    write_array(s3.direct_endpoint, url, cfg, grid.seed + len(arrays))
+                live.append(_Config(s3, cfg, url, rates[lat], refs[(lat, cfg.stack)]))
+            except ClimioError as exc:
+                n += _failed(ctx, cfg, exc, say)
+        for rep in range(grid.reps):
+            for c in list(live):
+                try:
+                    c.measure(ctx, s3, rep)
+                    n += 1
+                except ClimioError as exc:
+                    live.remove(c)
+                    n += _failed(ctx, c.cfg, exc, say)
+            say(f"predict --store: {lat:g} ms, round {rep + 1}/{grid.reps} of {len(live)} configurations, "
+                f"{time.perf_counter() - t0:.0f} s")
+        for c in live:
+            say(c.line())
+    return n
+
+
 def run_store_validation(ctx, grid) -> int:
     from climio.measure.progress import info
     from climio.stores.objects import delete_prefix
@@ -217,7 +283,6 @@ def run_store_validation(ctx, grid) -> int:
     configs = [c for c in configs if not words or any(w in c.id for w in words)]
     base = grid.store.rstrip("/")
     n = 0
-    t0 = time.perf_counter()
     with _server(grid, data_dir) as s3:
         env = s3.env() if hasattr(s3, "env") else {}
         with _env(env):
@@ -233,24 +298,7 @@ def run_store_validation(ctx, grid) -> int:
                                                lat, say)
                     for stack in sorted({c.stack for c in configs}):
                         refs[(lat, stack)] = (canary_url, canary(s3.endpoint, canary_url, stack))
-                arrays = {}
-                for done, cfg in enumerate(sorted(configs, key=lambda c: c.latency_ms)):
-                    url = arrays.get(cfg.array_key)
-                    if url is None:
-                        url = arrays[cfg.array_key] = f"{base}/predict-seed{grid.seed}/a{len(arrays)}.zarr"
-                        write_array(s3.direct_endpoint, url, cfg, grid.seed + len(arrays))
-                    s3.set_latency(cfg.latency_ms)
-                    try:
-                        n += _one(ctx, grid, s3, cfg, url, rates[cfg.latency_ms], say,
-                                  refs[(cfg.latency_ms, cfg.stack)])
-                    except ClimioError as exc:
-                        line = str(exc).splitlines()[0]
-                        ctx.run.writer.write(make_record(STUDY, {**cfg.to_dict(), "config": cfg.id, "reason": line},
-                                                         {"wall_s": 0.0}, {"state": "cold", "note": "not run"}, 0,
-                                                         "error", ctx.run.platform_id))
-                        say(f"predict {cfg.id}: not measured: {line}")
-                        n += 1
-                    say(f"predict --store: {done + 1}/{len(configs)} configurations, {time.perf_counter() - t0:.0f} s")
+                n = _rounds(ctx, grid, s3, configs, base, rates, refs, say)
             finally:
                 s3.set_latency(0)
                 delete_prefix(s3.direct_endpoint, f"{base}/predict-seed{grid.seed}/")

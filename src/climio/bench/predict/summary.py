@@ -9,6 +9,7 @@ from climio.present.stats import group_configs
 THESIS = {"stsa_flowchart_factor": 4.7, "xt_speedup_predicted": 33, "xt_speedup_observed": 24}
 TARGET_MEDIAN, TARGET_P90, TARGET_MAX = 1.3, 2.0, 3.0
 WORST = 10
+NOISY = 1.5       # a configuration whose repetitions differ more (slowest / fastest) is flagged, still counted
 
 
 def _median(xs):
@@ -27,6 +28,9 @@ def _row(cfg) -> dict:
     err = abs(math.log(pred / meas)) if pred > 0 and meas > 0 else math.inf
     sim = p.get("simulated") or {}
     cpu = _median([r["metrics"]["cpu_s"] for r in recs if r["metrics"].get("cpu_s") is not None])
+    walls = [r["metrics"]["wall_s"] for r in recs]
+    spread = max(walls) / min(walls) if walls and min(walls) > 0 else math.inf
+    now = _median([r["metrics"]["predicted_now_s"] for r in recs if r["metrics"].get("predicted_now_s")])
     return {"config": p["config"], "layout": p["layout"], "read": p["read"], "stack": p["stack"], "tasks": p["tasks"],
             "compression": p["compression"], "chunks": p["chunks"], "predicted_s": pred, "measured_s": meas,
             "ratio": pred / meas if meas else math.inf, "abs_log": err, "factor": math.exp(err),
@@ -38,7 +42,12 @@ def _row(cfg) -> dict:
             "measured_cpu_s": cpu, "cpu_share": cpu / meas if cpu is not None and meas else None,
             "load_1min": p.get("load_1min"), "cores": p.get("cores"), "reps": len(recs), "not_cold": warm,
             "object_store": bool(p.get("object_store")), "latency_ms": p.get("latency_ms"),
-            "slowdown": (p.get("canary") or {}).get("slowdown")}
+            "slowdown": (p.get("canary") or {}).get("slowdown"),
+            "spread": spread, "noisy": len(walls) > 1 and spread > NOISY, "predicted_now_s": now,
+            "open_s": _median([r["metrics"]["open_s"] for r in recs if r["metrics"].get("open_s") is not None]),
+            "cpu_share_now": _median([r["metrics"]["cpu_share_now"] for r in recs
+                                      if r["metrics"].get("cpu_share_now") is not None]),
+            "cpu_share_at_calibration": p.get("cpu_share_at_calibration")}
 
 
 def summarise(records) -> dict:
@@ -69,6 +78,16 @@ def summarise(records) -> dict:
     loads = [r["load_1min"] for r in rows if r["load_1min"] is not None]
     out["load"] = {"median_1min": _median(loads), "quiet_n": len(quiet), "quiet_median_factor": f(_median(quiet)),
                    "quiet_p90_factor": f(_quantile(quiet, 0.9)), "quiet_max_factor": f(max(quiet) if quiet else None)}
+    # the repetitions' spread (slowest / fastest) and the configurations flagged noisy (counted all the same)
+    spreads = [r["spread"] for r in rows if r["reps"] > 1 and math.isfinite(r["spread"])]
+    out["spread"] = {"median": _median(spreads), "p90": _quantile(spreads, 0.9), "max": max(spreads, default=None),
+                     "noisy": [r["config"] for r in rows if r["noisy"]], "limit": NOISY}
+    # bench predict --store: each prediction with the share of a core measured just before each
+    # repetition instead of the calibration's (what of the error the machine's changing load explains)
+    now = [abs(math.log(r["predicted_now_s"] / r["measured_s"])) for r in rows
+           if r["predicted_now_s"] and r["measured_s"] > 0]
+    out["share_now"] = {"n": len(now), "median_factor": f(_median(now)), "p90_factor": f(_quantile(now, 0.9)),
+                        "max_factor": f(max(now) if now else None)}
     out["ratio_median"] = _median([r["ratio"] for r in rows if math.isfinite(r["ratio"])])
     out["object_store"] = bool(rows) and all(r["object_store"] for r in rows)
     # bench predict --store: the same errors with each prediction scaled by the canary's slowdown (how
