@@ -152,7 +152,8 @@ def check_pass(p, max_mem, workers, orig_src, rates, own=False):
             * (max(math.ceil(p.n_blocks / p.workers) * p.workers / p.n_blocks,
                    p.workers * math.prod(min(b, d) / d for b, d in zip(p.block, shape)), 1.0)
                if p.n_blocks and p.workers > 1 else 1)
-            + p.bytes_written / rates.write_Bps + p.write_ops * rates.op_s)
+            + p.bytes_written / rates.write_Bps + p.write_ops * rates.op_s
+            + p.n_blocks * (rates.task_s if p.workers == 1 else rates.pool_task_s))
     assert p.predicted_s == pytest.approx(cost, rel=1e-12)
     assert p.cache_bytes >= (src.chunk_nbytes if src.chunks else 0)
 
@@ -381,10 +382,14 @@ def test_thesis_big_budget_single_pass():
     src, dst = thesis()
     plan = plan_variable(src, dst, 2**30, workers=1)
     (p,) = plan.passes
-    assert plan.strategy == "single-pass" and p.block == (T, 1, Y, X) and p.n_blocks == Z
+    # the whole field fits the budget twice over: one block (each block costs its task's Python)
+    assert plan.strategy == "single-pass" and p.block == (T, Z, Y, X) and p.n_blocks == 1
     assert p.chunks_decoded == T * Z and p.max_decodes_per_chunk == 1 and p.write_ops == Z * Y
     assert p.bytes_read == src.stored_bytes and p.bytes_written == round(dst.nbytes / 3)
-    assert plan.peak_mem == 2 * T * Y * X * 4 + 2 * Y * X * 4
+    assert plan.peak_mem == 2 * T * Z * Y * X * 4 + 2 * Y * X * 4
+    # a budget for one level at a time: the levels' blocks, the lcm of the two chunk shapes
+    (p,) = plan_variable(src, dst, 2 * T * Y * X * 4 + 2 * Y * X * 4, workers=1).passes
+    assert p.block == (T, 1, Y, X) and p.n_blocks == Z
 
 
 def test_thesis_small_budget_redecode_or_two_pass():
@@ -521,4 +526,5 @@ def test_the_last_round_of_blocks_leaves_workers_idle():
     assert pe.n_blocks % 2 == 0 and pe.block[0] * pe.n_blocks == 1440
     codec = (pu.bytes_decoded / rates.decode_Bps + pu.bytes_encoded / rates.encode_Bps) / rates.speedup(2)
     ops = (pu.read_ops + pu.write_ops - pe.read_ops - pe.write_ops) * rates.op_s
-    assert pu.predicted_s - pe.predicted_s == pytest.approx(codec / 3 + ops, rel=1e-9)
+    tasks = (pu.n_blocks - pe.n_blocks) * rates.pool_task_s     # both on 2 workers
+    assert pu.predicted_s - pe.predicted_s == pytest.approx(codec / 3 + ops + tasks, rel=1e-9)

@@ -37,7 +37,8 @@ Strategies
 
 Cost model per pass (climio.model.rates.Rates, from the platform's profile or the built-in
 defaults): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
-bytes_encoded/encode_Bps)/S(w)*R + bytes_written/write_Bps + write_ops*op_s, where S(w) is the
+bytes_encoded/encode_Bps)/S(w)*R + bytes_written/write_Bps + write_ops*op_s + n_blocks*task cost (task_s in-process, pool_task_s
+with workers: a block's own Python), where S(w) is the
 profile's measured CPU speed-up with w processes (w when not calibrated: a shared or
 oversubscribed machine gains less), R >= 1 the workers left idle by the last round of blocks and
 by blocks of unequal size (rounds_factor), and the second pass of a two-pass plan reads the intermediate
@@ -345,7 +346,8 @@ def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False):
     seconds = (bytes_read / read_Bps + read_ops * read_op_s
                + (bytes_decoded / rates.decode_Bps + bytes_encoded / rates.encode_Bps) / rates.speedup(w)
                * rounds_factor(n_blocks, w, math.prod(min(b, d) / d for b, d in zip(block, shape)))
-               + bytes_written / rates.write_Bps + write_ops * rates.op_s)
+               + bytes_written / rates.write_Bps + write_ops * rates.op_s
+               + n_blocks * (rates.task_s if w == 1 else rates.pool_task_s))
     return dict(block=tuple(block), n_blocks=n_blocks, workers=w, block_bytes=block_bytes,
                 peak_mem=peak_memory(block_bytes, scratch, w, _own_chunk(dst) if own else None),
                 chunks_decoded=decoded,
@@ -422,7 +424,8 @@ def _few_blocks(ev, shape, cands, workers, max_mem):
 
 def _grow(ev, cur, cands, max_mem):
     """Grow one axis at a time to its next larger candidate while that fits and lowers the predicted
-    time; each step takes the largest time saved per factor of memory (ties: the lowest axis)."""
+    time (fewer blocks: their task cost); each step takes the largest time saved per factor of memory (ties:
+    the lowest axis)."""
     while True:
         best = None
         for i, c in enumerate(cands):

@@ -92,6 +92,13 @@ class Rates:
     cpu_speedup: tuple = ()         # ((processes, measured CPU speed-up), ...); empty: linear
     start_s: float = 0.0            # the command's fixed cost: interpreter, imports, workers, rename;
                                     # 0: not calibrated (a profile from before it was measured)
+    # CPU seconds of one block beyond its bytes (the Python of reading, assembling and writing it), in
+    # the command itself and handed to a pool worker and back (pickling, pipes, the parent's
+    # bookkeeping). Measured on the 2-core development machine: 20,000 blocks of 16 B took 3.5 s
+    # of CPU in-process and 14.5 s with 2 workers (load 13). Without them the planner saw no cost in
+    # 1,095 one-step blocks of a time_bnds (issue 35's bench: seconds where it predicted 0.1 s).
+    task_s: float = 0.18e-3
+    pool_task_s: float = 0.7e-3
     origin: tuple = field(default=(), compare=False)   # (field name, where its value came from)
 
     @classmethod
