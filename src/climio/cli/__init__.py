@@ -133,8 +133,11 @@ def main(argv=None) -> None:
         import atexit
         import os
         atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):   # a reader gone (a closed pipe): nothing more to say to it
+                pass
         os._exit(0)
 
 
