@@ -84,21 +84,32 @@ def test_rechunk_on_dask_cluster_equals_local_run(s3_server, dask_cluster, tmp_p
     assert "--max-mem 64KiB per worker (128KiB in all)" in dry.stderr
     assert "tasks, per worker" in dry.stderr and "requests" in dry.stderr and "predicted" in dry.stderr
     # S3 -> S3 on the cluster, and the same conversion locally
-    out = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/dask.zarr", *args, "-j", "2",
-                  "--scheduler", dask_cluster, "--json", timeout=300)
+    # (with Python's import log: a worker defines the output, so the command never imports xarray,
+    # pandas or dask.array, cluster.define_on_worker)
+    exe = os.path.join(os.path.dirname(sys.executable), "climio")
+    out = subprocess.run([exe, "rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/dask.zarr", *map(str, args),
+                          "-j", "2", "--scheduler", dask_cluster, "--json"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "zarr" in imported and "distributed" in imported   # the log is there
+    assert not {"xarray", "pandas", "dask.array"} & imported, sorted({"xarray", "pandas", "dask.array"} & imported)
     import json
     summary = json.loads(out.stdout)
     assert len(summary["plans"]["/ta"]["passes"]) == 1
+    # where the command's time went, from its start to the published store (rechunking.phases)
+    names = [n for n, _ in summary["phases"]]
+    assert names[0] == "interpreter, CLI imports, arguments" and names[-1] == "publish (metadata last)"
+    assert "tasks" in names and all(v >= 0 for _, v in summary["phases"])
+    assert sum(v for _, v in summary["phases"]) >= summary["seconds"]
     local = run_cli("rechunk", "s3://climio/clu/in.zarr", "s3://climio/clu/local.zarr", *args, "-j", "1",
                     timeout=300)
     assert local.returncode == 0, local.stderr[-3000:]
     a, b = ObjectChunks("s3://climio/clu/dask.zarr", ep), ObjectChunks("s3://climio/clu/local.zarr", ep)
     keys = sorted(a.listing())
     assert keys == sorted(b.listing()) and sum(k.startswith("ta/c/") for k in keys) == 64
-    for k in keys:
-        if k.startswith("ta/c/"):
-            assert bytes(a.get(k)) == bytes(b.get(k)), k
+    for k in keys:   # the metadata a worker defined too
+        assert bytes(a.get(k)) == bytes(b.get(k)), k
     ref = xr.open_dataset(src)["ta"].values
     got = xr.open_zarr(ObjectStore(ep.obstore("climio", "clu/dask.zarr"), read_only=True))["ta"].values
     np.testing.assert_array_equal(got, ref)

@@ -246,3 +246,35 @@ def test_netcdf_object_in_s3_as_input(s3_server, tmp_path, monkeypatch):
     bad = run_cli("rechunk", "s3://climio/ncin/missing.nc", work / "m.zarr", "-c", "ta:8,1,4,8", timeout=60)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
     assert "missing.nc" in bad.stderr
+
+
+def test_s3_input_absent_chunks_from_the_one_listing(s3_server, tmp_path, monkeypatch):
+    """An s3:// Zarr input's chunk objects are counted from the command's one listing of the store
+    (not one more LIST per array): a deleted chunk object is one warning line, --strict refuses the
+    store, and the next command lists again (the object put back: no warning)."""
+    from climio.base.errors import DataError
+    from climio.data.writer import write_4d
+    from climio.rechunking.remote import convert
+    from climio.stores.chunks import ObjectChunks
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    src = tmp_path / "in.nc"
+    write_4d(src, [4, 2, 8, 16], chunks=[1, 1, 8, 16], dtype="f4")
+    url = "s3://climio/absent/in.zarr"
+    convert(str(src), url, chunks="ta:1,1,8,16", workers=1, tmp_dir=tmp_path, force=True)
+    objs = ObjectChunks(url, s3_server.endpoint)
+    kept = bytes(objs.get("ta/c/2/1/0/0"))
+    objs.delete(["ta/c/2/1/0/0"])
+    lines = []
+    convert(url, "s3://climio/absent/out.zarr", chunks="ta:4,1,8,16", workers=1, tmp_dir=tmp_path, dry_run=True,
+            say=lines.append)
+    assert [ln for ln in lines if "absent" in ln] == [
+        f"warning: {url}: 1 chunks absent, read as the fill value (/ta 1 of 8, fill value nan)"], lines
+    with pytest.raises(DataError, match="--strict refuses a store with absent chunks"):
+        convert(url, "s3://climio/absent/out.zarr", chunks="ta:4,1,8,16", workers=1, tmp_dir=tmp_path,
+                dry_run=True, strict=True)
+    objs.put("ta/c/2/1/0/0", kept)
+    lines.clear()
+    convert(url, "s3://climio/absent/out.zarr", chunks="ta:4,1,8,16", workers=1, tmp_dir=tmp_path, dry_run=True,
+            say=lines.append)
+    assert not [ln for ln in lines if "absent" in ln], lines

@@ -51,12 +51,15 @@ def rechunk_cmd(
     plan re-decode or take two passes), with one summary at the end."""
     import json
 
+    from ..rechunking import phases
+    phases.mark("interpreter, CLI imports, arguments")
     from climio.measure.mpi_site import activate, under_mpi
     if under_mpi():
         activate()  # the MPI h5py must be the first h5py this process imports
     from climio.base.errors import ClimioError
     from climio.dataset.options import renamed
     from ..rechunking.remote import convert   # entry.convert, with s3:// stores in or out
+    phases.mark("rechunk imports")
 
     chunk = renamed("--chunk", "-c/--chunks", chunk_old, chunk)
     # `or None`: an empty --chunk-bytes / --max-mem means the default, as if not given
@@ -76,5 +79,8 @@ def rechunk_cmd(
         raise
     if json_out and summary:
         print(json.dumps(summary))
+    if (scheduler or any(str(p).startswith("s3://") for p in [*inputs, output])) and not under_mpi():
+        from . import exit_quickly
+        exit_quickly()   # done and reported: no seconds of teardown of what object storage loaded
 
 

@@ -53,10 +53,13 @@ def worker_count(client) -> int:
 _early = {}   # (address, workers) -> a connect() started by start_early, in a thread
 
 
-def start_early(address: str, workers: int) -> None:
+def start_early(address: str, workers: int, xarray_here: bool = True) -> None:
     """Import distributed and connect (or start the LocalCluster) in a thread while the command
-    scans, plans and defines the output: about a third of a short run's time otherwise."""
+    scans, plans and defines the output: about a third of a short run's time otherwise.
+    xarray_here: this process defines the output (else a worker does: define_on_worker)."""
     import threading
+    if (address, workers) in _early:   # started already (rechunk.remote starts it before its checks)
+        return
     box = {}
 
     def go():
@@ -69,7 +72,8 @@ def start_early(address: str, workers: int) -> None:
     _early[(address, workers)] = (t, box)
     # the output is defined in this process through xarray: its import runs while the main thread
     # waits on the object store (the input's metadata, the listing)
-    threading.Thread(target=_import_xarray, daemon=True).start()
+    if xarray_here:
+        threading.Thread(target=_import_xarray, daemon=True).start()
 
 
 def _import_xarray() -> None:
@@ -96,6 +100,53 @@ def _connected(address: str, workers: int):
     if "error" in early[1]:
         raise early[1]["error"]
     return early[1]["value"]
+
+
+def define_on_worker(runner, fn, args) -> list:
+    """fn(*args) (command._define_output: the output's metadata through xarray) run on a Dask worker,
+    where xarray, pandas and dask.array are loaded already: this process never imports them (about
+    3 s of a short command's start-up on the loaded 2-core machine, bench/rechunk_s3_vs_peers.py).
+    The worker writes into a directory of its own and sends the files back; they are written here
+    under args[2], the local metadata directory, with this process's staging marker. Only for an
+    s3:// input, which every worker reads (a local input path may not exist on a worker)."""
+    from pathlib import Path
+
+    from climio.runs.staging import MARKER, make_marked_dir
+    from ..stores.endpoint import Endpoint
+    tmp = Path(args[2])
+    jobs, files = runner.client.submit(_define_there, fn, args, tmp.name, Endpoint.from_env(), pure=False).result()
+    make_marked_dir(tmp)
+    for rel, data in files:
+        if rel == MARKER:
+            continue
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_bytes(data)
+    return jobs
+
+
+def _define_there(fn, args, name, endpoint):
+    """On a worker: fn(*args) into a temporary directory of this worker's; (its result, [(relative
+    path, bytes)] of every file written). The endpoint is this call's (blocks' per-thread state, as
+    a task's); the s3:// metadata this worker cached for an earlier command is read again."""
+    import tempfile
+    from pathlib import Path
+
+    import dask
+
+    from . import blocks
+    from .formats.zarr import forget_remote
+    forget_remote()
+    st = blocks._state()
+    before, st.endpoint = st.endpoint, endpoint
+    try:
+        with tempfile.TemporaryDirectory(prefix="climio-define-") as d, dask.config.set(scheduler="synchronous"):
+            tmp = Path(d) / name
+            jobs = fn(args[0], args[1], tmp, *args[3:])
+            files = [(p.relative_to(tmp).as_posix(), p.read_bytes()) for p in sorted(tmp.rglob("*")) if p.is_file()]
+    finally:
+        st.endpoint = before
+        blocks.close_handles()   # this thread's handles on the input: a later command may read a changed store
+    return jobs, files
 
 
 class DaskRunner:

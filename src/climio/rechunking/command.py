@@ -19,7 +19,7 @@ from climio.runs.staging import remove_stale, stale_temporaries
 from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from climio.base.units import format_size, rate_MBps
-from . import child, execute, formats, spec
+from . import child, execute, formats, phases, spec
 from .remote_nc import is_netcdf_object
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
@@ -381,7 +381,8 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
     early = "" if dry_run or _is_url(in_path) or opts.scheduler else _early_start(in_path, out_path, opts)
     if opts.scheduler and not dry_run:
         from . import cluster
-        cluster.start_early(opts.scheduler, opts.workers)   # connected while the input is scanned and planned
+        cluster.start_early(opts.scheduler, opts.workers,   # connected while the input is scanned and planned
+                            xarray_here=not (_is_url(in_path) and not is_netcdf_object(in_path)))
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -431,6 +432,7 @@ def _at_least(path: Path, nbytes: int) -> bool:
 def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_factory, say) -> dict:
     prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
+    phases.mark("scan, targets, plan")
     if opts.remote_out or _is_url(in_path):
         _object_store_bounds(prep, opts, say)
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
@@ -467,12 +469,16 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
                 bar = progress_factory(total) if progress_factory else None
                 with (bar if bar else _null()):
                     runner, jobs, checked = define_and_start(prep, in_path, tmp, zarr_settings(opts), opts)
+                    phases.mark("define output, start workers")
                     if opts.remote_out:
                         jobs = _remote_jobs(opts, in_path, jobs, say)
+                        phases.mark("manifest")
                     stats = execute.convert(str(in_path), str(tmp), jobs, opts.workers, str(tmp_dir),
                                             bar.callback if bar else None, prep.in_fmt, prep.out_fmt, runner,
                                             out_remote=opts.remote_out)
+                phases.mark("tasks")
                 _check_written(tmp, jobs, opts.verify, max_mem, in_path, prep.in_fmt, prep.out_fmt, checked)
+                phases.mark("check written output")
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {_nothing(out_path, opts)}") from None
         except DiskSpaceError:   # judged by staging before it removed the temporary output
@@ -561,10 +567,16 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options
             from .cluster import DaskRunner
             return DaskRunner(scheduler, opts.workers)
         return execute.Runner(size)
-    args = (prep, in_path, tmp, settings, apart and prep.out_fmt == "zarr")
+    # an s3:// Zarr input on a cluster: a worker defines the output (cluster.define_on_worker), and
+    # checks it as check_written does, so this process never imports xarray
+    there = bool(scheduler) and _is_url(in_path) and prep.out_fmt == "zarr" and not is_netcdf_object(in_path)
+    args = (prep, in_path, tmp, settings, (apart or there) and prep.out_fmt == "zarr")
     runner = None if apart else make_runner()
     try:
-        if apart:
+        if there:
+            from .cluster import define_on_worker
+            jobs = define_on_worker(runner, _define_output, args)
+        elif apart:
             jobs = child.run(_define_output, args)
             runner = make_runner()
         else:

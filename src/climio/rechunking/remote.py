@@ -33,6 +33,7 @@ from climio.base.errors import ClimioError, DataError, InputError
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 from ..stores.errors import reach
 from ..stores.objects import METADATA_NAMES
+from . import phases
 
 
 def convert(src, dst, endpoint_url=None, **kw):
@@ -56,15 +57,34 @@ def convert(src, dst, endpoint_url=None, **kw):
     if is_s3_url(str(dst)) and kw.get("verify"):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
+    from .formats.zarr import forget_remote
+    forget_remote()
     endpoint = Endpoint.from_env(endpoint_url)
     if endpoint_url:   # this process's own requests (and its local children's); the block tasks carry the
         os.environ["AWS_ENDPOINT_URL"] = endpoint.url   # Endpoint itself (execute.tasks), Dask workers included
+    scheduler = kw.get("scheduler") if not kw.get("dry_run") else ""
+    if scheduler:   # importing distributed and connecting run while this thread waits on the checks below
+        from . import cluster
+        from .remote_nc import is_netcdf_object
+        cluster.start_early(scheduler, kw["workers"] if kw.get("workers") is not None else len(os.sched_getaffinity(0)),
+                            xarray_here=not (remote_in and not is_netcdf_object(str(remote_in[0]))))
+    try:
+        return _checked_convert(endpoint, remote_in, src, dst, kw)
+    finally:
+        if scheduler:
+            cluster.discard_early()   # not taken: a check failed first
+        forget_remote()   # what this command learnt about its stores is not kept for the next one
+
+
+def _checked_convert(endpoint, remote_in, src, dst, kw):
+    from .entry import convert as local_convert
     reach(endpoint)   # an endpoint nobody answers at: one line within the connect timeout
     where = str(dst)
     try:
         if remote_in:
             _check_input(endpoint, str(remote_in[0]))
             src = str(remote_in[0])
+        phases.mark("endpoint and input checks")
         if not is_s3_url(str(dst)):
             if kw.get("resume"):
                 raise InputError("--resume continues a rechunk to object storage (s3://BUCKET/OUT.zarr)")
@@ -116,6 +136,7 @@ def _to_store(endpoint, src, url, kw):
     say = kw.get("say") or (lambda *_: None)
     _clear_old(objs, final, kw, say)
     _remove_stale_locals(kw.get("tmp_dir") or tempfile.gettempdir(), say)
+    phases.mark("old output cleared")
     with tempfile.TemporaryDirectory(prefix=f"climio-rechunk-s3-{os.getpid()}-", dir=kw.get("tmp_dir") or None) as tmp:
         local = Path(tmp) / name   # metadata and coordinates only
         summary = local_convert_to(src, local, final, kw)
@@ -124,11 +145,13 @@ def _to_store(endpoint, src, url, kw):
         from ..stores.retry import COUNTER
         before = COUNTER.n
         publish(objs, local)
+        phases.mark("publish (metadata last)")
     if isinstance(summary, dict):
         summary["output"] = final
         summary["retries"] = summary.get("retries", 0) + COUNTER.n - before
         say(f"published {final} (metadata last); {summary['retries']} object-store request(s) retried"
             + (f", {summary.get('blocks_skipped', 0)} block(s) kept from the earlier run" if kw.get("resume") else ""))
+        summary["phases"] = phases.report()
     return summary
 
 

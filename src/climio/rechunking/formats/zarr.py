@@ -50,16 +50,21 @@ def check_settings(s: Settings) -> None:
         raise InputError("--endian is the Zarr v3 bytes codec's; Zarr v2 stores the byte order in its dtype")
 
 
+_IS_STORE = {}   # s3:// URL -> is_store's answer, within one command (rechunk.remote clears it: forget_remote)
+
+
 def is_store(path) -> bool:
     """A Zarr store, or a netCDF-4 object in S3, which is read as one through its references
     (rechunk.remote_nc)."""
     from ..remote_nc import is_netcdf_object
     if is_netcdf_object(path):
         return True
-    if str(path).startswith("s3://"):
-        from ...stores.chunks import ObjectChunks
-        got = ObjectChunks.of(str(path)).get_many(["zarr.json", ".zgroup", ".zarray"])
-        return any(v is not None for v in got.values())
+    if str(path).startswith("s3://"):   # asked again by the command's format checks: one round trip
+        if str(path) not in _IS_STORE:
+            from ...stores.chunks import ObjectChunks
+            got = ObjectChunks.of(str(path)).get_many(["zarr.json", ".zgroup", ".zarray"])
+            _IS_STORE[str(path)] = any(v is not None for v in got.values())
+        return _IS_STORE[str(path)]
     p = Path(path)
     return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
 
@@ -223,22 +228,23 @@ def absent_chunks(path, infos) -> dict:
             unit = getattr(arr, "shards", None) or arr.chunks
             grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, unit)]
             total = int(np.prod(grid, dtype=object))
-            have = _objects_in_grid(arr, grid)
+            have = _objects_in_grid(arr, grid, _remote_listing(str(path)) if str(path).startswith("s3://") else None)
             if have < total:
                 out[info.path] = (total - have, total, arr.fill_value)
     return out
 
 
-def _objects_in_grid(arr, grid) -> int:
+def _objects_in_grid(arr, grid, keys=None) -> int:
     """How many keys under the array's prefix name a cell of its chunk (or shard) grid: "c/1/0",
-    "c.1.0" (v3), "1.0" or "1/0" (v2 and v3's v2 encoding)."""
+    "c.1.0" (v3), "1.0" or "1/0" (v2 and v3's v2 encoding). `keys`: the store's keys when already
+    listed (an s3:// input: the command's one listing, not one more round trip per array)."""
     from zarr.core.sync import sync
 
     async def listing():
         return [k async for k in arr.store_path.store.list_prefix(prefix=arr.store_path.path)]
     prefix = arr.store_path.path.rstrip("/") + "/" if arr.store_path.path else ""
     n = 0
-    for key in sync(listing()):
+    for key in (sync(listing()) if keys is None else keys):
         if not key.startswith(prefix):
             continue
         rel = key[len(prefix):]
@@ -290,6 +296,15 @@ def total_bytes(path) -> int:
 
 
 _LISTINGS = {}   # s3:// input -> its listing, taken once per command (an input is not written while it is read)
+
+
+def forget_remote() -> None:
+    """Before and after a command: the s3:// inputs' listings, store checks and opened groups are
+    taken again by the next (tests run several commands in one process; a store may change)."""
+    from .zarr_groups import _REMOTE_GROUPS
+    _LISTINGS.clear()
+    _IS_STORE.clear()
+    _REMOTE_GROUPS.clear()
 
 
 def _remote_listing(url: str) -> dict:
