@@ -111,6 +111,7 @@ def main():
                 if not n:
                     continue
                 plain, traced = [], []
+                load = f"{os.getloadavg()[0]:.1f}"     # a shared machine: say how busy it was
                 tag = f"{client}-{name}"
                 for r in range(a.reps):
                     order = (False, True, True, False) if r % 2 == 0 else (True, False, False, True)
@@ -128,7 +129,7 @@ def main():
                           f"(all {[round(x[i], 3) for x in plain]}), traced {t:.3f} s "
                           f"(all {[round(x[i], 3) for x in traced]}), ratio of medians {t / p:.3f}, median of paired "
                           f"ratios {statistics.median(ratios):.3f} (traced: {a.traced}; records of one traced run: {recs}; "
-                          f"target <= 1.05)", flush=True)
+                          f"target <= 1.05; load average {load} at the start, {os.getloadavg()[0]:.1f} now)", flush=True)
 
 
 if __name__ == "__main__":
