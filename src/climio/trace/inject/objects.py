@@ -111,16 +111,35 @@ def _int(v) -> int:
 
 
 def _count(t) -> None:
-    """--mode counters: the raw record folded into its (level, op, key) totals at once."""
-    rec = _record(t)
-    k = (rec["level"], rec["op"], rec.get("key"))
+    """--mode counters: the raw record folded into its totals at once, by its raw key (the key is cleaned
+    and equal keys merged when written: _totals)."""
+    kind = t[0]
+    if kind == _BOTO:
+        k = ("wire", t[8], True, t[2])
+        n, dt, retries = 0 if t[1] == "HEAD" else _int(t[11]), t[7] - t[6], t[9] - 1
+    elif kind == _AIOHTTP:
+        k = ("wire", t[1], True, t[2])
+        n, dt, retries = 0 if t[1] == "HEAD" or t[10] is not None else _int(t[9]), t[7] - t[6], 0
+    else:
+        k = ("store", t[2] or ("get-range" if _zarr_range(t[4]) else "get"), kind == _FS, t[3])
+        n, dt, retries = t[9], t[8] - t[7], 0
     c = _state["counters"].get(k)
     if c is None:
         c = _state["counters"][k] = [0, 0, 0, 0]
     c[0] += 1
-    c[1] += rec.get("bytes") or 0
-    c[2] += rec["t1"] - rec["t0"]
-    c[3] += rec.get("retries") or 0
+    c[1] += n
+    c[2] += dt
+    c[3] += retries
+
+
+def _totals() -> dict:
+    """(level, op, key) -> [count, bytes, time_ns, retries], the keys cleaned."""
+    out = {}
+    for (level, op, clean, key), v in list(_state["counters"].items()):
+        c = out.setdefault((level, op, clean_url(key) if clean else key), [0, 0, 0, 0])
+        for i in range(4):
+            c[i] += v[i]
+    return out
 
 
 _push = _RECS.append     # _count in counters mode (install)
@@ -617,7 +636,7 @@ def flush() -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(head) + "\n")
             if _state["mode"] == "counters":
-                for (level, op, key), (n, b, t, r) in _state["counters"].items():
+                for (level, op, key), (n, b, t, r) in _totals().items():
                     fh.write(json.dumps({"level": level, "op": op, "key": key, "count": n, "bytes": b,
                                          "time_ns": t, "retries": r}) + "\n")
             else:
