@@ -171,6 +171,8 @@ def clean_url(url) -> str:
 
 def _range_header(value):
     """[start, end) of an HTTP Range header; a suffix range bytes=-N is [-N, None]."""
+    if not value:
+        return None
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     m = re.match(r"bytes=(\d*)-(\d*)", str(value or ""))
