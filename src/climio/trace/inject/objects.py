@@ -17,7 +17,11 @@ Two levels, each record says which:
          its bytes are the response's Content-Length. `parent` names the store op it served.
          Below Python, the preload records the wire requests of netCDF-C's libcurl and of obstore's
          plain-http sockets into objects-<host>-<pid>.wire.jsonl (csrc/trace/wire.c, same format).
-Keys are paths only: no query string (signatures), no user info, no credential ever.
+Keys are paths only: no query string (signatures), no user info, no credential ever (the raw URL is held
+in memory only, and cleaned before anything is written).
+Cost: each request pays its hooks' few look-ups and one tuple (see "records" below); a store op nested in
+another (s3fs under a zarr get) pays one context-variable look-up; URLs, headers and chunk keys are
+parsed once per record at exit, with the JSON encoding.
 This module imports nothing of climio and no third-party module at start-up (it hooks imports).
 """
 
