@@ -13,6 +13,10 @@ clients, each traced the way `climio trace run` traces it (the preload and the P
 Issue 36's sizes are 1,000 chunks of 4 MiB and 20,000 of 64 KiB; the defaults are scaled down to
 --big 200 and --small 4000 for a shared 2-core machine (same per-chunk work, fewer chunks).
 Target: the median traced time at most 1.05x the untraced one.
+Last figures (28 Nov, full counts, --reps 3, load 9-16 on 2 cores; traced/untraced, ratio of medians and
+median of paired ratios): s3fs 20,000x64KiB wall 0.95/1.10, CPU 1.04/1.01; s3fs 1,000x4MiB wall 0.84/0.96,
+CPU 0.92/0.93; obstore 20,000x64KiB wall 1.11/1.05, CPU 1.05/1.07; obstore 1,000x4MiB wall 1.04/1.00,
+CPU 1.01/0.99. Wall is noisy at this load (one job's runs span 142-313 s); CPU is the steadier figure.
 """
 
 import argparse
