@@ -1,7 +1,8 @@
 """Overhead of climio's object-store tracing on a loopback job: zarr-python reading every chunk of an array
 from the S3 server of the set-up, straight to it (no proxy, no injected latency: the worst case for the tracer, nothing hides its cost),
 traced against untraced, interleaved ABBA in one run; the job times its own read (interpreter start-up
-excluded). Two clients, each traced the way `climio trace run` traces it (the preload and the Python tracer):
+excluded), and the bench times the whole process too (start-up, and the records written at exit). Two
+clients, each traced the way `climio trace run` traces it (the preload and the Python tracer):
   s3fs     zarr over s3fs: store ops and botocore's wire events (Python, climio.trace.inject.objects)
   obstore  zarr over obstore (Rust): store ops (Python) and the preload's HTTP/1.1 parser on its sockets
            (csrc/trace/http.c), the wire level below Python
@@ -12,6 +13,10 @@ excluded). Two clients, each traced the way `climio trace run` traces it (the pr
 Issue 36's sizes are 1,000 chunks of 4 MiB and 20,000 of 64 KiB; the defaults are scaled down to
 --big 200 and --small 4000 for a shared 2-core machine (same per-chunk work, fewer chunks).
 Target: the median traced time at most 1.05x the untraced one.
+Last figures (28 Nov, full counts, --reps 3, load 9-16 on 2 cores; traced/untraced, ratio of medians and
+median of paired ratios): s3fs 20,000x64KiB wall 0.95/1.10, CPU 1.04/1.01; s3fs 1,000x4MiB wall 0.84/0.96,
+CPU 0.92/0.93; obstore 20,000x64KiB wall 1.11/1.05, CPU 1.05/1.07; obstore 1,000x4MiB wall 1.04/1.00,
+CPU 1.01/0.99. Wall is noisy at this load (one job's runs span 142-313 s); CPU is the steadier figure.
 """
 
 import argparse
@@ -19,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,12 +85,14 @@ def run(s3, client, name, traced, out_dir, how) -> tuple:
     env.update(s3.env(direct=True))   # straight to the server: no proxy between the job and it
     if traced:
         env.update(traced_env(out_dir, how))
+    t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", job(client, name)], env=env, capture_output=True, text=True,
                        timeout=900)
+    whole = time.perf_counter() - t0
     if r.returncode:
         raise SystemExit(r.stderr[-2000:])
     wall, cpu = r.stdout.split()[-2:]
-    return float(wall), float(cpu)
+    return float(wall), float(cpu), whole
 
 
 def main():
@@ -111,6 +119,7 @@ def main():
                 if not n:
                     continue
                 plain, traced = [], []
+                load = f"{os.getloadavg()[0]:.1f}"     # a shared machine: say how busy it was
                 tag = f"{client}-{name}"
                 for r in range(a.reps):
                     order = (False, True, True, False) if r % 2 == 0 else (True, False, False, True)
@@ -121,14 +130,15 @@ def main():
                             shutil.rmtree(out, ignore_errors=True)   # keep round 0's first traced run only
                 recs = ", ".join(f"{sum(1 for _ in open(f)) - 1} in {f.name}" for f in
                                  sorted((Path(tmp) / f"trace-{tag}-0").glob("*/objects-*.jsonl")))
-                for i, what in ((0, "wall"), (1, "CPU (the job's process time: less sensitive to a shared machine)")):
+                for i, what in ((0, "wall"), (1, "CPU (the job's process time: less sensitive to a shared machine)"),
+                                (2, "whole process wall (start-up, imports and the tracer's write at exit too)")):
                     p, t = statistics.median(x[i] for x in plain), statistics.median(x[i] for x in traced)
                     ratios = [tr[i] / pl[i] for pl, tr in zip(plain, traced)]
                     print(f"{client}, {n} chunks of {size >> 10} KiB, {what}: untraced median {p:.3f} s "
                           f"(all {[round(x[i], 3) for x in plain]}), traced {t:.3f} s "
                           f"(all {[round(x[i], 3) for x in traced]}), ratio of medians {t / p:.3f}, median of paired "
                           f"ratios {statistics.median(ratios):.3f} (traced: {a.traced}; records of one traced run: {recs}; "
-                          f"target <= 1.05)", flush=True)
+                          f"target <= 1.05; load average {load} at the start, {os.getloadavg()[0]:.1f} now)", flush=True)
 
 
 if __name__ == "__main__":

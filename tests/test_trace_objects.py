@@ -411,3 +411,58 @@ def test_the_injected_sitecustomize_runs_the_one_it_shadows(tmp_path):
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["True", "True"], r.stderr
     assert list((tmp_path / "o").glob("objects-*.jsonl"))
+
+
+RETRY_JOB = """
+import s3fs
+fs = s3fs.S3FileSystem(key="k", secret="s", client_kwargs={{"endpoint_url": "{url}", "region_name": "us-east-1"}},
+                       config_kwargs={{"retries": {{"max_attempts": 3, "mode": "standard"}}}})
+print(fs.cat_file("b/dir/obj.bin", start=2, end=9).decode())
+"""
+
+
+def test_a_retried_request_is_two_attempts_the_final_one_marked(tmp_path):
+    """botocore retries a 503: each attempt is a wire record (status, attempt, retries), after-call marks
+    the one whose response the call returned; the store op above them counts the bytes once."""
+    import os
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from climio.trace.run import INJECT_DIR
+    body, seen = b"0123456789abcdef", []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Range")))
+            if len(seen) == 1:      # the first attempt: the server is busy
+                err = b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>"
+                self.send_response(503)
+                self.send_header("Content-Length", str(len(err)))
+                self.end_headers()
+                self.wfile.write(err)
+                return
+            s, e = (int(x) for x in self.headers["Range"].split("=")[1].split("-"))
+            self.send_response(206)
+            self.send_header("Content-Length", str(e + 1 - s))
+            self.send_header("Content-Range", f"bytes {s}-{e}/{len(body)}")
+            self.end_headers()
+            self.wfile.write(body[s:e + 1])
+
+        def log_message(self, *a):
+            pass
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(CLIMIO_TRACE_OBJECTS=str(tmp_path / "o"), PYTHONPATH=INJECT_DIR)
+    try:
+        r = subprocess.run([PY, "-c", RETRY_JOB.format(url=f"http://127.0.0.1:{srv.server_port}")], env=env,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        srv.shutdown()
+    assert r.returncode == 0 and r.stdout.strip() == body[2:9].decode(), r.stderr[-2000:]
+    assert seen == [("/b/dir/obj.bin", "bytes=2-8")] * 2
+    ot = read_objects(tmp_path / "o")
+    assert [(w["op"], w["status"], w["attempt"], w["retries"], w.get("final", False), w["range"]) for w in ot.wire] == \
+        [("GetObject", 503, 1, 0, False, [2, 9]), ("GetObject", 206, 2, 1, True, [2, 9])]
+    assert [w["bytes"] for w in ot.wire] == [len(b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>"), 7]
+    (op,) = ot.store
+    assert (op["op"], op["key"], op["range"], op["bytes"]) == ("get-range", "b/dir/obj.bin", [2, 9], 7)
+    assert all(w["parent"] == op["id"] and w["key"].endswith("/b/dir/obj.bin") for w in ot.wire)

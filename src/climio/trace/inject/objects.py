@@ -17,7 +17,11 @@ Two levels, each record says which:
          its bytes are the response's Content-Length. `parent` names the store op it served.
          Below Python, the preload records the wire requests of netCDF-C's libcurl and of obstore's
          plain-http sockets into objects-<host>-<pid>.wire.jsonl (csrc/trace/wire.c, same format).
-Keys are paths only: no query string (signatures), no user info, no credential ever.
+Keys are paths only: no query string (signatures), no user info, no credential ever (the raw URL is held
+in memory only, and cleaned before anything is written).
+Cost: each request pays its hooks' few look-ups and one tuple (see "records" below); a store op nested in
+another (s3fs under a zarr get) pays one context-variable look-up; URLs, headers and chunk keys are
+parsed once per record at exit, with the JSON encoding.
 This module imports nothing of climio and no third-party module at start-up (it hooks imports).
 """
 
@@ -34,10 +38,12 @@ import time
 
 OBJECTS_SCHEMA = "climio-objects/1"
 _now = time.time_ns
-_tid = threading.get_native_id
 _ids = itertools.count(1)
 _CURRENT = contextvars.ContextVar("climio_object_op", default=None)   # the store op running in this task
-_state = {"out": None, "mode": "full", "recs": [], "counters": {}, "t0": 0, "installed": False}
+_current = _CURRENT.get
+_RECS = []      # the raw records (tuples, below), turned into dicts only when written (flush)
+_state = {"out": None, "mode": "full", "recs": _RECS, "counters": {}, "t0": 0, "installed": False}
+_tls = threading.local()
 META_SUFFIXES = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
 _V3_CHUNK = re.compile(r"^(?:(?P<a>.*)/)?c(?P<c>(?:[/.]\d+)+)$")
 _V2_CHUNK = re.compile(r"^(?:(?P<a>.*)/)?(?P<c>\d+(?:[./]\d+)*)$")
@@ -45,19 +51,102 @@ _KEEP_QUERY = ("prefix", "delimiter", "list-type", "max-keys")
 
 
 # --- records ------------------------------------------------------------------------------------------
+# The hot path (one store op and one or more wire requests per chunk a job reads) keeps each record as a
+# tuple of the raw values it saw: no URL cleaning, header parsing, key matching or dict per request.
+# All of that is done once, at exit, by _record (the record dicts and fields are those of
+# climio.trace.objects_reader). Kinds, the tuple's first item:
+#   _ZARR   (kind, lib, op, key, byte_request, id, tid, t0, t1, bytes, more): a zarr store op; op None is
+#           "get" or "get-range" by its byte request; the key's array and chunk are added
+#   _STORE  (kind, lib, op, key, range, id, tid, t0, t1, bytes, more): a store op recorded as it is
+#   _FS     same, its key a path or URL to clean (fsspec)
+#   _BOTO   [kind, method, url, range header, parent, tid, t0, t1, op, attempts, status, content-length,
+#            error, final]: one botocore attempt (a list: after-call marks the final one)
+#   _AIOHTTP (kind, method, url, range header, parent, tid, t0, t1, status, content-length, error)
+# `more` is None or a dict of the fields some records add (error, found, entries, arrays).
+_ZARR, _STORE, _FS, _BOTO, _AIOHTTP = range(5)
+_FOUND, _MISSING = {"found": True}, {"found": False}
 
-def _emit(rec) -> None:
-    if _state["mode"] == "counters":
-        k = (rec["level"], rec["op"], rec.get("key"))
-        c = _state["counters"].get(k)
-        if c is None:
-            c = _state["counters"][k] = [0, 0, 0, 0]
-        c[0] += 1
-        c[1] += rec.get("bytes") or 0
-        c[2] += rec["t1"] - rec["t0"]
-        c[3] += rec.get("retries") or 0
+
+def _tid():
+    """The native thread id, asked of the kernel once per thread (gettid is a system call)."""
+    try:
+        return _tls.tid
+    except AttributeError:
+        _tls.tid = t = threading.get_native_id()
+        return t
+
+
+def _record(t) -> dict:
+    """The record dict of one raw record."""
+    kind = t[0]
+    if kind == _BOTO:
+        rec = {"level": "wire", "lib": "botocore", "method": t[1], "key": clean_url(t[2]),
+               "range": _range_header(t[3]), "parent": t[4], "tid": t[5], "t0": t[6], "t1": t[7], "op": t[8],
+               "attempt": t[9], "retries": t[9] - 1, "status": t[10],
+               "bytes": 0 if t[1] == "HEAD" else _int(t[11])}   # a HEAD's Content-Length is the object's size
+        if t[12] is not None:
+            rec["error"] = t[12]
+        if t[13]:
+            rec["final"] = True     # the attempt whose response the call returned
+        return rec
+    if kind == _AIOHTTP:
+        rec = {"level": "wire", "lib": "aiohttp", "method": t[1], "op": t[1], "key": clean_url(t[2]),
+               "range": _range_header(t[3]), "parent": t[4], "tid": t[5], "t0": t[6], "retries": 0, "t1": t[7],
+               "status": t[8], "bytes": 0 if t[1] == "HEAD" or t[10] is not None else _int(t[9])}
+        if t[10] is not None:
+            rec["error"] = t[10]
+        return rec
+    rng = _zarr_range(t[4]) if kind == _ZARR else t[4]
+    op = t[2] or ("get-range" if rng else "get")
+    rec = {"level": "store", "lib": t[1], "op": op, "key": clean_url(t[3]) if kind == _FS else t[3], "range": rng,
+           "id": t[5], "tid": t[6], "t0": t[7], "t1": t[8], "bytes": t[9]}
+    if kind == _ZARR:
+        rec.update(_zarr_extra(t[3]))
+    if t[10]:
+        rec.update(t[10])
+    return rec
+
+
+def _int(v) -> int:
+    try:
+        return int(v or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _count(t) -> None:
+    """--mode counters: the raw record folded into its totals at once, by its raw key (the key is cleaned
+    and equal keys merged when written: _totals)."""
+    kind = t[0]
+    if kind == _BOTO:
+        k = ("wire", t[8], True, t[2])
+        n, dt, retries = 0 if t[1] == "HEAD" else _int(t[11]), t[7] - t[6], t[9] - 1
+    elif kind == _AIOHTTP:
+        k = ("wire", t[1], True, t[2])
+        n, dt, retries = 0 if t[1] == "HEAD" or t[10] is not None else _int(t[9]), t[7] - t[6], 0
     else:
-        _state["recs"].append(rec)
+        k = ("store", t[2] or ("get-range" if _zarr_range(t[4]) else "get"), kind == _FS, t[3])
+        n, dt, retries = t[9], t[8] - t[7], 0
+    c = _state["counters"].get(k)
+    if c is None:
+        c = _state["counters"][k] = [0, 0, 0, 0]
+    c[0] += 1
+    c[1] += n
+    c[2] += dt
+    c[3] += retries
+
+
+def _totals() -> dict:
+    """(level, op, key) -> [count, bytes, time_ns, retries], the keys cleaned."""
+    out = {}
+    for (level, op, clean, key), v in list(_state["counters"].items()):
+        c = out.setdefault((level, op, clean_url(key) if clean else key), [0, 0, 0, 0])
+        for i in range(4):
+            c[i] += v[i]
+    return out
+
+
+_push = _RECS.append     # _count in counters mode (install)
 
 
 def chunk_of(key):
@@ -75,6 +164,8 @@ def chunk_of(key):
 def clean_url(url) -> str:
     """A URL without user info, fragment or any query parameter but a listing's prefix/delimiter."""
     s = str(url)
+    if "?" not in s and "#" not in s and "@" not in s:
+        return s    # most keys: nothing to remove
     s, _, query = s.partition("?")
     s = s.split("#", 1)[0]
     s = re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", s)
@@ -84,6 +175,8 @@ def clean_url(url) -> str:
 
 def _range_header(value):
     """[start, end) of an HTTP Range header; a suffix range bytes=-N is [-N, None]."""
+    if not value:
+        return None
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     m = re.match(r"bytes=(\d*)-(\d*)", str(value or ""))
@@ -106,33 +199,8 @@ def _nbytes(out):
     return n() if callable(n) else int(n)
 
 
-def _rec(lib, op, key, rng=None) -> dict:
-    return {"level": "store", "lib": lib, "op": op, "key": key, "range": rng, "id": next(_ids), "tid": _tid(),
-            "t0": _now()}
-
-
-class _Op:
-    """The context of one store operation: records it if it is the outermost of its task."""
-    __slots__ = ("rec", "token")
-
-    def __init__(self, lib, op, key, rng=None):
-        if _CURRENT.get() is not None:
-            self.rec = None
-            return
-        self.rec = _rec(lib, op, key, rng)
-        self.token = _CURRENT.set(self.rec["id"])
-
-    def done(self, nbytes=0, error=None, **extra):
-        r = self.rec
-        if r is None:
-            return
-        _CURRENT.reset(self.token)
-        r["t1"] = _now()
-        r["bytes"] = nbytes
-        if error is not None:
-            r["error"] = type(error).__name__
-        r.update(extra)
-        _emit(r)
+def _op_failed(e, more=None) -> dict:
+    return {"error": type(e).__name__, **(more or {})}
 
 
 # --- zarr stores --------------------------------------------------------------------------------------
@@ -168,66 +236,72 @@ def _zarr_extra(key):
 
 
 def _wrap_zarr(cls, name, fn):
+    """The method `name` of a zarr Store class, recording the operation if it is the outermost of its task
+    (an inner one costs one context-variable look-up)."""
     lib = "zarr:" + cls.__name__
     if name == "get":
         async def get(self, key, prototype, byte_range=None):
-            rng = _zarr_range(byte_range)
-            op = _Op(lib, "get-range" if rng else "get", key, rng)
+            if _current() is not None:
+                return await fn(self, key, prototype, byte_range)
+            i, tid, t0 = next(_ids), _tid(), _now()
+            token = _CURRENT.set(i)
             try:
                 out = await fn(self, key, prototype, byte_range)
             except BaseException as e:
-                op.done(error=e, **_zarr_extra(key))
+                _CURRENT.reset(token)
+                _push((_ZARR, lib, None, key, byte_range, i, tid, t0, _now(), 0, _op_failed(e)))
                 raise
-            extra = _zarr_extra(key)
-            if op.rec is not None and extra["kind"] == "meta" and out is not None and len(out) < (1 << 22):
-                extra["arrays"] = _zarr_meta(key, out)
-            op.done(_nbytes(out), found=out is not None, **extra)
+            _CURRENT.reset(token)
+            t1 = _now()
+            if out is None:
+                more = _MISSING
+            elif str(key).endswith(META_SUFFIXES) and len(out) < (1 << 22):
+                more = {"found": True, "arrays": _zarr_meta(key, out)}   # metadata: rare, parsed now
+            else:
+                more = _FOUND
+            _push((_ZARR, lib, None, key, byte_range, i, tid, t0, t1, _nbytes(out), more))
             return out
         return get
     if name == "get_partial_values":
         async def get_partial_values(self, prototype, key_ranges):
             key_ranges = list(key_ranges)
-            if _CURRENT.get() is not None:
+            if _current() is not None:
                 return await fn(self, prototype, key_ranges)
             # one record per range: the ranged gets the store issues together
-            recs = [_rec(lib, "get-range", k, _zarr_range(br)) for k, br in key_ranges]
-            token = _CURRENT.set(recs[0]["id"] if recs else 0)
+            ids, tid, t0 = [next(_ids) for _ in key_ranges], _tid(), _now()
+            token = _CURRENT.set(ids[0] if ids else 0)
             try:
                 out = await fn(self, prototype, key_ranges)
             finally:
                 _CURRENT.reset(token)
             t1 = _now()
-            for r, (k, _), b in zip(recs, key_ranges, out):
-                r.update(t1=t1, bytes=_nbytes(b), **_zarr_extra(k))
-                _emit(r)
+            for i, (k, br), b in zip(ids, key_ranges, out):
+                _push((_ZARR, lib, "get-range" if _zarr_range(br) else "get", k, br, i, tid, t0, t1, _nbytes(b), None))
             return out
         return get_partial_values
-    if name in ("set", "set_if_not_exists"):
-        async def set_(self, key, value):
-            op = _Op(lib, "set", key)
+    if name in ("set", "set_if_not_exists", "exists", "delete", "getsize"):
+        op = {"exists": "head", "getsize": "head", "delete": "delete"}.get(name, "set")
+
+        async def one(self, key, *args, **kw):
+            if _current() is not None:
+                return await fn(self, key, *args, **kw)
+            i, tid, t0 = next(_ids), _tid(), _now()
+            n = _nbytes(args[0] if args else kw.get("value")) if op == "set" else 0
+            token = _CURRENT.set(i)
             try:
-                out = await fn(self, key, value)
+                out = await fn(self, key, *args, **kw)
             except BaseException as e:
-                op.done(_nbytes(value), error=e, **_zarr_extra(key))
+                _CURRENT.reset(token)
+                _push((_ZARR, lib, op, key, None, i, tid, t0, _now(), n, _op_failed(e)))
                 raise
-            op.done(_nbytes(value), **_zarr_extra(key))
-            return out
-        return set_
-    if name in ("exists", "delete", "getsize"):
-        async def one(self, key):
-            op = _Op(lib, {"exists": "head", "getsize": "head", "delete": "delete"}[name], key)
-            try:
-                out = await fn(self, key)
-            except BaseException as e:
-                op.done(error=e, **_zarr_extra(key))
-                raise
-            op.done(0, **_zarr_extra(key))
+            _CURRENT.reset(token)
+            _push((_ZARR, lib, op, key, None, i, tid, t0, _now(), n, None))
             return out
         return one
     if name in ("list", "list_prefix", "list_dir"):
         async def listing(self, *args):
             # no task-local mark across yields: the consumer's own requests between items stay visible
-            r = _rec(lib, "list", args[0] if args else "") if _CURRENT.get() is None else None
+            r = (next(_ids), _tid(), _now()) if _current() is None else None
             n = 0
             try:
                 async for item in fn(self, *args):
@@ -235,8 +309,7 @@ def _wrap_zarr(cls, name, fn):
                     yield item
             finally:
                 if r is not None:
-                    r.update(t1=_now(), bytes=0, entries=n)
-                    _emit(r)
+                    _push((_STORE, lib, "list", args[0] if args else "", None, *r, _now(), 0, {"entries": n}))
         return listing
     return None
 
@@ -303,46 +376,54 @@ FS_OPS = {"_cat_file": "get", "cat_file": "get", "_info": "head", "info": "head"
 
 
 def _fs_wrap(cls, name, fn):
+    """The file-system method `name`, recording the operation if it is the outermost of its task (the
+    s3fs call under a zarr get costs one context-variable look-up)."""
     lib = "fsspec:" + cls.__name__
     opname = FS_OPS[name]
     takes_range = name in ("_cat_file", "cat_file")
-    sync = not name.startswith("_")
 
-    def start(self, path, args, kw):
+    def start(path, args, kw):
         rng = None
         if takes_range:
             s = kw.get("start", args[0] if args else None)
             e = kw.get("end", args[1] if len(args) > 1 else None)
             rng = None if s is None and e is None else [s, e]
-        key = clean_url(path if isinstance(path, str) else getattr(path, "path", path))
-        return _Op(lib, "get-range" if rng else opname, key, rng)
+        key = path if isinstance(path, str) else getattr(path, "path", path)
+        return lib, "get-range" if rng else opname, key, rng, next(_ids), _tid(), _now()
 
-    def finish(op, out, path, err=None):
-        n = _nbytes(out) if opname == "get" and isinstance(out, (bytes, bytearray, memoryview)) else 0
-        if name in ("_pipe_file",):
-            n = 0
-        extra = {"entries": len(out)} if opname == "list" and hasattr(out, "__len__") else {}
-        op.done(n, error=err, **extra)
+    def finish(head, out, token, err=None):
+        _CURRENT.reset(token)
+        if err is not None:
+            _push((_FS, *head, _now(), 0, _op_failed(err)))
+            return
+        n = _nbytes(out) if opname == "get" and name != "_pipe_file" and isinstance(out, (bytes, bytearray, memoryview)) else 0
+        _push((_FS, *head, _now(), n, {"entries": len(out)} if opname == "list" and hasattr(out, "__len__") else None))
 
-    if sync:
+    if not name.startswith("_"):
         def w(self, path, *args, **kw):
-            op = start(self, path, args, kw)
+            if _current() is not None:
+                return fn(self, path, *args, **kw)
+            head = start(path, args, kw)
+            token = _CURRENT.set(head[4])
             try:
                 out = fn(self, path, *args, **kw)
             except BaseException as e:
-                finish(op, None, path, e)
+                finish(head, None, token, e)
                 raise
-            finish(op, out, path)
+            finish(head, out, token)
             return out
     else:
         async def w(self, path, *args, **kw):
-            op = start(self, path, args, kw)
+            if _current() is not None:
+                return await fn(self, path, *args, **kw)
+            head = start(path, args, kw)
+            token = _CURRENT.set(head[4])
             try:
                 out = await fn(self, path, *args, **kw)
             except BaseException as e:
-                finish(op, None, path, e)
+                finish(head, None, token, e)
                 raise
-            finish(op, out, path)
+            finish(head, out, token)
             return out
     w.__climio__ = True
     w.__name__ = fn.__name__
@@ -364,16 +445,21 @@ def _patch_fs_class(cls) -> None:
 
 def _file_read(fn, lib):
     def read(self, length=-1):
+        if _current() is not None:
+            return fn(self, length)
         loc = getattr(self, "loc", None)
-        op = _Op(lib, "read", clean_url(getattr(self, "path", "")), None)
+        i, tid, t0 = next(_ids), _tid(), _now()
+        token = _CURRENT.set(i)
         try:
             out = fn(self, length)
         except BaseException as e:
-            op.done(error=e)
+            _CURRENT.reset(token)
+            _push((_FS, lib, "read", getattr(self, "path", ""), None, i, tid, t0, _now(), 0, _op_failed(e)))
             raise
-        if op.rec is not None and loc is not None:
-            op.rec["range"] = [loc, loc + _nbytes(out)]
-        op.done(_nbytes(out))
+        _CURRENT.reset(token)
+        n = _nbytes(out)
+        _push((_FS, lib, "read", getattr(self, "path", ""), None if loc is None else [loc, loc + n], i, tid, t0,
+               _now(), n, None))
         return out
     read.__climio__ = True
     return read
@@ -406,40 +492,30 @@ def _hook_fsspec_http(mod) -> None:
 
 def _before_send(request, **kw):
     ctx = getattr(request, "context", None)
-    if not isinstance(ctx, dict):
-        return None
-    ctx["climio_wire"] = {"level": "wire", "lib": "botocore", "method": request.method,
-                          "key": clean_url(request.url), "range": _range_header(request.headers.get("Range")),
-                          "parent": _CURRENT.get(), "tid": _tid(), "t0": _now()}
-    return None
+    if isinstance(ctx, dict):
+        ctx["climio_wire"] = (request.method, request.url, request.headers.get("Range"), _current(), _tid(), _now())
 
 
 def _needs_retry(response=None, attempts=1, caught_exception=None, request_dict=None, operation=None, **kw):
     ctx = (request_dict or {}).get("context")
-    rec = ctx.pop("climio_wire", None) if isinstance(ctx, dict) else None
-    if rec is None:
+    sent = ctx.pop("climio_wire", None) if isinstance(ctx, dict) else None
+    if sent is None:
         return None
-    rec["t1"] = _now()
-    rec["op"] = getattr(operation, "name", "?")
-    rec["attempt"] = attempts
-    rec["retries"] = attempts - 1
+    t1 = _now()
     http = response[0] if response else None
-    rec["status"] = getattr(http, "status_code", None)
-    try:   # a HEAD's Content-Length is the object's size, not bytes sent
-        rec["bytes"] = 0 if rec["method"] == "HEAD" else int((getattr(http, "headers", None) or {}).get("content-length") or 0)
-    except (TypeError, ValueError):
-        rec["bytes"] = 0
-    if caught_exception is not None:
-        rec["error"] = type(caught_exception).__name__
+    headers = getattr(http, "headers", None)
+    rec = [_BOTO, *sent, t1, getattr(operation, "name", "?"), attempts, getattr(http, "status_code", None),
+           headers.get("content-length") if headers else None,
+           None if caught_exception is None else type(caught_exception).__name__, False]
     ctx["climio_last"] = rec
-    _emit(rec)
+    _push(rec)
     return None
 
 
 def _after_call(http_response=None, context=None, **kw):
-    rec = (context or {}).get("climio_last") if isinstance(context, dict) else None
+    rec = context.get("climio_last") if isinstance(context, dict) else None
     if rec is not None:
-        rec["final"] = True     # the attempt whose response the call returned
+        rec[13] = True     # the attempt whose response the call returned
     return None
 
 
@@ -468,27 +544,17 @@ def _trace_config(aiohttp):
     tc = aiohttp.TraceConfig()
 
     async def on_start(session, ctx, params):
-        ctx.climio = {"level": "wire", "lib": "aiohttp", "method": params.method, "op": params.method,
-                      "key": clean_url(params.url), "range": _range_header(params.headers.get("Range")),
-                      "parent": _CURRENT.get(), "tid": _tid(), "t0": _now(), "retries": 0}
+        ctx.climio = (params.method, params.url, params.headers.get("Range"), _current(), _tid(), _now())
 
     async def on_end(session, ctx, params):
-        rec = getattr(ctx, "climio", None)
-        if rec is None:
-            return
-        rec["t1"] = _now()
-        rec["status"] = params.response.status
-        try:
-            rec["bytes"] = 0 if rec["method"] == "HEAD" else int(params.response.headers.get("Content-Length") or 0)
-        except ValueError:
-            rec["bytes"] = 0
-        _emit(rec)
+        sent = getattr(ctx, "climio", None)
+        if sent is not None:
+            _push((_AIOHTTP, *sent, _now(), params.response.status, params.response.headers.get("Content-Length"), None))
 
     async def on_error(session, ctx, params):
-        rec = getattr(ctx, "climio", None)
-        if rec is not None:
-            rec.update(t1=_now(), status=None, bytes=0, error=type(params.exception).__name__)
-            _emit(rec)
+        sent = getattr(ctx, "climio", None)
+        if sent is not None:
+            _push((_AIOHTTP, *sent, _now(), None, None, type(params.exception).__name__))
     tc.on_request_start.append(on_start)
     tc.on_request_end.append(on_end)
     tc.on_request_exception.append(on_error)
@@ -576,19 +642,22 @@ def flush() -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(head) + "\n")
             if _state["mode"] == "counters":
-                for (level, op, key), (n, b, t, r) in _state["counters"].items():
+                for (level, op, key), (n, b, t, r) in _totals().items():
                     fh.write(json.dumps({"level": level, "op": op, "key": key, "count": n, "bytes": b,
                                          "time_ns": t, "retries": r}) + "\n")
             else:
                 dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
-                fh.writelines(dumps(r) + "\n" for r in list(_state["recs"]) if "t1" in r)
+                fh.writelines(dumps(_record(r)) + "\n" for r in list(_RECS))
         os.replace(tmp, path)
     except OSError as exc:
         sys.stderr.write(f"climio trace: cannot write {path}: {exc}\n")
 
 
 def _after_fork() -> None:
-    _state["recs"], _state["counters"], _state["t0"] = [], {}, _now()
+    global _tls
+    _RECS.clear()
+    _tls = threading.local()     # the child's thread has another native id
+    _state["counters"], _state["t0"] = {}, _now()
 
 
 def enable(value) -> bool:
@@ -603,6 +672,8 @@ def install(out=None, mode=None) -> bool:
         return False
     _state.update(out=out, mode=mode or ("counters" if os.environ.get("CLIMIO_TRACE_MODE") == "counters" else "full"),
                   t0=_now(), installed=True)
+    global _push
+    _push = _count if _state["mode"] == "counters" else _RECS.append
     for name, hook in HOOKS.items():
         if name in sys.modules:
             hook(sys.modules[name])
