@@ -21,6 +21,7 @@ from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about
 from climio.base.units import format_size, rate_MBps
 from . import child, execute, formats, phases, spec
 from .remote_nc import is_netcdf_object
+from ..stores.endpoint import is_s3_url
 from .plan import Layout, Rates, conversion_plan, default_max_mem
 
 MAX_WARNED = 8               # small-chunk warnings listed one per line; the rest are counted
@@ -208,10 +209,6 @@ class Prepared:
         return _estimate_output(self.in_bytes, self.infos, self.targets, self.stored)
 
 
-def _is_url(path) -> bool:
-    return str(path).startswith("s3://")
-
-
 def io_formats(in_path: Path, out_path: Path, opts: Options) -> tuple:
     """(input format, output format); Zarr-only options without Zarr output are errors."""
     out_fmt = formats.output_format(out_path, opts.out_format)
@@ -244,7 +241,7 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     tmp_dir = check_tmp_dir(Path(opts.tmp_dir)) if opts.tmp_dir else out_path.parent
     # first: it may put back an output a killed --force run had moved aside, which the check must see
     clean_leftovers(out_path, tmp_dir, say, remove=not dry_run)   # (and it frees space before the space check)
-    if _is_url(in_path):   # a Zarr store in a bucket, read object by object (rechunk.remote)
+    if is_s3_url(in_path):   # a Zarr store in a bucket, read object by object (rechunk.remote)
         _check_paths(out_path.parent, out_path, opts.force or force, "zarr", out_fmt)
     else:
         _check_paths(in_path, out_path, opts.force or force, in_fmt, out_fmt)
@@ -262,7 +259,7 @@ def prepare(in_path: Path, out_path: Path, opts: Options, workers: int, two_pass
     targets = _targets(infos, opts, in_path, out_fmt)
     stored = reader.stored_bytes(in_path, infos)
     notes = []
-    profile = platform_profile(out_path.parent if _is_url(in_path) else in_path, notes.append)
+    profile = platform_profile(out_path.parent if is_s3_url(in_path) else in_path, notes.append)
     labels = {(v.compression.label, targets[v.path].compression.label) for v in infos if v.path in targets}
     rates = {(c, t): Rates.from_profile(profile, c, t) for c, t in sorted(labels)}
     units = targets   # what blocks align to: the target chunks (Zarr: the shards when sharded)
@@ -371,18 +368,18 @@ def say_plans(prep: Prepared, say) -> None:
     for path, p in prep.plans.items():  # one line each; --dry-run gives the whole plan
         pad = (f"; edge chunks pad {format_size(p.padding_bytes)} ({100 * p.padding_fraction:.1f} %)"
                if p.padding_bytes else "")
-        say(f"{path} -> {_target_label(prep.targets[path])}: {p.describe()[0]}{pad}")
+        say(f"{path} -> {prep.targets[path].label()}: {p.describe()[0]}{pad}")
 
 
 def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=None, say=print) -> dict:
     """Convert; return a summary dict (plans, seconds, bytes, peak RSS). `say` prints human lines."""
-    in_path = str(in_path) if _is_url(in_path) else Path(in_path)
+    in_path = str(in_path) if is_s3_url(in_path) else Path(in_path)
     out_path = Path(out_path)
-    early = "" if dry_run or _is_url(in_path) or opts.scheduler else _early_start(in_path, out_path, opts)
+    early = "" if dry_run or is_s3_url(in_path) or opts.scheduler else _early_start(in_path, out_path, opts)
     if opts.scheduler and not dry_run:
         from . import cluster
         cluster.start_early(opts.scheduler, opts.workers,   # connected while the input is scanned and planned
-                            xarray_here=not (_is_url(in_path) and not is_netcdf_object(in_path)))
+                            xarray_here=not (is_s3_url(in_path) and not is_netcdf_object(in_path)))
     if early == "pool":
         execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
     elif early == "define":
@@ -433,7 +430,7 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
     prep = prepare(in_path, out_path, opts, opts.workers, two_pass=True, say=say, force=dry_run, dry_run=dry_run)
     max_mem, infos, targets, plans = prep.max_mem, prep.infos, prep.targets, prep.plans
     phases.mark("scan, targets, plan")
-    if opts.remote_out or _is_url(in_path):
+    if opts.remote_out or is_s3_url(in_path):
         _object_store_bounds(prep, opts, say)
     tmp_dir = Path(opts.tmp_dir) if opts.tmp_dir else out_path.parent
     summary = {"input": str(in_path), "output": str(out_path), "max_mem": max_mem, "workers": opts.workers,
@@ -449,12 +446,12 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
         for line in prep.rate_lines():
             say(line)
         for path, p in plans.items():
-            say(f"{path} -> {_target_label(targets[path])}")
+            say(f"{path} -> {targets[path].label()}")
             for line in p.describe():
                 say("  " + line)
         if opts.scheduler:
             from .cluster import per_worker_lines, round_trip_s
-            store = opts.remote_out or (str(in_path) if _is_url(in_path) else "")
+            store = opts.remote_out or (str(in_path) if is_s3_url(in_path) else "")
             for line in per_worker_lines(plans, opts.workers, max_mem, round_trip_s(store) if store else 0.0):
                 say(line)
         return summary
@@ -569,7 +566,7 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options
         return execute.Runner(size)
     # an s3:// Zarr input on a cluster: a worker defines the output (cluster.define_on_worker), and
     # checks it as check_written does, so this process never imports xarray
-    there = bool(scheduler) and _is_url(in_path) and prep.out_fmt == "zarr" and not is_netcdf_object(in_path)
+    there = bool(scheduler) and is_s3_url(in_path) and prep.out_fmt == "zarr" and not is_netcdf_object(in_path)
     args = (prep, in_path, tmp, settings, (apart or there) and prep.out_fmt == "zarr")
     runner = None if apart else make_runner()
     try:
@@ -597,11 +594,6 @@ def _define_output(prep: Prepared, in_path, tmp, settings, check: bool) -> list:
     if check:
         writer.check_written(tmp, jobs)
     return jobs
-
-
-def _target_label(t) -> str:
-    chunks = "[" + ",".join(map(str, t.chunks)) + "]" if t.chunks else "contiguous"
-    return f"{chunks} {t.compression.label}"
 
 
 @contextmanager

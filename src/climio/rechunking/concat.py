@@ -71,7 +71,7 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
                    "notes": list(fs.notes), "workers": opts.workers, "block_bytes": budget,
                    "blocks": {p: n_blocks(next(v.shape for v in streamed if v.path == p), b) for p, b in plan.items()}}
         for v in streamed:
-            say(f"{v.path} [{fs.total} {dim} from {len(fs.paths)} files] -> {_label(targets[v.path])}: "
+            say(f"{v.path} [{fs.total} {dim} from {len(fs.paths)} files] -> {targets[v.path].label()}: "
                 f"{summary['blocks'][v.path]} block(s) of at most {format_size(budget)}")
         if dry_run:
             return summary
@@ -148,11 +148,6 @@ def _infos(fs) -> list:
 def _chunks(info, target) -> tuple:
     chunks = target.chunks or info.shape
     return tuple(max(1, min(int(c), int(d))) for c, d in zip(chunks, info.shape))
-
-
-def _label(t) -> str:
-    chunks = "[" + ",".join(map(str, t.chunks)) + "]" if t.chunks else "contiguous"
-    return f"{chunks} {t.compression.label}"
 
 
 def block_budget(max_mem: int, workers: int, streamed) -> int:

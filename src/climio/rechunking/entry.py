@@ -5,7 +5,8 @@ on a Dask cluster (cluster). Above all of them, so that none imports another bac
 import os
 
 from climio.base.errors import InputError
-from .command import Options, _is_url, rechunk
+from .command import Options, rechunk
+from ..stores.endpoint import is_s3_url
 
 
 def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
@@ -58,7 +59,7 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
         return many.rechunk_many(src, dst, opts, dry_run=dry_run, progress_factory=factory, say=say, mpi=mpi)
     src = (src,) if isinstance(src, (str, os.PathLike)) else src
     # a URL is one line naming what is supported, not a mangled path; s3:// is read object by object
-    src = src[0] if _is_url(src[0]) else many.expand(src)[0]
+    src = src[0] if is_s3_url(src[0]) else many.expand(src)[0]
     many.refuse_url(dst, "output")
     if scheduler:   # --max-mem is per worker: the plan is made for all of them
         from .cluster import check_output

@@ -48,3 +48,7 @@ class Target:
     """What one variable should become: chunks (None = contiguous) and compression."""
     chunks: Optional[tuple]
     compression: Compression
+
+    def label(self) -> str:
+        chunks = "[" + ",".join(map(str, self.chunks)) + "]" if self.chunks else "contiguous"
+        return f"{chunks} {self.compression.label}"
