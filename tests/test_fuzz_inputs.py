@@ -50,7 +50,7 @@ def _explain(fmt, m, command, o):
 
 # one cheap reading command per format; two mutated inputs each (hypothesis, derandomized by SEED)
 SLICE = {"cdf1": "rechunk-nc", "cdf2": "predict", "cdf5": "rechunk-nc", "nc4": "rechunk-nc",
-         "zarr2": "rechunk-nc", "zarr3": "rechunk-zarr", "kerchunk": "rechunk-nc", "darshan": "trace-report",
+         "zarr2": "rechunk-nc", "zarr3": "rechunk-zarr", "kerchunk": "predict", "darshan": "trace-report",
          "trace": "trace-report", "records": "export"}
 
 
