@@ -124,6 +124,11 @@ FOUND = [   # (format, command, mutation, a word of the one line)
     # seed 40: a B-tree key's chunk index made 2^32-1: HDF5 reads that chunk as fill values, the
     # reference's readers dropped the key and read 0.0 (exit 0 with wrong data)
     ("nc4", "make-refs", F.Mutation("huge", "", 10395, 4, "ffffffff"), "outside ta's chunk grid"),
+    # seed 41, predict/advise reading local Zarr and references: zarr-python parses a member's metadata
+    # lazily, and a damaged one raised its parser's error (JSON, Unicode, ValueError) as a traceback (a
+    # reference's too: the same _from_zarr; its mutation's offset depends on the seeds' paths)
+    ("zarr2", "predict", F.Mutation("truncate", "ta/.zattrs", 33, 1, ""), "damaged Zarr metadata"),
+    ("zarr2", "advise", F.Mutation("flip", "ta/.zarray", 64, 1, "8b"), "damaged Zarr metadata"),
 ]
 
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from climio.base.errors import DataError, InputError
+from climio.base.errors import ClimioError, DataError, InputError
 from climio.dataset import cf
 from climio.dataset.layout import Layout, format_chunks
 
@@ -232,7 +232,19 @@ def _zarr_dims(arr) -> tuple:
 
 
 def _from_zarr(root, var, where, store, endpoint_url=None, stored_of=None) -> Description:
-    """The description of array `var` (or the group's one data array) of the zarr node `root`."""
+    """The description of array `var` (or the group's one data array) of the zarr node `root`.
+    zarr-python opens a group's members lazily: their metadata is parsed here, and a damaged
+    .zarray/.zattrs/zarr.json raises whatever its parser meets (JSON, Unicode, ValueError, KeyError,
+    TypeError: fuzz seed 41), one DataError line here."""
+    try:
+        return _zarr_description(root, var, where, store, endpoint_url, stored_of)
+    except ClimioError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (see above: the parsers' many types)
+        raise DataError(f"{where}: damaged Zarr metadata ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _zarr_description(root, var, where, store, endpoint_url, stored_of) -> Description:
     import zarr
     from climio.dataset.codecs import zarr_label
     if isinstance(root, zarr.Array):
