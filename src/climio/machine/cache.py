@@ -73,14 +73,23 @@ def warm(path, block=1 << 24) -> None:
             pass
 
 
+EVICT_TRIES = 3
+
+
 def prepare(paths, state: str) -> dict:
     """Bring `paths` into `state` ("cold" or "warm"); return the record's `cache` field."""
     if state not in ("cold", "warm"):
         raise ValueError(f"cache state must be cold or warm, not {state!r}")
-    for p in paths:
-        evict(p) if state == "cold" else warm(p)
-    fractions = [resident_fraction(p) for p in paths]
-    frac = max(fractions) if fractions else 0.0
+    # A running server (the S3 study's) can touch its files again between the eviction and the
+    # check, more often on a loaded machine (CI once saw "warm"): evict again, at most EVICT_TRIES
+    # times; the record still says what mincore found after the last try.
+    for _ in range(EVICT_TRIES if state == "cold" else 1):
+        for p in paths:
+            evict(p) if state == "cold" else warm(p)
+        fractions = [resident_fraction(p) for p in paths]
+        frac = max(fractions) if fractions else 0.0
+        if state == "warm" or frac <= COLD_THRESHOLD:
+            break
     measured = "cold" if frac <= COLD_THRESHOLD else "warm"
     return {
         "state": measured,
