@@ -100,7 +100,7 @@ def main():
     ap.add_argument("--big", type=int, default=200, help="chunks of 4 MiB")
     ap.add_argument("--small", type=int, default=4000, help="chunks of 64 KiB")
     ap.add_argument("--reps", type=int, default=3, help="ABBA rounds")
-    ap.add_argument("--clients", default="s3fs,obstore", help="s3fs, obstore or both")
+    ap.add_argument("--clients", default="s3fs,obstore", help="s3fs, obstore or s3fs,obstore (both)")
     ap.add_argument("--traced", choices=("run", "python"), default="run",
                     help="run: what `climio trace run` sets (preload + Python tracer); python: the Python tracer only")
     a = ap.parse_args()
