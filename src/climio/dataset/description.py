@@ -285,9 +285,16 @@ def _open_zarr(store, where, endpoint=None):
         raise DataError(f"{where}: not a Zarr store ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
+ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")   # a directory holding one is a Zarr store
+
+
+def is_local_zarr(path) -> bool:
+    p = Path(path)
+    return p.is_dir() and any((p / n).is_file() for n in ZARR_MARKERS)
+
+
 def _zarr_local(p: Path, var) -> Description:
-    kind = "zarr3" if (p / "zarr.json").is_file() else "zarr2" if (p / ".zgroup").is_file() or \
-        (p / ".zarray").is_file() else None
+    kind = "zarr3" if (p / "zarr.json").is_file() else "zarr2" if is_local_zarr(p) else None
     if kind is None:
         raise DataError(f"{p}: a directory, not a Zarr store (no zarr.json, .zgroup or .zarray)")
 

@@ -11,7 +11,8 @@ def is_measured_input(path) -> bool:
     that `climio advise FILE` asks without importing the report's figures (matplotlib)."""
     p = Path(path)
     if p.is_dir():   # a local Zarr store is data, not a trace
-        return not any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
+        from climio.dataset.description import is_local_zarr
+        return not is_local_zarr(p)
     return p.is_file() and (p.suffix == ".darshan" or ".darshan" in p.name)
 
 

@@ -66,7 +66,8 @@ def is_store(path) -> bool:
             _IS_STORE[str(path)] = any(v is not None for v in got.values())
         return _IS_STORE[str(path)]
     p = Path(path)
-    return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
+    from climio.dataset.description import is_local_zarr
+    return is_local_zarr(p)
 
 
 # ---------------------------------------------------------------- codecs
