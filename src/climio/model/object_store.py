@@ -9,8 +9,9 @@ stack keeps in flight:
                      --store`); described by the endpoint's URL, never a credential
     read_tasks()     the GETs of one hyperslab as tasks (a task's GETs run one after another):
                      unsharded, one GET per chunk touched; sharded (zarr-python 3's ShardingCodec),
-                     per shard touched one GET of the whole shard when the read covers all its
-                     chunks, else the shard index then each inner chunk's byte range in turn
+                     per shard touched one GET of the whole shard when the read covers every
+                     chunk of the shard's grid (not an edge shard the array's end cuts), else the
+                     shard index then each inner chunk's byte range in turn
     predict_read()   tasks scheduled on the stack's concurrency (the next free slot takes the next
                      task: waves when tasks are equal), each GET latency + size / per-connection
                      bandwidth, the whole capped by the aggregate bandwidth; a compressed store's
@@ -133,8 +134,10 @@ def read_tasks(shape, chunks, shards, start, count, itemsize, chunk_nbytes=None)
         a = [max(s, l) for s, l in zip(start, lo)]
         b = [min(s + n, h) for s, n, h in zip(start, count, hi)]
         inner = math.prod(len(range((x - l) // c, (y - 1 - l) // c + 1)) for x, y, l, c in zip(a, b, lo, chunks))
-        whole = math.prod(-(-(h - l) // c) for l, h, c in zip(lo, hi, chunks))
-        tasks.append([whole * cb + index] if inner == whole else Ranged([index] + [cb] * inner))
+        stored = math.prod(-(-(h - l) // c) for l, h, c in zip(lo, hi, chunks))   # an edge shard holds fewer
+        # zarr reads a shard whole only when the read touches every chunk of the shard's grid
+        # (ShardingCodec._is_total_shard): never an edge shard that the array's end cuts
+        tasks.append([stored * cb + index] if inner == inner_total else Ranged([index] + [cb] * inner))
     return tasks
 
 
