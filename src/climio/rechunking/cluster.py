@@ -36,8 +36,10 @@ def connect(address: str, workers: int):
     except ImportError:
         raise NativeError("--scheduler needs dask.distributed (pip install distributed)") from None
     if address == "local":
+        # silence_logs=CRITICAL: a failed task reaches the client, which says it in one line; the
+        # workers' own ERROR log of it (a traceback on the user's terminal) is not shown as well
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=40)
+                               dashboard_address=None, silence_logs=50)
         return Client(cluster), cluster
     try:
         return Client(address, timeout="20s"), None

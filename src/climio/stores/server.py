@@ -73,6 +73,11 @@ def process_group_alive(pgid: int) -> bool:
     return True
 
 
+# Volumes the server may create, each up to volume_size_mb: SeaweedFS makes them as data arrives
+# (empty ones cost nothing) and reclaims deleted objects' space only when it vacuums, so a bench that
+# writes a 1 GB store several times filled 16 x 256 MB and got 500 InternalError on every PUT
+VOLUMES_MAX = 100
+
 class S3Server:
     def __init__(self, data_dir=None, buckets=("climio", PUBLIC), max_procs: int = 2, mem_limit_mb: int = 1024,
                  volume_size_mb: int = 256, start_timeout: float = 60.0):
@@ -171,7 +176,7 @@ class S3Server:
             "dir": d / "volumes", "ip": HOST, "ip.bind": HOST,
             "master.port": self.master_port, "master.port.grpc": self.master_grpc, "master.telemetry": "false",
             "master.volumeSizeLimitMB": self.volume_size_mb, "master.dir": d / "master",
-            "volume.port": self.volume_port, "volume.port.grpc": self.volume_grpc, "volume.max": 16,
+            "volume.port": self.volume_port, "volume.port.grpc": self.volume_grpc, "volume.max": VOLUMES_MAX,
             "volume.preStopSeconds": 0,
             "filer.port": self.filer_port, "filer.port.grpc": self.filer_grpc, "filer.localSocket": d / "filer.sock",
             "s3.port": self.s3_port, "s3.port.grpc": self.s3_grpc, "s3.localSocket": d / "s3.sock",
