@@ -20,6 +20,7 @@ from climio.dataset.reads import read_count_of
 from ..model import object_store as om
 from ..model.object_store import predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from climio import profiles
+from climio.profiles import decode_rate
 from ..stores.endpoint import Endpoint
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
@@ -33,26 +34,6 @@ def is_store_url(text) -> bool:
 def store_url(text) -> str:
     t = str(text)
     return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
-
-
-def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
-    """(B/s, where it comes from) of decoding `label` on this machine: the rate the stack decoded
-    the codec at (or its family's nearest level) in `climio calibrate --store`, else the file
-    profile's codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
-    from ..model import profile as profmod
-    from climio.machine.platform import platform_id_here as platform_id_of
-    if label == "none":
-        return math.inf, "nothing to decode"
-    if rates is not None and stack:
-        bps, measured = om.stack_decode(rates.stack(stack), label)
-        if bps is not None:
-            return bps, f"{stack} decoding {measured}, climio calibrate --store"
-    prof, note = profiles.find(platform_id_of(None))
-    if prof is not None and prof.decode_Bps:
-        return prof.decode(label), f"calibrated on {prof.platform_id}"
-    if warn and note:
-        warn(note)
-    return profmod.default_profile().decode(label), "built-in default"
 
 
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
