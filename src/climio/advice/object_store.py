@@ -21,19 +21,9 @@ from ..model import object_store as om
 from ..model.object_store import predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from climio import profiles
 from climio.profiles import decode_rate
-from ..stores.endpoint import Endpoint
+from ..stores.endpoint import Endpoint, typed_url
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-
-
-def is_store_url(text) -> bool:
-    """An s3:// URL as typer's Path leaves it (s3:/BUCKET/...) or as given."""
-    return str(text).startswith(("s3://", "s3:/"))
-
-
-def store_url(text) -> str:
-    t = str(text)
-    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
 
 
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
@@ -117,7 +107,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     endpoint = Endpoint.from_env(endpoint_url)
     stack = _stack(stack)
     specs = _specs(reads)
-    desc = desc or describe(store_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
+    desc = desc or describe(typed_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
     dec_Bps, source = decode_rate(desc.codecs, warn, rates, stack)
     out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
@@ -142,7 +132,7 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     from climio.rules.facts import Facts, ObjectStoreFacts
     endpoint = Endpoint.from_env(endpoint_url)
     specs = _specs(reads)
-    d = desc or describe(store_url(url), var, endpoint_url)      # the store first, as predict_store
+    d = desc or describe(typed_url(url), var, endpoint_url)      # the store first, as predict_store
     rates = store_rates(endpoint, warn)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
@@ -163,15 +153,15 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
         now, ref_s, ref_cmd = again(), None, ""
     else:
         from ..stores.objects import object_size
-        size = object_size(endpoint, store_url(url))
+        size = object_size(endpoint, typed_url(url))
         part = 8 << 20
         through = [predict_layout(d, list(d.chunks or d.shape), None, r, rates, "zarr-fsspec", dec_Bps, n, tasks)
                    for r, n in specs]
         # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
         now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
                + sum(p["decode_s"] for p in through))
-        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(store_url(url), endpoint_url)
-    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
+        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(typed_url(url), endpoint_url)
+    o = ObjectStoreFacts(d, typed_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
                          endpoint.url or "")
     return Facts("object-store", object_store=o, tasks=tasks)
 

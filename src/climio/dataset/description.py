@@ -119,9 +119,9 @@ def describe(target, var=None, endpoint_url=None) -> Description:
     if type(target).__module__.startswith("netCDF4"):
         return _from_netcdf4(target, var, getattr(target, "filepath", lambda: "")())
     text = str(target)
-    from climio.stores.endpoint import is_s3_url
-    if is_s3_url(text) or text.startswith("s3:/"):
-        url = "s3://" + text[len("s3:/"):].lstrip("/") if not text.startswith("s3://") else text
+    from climio.stores.endpoint import is_s3_url, typed_url
+    url = typed_url(text)
+    if is_s3_url(url):
         if url.rstrip("/").endswith(".zarr"):
             return _zarr_s3(url, var, endpoint_url)
         return _netcdf_s3(url, var, endpoint_url)
