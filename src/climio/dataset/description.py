@@ -181,14 +181,18 @@ def _netcdf4_file(path, var) -> Description:
         desc = _from_netcdf4(ds, var, path)
     if desc.store != "netcdf4":
         return desc
-    stored = None
+    return _replace(desc, stored_bytes=stored_bytes(path, desc.var) or None)
+
+
+def stored_bytes(path, var):
+    """Bytes the variable of a netCDF-4/HDF5 file occupies on disk (all chunks, after filters), or
+    None when HDF5 cannot tell (a group path or a renamed dataset, not an HDF5 file)."""
     try:
         import h5py
         with h5py.File(path, "r") as fh:
-            stored = int(fh[desc.var].id.get_storage_size())
-    except Exception:  # noqa: BLE001  (a group path or a renamed dataset: stored bytes unknown)
-        stored = None
-    return _replace(desc, stored_bytes=stored or None)
+            return int(fh[var].id.get_storage_size())
+    except Exception:  # noqa: BLE001  (stored bytes unknown)
+        return None
 
 
 def _replace(desc, **kw) -> Description:

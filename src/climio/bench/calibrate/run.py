@@ -37,13 +37,13 @@ from ...model.predict import simulate
 from climio.dataset.options import parse_compression
 from climio.machine.platform import filesystem_of
 from ...data.writer import write_4d
+from climio.dataset.description import stored_bytes
 from climio.dataset.layout import Layout
 from climio.base.units import format_size
 from ...measure import probes
 from ...measure.progress import info
 from ...measure.series import Timer, storage_checked
 from ...measure.tasks import TaskPool, gathered, task_record
-from ...measure.worker import variable_storage_bytes
 from climio.runs.records import make_record
 from climio.measure.stacks import STACKS, chunk_cache_of
 from . import STUDY
@@ -267,7 +267,7 @@ def cold_extra(files, reps, emit, pid):
 def _decode_case(kind, codec, path, itemsize, chunks, reads, reps, emit, pid, decoded=None):
     """Records of `reads` of one decode file through netCDF4-python, chunk cache off."""
     comp = codec != "none"
-    lay = Layout(DECODE_SHAPE, itemsize, chunks, comp, variable_storage_bytes(path, "ta") if comp else None)
+    lay = Layout(DECODE_SHAPE, itemsize, chunks, comp, stored_bytes(path, "ta") if comp else None)
     params = {"kind": kind, "stack": "netcdf4-python", "codec": codec, **({"itemsize": 4} if itemsize == 4 else {}),
               **_counts_params(lay, reads, NOCACHE, path),
               "bytes_decoded": lay.nbytes if decoded is None else decoded, "bytes_stored": lay.stored}
@@ -300,7 +300,7 @@ def cache_effect(files, codec, reps, emit, pid):
     path = files[f"decode-{codec}"]
     reads = [((0, z, y, 0), (T, 1, 1, X)) for z in range(Z) for y in range(Y)]
     fit = (T // DECODE_CHUNKS[0]) * 8 * math.prod(DECODE_CHUNKS) * 2
-    needed = variable_storage_bytes(path, "ta") or os.path.getsize(path)    # the reads cover every chunk of the variable
+    needed = stored_bytes(path, "ta") or os.path.getsize(path)    # the reads cover every chunk of the variable
     for what, cc in (("off", NOCACHE), ("fit", fit)):
         params = {"kind": "cache-effect", "stack": "netcdf4-python", "codec": codec, "what": what, "chunk_cache": cc}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state="cold")):
