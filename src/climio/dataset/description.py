@@ -14,7 +14,7 @@ take the description.
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -181,7 +181,7 @@ def _netcdf4_file(path, var) -> Description:
         desc = _from_netcdf4(ds, var, path)
     if desc.store != "netcdf4":
         return desc
-    return _replace(desc, stored_bytes=stored_bytes(path, desc.var) or None)
+    return replace(desc, stored_bytes=stored_bytes(path, desc.var) or None)
 
 
 def stored_bytes(path, var):
@@ -193,11 +193,6 @@ def stored_bytes(path, var):
             return int(fh[var].id.get_storage_size())
     except Exception:  # noqa: BLE001  (stored bytes unknown)
         return None
-
-
-def _replace(desc, **kw) -> Description:
-    from dataclasses import replace
-    return replace(desc, **kw)
 
 
 def _from_xarray(ds, var) -> Description:
@@ -271,7 +266,7 @@ def _zarr_description(root, var, where, store, endpoint_url, stored_of) -> Descr
     if stored_of is not None and desc.compressed:
         ratio = stored_of(var, arr)
         if ratio:
-            desc = _replace(desc, stored_bytes=int(round(desc.nbytes * ratio)), chunk_ratio=ratio)
+            desc = replace(desc, stored_bytes=int(round(desc.nbytes * ratio)), chunk_ratio=ratio)
     return desc
 
 
