@@ -1,7 +1,8 @@
 """Moving files into and out of a bucket: uploads that become visible complete, listings, deletes.
 
 A Zarr store is uploaded chunks first and its metadata (every zarr.json, the root's last), so a
-reader opening it sees either nothing or a complete store.
+reader opening it sees either nothing or a complete store. A failure is one line naming its cause
+(climio.stores.errors.store_error: credentials, bucket, key, unreachable, throttled).
 """
 
 from concurrent.futures import ThreadPoolExecutor
