@@ -130,9 +130,9 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     """The Facts of reads of data in S3 (Facts.object_store): the reads as they are (a Zarr store)
     or downloading the object first (a netCDF-4 object), all passes, and the what-if the rules ask."""
     from climio.rules.facts import Facts, ObjectStoreFacts
-    endpoint = Endpoint.from_env(endpoint_url)
+    endpoint, url = Endpoint.from_env(endpoint_url), typed_url(url)
     specs = _specs(reads)
-    d = desc or describe(typed_url(url), var, endpoint_url)      # the store first, as predict_store
+    d = desc or describe(url, var, endpoint_url)      # the store first, as predict_store
     rates = store_rates(endpoint, warn)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
@@ -153,15 +153,15 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
         now, ref_s, ref_cmd = again(), None, ""
     else:
         from ..stores.objects import object_size
-        size = object_size(endpoint, typed_url(url))
+        size = object_size(endpoint, url)
         part = 8 << 20
         through = [predict_layout(d, list(d.chunks or d.shape), None, r, rates, "zarr-fsspec", dec_Bps, n, tasks)
                    for r, n in specs]
         # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
         now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
                + sum(p["decode_s"] for p in through))
-        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(typed_url(url), endpoint_url)
-    o = ObjectStoreFacts(d, typed_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
+        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(url, endpoint_url)
+    o = ObjectStoreFacts(d, url, stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
                          endpoint.url or "")
     return Facts("object-store", object_store=o, tasks=tasks)
 
