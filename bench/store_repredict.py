@@ -46,7 +46,7 @@ def _description(p):
 
 
 def repredict(run: Path, share: str = "calibration") -> list:
-    from climio.bench.predict.store_run import decode_of
+    from climio.profiles import decode_rate
     from climio.model.object_store import predict_layout
     from climio.runs.records import read_records
     rates = _rates(run)
@@ -61,7 +61,7 @@ def repredict(run: Path, share: str = "calibration") -> list:
         if share == "one":
             R = dataclasses.replace(R, cpu_share=1.0)
         d = _description(p)
-        q = predict_layout(d, d.chunks, d.shards, p["read"], R, p["stack"], decode_of(d.codecs, R, p["stack"])[0])
+        q = predict_layout(d, d.chunks, d.shards, p["read"], R, p["stack"], decode_rate(d.codecs, None, R, p["stack"])[0])
         walls = [x["metrics"]["wall_s"] for x in recs]
         meas = median(walls)
         rows.append({"config": cfg, "predicted_s": q["time_s"], "measured_s": meas, "ratio": q["time_s"] / meas,

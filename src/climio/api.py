@@ -55,8 +55,8 @@ def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_
     `data_dir` (where the generated files go).
     On Ctrl-C or SIGTERM the records written so far stay (each line is flushed) and the report
     is rendered from them before the interruption goes on to the exit code."""
-    from climio.runs.rundir import RunDir, discard_empty_run
-    claim_run_dir(run_dir, append, force)
+    from climio.runs.rundir import RunDir, claim_dir, discard_empty_run
+    claim_dir(run_dir, append, force)
     fresh = not Path(run_dir).is_dir() or not any(Path(run_dir).iterdir())
     try:
         with RunDir(run_dir, measured_dir or data_dir) as run:
@@ -78,14 +78,6 @@ def run_studies(run_dir, data_dir, steps, report: bool, progress=True, measured_
         info(f"report: {render_report(run_dir)}")
 
 
-def claim_run_dir(run_dir, append=False, force=False) -> None:
-    """A run directory that already holds a run is refused before anything runs (a script run twice
-    appended its records to the first run's, and the findings compared the two): `append` adds to it,
-    `force` replaces it whole (only a run directory: records.jsonl or platform.json in it)."""
-    from climio.runs.rundir import claim_dir
-    claim_dir(run_dir, append, force)
-
-
 def _render_partial(run_dir, report: bool) -> None:
     from climio.base.errors import ClimioError
     from .measure.progress import err_line
@@ -104,11 +96,11 @@ def run_study(study, preset=None, out=None, data_dir=None, report=True, progress
     """Run a registered study (by name or object) with Grid values as keyword arguments; return the
     run directory. The CLI and notebooks both come here. An `out` that already holds a run is
     refused unless `append` (add to it) or `force` (replace it)."""
-    from climio.runs.rundir import default_run_dir
+    from climio.runs.rundir import claim_dir, default_run_dir
     study = registry.get(study) if isinstance(study, str) else study
     grid = study.grid(preset or study.default_preset, **{k: v for k, v in values.items() if v is not None})
     run_dir = Path(out) if out else default_run_dir(study.name)
-    claim_run_dir(run_dir, append, force)   # before any data are generated
+    claim_dir(run_dir, append, force)   # before any data are generated
     with DataDir(data_dir) as ddir:
         study.check(grid, ddir)
         run_studies(run_dir, ddir, [lambda ctx: study.run(ctx, grid)], report, progress,
@@ -237,9 +229,3 @@ def advise_jobs(traces, passes=1, profile=None, keep_codec=False, warn=None):
     prof = str(profile) if profile else None
     return run(first.file, first.var, [WeightedJob(n, j.reads, int(p), j.stack) for n, j, p in zip(names, jobs, ps)],
                prof, keep_codec, _warn(warn), ", ".join(map(str, traces)))
-
-
-def rechunk(*args, **kwargs) -> dict:
-    """climio.rechunking.convert: change chunking and compression (see its docstring)."""
-    from .rechunking import convert
-    return convert(*args, **kwargs)

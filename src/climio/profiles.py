@@ -9,15 +9,17 @@ rates and back). Below the studies and the advice, above the model (pyproject.to
     for_data(path, profile)             (Profile, warning line or "") for the data at `path`: find()'s, else the defaults
     calibrated(platform_id, path, say)  find()'s profile, or an InputError saying how to make one
     rates_path / load_rates / save_rates    an object store's measured rates per platform
+    decode_rate(label, warn, rates, stack)  (B/s, where from) of decoding a codec on this machine
 """
 
 import json
+import math
 import os
 from pathlib import Path
 
 from climio.base.errors import DataError, InputError
 from climio.machine.platform import platform_id_here
-from climio.model.object_store import StoreRates
+from climio.model.object_store import StoreRates, stack_decode
 from climio.model.profile import Profile, default_profile
 
 PROFILE_NAME = "profile.json"
@@ -140,3 +142,22 @@ def save_rates(platform_id: str, key: str, rates: StoreRates, *extra) -> list:
         _write(p, text, "the object-store rates")
         out.append(p)
     return out
+
+
+def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
+    """(B/s, where it comes from) of decoding `label` on this machine: the rate the stack decoded
+    the codec at (or its family's nearest level) in `climio calibrate --store` (`rates`, StoreRates),
+    else the file profile's codec rate (`climio calibrate`), else the built-in defaults'; inf for
+    "none". The one fallback of `climio predict`/`advise` on S3 and of `climio bench predict --store`."""
+    if label == "none":
+        return math.inf, "nothing to decode"
+    if rates is not None and stack:
+        bps, measured = stack_decode(rates.stack(stack), label)
+        if bps is not None:
+            return bps, f"{stack} decoding {measured}, climio calibrate --store"
+    prof, note = find(platform_id_here(None))
+    if prof is not None and prof.decode_Bps:
+        return prof.decode(label), f"calibrated on {prof.platform_id}"
+    if warn and note:
+        warn(note)
+    return default_profile().decode(label), "built-in default"

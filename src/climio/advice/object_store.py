@@ -20,39 +20,10 @@ from climio.dataset.reads import read_count_of
 from ..model import object_store as om
 from ..model.object_store import predict_layout, slabs_of  # noqa: F401  (this module's API too)
 from climio import profiles
-from ..stores.endpoint import Endpoint
+from climio.profiles import decode_rate
+from ..stores.endpoint import Endpoint, typed_url
 
 DEFAULT_OBJECT_STACK = "zarr-obstore"
-
-
-def is_store_url(text) -> bool:
-    """An s3:// URL as typer's Path leaves it (s3:/BUCKET/...) or as given."""
-    return str(text).startswith(("s3://", "s3:/"))
-
-
-def store_url(text) -> str:
-    t = str(text)
-    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
-
-
-def decode_rate(label: str, warn=None, rates=None, stack=None) -> tuple:
-    """(B/s, where it comes from) of decoding `label` on this machine: the rate the stack decoded
-    the codec at (or its family's nearest level) in `climio calibrate --store`, else the file
-    profile's codec rate (`climio calibrate`), else the built-in defaults'; inf for "none"."""
-    from ..model import profile as profmod
-    from climio.machine.platform import platform_id_here as platform_id_of
-    if label == "none":
-        return math.inf, "nothing to decode"
-    if rates is not None and stack:
-        bps, measured = om.stack_decode(rates.stack(stack), label)
-        if bps is not None:
-            return bps, f"{stack} decoding {measured}, climio calibrate --store"
-    prof, note = profiles.find(platform_id_of(None))
-    if prof is not None and prof.decode_Bps:
-        return prof.decode(label), f"calibrated on {prof.platform_id}"
-    if warn and note:
-        warn(note)
-    return profmod.default_profile().decode(label), "built-in default"
 
 
 def store_rates(endpoint: Endpoint, warn=None) -> om.StoreRates:
@@ -136,7 +107,7 @@ def predict_store(url, reads, var=None, stack=None, endpoint_url=None, check=Fal
     endpoint = Endpoint.from_env(endpoint_url)
     stack = _stack(stack)
     specs = _specs(reads)
-    desc = desc or describe(store_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
+    desc = desc or describe(typed_url(url), var, endpoint_url)   # the store first: its failures before "run calibrate"
     rates = store_rates(endpoint, warn)
     dec_Bps, source = decode_rate(desc.codecs, warn, rates, stack)
     out = StorePrediction(desc, stack, rates.to_dict(), decode={"Bps": dec_Bps, "source": source}, tasks=tasks)
@@ -159,9 +130,9 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
     """The Facts of reads of data in S3 (Facts.object_store): the reads as they are (a Zarr store)
     or downloading the object first (a netCDF-4 object), all passes, and the what-if the rules ask."""
     from climio.rules.facts import Facts, ObjectStoreFacts
-    endpoint = Endpoint.from_env(endpoint_url)
+    endpoint, url = Endpoint.from_env(endpoint_url), typed_url(url)
     specs = _specs(reads)
-    d = desc or describe(store_url(url), var, endpoint_url)      # the store first, as predict_store
+    d = desc or describe(url, var, endpoint_url)      # the store first, as predict_store
     rates = store_rates(endpoint, warn)
     zarr_store = d.store == "zarr-s3"
     stack = _stack(stack) if zarr_store else "zarr-fsspec"
@@ -182,15 +153,15 @@ def store_facts(url, reads, var=None, stack=None, endpoint_url=None, warn=None, 
         now, ref_s, ref_cmd = again(), None, ""
     else:
         from ..stores.objects import object_size
-        size = object_size(endpoint, store_url(url))
+        size = object_size(endpoint, url)
         part = 8 << 20
         through = [predict_layout(d, list(d.chunks or d.shape), None, r, rates, "zarr-fsspec", dec_Bps, n, tasks)
                    for r, n in specs]
         # the downloaded copy is read locally: the same chunks decoded (local reads taken as free)
         now = (om.predict_read([[[part]] * max(1, -(-size // part))], rates, DEFAULT_OBJECT_STACK)["time_s"]
                + sum(p["decode_s"] for p in through))
-        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(store_url(url), endpoint_url)
-    o = ObjectStoreFacts(d, store_url(url), stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
+        ref_s, ref_cmd = sum(p["time_s"] for p in through), reference_command(url, endpoint_url)
+    o = ObjectStoreFacts(d, url, stack, rates.stack(stack).concurrency, now, again, counts, ref_s, ref_cmd,
                          endpoint.url or "")
     return Facts("object-store", object_store=o, tasks=tasks)
 

@@ -24,6 +24,7 @@ from typing import Optional
 
 from climio.base.errors import DataError, InputError, no_such_file
 from climio.dataset.description import describe
+from climio.stores.endpoint import is_s3_url, typed_url
 from ..model import workflow as wfmod
 from .loading import describe_workflow, load_workflow, profile_for
 
@@ -47,7 +48,7 @@ class Request:
 
     @property
     def in_s3(self) -> bool:
-        return isinstance(self.target, (str, Path)) and str(self.target).startswith(("s3://", "s3:/"))
+        return isinstance(self.target, (str, Path)) and is_s3_url(typed_url(self.target))
 
 
 def _is_workflow_file(target) -> bool:
@@ -86,10 +87,8 @@ def make_request(target=None, var=None, read=None, passes=None, tasks=None, stac
     if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
         raise InputError(f"--tasks {tasks!r} must be a positive integer")
     reads = wfmod.read_specs(read, passes if passes not in (None, []) else 1) if read else []
-    if isinstance(target, Path):
-        target = str(target)
-    if isinstance(target, str) and target.startswith("s3:/") and not target.startswith("s3://"):
-        target = "s3://" + target[len("s3:/"):]      # as typer's Path leaves a URL
+    if isinstance(target, (str, Path)):
+        target = typed_url(target)
     return Request(target, var, reads, tasks, stack, _size(chunk_cache), profile, endpoint_url,
                    str(workflow) if workflow else None, check, reps, keep_codec)
 

@@ -118,6 +118,7 @@ class Study:
     presets: dict = {}
     default_preset: str = "full"  # the preset without --quick / --full
     preset_help: dict = {}        # help of --quick / --full when the generic text says too little
+    in_survey: bool = True        # False: `climio survey` skips the study (survey_grid None)
 
     def grid(self, preset: Optional[str] = None, **values):
         """By default the package's build_grid(preset, **values) (which starts with checked_values);
@@ -167,8 +168,8 @@ class Study:
         return head
 
     def survey_grid(self, quick: bool):
-        """The grid `climio survey` runs (None: the survey skips this study)."""
-        return self.grid("quick" if quick else "survey")
+        """The grid `climio survey` runs (None: the survey skips this study, as one not in_survey)."""
+        return self.grid("quick" if quick else "survey") if self.in_survey else None
 
     def data_location(self, grid, data_dir) -> str:
         """The directory whose file system is measured: the user's file (a Grid field named file,

@@ -203,7 +203,7 @@ def advise_cmd(
     Zarr store in object storage, s3://BUCKET/STORE.zarr, or a netCDF-4 object there. Several trace
     directories (`climio advise T1 T2 --passes 10 --passes 1`): one layout for all the jobs, each
     weighted by how often it runs."""
-    from ..advice.object_store import is_store_url
+    from ..stores.endpoint import is_s3_url, typed_url
     from ..advice.request import make_request
     from ..api import advise
     warnings = []
@@ -216,7 +216,7 @@ def advise_cmd(
         _warn(warnings)
         return _print(adv, json_out)
     target = targets[0]
-    if not is_store_url(target):
+    if not is_s3_url(typed_url(target)):
         if not target.exists():
             raise no_such_file(target)
         from ..trace.inputs import is_measured_input

@@ -42,12 +42,13 @@ def survey_cmd(
     force: bool = typer.Option(False, "--force", help="Replace the run directory -o names, whole, when it already holds a run."),
 ):
     """Run every study at a laptop-sized default and write one report."""
-    from ..api import claim_run_dir, results_table
+    from ..api import results_table
+    from ..runs.rundir import claim_dir
     from ..bench.survey import survey_steps
     from climio.runs.rundir import default_run_dir
 
     run_dir = out or default_run_dir("survey")
-    claim_run_dir(run_dir, append, force)   # before any data are generated
+    claim_dir(run_dir, append, force)   # before any data are generated
     with DataDir(data_dir) as ddir:
         run_studies(run_dir, ddir, survey_steps(quick), True, measured_dir=data_dir, append=True)
     table = results_table(run_dir)

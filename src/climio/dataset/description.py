@@ -14,7 +14,7 @@ take the description.
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -119,9 +119,9 @@ def describe(target, var=None, endpoint_url=None) -> Description:
     if type(target).__module__.startswith("netCDF4"):
         return _from_netcdf4(target, var, getattr(target, "filepath", lambda: "")())
     text = str(target)
-    from climio.stores.endpoint import is_s3_url
-    if is_s3_url(text) or text.startswith("s3:/"):
-        url = "s3://" + text[len("s3:/"):].lstrip("/") if not text.startswith("s3://") else text
+    from climio.stores.endpoint import is_s3_url, typed_url
+    url = typed_url(text)
+    if is_s3_url(url):
         if url.rstrip("/").endswith(".zarr"):
             return _zarr_s3(url, var, endpoint_url)
         return _netcdf_s3(url, var, endpoint_url)
@@ -181,19 +181,18 @@ def _netcdf4_file(path, var) -> Description:
         desc = _from_netcdf4(ds, var, path)
     if desc.store != "netcdf4":
         return desc
-    stored = None
+    return replace(desc, stored_bytes=stored_bytes(path, desc.var) or None)
+
+
+def stored_bytes(path, var):
+    """Bytes the variable of a netCDF-4/HDF5 file occupies on disk (all chunks, after filters), or
+    None when HDF5 cannot tell (a group path or a renamed dataset, not an HDF5 file)."""
     try:
         import h5py
         with h5py.File(path, "r") as fh:
-            stored = int(fh[desc.var].id.get_storage_size())
-    except Exception:  # noqa: BLE001  (a group path or a renamed dataset: stored bytes unknown)
-        stored = None
-    return _replace(desc, stored_bytes=stored or None)
-
-
-def _replace(desc, **kw) -> Description:
-    from dataclasses import replace
-    return replace(desc, **kw)
+            return int(fh[var].id.get_storage_size())
+    except Exception:  # noqa: BLE001  (stored bytes unknown)
+        return None
 
 
 def _from_xarray(ds, var) -> Description:
@@ -267,7 +266,7 @@ def _zarr_description(root, var, where, store, endpoint_url, stored_of) -> Descr
     if stored_of is not None and desc.compressed:
         ratio = stored_of(var, arr)
         if ratio:
-            desc = _replace(desc, stored_bytes=int(round(desc.nbytes * ratio)), chunk_ratio=ratio)
+            desc = replace(desc, stored_bytes=int(round(desc.nbytes * ratio)), chunk_ratio=ratio)
     return desc
 
 

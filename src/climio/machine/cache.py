@@ -3,7 +3,8 @@
 Eviction is posix_fadvise(POSIX_FADV_DONTNEED) and is *verified*: mincore(2) on a
 mapping of the file tells which pages are still resident. A file that could not be
 evicted is reported as warm, never silently as cold. The C probes carry their own copy
-of this logic (csrc/common/cache.c) because they must run stand-alone.
+of this logic (csrc/common/cache.c) because they must run stand-alone. storage_read_bytes(pid)
+says what a process really fetched from storage, the check that a cold read was cold.
 """
 
 import ctypes
@@ -98,3 +99,16 @@ def prepare(paths, state: str) -> dict:
         "resident_fraction": round(frac, 6),
         "verified_by": "mincore",
     }
+
+
+def storage_read_bytes(pid="self"):
+    """Bytes process `pid` (this one by default) fetched from storage (/proc/PID/io read_bytes;
+    page-cache hits do not count), or None where the kernel does not account task I/O."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"read_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None

@@ -6,7 +6,7 @@ of the kernel only here.
     cores() -> int                  the cores this process may run on (one answer for MPI, Dask, the studies)
     core_counts() -> [1, 2, 4, ..., cores()]   the counts a scaling sweep takes
     here() -> Resources(max_mem, workers, page_cache_bytes)
-    default_max_mem(), default_workers(), available_memory()
+    default_max_mem(), available_memory()
 """
 
 import os
@@ -62,10 +62,5 @@ def core_counts() -> list:
     return out + [n]
 
 
-def default_workers() -> int:
-    """`climio rechunk`'s workers when none are given: one per core this process may run on."""
-    return cores()
-
-
 def here() -> Resources:
-    return Resources(default_max_mem(), default_workers(), available_memory())
+    return Resources(default_max_mem(), cores(), available_memory())   # workers: one per core

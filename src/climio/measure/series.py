@@ -25,22 +25,10 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from climio.machine import cache
+from climio.machine.cache import storage_read_bytes
 from climio.runs.records import make_record
 
 MARKER_PREFIX = "climio-mark"
-
-
-def storage_read_bytes():
-    """Bytes this process fetched from storage (/proc/self/io read_bytes; page-cache hits do
-    not count), or None where the kernel does not account task I/O."""
-    try:
-        with open("/proc/self/io", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"read_bytes:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 class Timer:

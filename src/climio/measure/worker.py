@@ -28,6 +28,7 @@ import numpy as np
 from climio.dataset import layout
 from climio.base.errors import InputError
 from climio.dataset.access import PATTERNS, plan
+from climio.dataset.description import stored_bytes
 from climio.dataset.options import parse_cache_spec
 from climio.measure.stacks import ITEMSIZE, STACKS, file_kind
 from .series import Marker, Series, StreamChecksum, distinct_bytes, run_series
@@ -193,16 +194,6 @@ def layout_of(path, var) -> dict:
                 "shuffle": int(bool(filters.get("shuffle")))}
 
 
-def variable_storage_bytes(path, var):
-    """Bytes the variable occupies on disk (all chunks, after filters), or None if HDF5 cannot tell."""
-    try:
-        import h5py
-        with h5py.File(path, "r") as fh:
-            return int(fh[var].id.get_storage_size())
-    except (OSError, KeyError, ImportError):
-        return None
-
-
 def chunk_needed_bytes(shape, chunks, slices, itemsize, storage_bytes):
     """`needed(n)`: the bytes a cold read of the first n hyperslabs must fetch from storage.
 
@@ -260,7 +251,7 @@ def hyperslabs(args) -> int:
     planned = sum(math.prod(c) for _, c in slices) * itemsize
     chunks = lay["chunking"] if isinstance(lay["chunking"], list) else None
     needed = chunk_needed_bytes(shape, chunks, slices, itemsize,
-                                variable_storage_bytes(args.file, args.var) if chunks else None)
+                                stored_bytes(args.file, args.var) if chunks else None)
 
     def open_():
         reader.open(args.file, args.var, cache_spec)

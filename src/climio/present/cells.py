@@ -46,6 +46,13 @@ def dnf_text(bound) -> str:
     return f"< {bound_num(bound)} MB/s" if bound is not None else "did not finish"
 
 
+def text_columns(headers, rows, left=1) -> list:
+    """Terminal table lines, indented two spaces: the first `left` columns left-aligned, the rest right."""
+    rows = [[str(c) for c in r] for r in [headers, *rows]]
+    w = [max(len(r[i]) for r in rows) for i in range(len(headers))]
+    return ["  " + "  ".join(c.ljust(w[i]) if i < left else c.rjust(w[i]) for i, c in enumerate(r)) for r in rows]
+
+
 def bound_num(v) -> str:
     """A dnf bound with at most 3 significant digits and no trailing zeros: 7 -> "7", 4.472 -> "4.47"."""
     if v is None or not math.isfinite(v):

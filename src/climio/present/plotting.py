@@ -18,7 +18,10 @@ DNF_MARKER = "v"
 DPI = 100
 
 
-def to_png(fig) -> bytes:
+def to_png(fig, tight: bool = False) -> bytes:
+    """PNG bytes of a matplotlib Figure; tight: tight_layout first (labels inside the canvas)."""
+    if tight:
+        fig.tight_layout()
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)

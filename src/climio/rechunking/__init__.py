@@ -19,25 +19,10 @@ verify   compare every value and the metadata of two files in bounded memory
 """
 
 
-def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=False, chunk_bytes=None,
-            contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
-            dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
-            endian="", strict=False) -> dict:
-    """Change the chunk shape and/or compression of netCDF-4 variables (the `climio rechunk` command).
-
-    chunks: {"time": 60, "lat": 1} (per dimension), {"tas": [60, 1, 360]} (per variable), or nccopy
-    spec strings ["time/60,lat/1"]; compression: "deflate1+shuffle", "zstd3", "none", ...;
-    for_axes: "t", "xt", "xy" or dimension names; sizes (chunk_bytes, max_mem) as bytes or "4MiB".
-    Returns the summary dict the command prints with --json. Worker processes are spawned: a
-    script (not a notebook) calling this with workers > 1 needs `if __name__ == "__main__":`.
-    mpi: this process is one rank of an MPI job and converts with the others (rechunk.mpi_exec;
-    no dry run, no progress bar). out_format ("netcdf4" | "zarr", default from dst's suffix),
-    zarr_format (3 or 2), shards (--shards specs, Zarr v3) and endian (the Zarr v3 bytes codec's
-    byte order) as the command's options; strict: refuse a Zarr input with absent chunks (read as
-    the fill value otherwise, with a warning). One implementation: climio.rechunking.entry.convert."""
-    from .entry import convert as _convert
-    return _convert(src, dst, chunks=chunks, compression=compression, for_axes=for_axes, balanced=balanced,
-                    chunk_bytes=chunk_bytes, contiguous=contiguous, variables=variables, max_mem=max_mem,
-                    workers=workers, tmp_dir=tmp_dir, verify=verify, force=force, dry_run=dry_run,
-                    progress=progress, say=say, mpi=mpi, out_format=out_format, zarr_format=zarr_format,
-                    shards=shards, endian=endian, strict=strict)
+def __getattr__(name):
+    """`convert` (climio.rechunking.entry.convert), imported on first use: importing the package
+    loads neither the planner nor the formats."""
+    if name == "convert":
+        from .entry import convert
+        return convert
+    raise AttributeError(f"module 'climio.rechunking' has no attribute {name!r}")

@@ -114,17 +114,15 @@ def clean_leftovers(out_path: Path, tmp_dir: Path, say, remove: bool = True) -> 
 
 def platform_profile(in_path: Path, say=None):
     """The profile the plans are priced with, found as `climio advise` finds it for this file
-    (this platform's calibrated profile, else another
-    platform's, else the built-in defaults, whose rates the rate lines name). `say` hears which."""
-    from ..model import profile as profmod
+    (climio.profiles.for_data; an unreadable profile file: the built-in rates, as with none,
+    whose rates the rate lines name). `say` hears which calibrated profile is used."""
     from climio import profiles
     from climio.machine.platform import platform_id_here
-    pid = platform_id_here(in_path)
+    from ..model.profile import default_profile
     try:
-        prof, line = profiles.find(pid)
-    except DataError:   # an unreadable profile file: the built-in rates, as with none
-        return profmod.default_profile(pid)
-    prof = prof or profmod.default_profile(pid)
+        prof, line = profiles.for_data(in_path)
+    except DataError:
+        return default_profile(platform_id_here(in_path))
     if say and prof.source != "defaults":
         say(line or f"predicted times use this platform's calibrated profile {prof.platform_id} "
                     f"({profiles.path_for(prof.platform_id)})")

@@ -26,6 +26,7 @@ import numpy as np
 
 from climio.base.errors import DataError, DiskSpaceError, InputError, disk_full_in
 from climio.base.units import format_size, rate_MBps
+from climio.machine.memory import default_max_mem
 from climio.runs.staging import remove_stale, stale_temporaries
 from . import formats
 
@@ -33,7 +34,7 @@ from . import formats
 def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=False, say=print) -> dict:
     """Write the files `inputs` (paths or a glob) as one dataset along `dim` to `out`; the summary."""
     from . import many
-    from .command import _targets
+    from .command import _targets, zarr_settings   # not at the top: the block workers import this module
     from .fileset import open_fileset
     out = Path(out)
     many.refuse_url(out, "output")
@@ -49,7 +50,7 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
                              "output with xr.open_mfdataset to check it)" if flag != "--tmp" else
                              "--tmp is not used with --concat (one pass, no intermediate file)")
     if out_fmt == "zarr":
-        formats.module("zarr").check_settings(_zarr_settings(opts))
+        formats.module("zarr").check_settings(zarr_settings(opts))
     _check_output(out, opts.force, paths)
     remove_stale(stale_temporaries(out), say, "rechunk", remove=not dry_run)
     t0 = time.perf_counter()
@@ -65,7 +66,7 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
         infos = _infos(fs)
         targets = _targets(infos, opts, paths[0], out_fmt)
         streamed = [v for v in infos if v.path in targets and v.dims[:1] == (dim,) and len(v.dims) > 1]
-        budget = block_budget(opts.max_mem or _default_max_mem(), opts.workers, streamed)
+        budget = block_budget(opts.max_mem or default_max_mem(), opts.workers, streamed)
         plan = {v.path: block_shape(v.shape, _chunks(v, targets[v.path]), v.itemsize, budget) for v in streamed}
         summary = {"inputs": [str(p) for p in fs.paths], "output": str(out), "concat": dim, "steps": fs.total,
                    "notes": list(fs.notes), "workers": opts.workers, "block_bytes": budget,
@@ -102,16 +103,6 @@ def rechunk_concat(inputs, out, opts, dim: str, allow_overlap=False, dry_run=Fal
         f"{seconds:.1f} s ({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(peak)} "
         f"(this process + its largest worker) -> {out}")
     return summary
-
-
-def _zarr_settings(opts):
-    from .command import zarr_settings
-    return zarr_settings(opts)
-
-
-def _default_max_mem() -> int:
-    from .plan import default_max_mem
-    return default_max_mem()
 
 
 def _check_output(out: Path, force: bool, paths) -> None:
@@ -194,8 +185,9 @@ def _write_zarr(fs, combined, infos, targets, streamed, plan, tmp, opts, pool) -
 
     from climio.runs.staging import make_marked_dir
     from .formats.xarray_io import cf_encoding
+    from .command import zarr_settings
     from .formats.zarr import chunk_shape, codec_encoding
-    settings = _zarr_settings(opts)
+    settings = zarr_settings(opts)
     by_name = {v.path.lstrip("/"): v for v in infos}
     lazy = {v.path.lstrip("/") for v in streamed}
     for name, var in combined.variables.items():

@@ -13,13 +13,23 @@ def convert(src, dst, chunks=None, compression=None, for_axes=None, balanced=Fal
             contiguous=False, variables=(), max_mem=None, workers=None, tmp_dir=None, verify=False, force=False,
             dry_run=False, progress=False, say=None, mpi=False, out_format=None, zarr_format=3, shards=(),
             endian="", remote_out="", resume=False, scheduler="", concat=None, allow_overlap=False, strict=False) -> dict:
-    """climio.rechunking.convert with the output-format options: out_format ("netcdf4" | "zarr", default
-    from dst's suffix), zarr_format (3 or 2), shards (--shards specs, Zarr v3), endian (the Zarr v3
-    bytes codec's byte order). The other arguments are climio.rechunking.convert's. `src` may be a list
-    of inputs or a glob pattern: then `dst` is a directory and each input gets an output of the same
-    name there (rechunk.many; the summary covers them all, its "failed" lists what was not converted).
-    concat (a dimension name): the inputs are one dataset along it, written to the one output `dst`
-    (rechunk.concat; overlaps along it refused unless allow_overlap)."""
+    """Change the chunk shape and/or compression of netCDF-4 variables (the `climio rechunk` command;
+    climio.rechunking.convert and climio.rechunk are this function).
+
+    chunks: {"time": 60, "lat": 1} (per dimension), {"tas": [60, 1, 360]} (per variable), or nccopy
+    spec strings ["time/60,lat/1"]; compression: "deflate1+shuffle", "zstd3", "none", ...;
+    for_axes: "t", "xt", "xy" or dimension names; sizes (chunk_bytes, max_mem) as bytes or "4MiB".
+    Returns the summary dict the command prints with --json. Worker processes are spawned: a
+    script (not a notebook) calling this with workers > 1 needs `if __name__ == "__main__":`.
+    mpi: this process is one rank of an MPI job and converts with the others (rechunk.mpi_exec;
+    no dry run, no progress bar). out_format ("netcdf4" | "zarr", default from dst's suffix),
+    zarr_format (3 or 2), shards (--shards specs, Zarr v3) and endian (the Zarr v3 bytes codec's
+    byte order) as the command's options; strict: refuse a Zarr input with absent chunks (read as
+    the fill value otherwise, with a warning). `src` may be a list of inputs or a glob pattern:
+    then `dst` is a directory and each input gets an output of the same name there (rechunk.many;
+    the summary covers them all, its "failed" lists what was not converted). concat (a dimension
+    name): the inputs are one dataset along it, written to the one output `dst` (rechunk.concat;
+    overlaps along it refused unless allow_overlap)."""
     from climio.dataset.options import parse_size
     if isinstance(chunks, dict):
         per_dim = [f"{k}/{v}" for k, v in chunks.items() if not isinstance(v, (list, tuple))]

@@ -78,12 +78,12 @@ def hdf5_filters(dset) -> tuple:
     return tuple(plist.get_filter(i)[0] for i in range(plist.get_nfilters()))
 
 
-def h5open(path):
-    # read-only next to netCDF-C's read-only handle: both take shared locks.
+def h5open(path, mode="r"):
+    # read-only ("r") next to netCDF-C's read-only handle: both take shared locks; "r+" reopens an output.
     try:
-        return h5py.File(str(path), "r")
+        return h5py.File(str(path), mode)
     except OSError as e:
-        raise DataError(f"{path}: cannot open with h5py ({e})") from None
+        raise DataError(f"{path}: cannot {'open' if mode == 'r' else 'reopen'} with h5py ({e})") from None
 
 
 # ---------------------------------------------------------------- scan
@@ -496,7 +496,7 @@ def size_targets(src_path, out_path, targets: dict, infos: dict) -> dict:
     (The bare dimension-scale dataset of a dimension without coordinate variable is left alone:
     netCDF-C itself never extends it for unlimited dimensions.) The reopened file is checked."""
     mapping = {}
-    with _h5open_rw(out_path) as h5:
+    with h5open(out_path, "r+") as h5:
         for path, t in targets.items():
             info = infos[path]
             hpath = hdf5_path(h5, path)
@@ -521,13 +521,6 @@ def size_targets(src_path, out_path, targets: dict, infos: dict) -> dict:
             if n != length:
                 raise DataError(f"{out_path}: unlimited dimension {dpath} has length {n}, source {length}")
     return mapping
-
-
-def _h5open_rw(path):
-    try:
-        return h5py.File(str(path), "r+")
-    except OSError as e:
-        raise DataError(f"{path}: cannot reopen with h5py ({e})") from None
 
 
 def expected_filters(c: Compression) -> tuple:

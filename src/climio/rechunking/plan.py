@@ -5,5 +5,5 @@ modules take it from here."""
 from climio.dataset.layout import chunks_in  # noqa: F401
 from ..model.convert import (PASS_NAMES, PASS_STRATEGIES, PLAN_STRATEGIES, Layout, Pass, Plan,  # noqa: F401
                              conversion_plan, peak_memory, plan_variable)
-from climio.machine.memory import default_max_mem, default_workers, here  # noqa: F401  (the planner's defaults)
+from climio.machine.memory import default_max_mem, here  # noqa: F401  (the planner's defaults)
 from ..model.rates import Rates  # noqa: F401

@@ -159,16 +159,10 @@ def _remove_stale_locals(where, say) -> None:
     """The local metadata directories of runs that were killed (their process is gone)."""
     import re
     import shutil
+    from climio.runs.staging import pid_alive
     for d in Path(where).glob("climio-rechunk-s3-*-*"):
         m = re.match(r"climio-rechunk-s3-(\d+)-", d.name)
-        if not m or not d.is_dir():
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue   # still running
-        except ProcessLookupError:
-            pass
-        except PermissionError:
+        if not m or not d.is_dir() or pid_alive(int(m.group(1))):   # still running (or another user's)
             continue
         shutil.rmtree(d, ignore_errors=True)
         say(f"removed {d}, the local metadata of a killed rechunk to object storage")

@@ -17,9 +17,8 @@ built, s3fs's block cache (at most 32 blocks of 4 MiB).
 import asyncio
 import base64
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
-from ..stores.chunks import GET_THREADS, streamed_store
+from ..stores.chunks import ChunkReads, streamed_store
 from ..stores.endpoint import Endpoint, is_s3_url, parse_s3_url
 from ..stores.retry import retried
 
@@ -30,7 +29,7 @@ def is_netcdf_object(url) -> bool:
     return is_s3_url(url) and str(url).rstrip("/").lower().endswith(NC_SUFFIXES)
 
 
-class RefChunks:
+class RefChunks(ChunkReads):
     _cache = {}
     _lock = threading.Lock()
 
@@ -43,7 +42,6 @@ class RefChunks:
         self.refs = refs
         self.bucket = parse_s3_url(self.url).bucket
         self.store = streamed_store(self.endpoint, self.bucket)
-        self._pool = None
 
     @classmethod
     def of(cls, url: str, endpoint: Endpoint = None, refs=None) -> "RefChunks":
@@ -90,14 +88,6 @@ class RefChunks:
             return bytes(retried(lambda: obstore.get(self.store, key).bytes(), f"GET {rel}"))
         start, length = int(v[1]), int(v[2])
         return bytes(retried(lambda: obstore.get_range(self.store, key, start=start, length=length), f"GET {rel}"))
-
-    def fetch(self, rels) -> dict:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(GET_THREADS)
-        return {r: self._pool.submit(self.get, r) for r in rels}
-
-    def get_many(self, rels) -> dict:
-        return {r: f.result() for r, f in self.fetch(list(rels)).items()}
 
     def stored_bytes(self, prefix: str = "") -> int:
         """Bytes of the chunks under `prefix` (a variable's path), as the object stores them."""

@@ -34,7 +34,26 @@ def streamed_store(endpoint: Endpoint, bucket: str, prefix: str = None):
                             timeout=TIMEOUT, connect_timeout="5s")
 
 
-class ObjectChunks:
+class ChunkReads:
+    """fetch and get_many over a subclass's get(rel); its pool is kept for the life of the instance
+    (a pool per block cost 8 thread starts)."""
+
+    _get_pool = None
+
+    def fetch(self, rels) -> dict:
+        """{rel: future of get(rel)}, GET_THREADS requests in flight, in the order given."""
+        if self._get_pool is None:
+            self._get_pool = ThreadPoolExecutor(GET_THREADS)
+        return {r: self._get_pool.submit(self.get, r) for r in rels}
+
+    def get_many(self, rels) -> dict:
+        rels = list(rels)
+        if len(rels) <= 1:
+            return {r: self.get(r) for r in rels}
+        return {r: f.result() for r, f in self.fetch(rels).items()}
+
+
+class ObjectChunks(ChunkReads):
     _cache = {}
     _lock = threading.Lock()
 
@@ -44,7 +63,6 @@ class ObjectChunks:
         self.prefix = self.url.key.rstrip("/")
         self.store = streamed_store(self.endpoint, self.url.bucket)
         self._pool = None
-        self._get_pool = None   # kept for the life of the instance: a pool per block cost 8 thread starts
         self._pending = []
 
     @classmethod
@@ -71,18 +89,6 @@ class ObjectChunks:
             except FileNotFoundError:
                 return None
         return retried(call, f"GET {rel}")
-
-    def fetch(self, rels) -> dict:
-        """{rel: future of get(rel)}, GET_THREADS requests in flight, in the order given."""
-        if self._get_pool is None:
-            self._get_pool = ThreadPoolExecutor(GET_THREADS)
-        return {r: self._get_pool.submit(self.get, r) for r in rels}
-
-    def get_many(self, rels) -> dict:
-        rels = list(rels)
-        if len(rels) <= 1:
-            return {r: self.get(r) for r in rels}
-        return {r: f.result() for r, f in self.fetch(rels).items()}
 
     # ------------------------------------------------------------ writes
     def put(self, rel: str, data) -> tuple:

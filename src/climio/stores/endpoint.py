@@ -37,6 +37,12 @@ def is_s3_url(text) -> bool:
     return str(text).startswith("s3://")
 
 
+def typed_url(text) -> str:
+    """`text`, an s3:// address given back whole when typer's Path left it as s3:/BUCKET/..."""
+    t = str(text)
+    return "s3://" + t[len("s3:/"):].lstrip("/") if t.startswith("s3:/") and not t.startswith("s3://") else t
+
+
 def parse_s3_url(text) -> S3Url:
     """s3://BUCKET[/KEY] -> S3Url; one-line InputError otherwise."""
     u = urlparse(str(text))

@@ -1,23 +1,18 @@
 """Moving files into and out of a bucket: uploads that become visible complete, listings, deletes.
 
 A Zarr store is uploaded chunks first and its metadata (every zarr.json, the root's last), so a
-reader opening it sees either nothing or a complete store.
+reader opening it sees either nothing or a complete store. A failure is one line naming its cause
+(climio.stores.errors.store_error: credentials, bucket, key, unreachable, throttled).
 """
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from climio.base.errors import DataError
 from .endpoint import Endpoint, parse_s3_url
 from .errors import store_error
 
 UPLOAD_THREADS = 8
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
-
-
-def _err(endpoint: Endpoint, url, exc: Exception) -> DataError:
-    """One line naming the cause (climio.stores.errors: credentials, bucket, key, unreachable, throttled)."""
-    return store_error(exc, str(url), endpoint)
 
 
 def _upload_order(paths):
@@ -51,7 +46,7 @@ def upload(endpoint: Endpoint, local, url) -> list:
         for p in meta:
             put(p)
     except Exception as exc:
-        raise _err(endpoint, url, exc) from None
+        raise store_error(exc, url, endpoint) from None
     return [keys[p] for p in files]
 
 
@@ -62,7 +57,7 @@ def list_keys(endpoint: Endpoint, url) -> list:
         return sorted(m["path"] for batch in obstore.list(endpoint.obstore(u.bucket), prefix=u.key or None)
                       for m in batch)
     except Exception as exc:
-        raise _err(endpoint, url, exc) from None
+        raise store_error(exc, url, endpoint) from None
 
 
 def delete_prefix(endpoint: Endpoint, url) -> int:
@@ -81,7 +76,7 @@ def object_size(endpoint: Endpoint, url) -> int:
     try:
         return int(obstore.head(endpoint.obstore(u.bucket), u.key)["size"])
     except Exception as exc:
-        raise _err(endpoint, url, exc) from None
+        raise store_error(exc, url, endpoint) from None
 
 
 def put_bytes(endpoint: Endpoint, url, data) -> None:
@@ -90,4 +85,4 @@ def put_bytes(endpoint: Endpoint, url, data) -> None:
     try:
         obstore.put(endpoint.obstore(u.bucket), u.key, data)
     except Exception as exc:
-        raise _err(endpoint, url, exc) from None
+        raise store_error(exc, url, endpoint) from None

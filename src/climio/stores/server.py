@@ -278,13 +278,4 @@ class S3Server:
 
     def storage_read_bytes(self) -> Optional[int]:
         """Bytes the server process has read from storage (/proc/PID/io), or None."""
-        if self.weed_proc is None:
-            return None
-        try:
-            with open(f"/proc/{self.weed_proc.pid}/io", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"read_bytes:"):
-                        return int(line.split()[1])
-        except OSError:
-            return None
-        return None
+        return None if self.weed_proc is None else cache.storage_read_bytes(self.weed_proc.pid)

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from ..rules.facts import LIBRARY_LAYERS, OTHER, READ, TRACE_LAYER_ORDER, WRITE  # noqa: F401  (LIBRARY_LAYERS, TRACE_LAYER_ORDER: event_facts takes them from here)
-from climio.present.stats import rank_spread
+from climio.present.stats import rank_spread as imbalance  # per-rank spread; imbalance = max / mean
 
 
 # Darshan's request-size buckets (binary units, upper edge inclusive: 100 B lands in 0-100).
@@ -83,11 +83,6 @@ def size_bucket(sizes) -> np.ndarray:
 
 def _s(ns) -> float:
     return float(ns) / 1e9
-
-
-def imbalance(values) -> dict:
-    """Per-rank spread with stats.rank_spread's definitions (imbalance = max / mean)."""
-    return rank_spread(values)
 
 
 # --- nesting ----------------------------------------------------------------------------------------

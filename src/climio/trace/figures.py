@@ -224,5 +224,4 @@ def io_share(facts):
     ax.set_xlabel("time [s], summed over the processes (own time of each layer)")
     ax.set_title(f"Traced I/O is {100 * io / run:.1f}% of the run's {_t(run)} process time", fontsize=10, loc="left")
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

@@ -10,6 +10,7 @@ wire (the HTTP requests sent).
 import numpy as np
 
 from climio.base.units import format_size
+from climio.present.cells import text_columns
 from climio.present.sections import Figure, Paragraph, Section, Table
 from .objects_facts import analyse_objects, union_ns
 from .objects_reader import has_objects, read_objects
@@ -137,18 +138,11 @@ def text_lines(o) -> list:
     out += ["  " + l for l in summary_lines(o)]
     rows = op_rows(o)
     if rows:
-        out += _cols(OP_HEAD, rows)
+        out += text_columns(OP_HEAD, rows, left=2)
     if o.get("arrays"):
         out += ["  per array (store op; wire requests joined to the chunk read they served):"]
-        out += _cols(ARRAY_HEAD, array_rows(o))
+        out += text_columns(ARRAY_HEAD, array_rows(o), left=2)
     return out
-
-
-def _cols(headers, rows) -> list:
-    rows = [[str(c) for c in r] for r in rows]
-    w = [max(len(str(h)), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    return ["  " + "  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(r))
-            for r in [list(map(str, headers)), *rows]]
 
 
 def html_section(o):
@@ -196,5 +190,4 @@ def figure(o):
         ax2.axhline(lim, color="#d62728", ls=":", lw=1)
     ax.set_title(f"{LEVEL[tl['level']]} requests over time", fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

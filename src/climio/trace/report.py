@@ -12,7 +12,7 @@
 import json
 from pathlib import Path
 
-from climio.present.cells import num
+from climio.present.cells import num, text_columns as _cols
 from climio.base.errors import InputError
 from climio.runs.records import atomic_write_text
 from climio.present.sections import Cell, Details, Figure, Finding, Heading, Paragraph, ParamList, Section, Table
@@ -126,13 +126,6 @@ def _t(s) -> str:
 
 def _pct(x) -> str:
     return f"{100 * x:.1f}%" if x is not None else "—"
-
-
-def _cols(headers, rows) -> list:
-    rows = [[str(c) for c in r] for r in rows]
-    w = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells))
-    return ["  " + line([str(h) for h in headers])] + ["  " + line(r) for r in rows]
 
 
 def _threshold(name, v) -> str:

@@ -93,14 +93,11 @@ class AdviceStudy(base.Study):
                    "within 2x of the measured.")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False
     preset_help = {"quick": "One year on a 4-degree grid, one repetition: every job and layout in a few minutes."}
 
     def run(self, ctx, grid) -> int:
         return self._part("run").run_advice(ctx, grid)
-
-    def survey_grid(self, quick: bool):
-        return None
 
 
 base.register(AdviceStudy())

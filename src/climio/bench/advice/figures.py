@@ -25,5 +25,4 @@ def gains(s) -> bytes:
     ax.invert_yaxis()
     ax.set_xlabel("gain at P = 10 runs (baseline / (after + conversion / 10), x; 1 = no change)")
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

@@ -29,8 +29,6 @@ from .data import layout_chunks, write_tas
 from .jobs import JOBS
 from .outcome import outcome
 
-TAS_VAR = "tas"
-
 
 def _climio(args, cwd, timeout) -> str:
     """One climio command's stdout; in its own session, so that a stop (--max-s, Ctrl-C) ends the

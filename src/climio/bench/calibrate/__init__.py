@@ -83,16 +83,13 @@ class Calibrate(base.Study):
                    "and parallel scaling; fitted into the platform's profile (climio predict / advise use it).")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False
     preset_help = {"quick": "About a minute: a 64 MiB file, fewer stacks and codecs.",
                    "full": "About five minutes (the default)."}
 
 
     def run(self, ctx, grid) -> int:
         return self._part("run").run_calibration(ctx, grid)   # by name, as base.Study.run: no import cycle
-
-    def survey_grid(self, quick: bool):
-        return None
 
 
 base.register(Calibrate())

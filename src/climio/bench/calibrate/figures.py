@@ -23,5 +23,4 @@ def storage_rates(profile) -> bytes:
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

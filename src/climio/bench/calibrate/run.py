@@ -37,6 +37,7 @@ from ...model.predict import simulate
 from climio.dataset.options import parse_compression
 from climio.machine.platform import filesystem_of
 from ...data.writer import write_4d
+from climio.dataset.description import stored_bytes
 from climio.dataset.layout import Layout
 from climio.base.units import format_size
 from ...measure import probes
@@ -83,15 +84,6 @@ def _nc(path, shape, chunks=None, compression="none", random=False, dtype="f8"):
         write_4d(path, shape, chunks=chunks if chunks else "contiguous", compression=parse_compression(compression),
                  random=random, dtype=dtype)
     return path
-
-
-def _stored(path, var="ta"):
-    try:
-        import h5py
-        with h5py.File(path, "r") as fh:
-            return int(fh[var].id.get_storage_size())
-    except Exception:  # noqa: BLE001
-        return None
 
 
 # --- storage -------------------------------------------------------------------------------------
@@ -275,7 +267,7 @@ def cold_extra(files, reps, emit, pid):
 def _decode_case(kind, codec, path, itemsize, chunks, reads, reps, emit, pid, decoded=None):
     """Records of `reads` of one decode file through netCDF4-python, chunk cache off."""
     comp = codec != "none"
-    lay = Layout(DECODE_SHAPE, itemsize, chunks, comp, _stored(path) if comp else None)
+    lay = Layout(DECODE_SHAPE, itemsize, chunks, comp, stored_bytes(path, "ta") if comp else None)
     params = {"kind": kind, "stack": "netcdf4-python", "codec": codec, **({"itemsize": 4} if itemsize == 4 else {}),
               **_counts_params(lay, reads, NOCACHE, path),
               "bytes_decoded": lay.nbytes if decoded is None else decoded, "bytes_stored": lay.stored}
@@ -308,7 +300,7 @@ def cache_effect(files, codec, reps, emit, pid):
     path = files[f"decode-{codec}"]
     reads = [((0, z, y, 0), (T, 1, 1, X)) for z in range(Z) for y in range(Y)]
     fit = (T // DECODE_CHUNKS[0]) * 8 * math.prod(DECODE_CHUNKS) * 2
-    needed = _stored(path) or os.path.getsize(path)    # the reads cover every chunk of the variable
+    needed = stored_bytes(path, "ta") or os.path.getsize(path)    # the reads cover every chunk of the variable
     for what, cc in (("off", NOCACHE), ("fit", fit)):
         params = {"kind": "cache-effect", "stack": "netcdf4-python", "codec": codec, "what": what, "chunk_cache": cc}
         for rep, (m, st) in enumerate(_timed("netcdf4-python", path, reads, reps, chunk_cache=cc, state="cold")):

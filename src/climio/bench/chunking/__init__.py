@@ -173,7 +173,6 @@ class Chunking(base.Study):
     title = "Read rate of xy / xt / xyt reads for chunk shapes x compression x chunk cache (thesis ch. 4)."
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
 
 
 study = base.register(Chunking())

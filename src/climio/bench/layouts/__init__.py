@@ -102,14 +102,11 @@ class Layouts(base.Study):
                    "conversion is compared with the measured best (target: within 1.15x).")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False
     preset_help = {"quick": "Three mixes of a 2 MiB variable, two repetitions: about a minute."}
 
     def run(self, ctx, grid) -> int:
         return self._part("run").run_layouts(ctx, grid)   # by name, as base.Study.run: no import cycle
-
-    def survey_grid(self, quick: bool):
-        return None
 
 
 base.register(Layouts())

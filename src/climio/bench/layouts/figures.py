@@ -41,5 +41,4 @@ def totals_by_mix(s) -> bytes:
     ax.set_xlabel("read mix (pattern:passes)")
     cb = fig.colorbar(im, ax=ax)
     cb.set_label("measured total / best (log10)")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

@@ -97,14 +97,11 @@ class ObjectChunking(base.Study):
                    "kerchunk reference, read cold as xy, xt and xyt hyperslabs and STSA x-t slabs at each injected latency.")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False
     preset_help = {"quick": "About a minute: a small field, 3 chunk shapes, xy and xt, 0 and 20 ms."}
 
     def run(self, ctx, grid) -> int:
         return self._part("run").run_object_chunking(ctx, grid)   # by name, as base.Study.run: no import cycle
-
-    def survey_grid(self, quick: bool):
-        return None
 
 
 base.register(ObjectChunking())

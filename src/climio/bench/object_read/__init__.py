@@ -113,15 +113,12 @@ class ObjectRead(base.Study):
                    "the same objects, in the same rounds; rate, per-request times and the ratio to the peer.")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False  # the survey measures the file system; this study brings its own server
     preset_help = {"quick": "Under a minute: 2 sizes, 2 concurrencies, 0 and 20 ms, zarr-obstore.",
                    "full": "5 sizes x 3 concurrencies x 4 latencies x 2 stacks, 3 rounds (about an hour)."}
 
     def run(self, ctx, grid) -> int:
         return self._part("run").run_object_read(ctx, grid)   # by name, as base.Study.run: no import cycle
-
-    def survey_grid(self, quick: bool):
-        return None   # the survey measures the file system; this study brings its own server
 
 
 base.register(ObjectRead())

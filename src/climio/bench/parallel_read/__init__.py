@@ -212,17 +212,5 @@ class ParallelRead(base.Study):
         from . import run
         return run.run_grid(ctx, grid)
 
-    def summarise(self, records) -> dict:
-        from .summary import summarise
-        return summarise(records)
 
-    def section(self, records):
-        from .section import parallel_read_section
-        return parallel_read_section(records)
-
-    def findings(self, records) -> list:
-        from .section import findings
-        return findings(records)
-
-
-PARALLEL_READ = base.register(ParallelRead())
+base.register(ParallelRead())

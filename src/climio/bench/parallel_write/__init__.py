@@ -27,7 +27,6 @@ from ..base import option
 from climio.dataset.options import check_mpi_io
 from .summary import STUDY
 
-PROGRAM = native.PARIO   # climio-pario --op write
 MODES = ("benchio", "model")
 STRATEGIES = ("shared", "file-per-process", "file-per-node", "serial")
 MODEL_STRATEGIES = ("shared", "file-per-process", "serial")

@@ -40,8 +40,7 @@ def bandwidth_vs_writers(rows, mode):
     ax.set_title(f"{mode}: median over repetitions, bars min–max")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)
 
 
 def phase_times(rows, mode):
@@ -65,8 +64,7 @@ def phase_times(rows, mode):
     ax.set_xlabel("time [s] (slowest rank in each phase, mean over repetitions)")
     ax.set_title(f"{mode}: time per phase at {top} ranks")
     ax.legend(fontsize=7, ncol=len(phases), loc="lower right")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)
 
 
 def rank_imbalance(rows, limit=4):
@@ -87,5 +85,4 @@ def rank_imbalance(rows, limit=4):
         ax.set_title(f"{r['mode']} {r['backend']} {r['strategy']}, {r['ranks']} ranks: max/mean {r['imbalance']:.2f}",
                      fontsize=9)
     ax.set_xlabel("rank (total time from first phase start to close; dashed: mean)")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

@@ -108,7 +108,7 @@ class Predict(base.Study):
                    "stack's real chunk cache, its chunk reads counted from HDF5, and measured cold.")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
+    in_survey = False
     preset_help = {"quick": "30 configurations, two repetitions: a few minutes."}
     # --store: Zarr arrays in S3 (store_space.py, store_run.py), the same records and summary
 
@@ -116,9 +116,6 @@ class Predict(base.Study):
         if grid.store:
             return self._part("store_run").run_store_validation(ctx, grid)
         return self._part("run").run_validation(ctx, grid)   # by name, as base.Study.run: no import cycle
-
-    def survey_grid(self, quick: bool):
-        return None
 
 
 base.register(Predict())

@@ -42,5 +42,4 @@ def predicted_vs_measured(rows, spans, target) -> bytes:
     ax.set_ylabel("predicted read time [s]")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)

@@ -113,17 +113,6 @@ def given_rates(path, endpoint):
     return StoreRates.from_dict(stores[key])
 
 
-def decode_of(label, rates, stack) -> tuple:
-    """(B/s, where from) of decoding `label` through `stack`: its calibrated rate (or its family's),
-    else the built-in profile's (as `climio predict` falls back to)."""
-    from climio.model import object_store as om
-    from climio.model.profile import default_profile
-    bps, measured = om.stack_decode(rates.stack(stack), label)
-    if bps is not None:
-        return bps, ("nothing to decode" if measured == "none" else f"{stack} decoding {measured}, climio calibrate --store")
-    return default_profile().decode(label), "built-in default"
-
-
 CANARY_SHAPE, CANARY_CHUNKS, CANARY_READS = (1, 1, 64, 256), (1, 1, 16, 32), 16
 
 
@@ -186,9 +175,10 @@ class _Config:
     def __init__(self, s3, cfg, url, rates, canary_ref=None):
         from climio.dataset.description import describe
         from climio.model.object_store import predict_layout, slabs_of
+        from climio.profiles import decode_rate
         self.cfg, self.url, self.rates, self.walls = cfg, url, rates, []
         self.desc = describe(url, "v", s3.endpoint.url)
-        self.dec = decode_of(self.desc.codecs, rates, cfg.stack)
+        self.dec = decode_rate(self.desc.codecs, None, rates, cfg.stack)
         self.p = predict_layout(self.desc, self.desc.chunks, self.desc.shards, cfg.read, rates, cfg.stack, self.dec[0])
         self.params = _params(cfg, self.desc, self.p, self.dec, rates)
         self.params["load_1min"], self.params["cores"] = round(os.getloadavg()[0], 2), os.cpu_count() or 1

@@ -98,7 +98,6 @@ class Stsa(base.Study):
                    "compute, the job wall and the equivalent read rate, from a cold page cache.")
     Grid = Grid
     presets = PRESETS
-    default_preset = "full"
 
 
 study = base.register(Stsa())

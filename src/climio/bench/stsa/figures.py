@@ -34,8 +34,7 @@ def job_wall_by_workers(rows) -> bytes:
         ax.set_yscale("log")
     axs[0].set_ylabel("job wall time [s]")
     axs[0].legend(fontsize=8)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)
 
 
 def task_wall_cpu(rows) -> bytes:
@@ -56,8 +55,7 @@ def task_wall_cpu(rows) -> bytes:
     ax.legend(handles=[Patch(color=IO_COLOUR, label="I/O only: wall"), Patch(color=IO_COLOUR, alpha=0.45, label="I/O only: CPU"),
                        Patch(color=CPU_COLOUR, label="with spectra: wall"),
                        Patch(color=CPU_COLOUR, alpha=0.45, label="with spectra: CPU")], fontsize=7, ncol=2)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)
 
 
 def job_vs_task(rows) -> bytes:
@@ -83,5 +81,4 @@ def job_vs_task(rows) -> bytes:
     ax.set_xlabel("mean task wall time [s] (open marker: I/O only)")
     ax.set_ylabel("job wall time [s]")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return to_png(fig)
+    return to_png(fig, tight=True)
