@@ -90,6 +90,22 @@ def test_two_pass_plan_converts_and_removes_its_intermediate(field, tmp_path):
     assert os.listdir(work) == []
 
 
+def test_two_pass_through_a_tiled_intermediate_keeps_every_value(field, tmp_path):
+    """Narrow target chunks under a small budget: the intermediate is tiled by the second pass's
+    blocks (rechunking.tiles), the first pass writing pieces of tiles, the second reading whole tiles."""
+    work = tmp_path / "tmpdir"
+    work.mkdir()
+    summary = _rechunk(field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/4,lon/6",
+                       "--max-mem", "80KiB", "--workers", "2", "--tmp", work)
+    plan = summary["plans"]["/ta"]
+    first, second = plan["passes"]
+    assert plan["strategy"] == "two-pass" and first["dst"]["chunks"] == second["block"] == [SHAPE[0], 1, 8, 12]
+    assert second["read_ops"] == second["n_blocks"]
+    a, b = _values(field)[0], _values(tmp_path / "o.nc")
+    assert np.array_equal(a, b[0]) and b[1] == [SHAPE[0], 1, 4, 6]
+    assert os.listdir(work) == []
+
+
 def test_output_is_readable_by_netcdf_c(field, tmp_path):
     """Chunks we deflate ourselves must decode in netCDF-C's own HDF5 (Debian's ncdump)."""
     out = tmp_path / "xt.nc"

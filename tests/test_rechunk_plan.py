@@ -15,7 +15,7 @@ from climio.base.errors import InputError
 from climio.model import convert as P
 from climio.dataset.layout import iter_blocks
 from climio.dataset.layout import chunks_in
-from climio.model.convert import Layout, peak_memory, plan_variable
+from climio.model.convert import INTERMEDIATE_PIECE_BYTES, Layout, peak_memory, plan_variable
 from climio.model.rates import Rates
 from climio.base.units import format_size
 
@@ -67,10 +67,22 @@ def own_chunk(dst, own):
     return (math.prod(dst.chunks) * dst.itemsize if dst.chunks else 0) if own else None
 
 
-def any_fits(shape, units, itemsize, scratch, workers, max_mem, own=None):
-    """Whether any block whose extents are multiples of `units` (or the full dimension) fits."""
+def any_fits(shape, units, itemsize, scratch, workers, max_mem, own=None, tiles=None):
+    """Whether any block whose extents are multiples of `units` (or the full dimension) fits;
+    `tiles`: the tile shape when the pass writes the tiled intermediate (each worker: its block and
+    one gathered piece)."""
     axes = [[e for e in range(1, d + 1) if e % u == 0 or e == d] for d, u in zip(shape, units)]
-    return any(model_peak(shape, b, itemsize, scratch, workers, own) <= max_mem for b in itertools.product(*axes))
+    return any((tiled_peak(shape, b, itemsize, scratch, workers, tiles) if tiles else
+                model_peak(shape, b, itemsize, scratch, workers, own)) <= max_mem
+               for b in itertools.product(*axes))
+
+
+def tiled_peak(shape, block, itemsize, scratch, workers, tile):
+    """Peak of a pass writing the tiled intermediate: per worker its block, the piece it gathers for
+    one write (at most the block and INTERMEDIATE_PIECE_BYTES) and the source scratch."""
+    w = max(1, min(workers, math.prod(ceil_div(d, b) for d, b in zip(shape, block))))
+    b = math.prod(block) * itemsize
+    return w * (b + min(b, INTERMEDIATE_PIECE_BYTES) + scratch)
 
 
 def scratch_of(src):
@@ -82,7 +94,8 @@ def feasible(src, dst, max_mem, workers, two_pass, own=False):
     units = dst.chunks or ones
     if any_fits(src.shape, units, src.itemsize, scratch_of(src), workers, max_mem, own_chunk(dst, own)):
         return True
-    # the intermediate file is always written by the workers themselves, the block as it is
+    # the intermediate file is always written by the workers themselves, the block as it is (in C
+    # order; in tiles, with a gathered piece beside it, is the planner's other choice when it fits)
     return (src.compressed and two_pass
             and any_fits(src.shape, src.chunks, src.itemsize, scratch_of(src), workers, max_mem, 0)
             and any_fits(src.shape, units, src.itemsize, 0, workers, max_mem, own_chunk(dst, own)))
@@ -98,13 +111,23 @@ def check_pass(p, max_mem, workers, orig_src, rates, own=False):
     assert len(blocks) == p.n_blocks
     assert p.workers == max(1, min(workers, p.n_blocks))
     assert p.own_writes == (own or p.name == "to-intermediate")
+    tiled = p.name == "to-intermediate" and dst.chunks is not None    # the intermediate in tiles
     scratch, mine = scratch_of(src), own_chunk(dst, p.own_writes)
-    assert p.peak_mem == model_peak(shape, p.block, src.itemsize, scratch, workers, mine) <= max_mem
-    assert p.peak_mem == peak_memory(math.prod(p.block) * src.itemsize, scratch, p.workers, mine)
+    if tiled:
+        assert p.peak_mem == tiled_peak(shape, p.block, src.itemsize, scratch, workers, dst.chunks) <= max_mem
+    else:
+        assert p.peak_mem == model_peak(shape, p.block, src.itemsize, scratch, workers, mine) <= max_mem
+        assert p.peak_mem == peak_memory(math.prod(p.block) * src.itemsize, scratch, p.workers, mine)
     assert all(1 <= b <= d for b, d in zip(p.block, shape))
 
+    if tiled:   # a write per contiguous run of a block's piece of each tile it touches
+        assert p.write_ops == sum(brute_runs(shape, dst.chunks, s, n) for s, n in blocks)
+        assert p.write_ops == sum(L.contiguous_runs(shape, dst.chunks, s, n) for s, n in blocks)
+    elif p.name == "from-intermediate" and src.chunks is not None:   # a block is a tile: one read (an edge one's, per run)
+        assert src.chunks == p.block
+        assert p.read_ops == p.n_blocks or any(d % b for d, b in zip(shape, p.block))
     # every target chunk lies in exactly one block
-    if dst.chunks is not None:
+    if dst.chunks is not None and not tiled:
         assert all(b % c == 0 or b == d for b, c, d in zip(p.block, dst.chunks, shape))
         owner = Counter()
         for start, count in blocks:
@@ -114,7 +137,7 @@ def check_pass(p, max_mem, workers, orig_src, rates, own=False):
                 owner[idx] += 1
         assert set(owner) == all_chunks(shape, dst.chunks) and set(owner.values()) == {1}
         assert p.write_ops == len(owner)
-    else:
+    elif not tiled:
         assert p.write_ops == sum(brute_runs(shape, None, s, n) for s, n in blocks)
         assert p.write_ops == sum(L.contiguous_runs(shape, None, s, n) for s, n in blocks)
 
@@ -170,9 +193,11 @@ def check_plan(plan, src, dst, max_mem, workers, two_pass, rates, own=False):
         first, second = plan.passes
         assert (first.name, first.strategy, second.name, second.strategy) == \
             ("to-intermediate", "whole-chunks", "from-intermediate", "strided")
-        inter = Layout(shape, src.itemsize, None, False)
+        tile = second.block if first.dst.chunks is not None else None
+        inter = Layout(shape, src.itemsize, tile, False)
         assert first.src == src and first.dst == inter and second.src == inter and second.dst == dst
-        assert plan.tmp_bytes == src.nbytes
+        assert plan.tmp_bytes == (math.prod(-(-d // b) * b for d, b in zip(shape, tile)) * src.itemsize if tile
+                                  else src.nbytes)
     else:
         (only,) = plan.passes
         assert only.name == "copy" and only.src == src and only.dst == dst and plan.tmp_bytes == 0
@@ -394,18 +419,23 @@ def test_thesis_big_budget_single_pass():
 
 def test_thesis_small_budget_redecode_or_two_pass():
     src, dst = thesis()
-    # room for a third of the y rows: each source chunk decoded 3 times, cheaper than a detour on disk
+    # room for a third of the y rows: each source chunk decoded 3 times, or a detour on disk whose
+    # second pass reads each block as one tile; the planner takes the cheaper
     plan = plan_variable(src, dst, 16 * MiB, workers=1)
-    assert plan.strategy == "redecode" and plan.peak_mem <= 16 * MiB
-    (p,) = plan.passes
+    redecode = plan_variable(src, dst, 16 * MiB, workers=1, allow_two_pass=False)
+    assert redecode.strategy == "redecode" and redecode.peak_mem <= 16 * MiB
+    (p,) = redecode.passes
     assert p.block == (T, 1, 30, X) and p.max_decodes_per_chunk == 3 and p.chunks_decoded == 3 * T * Z
+    assert plan.predicted_s <= redecode.predicted_s and plan.peak_mem <= 16 * MiB
+    if plan.strategy == "two-pass":
+        assert plan.passes[1].read_ops == plan.passes[1].n_blocks      # whole tiles, one read each
     # room for a few rows only: re-decoding would decode every chunk many times, two passes win
     for max_mem, workers in ((8 * MiB, 1), (8 * MiB, 2), (2 * MiB, 1)):
         plan = plan_variable(src, dst, max_mem, workers)
         redecode = plan_variable(src, dst, max_mem, workers, allow_two_pass=False)
         assert redecode.strategy == "redecode" and redecode.passes[0].max_decodes_per_chunk >= 6
         assert plan.strategy == "two-pass" and plan.predicted_s < redecode.predicted_s
-        assert plan.peak_mem <= max_mem and plan.tmp_bytes == src.nbytes
+        assert plan.peak_mem <= max_mem and plan.tmp_bytes == src.nbytes     # the tiles divide the array
         first, second = plan.passes
         assert first.max_decodes_per_chunk == 1 and first.chunks_decoded == T * Z
         assert first.block[1:] == (Z, Y, X)      # whole trailing axes: long writes to the intermediate
@@ -528,3 +558,19 @@ def test_the_last_round_of_blocks_leaves_workers_idle():
     ops = (pu.read_ops + pu.write_ops - pe.read_ops - pe.write_ops) * rates.op_s
     tasks = (pu.n_blocks - pe.n_blocks) * rates.pool_task_s     # both on 2 workers
     assert pu.predicted_s - pe.predicted_s == pytest.approx(codec / 3 + ops + tasks, rel=1e-9)
+
+
+def test_narrow_second_pass_blocks_read_the_intermediate_in_tiles():
+    """The S3 bench's field: [1024,5,192,256] float32 in [1,1,192,256] chunks to [1024,1,24,32] at
+    64 MiB per worker. Read from a C-order intermediate the second pass's [1024,1,24,128] blocks
+    were 1.97 million reads of 512 bytes; tiled by those blocks, one read each."""
+    shape = (1024, 5, 192, 256)
+    n = math.prod(shape) * 4
+    src = Layout(shape, 4, (1, 1, 192, 256), True, n // 2)
+    dst = Layout(shape, 4, (1024, 1, 24, 32), True)
+    plan = plan_variable(src, dst, 64 * MiB, workers=2)
+    first, second = plan.passes
+    assert plan.strategy == "two-pass" and first.dst.chunks == second.block == second.src.chunks
+    assert second.read_ops == second.n_blocks
+    assert P._runs(shape, second.block, None) > 1000 * second.n_blocks    # what C order would have cost
+    assert plan.peak_mem <= 64 * MiB and plan.tmp_bytes == n

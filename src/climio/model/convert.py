@@ -21,8 +21,9 @@ Memory model (the executor obeys it; interpreter and library overhead are not co
   own     = w*(block + scratch + 3*chunk)          when each worker (or the command itself, w == 1)
             writes its block's output itself and hands nothing back: chunk by chunk into a local
             Zarr store (`own_writes`; chunk = one target chunk: its padded copy, its shuffled
-            byte planes and its encoded bytes, freed before the next) or straight from the block
-            into a two-pass plan's intermediate file (chunk = 0). Measured (bench/rechunk_worker_rss.py):
+            byte planes and its encoded bytes, freed before the next) or piece by piece into a
+            two-pass plan's tiled intermediate file (chunk = 0, and the block counts the one
+            piece it gathers for a write beside it: min(block, INTERMEDIATE_PIECE_BYTES)). Measured (bench/rechunk_worker_rss.py):
             a worker's peak RSS above its idle RSS is the block plus a few chunks, not 4 blocks.
 
 Strategies
@@ -32,8 +33,15 @@ Strategies
                shorter read requests;
   redecode     compressed source, smaller blocks: a source chunk is decoded once per block that
                touches it;
-  two-pass     compressed source: whole source chunks -> contiguous uncompressed intermediate
-               file -> target ("to-intermediate" whole-chunks, "from-intermediate" strided).
+  two-pass     compressed source: whole source chunks -> uncompressed intermediate file -> target
+               ("to-intermediate" whole-chunks, "from-intermediate" strided). The intermediate is
+               in C order (contiguous: long writes, the second pass reading its blocks row by row)
+               or laid out in tiles that are the second pass's blocks (an uncompressed chunked
+               layout, chunks = that block; rechunking.tiles: each block read with one request,
+               the first pass writing each tile its block touches as a piece gathered in at most
+               INTERMEDIATE_PIECE_BYTES), whichever costs less: narrow second-pass blocks read
+               from C order are many short reads (1.97 million of 512 bytes for a
+               [1024,5,192,256] field into [1024,1,24,32] chunks at 64 MiB per worker).
 
 Cost model per pass (climio.model.rates.Rates, from the platform's profile or the built-in
 defaults): bytes_read/read_Bps + read_ops*op_s + (bytes_decoded/decode_Bps +
@@ -60,6 +68,9 @@ from climio.dataset.layout import Layout, format_chunks  # noqa: F401  (Layout: 
 from climio.dataset.layout import _checked_int as _int
 from climio.base.units import format_size
 from .rates import Rates
+
+# The most a worker gathers for one write into a two-pass plan's tiled intermediate (rechunking.tiles)
+INTERMEDIATE_PIECE_BYTES = 1 << 20
 
 
 PASS_NAMES = ("copy", "to-intermediate", "from-intermediate")
@@ -132,8 +143,8 @@ class Plan:
 
     @property
     def tmp_bytes(self) -> int:
-        """Bytes of the intermediate file (two-pass only)."""
-        return self.passes[0].dst.nbytes if self.strategy == "two-pass" else 0
+        """Bytes of the intermediate file (two-pass only): its tiles, the edge ones allocated whole."""
+        return self.passes[0].dst.allocated_bytes if self.strategy == "two-pass" else 0
 
     @property
     def target(self) -> Layout:
@@ -313,10 +324,10 @@ def rounds_factor(n_blocks: int, workers: int, largest_fraction: float = 0.0) ->
     return max(-(-n_blocks // workers) * workers / n_blocks, workers * largest_fraction, 1.0)
 
 
-def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False):
+def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False, tiles=False):
     """Every count and the cost of reading src in `block`s and writing dst: a dict. `warm`: src is
     read from the page cache (the intermediate file the first pass has just written). `own`: the
-    workers write dst themselves (peak_memory's `own`)."""
+    workers write dst themselves (peak_memory's `own`); `tiles`: dst is the tiled intermediate."""
     shape = src.shape
     if 0 in shape:   # an empty array: no blocks, nothing to move
         return dict(block=tuple(block), n_blocks=0, workers=1, block_bytes=0, peak_mem=0, chunks_decoded=0,
@@ -337,10 +348,10 @@ def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False):
         read_ops = _runs(shape, block, src.chunks)
     bytes_encoded = dst.nbytes if dst.compressed else 0
     bytes_written = _written(dst, ratio)
-    if dst.chunks is not None:
+    if dst.chunks is not None and not tiles:
         write_ops = math.prod(-(-d // c) for d, c in zip(shape, dst.chunks))
-    else:
-        write_ops = _runs(shape, block, None)
+    else:   # a write per contiguous run (the tiled intermediate: of each piece in its tile)
+        write_ops = _runs(shape, block, dst.chunks)
     read_Bps, read_op_s = (rates.warm_read_Bps or rates.read_Bps, rates.warm_op_s if rates.warm_read_Bps
                            else rates.op_s) if warm else (rates.read_Bps, rates.op_s)
     seconds = (bytes_read / read_Bps + read_ops * read_op_s
@@ -349,7 +360,8 @@ def _evaluate(src, dst, block, workers, rates, ratio, warm=False, own=False):
                + bytes_written / rates.write_Bps + write_ops * rates.op_s
                + n_blocks * (rates.task_s if w == 1 else rates.pool_task_s))
     return dict(block=tuple(block), n_blocks=n_blocks, workers=w, block_bytes=block_bytes,
-                peak_mem=peak_memory(block_bytes, scratch, w, _own_chunk(dst) if own else None),
+                peak_mem=(peak_memory(block_bytes + _piece(block_bytes), scratch, w, 0) if tiles else
+                          peak_memory(block_bytes, scratch, w, _own_chunk(dst) if own else None)),
                 chunks_decoded=decoded,
                 bytes_read=bytes_read, bytes_decoded=bytes_decoded, bytes_encoded=bytes_encoded,
                 bytes_written=bytes_written, read_ops=read_ops, write_ops=write_ops, predicted_s=seconds)
@@ -360,8 +372,15 @@ def _own_chunk(dst: Layout) -> int:
     return dst.chunk_nbytes if dst.chunks is not None else 0
 
 
-def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm=False, own=False):
-    e = _evaluate(src, dst, block, workers, rates, ratio, warm, own)
+def _piece(block_bytes: int) -> int:
+    """The copy a worker gathers for one write into the tiled intermediate (rechunking.tiles.write):
+    a block's piece of one tile, at most INTERMEDIATE_PIECE_BYTES at a time. Bounded by the block
+    alone, not by the tiles: the first pass then fits whatever tiles the second pass chose."""
+    return min(block_bytes, INTERMEDIATE_PIECE_BYTES)
+
+
+def _build(name, strategy, src, dst, block, workers, rates, ratio, max_mem, warm=False, own=False, tiles=False):
+    e = _evaluate(src, dst, block, workers, rates, ratio, warm, own, tiles)
     shape = src.shape
     max_dec = 0
     if src.compressed and e["n_blocks"]:
@@ -539,15 +558,15 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
     lcm_block = tuple(min(math.lcm(u, c), d) for u, c, d in zip(unit, src_unit, shape))
     ratio = src.stored / src.nbytes if src.compressed and src.nbytes else None
 
-    def build(name, strategy, a, b, block, warm=False, own=own_writes):
-        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem, warm, own)
+    def build(name, strategy, a, b, block, warm=False, own=own_writes, tiles=False):
+        return _build(name, strategy, a, b, block, workers, rates, ratio, max_mem, warm, own, tiles)
 
     if 0 in shape:   # nothing to read or write
         return Plan("single-pass", (build("copy", "whole-chunks", src, dst, lcm_block),), max_mem, workers)
 
-    def ev_for(a, b, warm=False, own=own_writes):
+    def ev_for(a, b, warm=False, own=own_writes, tiles=False):
         return functools.lru_cache(maxsize=None)(
-            lambda block: _evaluate(a, b, block, workers, rates, ratio, warm, own))
+            lambda block: _evaluate(a, b, block, workers, rates, ratio, warm, own, tiles))
 
     ev = ev_for(src, dst)
     whole = [_extents(d, l) for d, l in zip(shape, lcm_block)]
@@ -564,18 +583,35 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
         options.append(Plan(kind, (build("copy", kind, src, dst, found["block"]),), max_mem, workers))
 
     if src.compressed and allow_two_pass:
-        inter = Layout(shape, src.itemsize, None, False)
-        first, low1 = _largest(ev_for(src, inter, own=True), shape, [_extents(d, c) for d, c in zip(shape, src.chunks)],
-                               workers, max_mem)
-        # The intermediate is contiguous and uncompressed: the second pass is a single pass from it.
         warm = 0 < src.nbytes <= page_cache_bytes     # the intermediate, just written, is still in memory
-        second, low2 = _search(ev_for(inter, dst, warm), shape, tuple(min(u, d) for u, d in zip(unit, shape)), [_extents(d, u) for d, u in zip(shape, unit)],
-                               workers, max_mem)
+        src_cands = [_extents(d, c) for d, c in zip(shape, src.chunks)]
+        unit_start, unit_cands = tuple(min(u, d) for u, d in zip(unit, shape)), [_extents(d, u) for d, u in zip(shape, unit)]
+        # The intermediate in C order: the first pass writes long runs, the second reads its blocks
+        # by rows (strided: many short reads when its blocks are narrow)
+        inter = Layout(shape, src.itemsize, None, False)
+        first, low1 = _largest(ev_for(src, inter, own=True), shape, src_cands, workers, max_mem)
+        second, low2 = _search(ev_for(inter, dst, warm), shape, unit_start, unit_cands, workers, max_mem)
         need = min(need, max(low1, low2))
         if first is not None and second is not None:
             options.append(Plan("two-pass", (build("to-intermediate", "whole-chunks", src, inter, first["block"], own=True),
                                              build("from-intermediate", "strided", inter, dst, second["block"], warm)),
                                 max_mem, workers))
+        # Or tiled by the second pass's blocks (chosen first, each then read as one tile), the
+        # first pass writing each tile its block touches as a piece: the cheaper of the two is taken
+        if second is not None:
+            def tiled(block):
+                return Layout(shape, src.itemsize, tuple(block), False)
+            second = _search(functools.lru_cache(maxsize=None)(
+                lambda block: _evaluate(tiled(block), dst, block, workers, rates, ratio, warm, own_writes)),
+                shape, unit_start, unit_cands, workers, max_mem)[0]
+            inter = tiled(second["block"])
+            first = _largest(ev_for(src, inter, own=True, tiles=True), shape, src_cands, workers, max_mem)[0]
+            if first is not None:
+                options.append(Plan("two-pass", (build("to-intermediate", "whole-chunks", src, inter, first["block"],
+                                                       own=True, tiles=True),
+                                                 build("from-intermediate", "strided", inter, dst, second["block"],
+                                                       warm)),
+                                    max_mem, workers))
 
     if not options:
         what = f"one target chunk {format_chunks(unit)}" if dst.chunks else f"the smallest block {format_chunks(unit)}"

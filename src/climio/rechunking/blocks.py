@@ -21,7 +21,7 @@ from typing import Optional
 import deflate
 import numpy as np
 
-from . import codec
+from . import codec, tiles
 from climio.base.errors import DataError
 from climio.dataset.layout import chunks_in   # not via climio.model: a worker imports this module and little else
 
@@ -40,6 +40,7 @@ class Source:
     fill: object = 0          # value of chunks never written (HDF5 fill value)
     cache_bytes: int = 1 << 20
     offset: int = 0           # "raw": where the contiguous C-order array starts in the file
+    tile: Optional[tuple] = None     # "raw": the array laid out in tiles of this shape (rechunking.tiles)
     extent: Optional[tuple] = None   # the HDF5 dataset's shape when shorter than the netCDF shape: a
                                      # variable may have fewer records than its unlimited dimension,
                                      # and netCDF reads the missing ones as the fill value
@@ -58,6 +59,7 @@ class Sink:
     path: str = ""
     var: str = ""
     offset: int = 0
+    tile: Optional[tuple] = None   # "raw": the array laid out in tiles of this shape (rechunking.tiles)
     remote: str = ""          # "zarr": s3://BUCKET/STORE, the chunks go there as objects (stores.chunks)
     meta: tuple = ()          # with `remote`: ((key, bytes), ...) the array's metadata documents, which
                               # are not in the bucket until the store is complete (written last)
@@ -420,7 +422,10 @@ def read_block(task: Task, reuse: bool = False, into: Optional[np.ndarray] = Non
         return out, out.nbytes, 0
     if src.kind == "raw":
         out = _block_array(task.count, src.dtype, reuse)
-        _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
+        if src.tile:
+            tiles.read(_raw_io, os.preadv, _open("fd", src.path), src.offset, src.shape, src.tile, task.start, out)
+        else:
+            _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
         return out, out.nbytes, 0
     if src.kind == "zarr":
         io = _open("zarr-chunks", (src.path, src.var))
@@ -571,7 +576,12 @@ def run_task(task: Task) -> Result:
         payload = _spill(chunks, task.spill) if task.spill else list(chunks)
         del block
     elif task.sink.kind == "raw":
-        _raw_io(os.pwritev, _open("fdw", task.sink.path), task.sink.offset, task.sink.chunks, task.start, block)
+        sink = task.sink
+        if sink.tile:
+            tiles.write(_raw_io, os.pwritev, _open("fdw", sink.path), sink.offset, sink.chunks, sink.tile, task.start,
+                        block)
+        else:
+            _raw_io(os.pwritev, _open("fdw", sink.path), sink.offset, sink.chunks, task.start, block)
         payload = None
         del block
     elif task.sink.kind == "zarr":

@@ -18,6 +18,7 @@ target chunk (Pass.own_writes), and bench/rechunk_worker_rss.py measures that ag
 
 import collections
 import dataclasses
+import math
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -236,18 +237,23 @@ def _requantize(job: Job) -> bool:
     return bool(t.quantize) and (t.quantize, t.nsd) != (s.quantize, s.nsd)
 
 
-def _intermediate(tmp_dir: str, info: VarInfo) -> tuple:
+def _intermediate(tmp_dir: str, info: VarInfo, tile) -> tuple:
     """(path, byte offset) of a two-pass plan's intermediate: an HDF5 file holding one contiguous
-    uncompressed dataset, allocated now so that its bytes have an address; the workers then write
-    and read their blocks there themselves (pwritev/preadv), no block passes through the parent."""
+    uncompressed dataset, allocated now so that its bytes have an address, that holds the array
+    in C order or in `tile`s (the second pass's blocks: rechunking.tiles); the workers then write and read their
+    blocks there themselves (pwritev/preadv), no block passes through the parent."""
     import h5py
+
+    from .tiles import file_bytes
     path = Path(tmp_dir) / f".climio-rechunk-{os.getpid()}-{info.name}.h5"
+    items = (file_bytes(info.shape, tile, np.dtype(info.dtype).itemsize) // np.dtype(info.dtype).itemsize if tile
+             else math.prod(info.shape))
     with h5py.File(path, "w") as f:
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_layout(h5py.h5d.CONTIGUOUS)
         dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
-        space = h5py.h5s.create_simple(tuple(info.shape))
+        space = h5py.h5s.create_simple((items,))
         dset = h5py.h5d.create(f.id, b"data", h5py.h5t.py_create(np.dtype(info.dtype)), space, dcpl=dcpl)
         offset = dset.get_offset()
     return path, int(offset)
@@ -263,13 +269,15 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
     try:
         for p in passes:
             if p.name == "to-intermediate":
-                inter_path, offset = _intermediate(tmp_dir, job.info)
-                sink = blocks.Sink("raw", tuple(job.info.shape), path=str(inter_path), offset=offset)
+                tile = tuple(p.dst.chunks) if p.dst.chunks else None    # tiled by the second pass's blocks, or C order
+                inter_path, offset = _intermediate(tmp_dir, job.info, tile)
+                sink = blocks.Sink("raw", tuple(job.info.shape), path=str(inter_path), offset=offset, tile=tile)
                 write = _nothing_to_write
             else:
                 sink, write = write_to()
             if p.name == "from-intermediate":
-                src = blocks.Source(str(inter_path), "raw", "data", src.dtype, src.shape, None, offset=offset)
+                src = blocks.Source(str(inter_path), "raw", "data", src.dtype, src.shape, None, offset=offset,
+                                    tile=tile)
                 index = None
             todo = tasks(src, sink, p.block, index)
             if job.skip and (sink.kind == "zarr" or p.name == "to-intermediate"):
