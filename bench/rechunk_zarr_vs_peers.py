@@ -32,7 +32,8 @@ Tools, each run as its own process tree and --workers wide:
                           nc->zarr row) the fastest Zarr implementation, in climio's venv (a test
                           dependency): opens the v2 source's ta with its zarr driver, creates a v3
                           array ta (zarr3 driver, chunks [T,1,1,X], the blosc codec above, the
-                          source's fill value, dimension names and attributes) and copies blocks
+                          source's fill value (0, zarr-python's, when the v2 source has none),
+                          dimension names and attributes) and copies blocks
                           [T,1,rows,X] of one z level (rows = all Y when a level fits M/2, else as
                           many as fit, so a source chunk is then decoded Y/rows times) with its own
                           async read().then write(), as many blocks in flight as fit M counting each
@@ -134,7 +135,7 @@ if os.path.exists(os.path.join(src, "ta", ".zattrs")):
         attrs = json.load(fh)
 dims = attrs.pop("_ARRAY_DIMENSIONS", ["time", "lev", "lat", "lon"])
 fill = inp.fill_value
-fill = None if fill is None else ("NaN" if np.isnan(fill) else float(fill))
+fill = 0.0 if fill is None else ("NaN" if np.isnan(fill) else float(fill))   # v2 null: v3 needs one; zarr-python's 0
 meta = {"shape": [T, Z, Y, X], "data_type": "float32", "fill_value": fill, "dimension_names": dims,
         "attributes": attrs, "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [T, 1, 1, X]}},
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
