@@ -1,8 +1,16 @@
-"""Peer tools the benches compare against: find IOR, or build it once from the pinned tarball.
+"""Peer tools the benches compare against: find IOR, or build it once from the pinned tarball; and
+Python peers in venvs of their own (created with pip on first use).
 
-    from _peers import ior_executable, run_ior
+    from _peers import ior_executable, run_ior, peer_python, PeerError
     ior = ior_executable()          # `ior` on PATH, else ~/.cache/climio-bench/ior/bin/ior (built on first use)
     runs = run_ior(ior, launcher, ["-a", "MPIIO", "-r", ...])   # one dict per IOR iteration, from its JSON summary
+    py = peer_python("cubed-0.27.0", ["cubed==0.27.0", "s3fs"], "import cubed, s3fs")   # its venv's python
+
+Python peers (rechunker needs zarr<3, cubed its own pins) each get a venv under the cache
+(~/.cache/climio-bench/NAME, or CLIMIO_BENCH_CACHE/NAME), made with `python3 -m venv` and filled
+with `pip install` from PyPI; a probe import decides whether an existing venv is usable. A venv
+that cannot be made (no wheel, a dependency conflict, no network) raises PeerError with one line,
+which the benches print and show in their tables instead of the peer's figures.
 
 The build: the tarball (CLIMIO_IOR_TARBALL, else ../shared/peers/ior-5fcf0ba.tar.gz next to the
 checkout, else /work/shared/peers/ior-5fcf0ba.tar.gz) is unpacked in a scratch directory under
@@ -31,6 +39,36 @@ APT_PACKAGES = ("autoconf", "automake", "libtool")
 
 class PeerError(RuntimeError):
     """A peer tool is missing and could not be built; the message is one line."""
+
+
+def peer_python(name: str, packages, probe: str, say=print) -> str:
+    """The python of the venv CACHE/name holding `packages` (pip-installed on first use); `probe` is
+    Python code that must run in it (imports, version asserts). PeerError (one line) if it cannot."""
+    venv = CACHE / name
+    py = venv / "bin" / "python"
+
+    def usable():
+        return py.exists() and subprocess.run([str(py), "-c", probe], capture_output=True).returncode == 0
+    if usable():
+        return str(py)
+    say(f"installing {' '.join(packages)} into {venv} (pip, once)")
+    for cmd in (["python3", "-m", "venv", str(venv)], [str(py), "-m", "pip", "install", "-q", *packages]):
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode:
+            last = (out.stderr.strip().splitlines() or ["?"])[-1].strip()
+            raise PeerError(f"{name}: `{' '.join(cmd[:4])} ...` failed: {last}")
+    if not usable():
+        err = subprocess.run([str(py), "-c", probe], capture_output=True, text=True).stderr.strip().splitlines()
+        raise PeerError(f"{name}: installed but `{probe}` fails: {(err or ['?'])[-1]}")
+    return str(py)
+
+
+def peer_versions(py: str, dists) -> str:
+    """'dist version, ...' of the distributions installed in the venv of `py` (for the bench's header)."""
+    code = ("import importlib.metadata as m, sys\n"
+            "print(', '.join(f'{d} {m.version(d)}' for d in sys.argv[1:]))")
+    out = subprocess.run([py, "-c", code, *dists], capture_output=True, text=True)
+    return out.stdout.strip() or f"? ({(out.stderr.strip().splitlines() or ['?'])[-1]})"
 
 
 def ior_tarball() -> Path:
