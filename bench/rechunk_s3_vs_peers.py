@@ -96,17 +96,19 @@ def _rss(pid: int) -> int:
 
 
 class Sampler:
-    """Peak RSS of given processes, sampled every 20 ms while a run goes (the Dask workers live
-    across runs, so their ru_maxrss would be every run's)."""
+    """Peak RSS of given processes (a list, or a function giving them: a peer's process tree),
+    sampled every 20 ms while a run goes (the Dask workers live across runs, so their ru_maxrss
+    would be every run's)."""
 
     def __init__(self, pids):
         import threading
-        self.pids, self.peak, self.stop = list(pids), {}, threading.Event()
+        self.pids = pids if callable(pids) else (lambda fixed=list(pids): fixed)
+        self.peak, self.stop = {}, threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self):
         while not self.stop.is_set():
-            for pid in self.pids:
+            for pid in self.pids():
                 self.peak[pid] = max(self.peak.get(pid, 0), _rss(pid))
             time.sleep(0.02)
 
@@ -350,36 +352,12 @@ if __name__ == "__main__":
 """
 
 
-class TreeSampler:
-    """Peak RSS of every process of a tree (a peer's script and the workers it starts), sampled
-    every 20 ms."""
-
-    def __init__(self, root):
-        import threading
-        self.root, self.peak, self.stop = root, {}, threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while not self.stop.is_set():
-            for pid in tree_pids(self.root):
-                self.peak[pid] = max(self.peak.get(pid, 0), _rss(pid))
-            time.sleep(0.02)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-
-
 def run_peer(s3, argv):
     """Run a peer's script (argv) with the endpoint in its environment; (wall, [largest child peak
     or its own], own peak, 0, tree CPU, its conversion seconds)."""
     t0 = time.perf_counter()
     p = _Popen(argv, env={**os.environ, **s3.env()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with TreeSampler(p.pid) as sampled:
+    with Sampler(lambda: tree_pids(p.pid)) as sampled:
         stdout, stderr = p.communicate()
     wall = time.perf_counter() - t0
     if p.returncode:
