@@ -380,8 +380,8 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         from . import cluster
         cluster.start_early(opts.scheduler, opts.workers,   # connected while the input is scanned and planned
                             xarray_here=not (is_s3_url(in_path) and not is_netcdf_object(in_path)))
-    if early == "define":   # it imports xarray while the input is scanned and planned (and dask only for
-        child.start_early(dask=formats.output_format(out_path, opts.out_format) != "zarr")   # netCDF-4 output)
+    if early == "define":
+        _start_define_child(in_path, out_path, opts)   # it imports xarray while the input is scanned and planned
     if early:   # the workers come up while the input is scanned and planned (and the output defined: with
         execute.start_early(opts.workers)   # one process per core, the child alone left a core idle)
     try:
@@ -392,6 +392,15 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         if opts.scheduler:
             from . import cluster
             cluster.discard_early()
+
+
+def _start_define_child(in_path: Path, out_path: Path, opts: Options) -> None:
+    """The early define child (child.start_early), forked from this process when it can be: with
+    zarr imported here first for a Zarr input (this process scans it with zarr anyway: imported once,
+    not again in the child), and without dask for a Zarr output (child.without_dask)."""
+    if formats.input_format(in_path) == "zarr":
+        import zarr  # noqa: F401
+    child.start_early(dask=formats.output_format(out_path, opts.out_format) != "zarr")
 
 
 EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _early_start)
