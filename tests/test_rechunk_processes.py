@@ -32,7 +32,7 @@ def test_zarr_output_with_workers_keeps_xarray_out_of_the_converting_process(tmp
             f"command.EARLY_POOL_BYTES = {1 if early else 'command.EARLY_POOL_BYTES'}\n"
             "used = []\n"
             "real = child.start_early\n"
-            "child.start_early = lambda: (used.append(1), real())\n"
+            "child.start_early = lambda **kw: (used.append(1), real(**kw))\n"
             f"s = convert({str(src)!r}, {str(out)!r}, chunks='time/20,lev/1,lat/1,lon/40',"
             " compression='zstd3+shuffle', workers=2, max_mem='256KiB')\n"
             "print(max(p['workers'] for v in s['plans'].values() for p in v['passes']), 'xarray' in sys.modules,"

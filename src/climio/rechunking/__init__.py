@@ -10,8 +10,9 @@ command  the one conversion: check, plan, define the output, convert, verify, re
 execute  run a plan: read blocks (blocks.py, in worker processes), encode target chunks, write them
          in file order; mpi_exec the same under mpirun/srun
 formats  one module per format behind one interface; remote: to and from object storage; many:
-         several inputs into one output directory; zarr_chunks: whole chunks of a local Zarr array;
-         child: the process that defines a Zarr output through xarray
+         several inputs into one output directory; zarr_chunks: whole chunks of a local Zarr array
+         (zarr_lite: the same with numcodecs alone, in the workers); child: the process that defines
+         a Zarr output through xarray; warm: the input read ahead while all that starts up
 verify   compare every value and the metadata of two files in bounded memory
 
 `convert` is the `climio rechunk` command from Python; the package's face re-exports it as

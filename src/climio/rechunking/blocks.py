@@ -44,6 +44,7 @@ class Source:
     extent: Optional[tuple] = None   # the HDF5 dataset's shape when shorter than the netCDF shape: a
                                      # variable may have fewer records than its unlimited dimension,
                                      # and netCDF reads the missing ones as the fill value
+    lite: object = None       # "zarr": its zarr_lite.LiteSpec (chunks read with numcodecs, zarr not imported)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Sink:
     remote: str = ""          # "zarr": s3://BUCKET/STORE, the chunks go there as objects (stores.chunks)
     meta: tuple = ()          # with `remote`: ((key, bytes), ...) the array's metadata documents, which
                               # are not in the bucket until the store is complete (written last)
+    lite: object = None       # "zarr": its zarr_lite.LiteSpec (chunks written with numcodecs, zarr not imported)
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,16 @@ def _open(kind: str, path: str):
             ds.set_auto_maskandscale(False)
             _handles[key] = ds
     return _handles[key]
+
+
+def _lite_io(spec):
+    """This thread's zarr_lite.LiteIO of an array (one per array directory)."""
+    key = ("lite", spec.root)
+    handles = _state().handles
+    if key not in handles:
+        from .zarr_lite import LiteIO
+        handles[key] = LiteIO(spec)
+    return handles[key]
 
 
 def _objects_of(store: str):
@@ -333,7 +345,7 @@ def _write_zarr(task: Task, block: np.ndarray) -> None:
     if sink.remote:
         _write_remote(task, block)
         return
-    io = _open("zarr+chunks", (sink.path, sink.var))
+    io = _lite_io(sink.lite) if sink.lite is not None else _open("zarr+chunks", (sink.path, sink.var))
     whole = io is not None and all(s % c == 0 and (n % c == 0 or s + n == d)
                                    for s, n, c, d in zip(task.start, task.count, io.chunks, io.shape))
     if not whole:
@@ -428,7 +440,7 @@ def read_block(task: Task, reuse: bool = False, into: Optional[np.ndarray] = Non
             _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
         return out, out.nbytes, 0
     if src.kind == "zarr":
-        io = _open("zarr-chunks", (src.path, src.var))
+        io = _lite_io(src.lite) if src.lite is not None else _open("zarr-chunks", (src.path, src.var))
         if io is not None:
             out = _block_array(task.count, src.dtype, reuse)
             nread, ndec = _read_zarr(io, task, out)

@@ -2,8 +2,9 @@
 so that xarray and pandas never load into the process that runs the conversion (about 120 MiB of
 RSS beside the workers', for the whole run; command.define_and_start).
 
-Importing what that child needs (xarray, pandas, zarr, dask; not distributed) takes it about 1 s on this
-2-core machine, the longest part of a Zarr conversion's start-up. start_early() starts the child
+Importing what that child needs (xarray, pandas, zarr; dask too for a netCDF-4 output, not for a
+Zarr one: without_dask) takes it about 0.6 s on this 2-core machine, the longest part of a Zarr
+conversion's start-up. start_early() starts the child
 when the command begins, so that those imports run while the parent scans and plans; run() then
 hands it its work, or starts a child then and there. A child started early and not used is
 stopped by discard(). A pipe and not a pool: no semaphores for the resource tracker to report as
@@ -17,13 +18,21 @@ from climio.base.errors import DataError
 _early = {}   # "child": (process, pipe end) started by start_early and not yet used
 
 
-def start_early() -> None:
-    """Start the child now; it imports what defining a Zarr store needs and waits for run()."""
+def start_early(dask: bool = True) -> None:
+    """Start the child now; it imports what defining a Zarr store needs and waits for run().
+    dask=False (a Zarr output): dask is not there for it (without_dask), before xarray is imported.
+    Forked when this process has no other thread (the command's first step: no file open, no
+    thread holding a lock): it then has numpy and climio's modules already, 0.3 s of CPU a spawned
+    child spends importing them before xarray, on the path to the first block. Else spawned."""
+    import multiprocessing
+    import threading
+
     from climio.machine import spawning
     discard()
-    ctx = spawning.context()
+    forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork") if forkable else spawning.context()
     here, there = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_waiting_child, args=(there,), daemon=True)
+    proc = ctx.Process(target=_waiting_child, args=(there, dask), daemon=True)
     proc.start()
     there.close()
     _early["child"] = (proc, here)
@@ -81,6 +90,16 @@ def _join(proc) -> None:
         proc.join()
 
 
+def without_dask() -> None:
+    """In the child only (never a user's process): dask is not there for the rest of its life.
+    Defining a Zarr output needs no Dask (formats.zarr._define_like_xarray), but xarray imports
+    dask.base (0.15 s of CPU) just to ask whether each array it meets is a Dask collection. Only
+    before xarray is imported: xarray decides once, at its import, whether dask is installed."""
+    import sys
+    if "dask" not in sys.modules and "xarray" not in sys.modules:
+        sys.modules["dask"] = None
+
+
 def _no_distributed() -> None:
     """This process has no Dask client and never will: dask and xarray, which import
     `distributed` only to look for one when the targets' graph is built, are told it is not
@@ -92,14 +111,16 @@ def _no_distributed() -> None:
             sys.modules[name] = None
 
 
-def _waiting_child(conn) -> None:
+def _waiting_child(conn, dask: bool = True) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this process
     _no_distributed()
+    if not dask:
+        without_dask()
     try:
-        import dask.array  # noqa: F401  (to_zarr(compute=False) of the targets' lazy arrays)
-        import xarray  # noqa: F401
+        import xarray  # noqa: F401  (and dask.array only when the work needs it: a netCDF-4 output)
+        import zarr  # noqa: F401
 
-        from .formats import xarray_io, zarr  # noqa: F401
+        from .formats import xarray_io, zarr as zarr_format  # noqa: F401
     except Exception:   # noqa: BLE001  (the work itself then says what is missing)
         pass
     try:

@@ -19,7 +19,7 @@ from climio.runs.staging import remove_stale, stale_temporaries
 from climio.base.errors import ClimioError, DataError, DiskSpaceError, InputError, Interrupted, TerminatedError, disk_full_in
 from ..rules.chunks import SMALL_CHUNK_BYTES  # chunks below it are warned about here and never advised
 from climio.base.units import format_size, rate_MBps
-from . import child, execute, formats, phases, spec
+from . import child, execute, formats, phases, spec, warm
 from .remote_nc import is_netcdf_object
 from ..stores.endpoint import is_s3_url
 from .plan import Layout, Rates, conversion_plan, default_max_mem
@@ -378,10 +378,10 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         from . import cluster
         cluster.start_early(opts.scheduler, opts.workers,   # connected while the input is scanned and planned
                             xarray_here=not (is_s3_url(in_path) and not is_netcdf_object(in_path)))
-    if early == "pool":
-        execute.start_early(opts.workers)   # its workers come up while the input is scanned and planned
-    elif early == "define":
-        child.start_early()   # it imports xarray while the input is scanned and planned
+    if early == "define":
+        _start_define_child(in_path, out_path, opts)   # it imports xarray while the input is scanned and planned
+    if early:   # the workers come up while the input is scanned and planned (and the output defined: with
+        execute.start_early(opts.workers)   # one process per core, the child alone left a core idle)
     try:
         return _rechunk(in_path, out_path, opts, dry_run, progress_factory, say)
     finally:
@@ -392,16 +392,25 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
             cluster.discard_early()
 
 
+def _start_define_child(in_path: Path, out_path: Path, opts: Options) -> None:
+    """The early define child (child.start_early), forked from this process when it can be: with
+    zarr imported here first for a Zarr input (this process scans it with zarr anyway: imported once,
+    not again in the child), and without dask for a Zarr output (child.without_dask)."""
+    if formats.input_format(in_path) == "zarr":
+        import zarr  # noqa: F401
+    child.start_early(dask=formats.output_format(out_path, opts.out_format) != "zarr")
+
+
 EARLY_POOL_BYTES = 64 << 20   # stored inputs this large are cut into several blocks (a guess; see _early_start)
 
 
 def _early_start(in_path: Path, out_path: Path, opts: Options) -> str:
     """What to start before planning, when several workers are asked for and the input is large
     enough to be cut into several blocks: "define" (Zarr in or out, xarray not loaded here: the
-    child that defines the output through xarray; the pool starts after it has exited, see
-    define_and_start) or "pool" (the workers: netCDF in and out, or xarray already loaded, which
-    then defines the output in this process); "" otherwise. A wrong guess costs that process's
-    start-up CPU once; what the plan does not want is stopped."""
+    child that defines the output through xarray, and the pool beside it, its workers importing
+    while the child works, see define_and_start) or "pool" (the workers only: netCDF in and out,
+    or xarray already loaded, which then defines the output in this process); "" otherwise. A
+    wrong guess costs those processes' start-up CPU once; what the plan does not want is stopped."""
     try:
         if opts.workers < 2 or not _at_least(in_path, EARLY_POOL_BYTES):
             return ""
@@ -542,14 +551,16 @@ def _remote_jobs(opts: Options, in_path, jobs, say) -> list:
 def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options = None) -> tuple:
     """(execute.Runner, [execute.Job], whether the output's metadata was checked already): the output
     defined and the worker pool started. With worker processes, defining through xarray (a Zarr
-    input or output) happens in a child process that exits before the pool starts: imported into
-    this process, xarray and pandas would stay for the whole conversion (about 120 MiB of RSS beside
-    the workers'). That child also checks a Zarr output as check_written does (opens with xarray,
+    input or output) happens in a child process: imported into this process, xarray and pandas would
+    stay for the whole conversion (about 120 MiB of RSS beside the workers'). A pool started early
+    (_early_start) comes up beside the child; else it starts once the child has exited. That child also checks a Zarr output as check_written does (opens with xarray,
     every variable at full shape): the workers write chunk objects only, never the metadata, so
     the check holds at the end and xarray is not imported a second time for it. Without the child
     the pool starts first, so that its workers come up while the output is defined."""
     size = execute.pool_size(prep.plans.values())
     scheduler = opts.scheduler if opts is not None else ""
+    if not is_s3_url(in_path):   # the disk reads ahead while the output is defined and the workers start
+        warm.start(warm.input_files(in_path, prep.in_fmt, prep.targets))
     # Not on a cluster: there the child re-imports dask and distributed (this process has them) besides
     # xarray; tried, bench/rechunk_s3_vs_peers.py --baseline-src measured conversions 1.7x slower on
     # the loaded 2-core machine, for 80 MiB less RSS. Not for a netCDF-4 object in S3: the child would
@@ -565,33 +576,55 @@ def define_and_start(prep: Prepared, in_path: Path, tmp, settings, opts: Options
     # an s3:// Zarr input on a cluster: a worker defines the output (cluster.define_on_worker), and
     # checks it as check_written does, so this process never imports xarray
     there = bool(scheduler) and is_s3_url(in_path) and prep.out_fmt == "zarr" and not is_netcdf_object(in_path)
-    args = (prep, in_path, tmp, settings, (apart or there) and prep.out_fmt == "zarr")
+    check = (apart or there) and prep.out_fmt == "zarr"
+    args = (prep, in_path, tmp, settings, check)
+    # pool workers reading or writing local Zarr chunks with numcodecs alone (rechunk.zarr_lite)
+    lite = size > 1 and not scheduler and not (opts is not None and opts.remote_out)
     runner = None if apart else make_runner()
     try:
         if there:
             from .cluster import define_on_worker
             jobs = define_on_worker(runner, _define_output, args)
         elif apart:
-            jobs = child.run(_define_output, args)
+            jobs = child.run(_define_output_apart, args + (lite,))
             runner = make_runner()
         else:
-            jobs = _define_output(*args)
+            jobs = _define_output(*args, lite=lite)
     except BaseException:
         if runner is not None:
             runner.close(abort=True)
         raise
-    return runner, jobs, args[-1]
+    return runner, jobs, check
 
 
-def _define_output(prep: Prepared, in_path, tmp, settings, check: bool) -> list:
-    """Define the output; its jobs (a variable each); with `check`, the format's check_written."""
+def _define_output_apart(prep: Prepared, in_path, tmp, settings, check: bool, lite: bool) -> list:
+    """_define_output in the child (child.run): a Zarr output needs no Dask there (child.without_dask)."""
+    if prep.out_fmt == "zarr":
+        child.without_dask()
+    return _define_output(prep, in_path, tmp, settings, check, lite)
+
+
+def _define_output(prep: Prepared, in_path, tmp, settings, check: bool, lite: bool = False) -> list:
+    """Define the output; its jobs (a variable each); with `check`, the format's check_written;
+    with `lite`, the LiteSpecs of their local Zarr arrays (_lite_jobs)."""
     writer = formats.module(prep.out_fmt)
     out_paths = writer.define_output(in_path, prep.in_fmt, tmp, prep.targets, prep.infos, prep.max_mem, settings)
     jobs = [execute.Job(v, prep.targets[v.path], out_paths[v.path], prep.plans[v.path])
             for v in prep.infos if v.path in prep.plans]
     if check:
         writer.check_written(tmp, jobs)
-    return jobs
+    return _lite_jobs(prep, in_path, tmp, jobs) if lite else jobs
+
+
+def _lite_jobs(prep: Prepared, in_path, tmp, jobs) -> list:
+    """The jobs with the LiteSpecs (rechunk.zarr_lite) of their arrays in a local Zarr input or
+    output, made here where zarr is loaded: the pool workers then import numcodecs, not zarr."""
+    import dataclasses
+    zmod = formats.module("zarr")
+    outs = zmod.lite_specs(tmp, [j.out_path for j in jobs]) if prep.out_fmt == "zarr" else {}
+    local_in = prep.in_fmt == "zarr" and not is_s3_url(in_path) and not is_netcdf_object(in_path)
+    ins = zmod.lite_specs(in_path, [j.info.path for j in jobs]) if local_in else {}
+    return [dataclasses.replace(j, lite_in=ins.get(j.info.path), lite_out=outs.get(j.out_path)) for j in jobs]
 
 
 @contextmanager

@@ -43,6 +43,8 @@ class Job:
     out_path: str             # the variable in the output: HDF5 dataset path, or Zarr array path
     plan: Plan
     skip: frozenset = frozenset()   # block starts already written by a killed run (--resume, rechunk.resume)
+    lite_in: object = None    # zarr_lite.LiteSpec of the local Zarr input array: workers read it without zarr
+    lite_out: object = None   # ... of the local Zarr output array: workers write it without zarr
 
 
 @dataclass
@@ -126,7 +128,8 @@ class Runner:
         for slot in slots or ():   # their pages are this pass's memory, not the next one's
             Path(slot).unlink(missing_ok=True)
         # workers cache file handles; the next pass may read a file this one wrote
-        self.pool.starmap(_close_in_worker, [()] * self.workers, chunksize=1)
+        # (blocks' function itself: one of this module's made each worker import this module and the cost model)
+        self.pool.starmap(blocks.close_handles, [()] * self.workers, chunksize=1)
 
     def _take(self, pending, write, progress, slots) -> None:
         """Wait for the oldest task handed out, write its result, free its slot."""
@@ -196,10 +199,6 @@ def spill_prefix() -> str:
     return ""
 
 
-def _close_in_worker():
-    blocks.close_handles()
-
-
 def tasks(src: blocks.Source, sink: blocks.Sink, block, index):
     endpoint = _endpoint(src, sink)
     refs = _netcdf_object(src)
@@ -265,6 +264,8 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
     passes = job.plan.passes
     fmt, handle = reader
     src, index = fmt.input_source(job.info, in_path, handle, passes[0].cache_bytes if passes else 0)
+    if job.lite_in is not None and src.kind == "zarr":
+        src = dataclasses.replace(src, lite=job.lite_in)
     inter_path = None
     try:
         for p in passes:
@@ -275,6 +276,8 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
                 write = _nothing_to_write
             else:
                 sink, write = write_to()
+                if job.lite_out is not None and sink.kind == "zarr" and not sink.remote:
+                    sink = dataclasses.replace(sink, lite=job.lite_out)
             if p.name == "from-intermediate":
                 src = blocks.Source(str(inter_path), "raw", "data", src.dtype, src.shape, None, offset=offset,
                                     tile=tile)

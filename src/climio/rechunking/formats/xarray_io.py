@@ -34,27 +34,29 @@ def group_tree(path, fmt: str) -> list:
         return [g.path for g in walk(ds)]
 
 
-def open_lazy(path, fmt: str, group: str = "/", one_chunk: bool = False):
+def open_lazy(path, fmt: str, group: str = "/", one_chunk: bool = False, dask: bool = True):
     """One group, values lazy; times, time spans and `coordinates` attributes left as stored (see
-    the module's note). one_chunk: one Dask chunk per variable instead of one per stored chunk."""
+    the module's note). one_chunk: one Dask chunk per variable instead of one per stored chunk.
+    dask=False: xarray's own lazy arrays, no Dask (read when indexed or loaded)."""
     import xarray as xr
     g = None if group == "/" else group
-    kw = {"group": g, "chunks": -1 if one_chunk else {}, "decode_times": False, "decode_timedelta": False,
-          "decode_coords": False}
+    kw = {"group": g, "chunks": (-1 if one_chunk else {}) if dask else None, "decode_times": False,
+          "decode_timedelta": False, "decode_coords": False}
     if fmt == "zarr":
         from ..blocks import zarr_store
         return xr.open_zarr(zarr_store(str(path)), consolidated=None, **kw)
     return xr.open_dataset(path, engine="netcdf4", **kw)
 
 
-def groups(in_path, in_fmt: str, targets=()):
-    """(group path, Dataset) per group of the input, the variables not in `targets` (paths) loaded."""
+def groups(in_path, in_fmt: str, targets=(), dask: bool = True):
+    """(group path, Dataset) per group of the input, the variables not in `targets` (paths) loaded.
+    dask=False: the targets stay xarray's lazy arrays (formats.zarr defines them without Dask)."""
     with ExitStack() as stack:
         for g in group_tree(in_path, in_fmt):
             # one Dask chunk per variable: the lazy ones are never computed, and to_zarr/to_netcdf
             # (compute=False) built a graph of one task per stored chunk (3.6 s for the 3,650 chunks
             # of bench/rechunk_vs_peers.py's input); the others are loaded whole either way
-            ds = stack.enter_context(open_lazy(in_path, in_fmt, g, one_chunk=True))
+            ds = stack.enter_context(open_lazy(in_path, in_fmt, g, one_chunk=True, dask=dask))
             for name, var in ds.variables.items():
                 if var_path(g, name) not in targets:
                     var.load()

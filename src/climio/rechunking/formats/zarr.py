@@ -409,7 +409,8 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
     """Write the store's metadata and the variables not re-laid out (xarray), every group of the
     input (empty ones too), consolidate it; return {variable path: array path in the store} for the
     targets. `tmp` is created first with staging's marker: a run killed at any point after leaves a
-    directory the next run to OUT knows as its own (staging.stale_temporaries) and removes."""
+    directory the next run to OUT knows as its own (staging.stale_temporaries) and removes.
+    No Dask: the targets' metadata is xarray's own, made from their zero-length cuts (_define_like_xarray)."""
     import zarr
 
     from . import xarray_io
@@ -419,8 +420,8 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
     make_marked_dir(tmp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for group, ds in xarray_io.groups(in_path, in_format, targets):
-            enc = {}
+        for group, ds in xarray_io.groups(in_path, in_format, targets, dask=False):
+            enc, laid_out = {}, {}
             for name in ds.variables:
                 path = xarray_io.var_path(group, name)
                 if path not in targets:
@@ -432,13 +433,11 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
                 e["chunks"] = chunk_shape(info, targets[path])
                 if shards[path]:
                     e["shards"] = shards[path]
-                enc[name] = e
-            try:
-                ds.to_zarr(tmp, group=None if group == "/" else group.lstrip("/"), mode="a",
-                           encoding=enc, compute=False, zarr_format=settings.zarr_format, safe_chunks=False,
-                           consolidated=False)
-            except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
-                raise DataError(f"cannot write {tmp}: {exc}") from None
+                laid_out[name] = e
+            where = None if group == "/" else group.lstrip("/")
+            _to_zarr(ds.drop_vars(list(laid_out)), tmp, where, enc, settings, tmp)
+            if laid_out:
+                _define_like_xarray(ds, laid_out, Path(tmp, where or ""), settings, tmp)
         zarr.consolidate_metadata(str(tmp), zarr_format=settings.zarr_format)
     g = _open_group(tmp)
     for path in targets:
@@ -447,6 +446,45 @@ def define_output(in_path, in_format: str, tmp, targets: dict, infos, max_mem: i
         if np.dtype(arr.dtype).newbyteorder("=") != want:
             raise DataError(f"{tmp}: {path} was defined as {arr.dtype}, the input stores {want}")
     return {p: p.lstrip("/") for p in targets}
+
+
+def _to_zarr(ds, store, group, encoding: dict, settings: Settings, out) -> None:
+    """ds.to_zarr (values not lazy are written); xarray's complaints are one DataError naming `out`."""
+    try:
+        ds.to_zarr(store, group=group, mode="a", encoding=encoding, zarr_format=settings.zarr_format,
+                   safe_chunks=False, consolidated=False)
+    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        raise DataError(f"cannot write {out}: {exc}") from None
+
+
+def _define_like_xarray(ds, encoding: dict, where: Path, settings: Settings, out) -> None:
+    """The re-laid-out variables' metadata as xarray's to_zarr writes it (attributes, CF encoding,
+    fill value, codecs, chunks, shards, dimension names), without their values and without Dask
+    (to_zarr(compute=False) needs Dask arrays: 0.8 s of CPU importing dask.array, the longest part
+    of defining a store): xarray writes the variables cut to zero length into memory, and each
+    array's metadata documents go into the store with only the shape set back to the variable's.
+    tests/test_rechunk_define.py holds them equal, byte for byte, to to_zarr(compute=False)'s."""
+    import xarray as xr
+    import zarr
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import MemoryStore
+    empty = xr.Dataset({n: ds.variables[n][tuple(slice(0, 0) for _ in ds.variables[n].dims)] for n in encoding})
+    mem = MemoryStore()
+    _to_zarr(empty, mem, None, encoding, settings, out)
+    for name in encoding:
+        meta = zarr.open_array(mem, path=name, mode="r").metadata.update_shape(tuple(ds.variables[name].shape))
+        (where / name).mkdir(parents=True, exist_ok=True)
+        for key, buf in meta.to_buffer_dict(default_buffer_prototype()).items():
+            (where / name / key).write_bytes(buf.to_bytes())
+
+
+def lite_specs(store, paths) -> dict:
+    """{array path: its zarr_lite.LiteSpec, or None} for arrays of the local store `store`."""
+    from ..zarr_lite import describe
+    g = _open_group(store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {p: describe(g[p.lstrip("/")], str(store)) for p in paths}
 
 
 def open_output(tmp):
@@ -478,6 +516,7 @@ def check_written(tmp: Path, jobs) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            xr.open_zarr(str(tmp), consolidated=True, decode_times=False, decode_timedelta=False).close()
+            xr.open_zarr(str(tmp), consolidated=True, decode_times=False, decode_timedelta=False,
+                         chunks=None).close()
     except Exception as exc:  # xarray raises many types
         raise DataError(f"the output does not open with xarray.open_zarr: {exc}") from None
