@@ -21,7 +21,7 @@ from typing import Optional
 import deflate
 import numpy as np
 
-from . import codec, tiles
+from . import codec
 from climio.base.errors import DataError
 from climio.dataset.layout import chunks_in   # not via climio.model: a worker imports this module and little else
 
@@ -435,6 +435,7 @@ def read_block(task: Task, reuse: bool = False, into: Optional[np.ndarray] = Non
     if src.kind == "raw":
         out = _block_array(task.count, src.dtype, reuse)
         if src.tile:
+            from . import tiles   # here, not at the top: it imports the cost model, which other workers never need
             tiles.read(_raw_io, os.preadv, _open("fd", src.path), src.offset, src.shape, src.tile, task.start, out)
         else:
             _raw_io(os.preadv, _open("fd", src.path), src.offset, src.shape, task.start, out)
@@ -590,6 +591,7 @@ def run_task(task: Task) -> Result:
     elif task.sink.kind == "raw":
         sink = task.sink
         if sink.tile:
+            from . import tiles
             tiles.write(_raw_io, os.pwritev, _open("fdw", sink.path), sink.offset, sink.chunks, sink.tile, task.start,
                         block)
         else:
