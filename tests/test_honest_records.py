@@ -12,6 +12,7 @@ import pytest
 from climio.machine import cache
 from climio.measure import tasks as runner
 from climio.bench.calibrate import run as calib
+from climio.dataset.description import stored_bytes
 from climio.bench.calibrate.summary import profile_from_records
 from climio.bench.predict import section as predict_section
 from climio.bench.read_stack import study as read_stack
@@ -91,7 +92,7 @@ def test_calibrate_cache_effect_records_read_what_they_need(tmp_path, monkeypatc
     calib.cache_effect({"decode-deflate1": path}, "deflate1", 1, emit, "pid0")
     assert [r["params"]["what"] for r in recs] == ["off", "fit"]
     for r in recs:
-        assert SHARE_KEYS <= set(r["cache"]) and r["metrics"]["storage_needed_bytes"] == calib._stored(path)
+        assert SHARE_KEYS <= set(r["cache"]) and r["metrics"]["storage_needed_bytes"] == stored_bytes(path, "ta")
         assert_cold(r)
 
 

@@ -10,7 +10,9 @@ context() is the spawn context every climio pool uses (rechunk's worker pool, th
 ProcessPoolExecutor and their Manager); its processes start without importing `__main__`, so
 library calls are safe in a plain script and in a notebook, and a guard is not needed. dask_workers()
 makes the Dask LocalCluster's worker processes start the same way. Spawn and not fork: a forked
-child would inherit the parent's open HDF5 state and its threads.
+child would inherit the parent's open HDF5 state and its threads. The one exception,
+first_step_context(), forks a child started at a command's first step from a process with no other
+thread and no file open (rechunk's define child): there is nothing to inherit there but imports.
 
 Only processes started through this context skip `__main__`; the user's own multiprocessing is
 untouched.
@@ -79,6 +81,17 @@ def context():
     """The multiprocessing context of every climio worker process (spawn, without `__main__`)."""
     _install()
     return _CONTEXT
+
+
+def first_step_context():
+    """The context of a child started at a command's first step, before any file is open: fork
+    when this process has no other thread (nothing to inherit but its imports, and no lock another
+    thread could hold; the child then has numpy and climio's modules already, the 0.3 s of CPU a
+    spawned child spends importing them), else context(). rechunk's define child uses it."""
+    import multiprocessing
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return context()
 
 
 def dask_workers() -> None:

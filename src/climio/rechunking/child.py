@@ -24,13 +24,9 @@ def start_early(dask: bool = True) -> None:
     Forked when this process has no other thread (the command's first step: no file open, no
     thread holding a lock): it then has numpy and climio's modules already, 0.3 s of CPU a spawned
     child spends importing them before xarray, on the path to the first block. Else spawned."""
-    import multiprocessing
-    import threading
-
     from climio.machine import spawning
     discard()
-    forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork") if forkable else spawning.context()
+    ctx = spawning.first_step_context()
     here, there = ctx.Pipe(duplex=True)
     proc = ctx.Process(target=_waiting_child, args=(there, dask), daemon=True)
     proc.start()
