@@ -41,18 +41,8 @@ def start(files, budget: int = 0):
 
 
 def _advise(files, budget: int) -> None:
+    from climio.machine.cache import will_need
     for f in files:
         if budget <= 0:
             return
-        try:
-            fd = os.open(f, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            n = min(os.fstat(fd).st_size, budget)
-            os.posix_fadvise(fd, 0, n, os.POSIX_FADV_WILLNEED)
-            budget -= n
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        budget -= will_need(f, budget)

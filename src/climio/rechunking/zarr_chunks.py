@@ -141,17 +141,9 @@ class ChunkIO:
         if self.objects is not None:   # a block's chunk objects requested together; read() decodes each as it
             self._fetched = self.objects.fetch([self.path(i) for i in idxs])   # arrives, the rest in flight
             return
-        if not hasattr(os, "posix_fadvise"):
-            return
+        from climio.machine.cache import will_need
         for idx in idxs:
-            try:
-                fd = os.open(self.path(idx), os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-            finally:
-                os.close(fd)
+            will_need(self.path(idx))
 
     def read(self, idx, planes: bool = False):
         """(decoded chunk [chunk shape] or None for a chunk never written, bytes read). planes (for a
