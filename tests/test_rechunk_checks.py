@@ -231,18 +231,19 @@ def test_plugin_path_after_zstd(field, tmp_path):
 
 def test_killed_run_is_cleaned_up_by_the_next(tmp_path):
     src = tmp_path / "slow.nc"
-    write_4d(src, (64, 4, 128, 128), chunks=[1, 1, 128, 128], dtype="f4", deflate=1, shuffle=True, seed=1)
+    write_4d(src, (256, 4, 128, 128), chunks=[1, 1, 128, 128], dtype="f4", deflate=1, shuffle=True, seed=1)
     out = tmp_path / "out" / "o.nc"
     out.parent.mkdir()
     exe = os.path.join(os.path.dirname(sys.executable), "climio")
-    # a budget this small makes the planner re-decode source chunks: a few seconds of work
-    args = [exe, "rechunk", str(src), str(out), "-c", "time/64,lev/1,lat/1,lon/128", "--max-mem", "200KiB",
+    # a budget this small makes the planner take two passes: about 2 s of work (0.5 s at 64 time steps was
+    # too short once the rechunk got faster: the run finished before the kill)
+    args = [exe, "rechunk", str(src), str(out), "-c", "time/256,lev/1,lat/1,lon/128", "--max-mem", "400KiB",
             "--workers", "1", "--verify"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not any(p.startswith(".o.nc.tmp-") for p in os.listdir(out.parent)):
         time.sleep(0.05)
-    time.sleep(0.5)
+    time.sleep(0.1)
     assert proc.poll() is None, "the conversion finished before it could be killed: make the input larger"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
@@ -259,7 +260,7 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path):
     assert os.listdir(out.parent) == ["o.nc"]
     with netCDF4.Dataset(src) as a, netCDF4.Dataset(out) as b:
         assert np.array_equal(a["ta"][...], b["ta"][...])
-        assert b["ta"].chunking() == [64, 1, 1, 128]
+        assert b["ta"].chunking() == [256, 1, 1, 128]
     # a file of a process that is still running is not touched
     live = out.parent / f".o.nc.tmp-{os.getpid()}"
     live.write_bytes(b"busy")

@@ -211,7 +211,7 @@ def test_killed_zarr_run_is_cleaned_up_by_the_next(tmp_path):
     out.parent.mkdir()
     proc, started = start_slow_rechunk(source, out)
     assert started, proc.communicate()
-    time.sleep(0.5)
+    time.sleep(0.2)
     assert proc.poll() is None, "the conversion finished before it could be killed: make the input larger"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
