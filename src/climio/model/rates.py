@@ -20,7 +20,7 @@ rate, `Rates.defaulted` names them. Pure: the caller finds the profile.
 
 from dataclasses import dataclass, field
 
-from .profile import interp_speedup
+from .profile import codec_family, interp_speedup
 
 # The rates by field: what a dry run calls each and how it shows the value.
 RATE_LINES = (("read_Bps", "read", "MB/s"), ("write_Bps", "write", "MB/s"), ("decode_Bps", "decode", "MB/s"),
@@ -70,8 +70,9 @@ def codec_rate(profile, label: str, kind: str, cross_shuffle: bool = True) -> tu
     if key in table and table[key].get(kind):
         return float(table[key][kind]), key
     name, level, shuffle = _split(key)
+    fam = codec_family(name)   # blosc_zstd -> zstd (profile.codec_family)
     near = [(s != shuffle, abs(lvl - level), k) for k, v in table.items() if v.get(kind)
-            for n, lvl, s in [_split(k)] if n == name and (cross_shuffle or s == shuffle)]
+            for n, lvl, s in [_split(k)] if codec_family(n) == fam and (cross_shuffle or s == shuffle)]
     if not near:
         return None, ""
     k = min(near)[2]
