@@ -189,6 +189,25 @@ def test_tmp_checked_in_dry_run(field, tmp_path):
     assert not out.exists()
 
 
+
+def test_a_two_pass_run_times_each_pass(field, tmp_path):
+    """--json's phases name each pass of each variable, in order, between the plan and the check;
+    together they cover the command's own conversion time."""
+    out = tmp_path / "o.nc"
+    res = run_cli("rechunk", field, out, *TWO_PASS, "--tmp", tmp_path, "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["plans"]["/ta"]["strategy"] == "two-pass"
+    names = [n for n, _ in summary["phases"]]
+    at = names.index("/ta to-intermediate")
+    assert names[at + 1] == "/ta from-intermediate" and names.index("scan, targets, plan") < at, names
+    assert names.index("check written output") > at + 1 and all(v >= 0 for _, v in summary["phases"])
+    passes = sum(v for n, v in summary["phases"] if n.startswith("/"))
+    assert 0 < passes <= summary["seconds"] + 0.02, summary["phases"]
+    with netCDF4.Dataset(field) as a, netCDF4.Dataset(out) as b:
+        assert np.array_equal(a["ta"][...], b["ta"][...])
+
+
 @pytest.fixture
 def small_fs(tmp_path):
     """A 1 MiB tmpfs (the tests run as root, as the set-up does)."""

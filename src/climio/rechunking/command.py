@@ -503,7 +503,7 @@ def _rechunk(in_path: Path, out_path: Path, opts: Options, dry_run, progress_fac
                    peak_rss=_peak_rss(stats), verified=opts.verify, retries=stats.retries,
                    task_processes=len(stats.worker_rss),
                    task_peak_rss=sorted(stats.worker_rss.values(), reverse=True),   # per process, bytes
-                   blocks_skipped=stats.skipped)
+                   blocks_skipped=stats.skipped, phases=phases.report())
     say(f"rechunked {len(jobs)} variable(s), {format_size(nbytes)} in {seconds:.1f} s "
         f"({summary['rate_MBps']:.0f} MB/s), peak RSS {format_size(summary['peak_rss'])}"
         f"{', verified' if opts.verify else ''} -> {opts.remote_out or out_path}")   # the store, not its local metadata

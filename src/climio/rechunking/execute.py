@@ -28,7 +28,7 @@ import numpy as np
 
 from climio.machine import spawning
 from climio.dataset.h5filters import needs_h5py_write
-from . import blocks, formats
+from . import blocks, formats, phases
 from .quantize import quantizer
 from .model import Target, VarInfo
 from climio.dataset.layout import chunks_in, count_blocks, iter_blocks
@@ -286,6 +286,7 @@ def _run_job(job: Job, runner: Runner, in_path: str, reader, write_to, tmp_dir: 
             if job.skip and (sink.kind == "zarr" or p.name == "to-intermediate"):
                 todo = _skipping(todo, job, runner.stats, sink.kind == "zarr", progress)
             runner.run(todo, write, p.workers, progress)
+            phases.mark(f"{job.info.path} {p.name}")   # a two-pass plan's passes, each timed (--json "phases")
     finally:
         if inter_path is not None:
             inter_path.unlink(missing_ok=True)
