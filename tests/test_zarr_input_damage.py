@@ -80,3 +80,28 @@ def test_absent_chunk_is_said_and_strict_refuses_the_store(stores, tmp_path):
 def test_strict_passes_a_whole_store(stores, tmp_path):
     r = _rechunk(stores[3], tmp_path / "out.nc", "--strict", cwd=tmp_path)
     assert r.returncode == 0 and "absent" not in r.stderr, r.stderr
+
+
+def test_each_call_in_one_process_lists_the_store_afresh(stores, tmp_path):
+    """The store's listing (metadata check, absent chunks, stored sizes, readahead) is taken once per
+    command and forgotten after it: a notebook that converts, loses a chunk file and converts again
+    is told about the lost chunk, and the stored sizes are the store's as it is now."""
+    from climio.rechunking.formats import zarr as zfmt
+    store = _copy(stores[3], tmp_path)
+    said = []
+    climio.rechunk(str(store), str(tmp_path / "a.nc"), workers=1, say=said.append)
+    assert said and not any("absent" in line for line in said) and not zfmt._LISTINGS
+    before = zfmt.stored_bytes(store, zfmt.scan(store))["/tas"]
+    zfmt.forget_local()
+    chunk = store / "tas" / "c" / "1" / "0" / "0"
+    size = chunk.stat().st_size
+    chunk.unlink()
+    said.clear()
+    climio.rechunk(str(store), str(tmp_path / "b.nc"), workers=1, say=said.append)
+    assert any("1 chunks absent" in line for line in said) and not zfmt._LISTINGS, said
+    after = zfmt.stored_bytes(store, zfmt.scan(store))["/tas"]
+    assert before - after == size
+    # the listing's chunk files: the array's chunks in key order, none of its metadata documents
+    files = zfmt.chunk_files(store, ["/tas"])
+    zfmt.forget_local()
+    assert files == sorted(files) and len(files) == 3 and all("/tas/c/" in f for f in files), files

@@ -136,8 +136,8 @@ def _define_there(fn, args, name, endpoint):
     import dask
 
     from . import blocks
-    from .formats.zarr import forget_remote
-    forget_remote()
+    from .formats.zarr import forget_stores
+    forget_stores()
     st = blocks._state()
     before, st.endpoint = st.endpoint, endpoint
     try:

@@ -382,9 +382,11 @@ def rechunk(in_path, out_path, opts: Options, dry_run=False, progress_factory=No
         _start_define_child(in_path, out_path, opts)   # it imports xarray while the input is scanned and planned
     if early:   # the workers come up while the input is scanned and planned (and the output defined: with
         execute.start_early(opts.workers)   # one process per core, the child alone left a core idle)
+    formats.module("zarr").forget_local()   # a local store's listing is taken once per command, fresh
     try:
         return _rechunk(in_path, out_path, opts, dry_run, progress_factory, say)
     finally:
+        formats.module("zarr").forget_local()
         execute.discard_early()   # not taken: the plan wanted another pool, or the command failed first
         child.discard()
         if opts.scheduler:

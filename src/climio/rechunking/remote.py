@@ -57,8 +57,8 @@ def convert(src, dst, endpoint_url=None, **kw):
     if is_s3_url(str(dst)) and kw.get("verify"):
         raise InputError("--verify reads the output back before it is renamed, which object storage has no way "
                          "to do: run without --verify and compare the published store")
-    from .formats.zarr import forget_remote
-    forget_remote()
+    from .formats.zarr import forget_stores
+    forget_stores()
     endpoint = Endpoint.from_env(endpoint_url)
     if endpoint_url:   # this process's own requests (and its local children's); the block tasks carry the
         os.environ["AWS_ENDPOINT_URL"] = endpoint.url   # Endpoint itself (execute.tasks), Dask workers included
@@ -73,7 +73,7 @@ def convert(src, dst, endpoint_url=None, **kw):
     finally:
         if scheduler:
             cluster.discard_early()   # not taken: a check failed first
-        forget_remote()   # what this command learnt about its stores is not kept for the next one
+        forget_stores()   # what this command learnt about its stores is not kept for the next one
 
 
 def _checked_convert(endpoint, remote_in, src, dst, kw):

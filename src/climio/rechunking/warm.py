@@ -20,12 +20,8 @@ def input_files(in_path, in_fmt: str, targets) -> list:
     path = Path(in_path)
     if in_fmt != "zarr":
         return [path] if path.is_file() else []
-    out = []
-    for var in targets:
-        root = path / var.lstrip("/")
-        for d, _, names in os.walk(root):
-            out += [os.path.join(d, n) for n in sorted(names) if not n.startswith((".z", "zarr.json"))]
-    return out
+    from .formats.zarr import chunk_files   # the command's one listing of the store
+    return chunk_files(path, targets)
 
 
 def start(files, budget: int = 0):

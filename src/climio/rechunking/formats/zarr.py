@@ -12,6 +12,7 @@ Input: every array of the store (groups too) becomes a variable; its dimension n
 Zarr v3's dimension_names or v2's _ARRAY_DIMENSIONS attribute, as xarray reads them.
 """
 
+import os
 import shutil
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -50,7 +51,7 @@ def check_settings(s: Settings) -> None:
         raise InputError("--endian is the Zarr v3 bytes codec's; Zarr v2 stores the byte order in its dtype")
 
 
-_IS_STORE = {}   # s3:// URL -> is_store's answer, within one command (rechunk.remote clears it: forget_remote)
+_IS_STORE = {}   # s3:// URL -> is_store's answer, within one command (rechunk.remote clears it: forget_stores)
 
 
 def is_store(path) -> bool:
@@ -201,15 +202,17 @@ def check_metadata(path) -> None:
     consolidated root lets the store open while an array's own zarr.json is cut, and zarr-python
     then fails in the worker that reads the array (a JSONDecodeError traceback before)."""
     import json
-    for f in sorted(Path(path).rglob("*")):
-        if f.name in METADATA_FILES and f.is_file():
-            try:
-                json.loads(f.read_bytes())
-            except (ValueError, UnicodeDecodeError) as exc:
-                where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "its bytes"
-                raise DataError(f"{f}: truncated or damaged Zarr metadata (not valid JSON at {where})") from None
-            except OSError as exc:
-                raise DataError(f"{f}: unreadable Zarr metadata ({exc.strerror})") from None
+    if str(path).startswith("s3://"):
+        return
+    for key in sorted(k for k in _listing(path) if k.rsplit("/", 1)[-1] in METADATA_FILES):
+        f = Path(path, key)
+        try:
+            json.loads(f.read_bytes())
+        except (ValueError, UnicodeDecodeError) as exc:
+            where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "its bytes"
+            raise DataError(f"{f}: truncated or damaged Zarr metadata (not valid JSON at {where})") from None
+        except OSError as exc:
+            raise DataError(f"{f}: unreadable Zarr metadata ({exc.strerror})") from None
 
 
 def absent_chunks(path, infos) -> dict:
@@ -229,7 +232,7 @@ def absent_chunks(path, infos) -> dict:
             unit = getattr(arr, "shards", None) or arr.chunks
             grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, unit)]
             total = int(np.prod(grid, dtype=object))
-            have = _objects_in_grid(arr, grid, _remote_listing(str(path)) if str(path).startswith("s3://") else None)
+            have = _objects_in_grid(arr, grid, _listing(path))
             if have < total:
                 out[info.path] = (total - have, total, arr.fill_value)
     return out
@@ -279,33 +282,42 @@ def stored_bytes(path, infos) -> dict:
     if is_netcdf_object(path):   # a netCDF-4 object read through its references: their byte ranges
         refs = RefChunks.of(str(path))
         return {i.path: refs.stored_bytes(i.path) for i in infos}
-    if str(path).startswith("s3://"):   # one listing of the store, not one per array (a round trip each)
-        listing = _remote_listing(str(path))
-        return {i.path: sum(size for k, (size, _) in listing.items() if k.startswith(i.path.strip("/") + "/"))
-                for i in infos}
-    g = _open_group(path)
-    return {i.path: int(g[i.path.lstrip("/")].nbytes_stored()) for i in infos}
+    listing = _listing(path)   # one listing of the store, not one per array (a round trip each in a bucket)
+    return {i.path: sum(size for k, (size, _) in listing.items() if k.startswith(i.path.strip("/") + "/"))
+            for i in infos}
 
 
 def total_bytes(path) -> int:
     from ..remote_nc import RefChunks, is_netcdf_object
     if is_netcdf_object(path):
         return RefChunks.of(str(path)).stored_bytes()
-    if str(path).startswith("s3://"):
-        return sum(size for size, _ in _remote_listing(str(path)).values())
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+    return sum(size for size, _ in _listing(path).values())
 
 
-_LISTINGS = {}   # s3:// input -> its listing, taken once per command (an input is not written while it is read)
+def chunk_files(path, arrays) -> list:
+    """The local files of these arrays' chunks (their metadata documents left out), in key order."""
+    listing = _listing(path)
+    return [os.path.join(str(path), k) for a in arrays for k in sorted(listing)
+            if k.startswith(a.strip("/") + "/") and os.path.basename(k) not in METADATA_FILES]
 
 
-def forget_remote() -> None:
-    """Before and after a command: the s3:// inputs' listings, store checks and opened groups are
-    taken again by the next (tests run several commands in one process; a store may change)."""
+_LISTINGS = {}   # input -> its listing, taken once per command (an input is not written while it is read)
+
+
+def forget_stores() -> None:
+    """Before and after a command: the inputs' listings, the s3:// store checks and opened groups are
+    taken again by the next (tests, notebooks and scripts run several commands in one process; a
+    store may change between them)."""
     from .zarr_groups import _REMOTE_GROUPS
     _LISTINGS.clear()
     _IS_STORE.clear()
     _REMOTE_GROUPS.clear()
+
+
+def forget_local() -> None:
+    """Before and after a command: the local stores' listings (rechunk.remote forgets the buckets')."""
+    for key in [k for k in _LISTINGS if not k.startswith("s3://")]:
+        del _LISTINGS[key]
 
 
 def _remote_listing(url: str) -> dict:
@@ -313,6 +325,35 @@ def _remote_listing(url: str) -> dict:
         from ...stores.chunks import ObjectChunks
         _LISTINGS[url] = ObjectChunks.of(url).listing()
     return _LISTINGS[url]
+
+
+def _listing(path) -> dict:
+    """{key: (size, None)} of a local store's files ("ta/0.0.0.0", "zarr.json"), or a bucket's
+    listing: taken once per command, so that the metadata check, the absent-chunk count, the stored
+    sizes and the readahead share it (each walked the store before: 0.8 s of a 1 GiB store's 4,678
+    files went to four walks, rglob and zarr's nbytes_stored)."""
+    p = str(path)
+    if p.startswith("s3://"):
+        return _remote_listing(p)
+    if p not in _LISTINGS:
+        out, todo = {}, [""]
+        while todo:
+            rel = todo.pop()
+            try:
+                entries = list(os.scandir(os.path.join(p, rel)))
+            except OSError:
+                continue
+            for e in entries:
+                key = f"{rel}/{e.name}" if rel else e.name
+                if e.is_dir(follow_symlinks=True):
+                    todo.append(key)
+                else:
+                    try:
+                        out[key] = (e.stat().st_size, None)
+                    except OSError:
+                        pass
+        _LISTINGS[p] = out
+    return _LISTINGS[p]
 
 
 def open_input(path):
