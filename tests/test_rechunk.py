@@ -54,7 +54,7 @@ def _values(path, var="ta"):
 @pytest.mark.parametrize("args, strategy", [
     (["--max-mem", "1GiB", "--workers", "1"], "single-pass"),
     (["--max-mem", "200KiB", "--workers", "1"], "redecode"),       # too small for [T,1,Y,X] blocks
-    (["--max-mem", "40KiB", "--workers", "1"], "two-pass"),        # re-decoding would decode every chunk many times
+    (["--max-mem", "30KiB", "--workers", "1"], "two-pass"),        # re-decoding would decode every chunk many times
     (["--max-mem", "1GiB", "--workers", "2"], "single-pass"),
     (["--max-mem", "400KiB", "--workers", "2"], "redecode"),
 ])
@@ -78,12 +78,12 @@ def test_two_pass_plan_converts_and_removes_its_intermediate(field, tmp_path):
     work = tmp_path / "tmpdir"
     work.mkdir()
     dry = run_cli("rechunk", field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
-                  "--max-mem", "40KiB", "--workers", "1", "--dry-run", "--json")
+                  "--max-mem", "30KiB", "--workers", "1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)["plans"]["/ta"]
     assert not (tmp_path / "o.nc").exists(), "--dry-run writes nothing"
     summary = _rechunk(field, tmp_path / "o.nc", "-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}",
-                       "--max-mem", "40KiB", "--workers", "1", "--tmp", work)
+                       "--max-mem", "30KiB", "--workers", "1", "--tmp", work)
     assert plan["strategy"] == "two-pass"
     assert summary["plans"]["/ta"] == plan
     assert np.array_equal(_values(field)[0], _values(tmp_path / "o.nc")[0])

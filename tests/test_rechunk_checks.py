@@ -168,7 +168,7 @@ def test_negative_chunk_length(field, tmp_path, spec_text):
     assert "whole number" not in res.stderr
 
 
-TWO_PASS = ["-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}", "--max-mem", "40KiB", "--workers", "1"]
+TWO_PASS = ["-c", f"time/{SHAPE[0]},lev/1,lat/1,lon/{SHAPE[3]}", "--max-mem", "30KiB", "--workers", "1"]
 
 
 def test_tmp_checked_in_dry_run(field, tmp_path):

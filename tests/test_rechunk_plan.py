@@ -526,6 +526,12 @@ def test_two_passes_must_beat_one_file_by_the_margin(monkeypatch, decode_Bps, ta
     assert plan.strategy == taken
     assert (taken == "two-pass") == (one_file.predicted_s > P.TWO_PASS_MARGIN * two.predicted_s)
     assert plan.predicted_s == (two if taken == "two-pass" else one_file).predicted_s
+    # the plan says what it declined (--dry-run prints it, --json carries it)
+    if taken == "two-pass":
+        assert not plan.declined and "declined" not in " ".join(plan.describe())
+    else:
+        assert plan.declined.startswith(f"two-pass (predicted {two.predicted_s:.2f} s of conversion, temporary file ")
+        assert plan.declined in plan.describe() and plan.to_dict()["declined"] == plan.declined
 
 
 def test_own_writes_takes_one_pass_where_it_fits():

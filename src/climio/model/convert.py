@@ -141,6 +141,7 @@ class Plan:
     max_mem: int
     workers: int                # as requested; each pass says how many it uses
     start_s: float = 0.0        # the command's fixed cost (start, workers, output rename): Rates.start_s
+    declined: str = ""          # a faster-predicted two-pass plan not taken (TWO_PASS_MARGIN), said in one line
 
     @property
     def peak_mem(self) -> int:
@@ -184,7 +185,7 @@ class Plan:
     def to_dict(self) -> dict:
         return {"strategy": self.strategy, "max_mem": self.max_mem, "workers": self.workers,
                 "peak_mem": self.peak_mem, "predicted_s": self.predicted_s, "start_s": self.start_s,
-                "tmp_bytes": self.tmp_bytes,
+                "tmp_bytes": self.tmp_bytes, "declined": self.declined,
                 "padding_bytes": self.padding_bytes, "padding_fraction": self.padding_fraction,
                 "passes": [p.to_dict() for p in self.passes]}
 
@@ -197,6 +198,8 @@ class Plan:
         if self.tmp_bytes:
             head += f", temporary file {format_size(self.tmp_bytes)}"
         lines = [head]
+        if self.declined:
+            lines.append(self.declined)
         if self.padding_bytes:
             lines.append(self.padding_line())
         for i, p in enumerate(self.passes, 1):
@@ -635,7 +638,10 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
     if best.strategy == "two-pass" and single:
         one_file = min(single, key=lambda p: p.predicted_s)
         if one_file.predicted_s <= TWO_PASS_MARGIN * best.predicted_s:
-            return one_file
+            return dataclasses.replace(one_file, declined=(
+                f"two-pass (predicted {best.predicted_s:.2f} s of conversion, temporary file "
+                f"{format_size(best.tmp_bytes)}) not taken: less than {TWO_PASS_MARGIN}x faster than this single pass, "
+                "and its intermediate costs more than the rates say"))
     return best
 
 
