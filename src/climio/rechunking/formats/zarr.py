@@ -238,17 +238,12 @@ def absent_chunks(path, infos) -> dict:
     return out
 
 
-def _objects_in_grid(arr, grid, keys=None) -> int:
-    """How many keys under the array's prefix name a cell of its chunk (or shard) grid: "c/1/0",
-    "c.1.0" (v3), "1.0" or "1/0" (v2 and v3's v2 encoding). `keys`: the store's keys when already
-    listed (an s3:// input: the command's one listing, not one more round trip per array)."""
-    from zarr.core.sync import sync
-
-    async def listing():
-        return [k async for k in arr.store_path.store.list_prefix(prefix=arr.store_path.path)]
+def _objects_in_grid(arr, grid, keys) -> int:
+    """How many of the store's `keys` (its listing, _listing) under the array's prefix name a cell of
+    its chunk (or shard) grid: "c/1/0", "c.1.0" (v3), "1.0" or "1/0" (v2 and v3's v2 encoding)."""
     prefix = arr.store_path.path.rstrip("/") + "/" if arr.store_path.path else ""
     n = 0
-    for key in (sync(listing()) if keys is None else keys):
+    for key in keys:
         if not key.startswith(prefix):
             continue
         rel = key[len(prefix):]
