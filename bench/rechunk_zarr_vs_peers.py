@@ -275,14 +275,14 @@ def commands(case, src, out, tmp, a, var, mem, pys) -> dict:
         cmds[f"rechunker {sched}"] = rk_py if isinstance(rk_py, PeerError) else \
             [rk_py, "-c", RECHUNKER_RUN, str(src), kind, str(out), str(tmp / "rk-temp.zarr"),
              str(mem), sched, str(a.workers), str(T), str(X)]
+        cmds[f"to_zarr {sched}"] = [sys.executable, "-c", TO_ZARR_RUN, str(src), kind, str(out), sched,
+                                    str(a.workers), str(T), str(X)]
     # rechunker's max_mem bounds one task, and W run at once: M / W is the same total as climio's --max-mem M
     cmds["rechunker threads M/W"] = rk_py if isinstance(rk_py, PeerError) else \
         [rk_py, "-c", RECHUNKER_RUN, str(src), kind, str(out), str(tmp / "rk-temp.zarr"),
          str(mem // max(a.workers, 1)), "threads", str(a.workers), str(T), str(X)]
     if case == "zarr->zarr":
         cmds["floor"] = [sys.executable, "-c", FLOOR_RUN, str(src), str(out), str(a.workers)]
-        cmds[f"to_zarr {sched}"] = [sys.executable, "-c", TO_ZARR_RUN, str(src), kind, str(out), sched,
-                                    str(a.workers), str(T), str(X)]
     if kind == "zarr":     # tensorstore reads no netCDF-4: no nc->zarr row (see the docstring)
         ts_py = pys["tensorstore"]
         cmds["tensorstore"] = ts_py if isinstance(ts_py, PeerError) else \
