@@ -105,3 +105,20 @@ def test_each_call_in_one_process_lists_the_store_afresh(stores, tmp_path):
     files = zfmt.chunk_files(store, ["/tas"])
     zfmt.forget_local()
     assert files == sorted(files) and len(files) == 3 and all("/tas/c/" in f for f in files), files
+
+
+def test_a_symlink_loop_in_a_store_is_listed_once(stores, tmp_path):
+    """The store's one listing follows symlinked directories as zarr-python reads through them, and
+    a link back up the tree is listed once, not forever."""
+    from climio.rechunking.formats import zarr as zfmt
+    store = _copy(stores[2], tmp_path)
+    (store / "tas" / "loop").symlink_to(store)
+    try:
+        keys = zfmt._listing(store)
+    finally:
+        zfmt.forget_local()
+    assert "tas/.zarray" in keys and not any(k.startswith("tas/loop/") for k in keys), sorted(keys)[:20]
+    r = _rechunk(store, tmp_path / "out.nc", cwd=tmp_path)
+    assert r.returncode == 0 and "absent" not in r.stderr, r.stderr[-2000:]
+    with netCDF4.Dataset(tmp_path / "out.nc") as ds:
+        assert np.array_equal(ds["tas"][:], VALUES)

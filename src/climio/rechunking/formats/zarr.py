@@ -331,16 +331,20 @@ def _listing(path) -> dict:
     if p.startswith("s3://"):
         return _remote_listing(p)
     if p not in _LISTINGS:
-        out, todo = {}, [""]
+        out, todo, seen = {}, [""], set()
         while todo:
             rel = todo.pop()
             try:
+                here = os.stat(os.path.join(p, rel))
+                if (here.st_dev, here.st_ino) in seen:   # a symlink back up the tree: listed once
+                    continue
+                seen.add((here.st_dev, here.st_ino))
                 entries = list(os.scandir(os.path.join(p, rel)))
             except OSError:
                 continue
             for e in entries:
                 key = f"{rel}/{e.name}" if rel else e.name
-                if e.is_dir(follow_symlinks=True):
+                if e.is_dir(follow_symlinks=True):   # zarr-python reads through symlinks too
                     todo.append(key)
                 else:
                     try:
