@@ -631,8 +631,12 @@ def _cheapest_plan(src, dst, max_mem, workers, rates, allow_two_pass, page_cache
             what += f" with source chunks {format_chunks(src.chunks)} to decode"
         raise InputError(f"--max-mem {format_size(max_mem)} is too small: {what} needs at least "
                          f"{_size_up(need)} with {workers} worker{'s' if workers != 1 else ''}")
-    # Deterministic: the lowest predicted time, ties to the simpler (single-file) strategy; two passes
-    # only when they beat the best single-file plan by TWO_PASS_MARGIN.
+    return _take(options)
+
+
+def _take(options) -> Plan:
+    """Deterministic: the lowest predicted time, ties to the simpler (single-file) strategy; two passes
+    only when they beat the best single-file plan by TWO_PASS_MARGIN (the plan then says so)."""
     best = min(options, key=lambda p: (p.predicted_s, PLAN_STRATEGIES.index(p.strategy)))
     single = [p for p in options if p.strategy != "two-pass"]
     if best.strategy == "two-pass" and single:
