@@ -84,7 +84,8 @@ def will_need(path, length: int = 0) -> int:
     except OSError:
         return 0
     try:
-        n = os.fstat(fd).st_size if length <= 0 else min(length, os.fstat(fd).st_size)
+        size = os.fstat(fd).st_size
+        n = size if length <= 0 else min(length, size)
         os.posix_fadvise(fd, 0, n, os.POSIX_FADV_WILLNEED)
         return n
     except OSError:

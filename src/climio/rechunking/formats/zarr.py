@@ -277,9 +277,15 @@ def stored_bytes(path, infos) -> dict:
     if is_netcdf_object(path):   # a netCDF-4 object read through its references: their byte ranges
         refs = RefChunks.of(str(path))
         return {i.path: refs.stored_bytes(i.path) for i in infos}
-    listing = _listing(path)   # one listing of the store, not one per array (a round trip each in a bucket)
-    return {i.path: sum(size for k, (size, _) in listing.items() if k.startswith(i.path.strip("/") + "/"))
-            for i in infos}
+    # one listing of the store, not one per array (a round trip each in a bucket), summed in one pass
+    # into every directory prefix of every key: an array's stored bytes are its prefix's
+    sums = {}
+    for key, (size, _) in _listing(path).items():
+        at = key.find("/")
+        while at > 0:
+            sums[key[:at]] = sums.get(key[:at], 0) + size
+            at = key.find("/", at + 1)
+    return {i.path: sums.get(i.path.strip("/"), 0) for i in infos}
 
 
 def total_bytes(path) -> int:
@@ -291,8 +297,8 @@ def total_bytes(path) -> int:
 
 def chunk_files(path, arrays) -> list:
     """The local files of these arrays' chunks (their metadata documents left out), in key order."""
-    listing = _listing(path)
-    return [os.path.join(str(path), k) for a in arrays for k in sorted(listing)
+    keys = sorted(_listing(path))
+    return [os.path.join(str(path), k) for a in arrays for k in keys
             if k.startswith(a.strip("/") + "/") and os.path.basename(k) not in METADATA_FILES]
 
 
