@@ -79,6 +79,7 @@ INTERMEDIATE_PIECE_BYTES = 1 << 20
 # free disk, and what it leaves dirty is written back while the second pass runs. Measured: Zarr
 # blosc-zstd [466,10,240,240] 1 GiB -> [T,1,1,X], 2 workers, --max-mem 128MiB, cold: two-pass
 # predicted 3.89 s against re-decoding's 4.45 s (1.14x), measured 5.5-5.8 s against 3.8-4.0 s.
+# bench/page_costs.py measures a machine's new-page cost (here 2.31 s of system CPU per GiB).
 TWO_PASS_MARGIN = 1.25
 
 
