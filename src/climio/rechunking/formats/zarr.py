@@ -12,6 +12,7 @@ Input: every array of the store (groups too) becomes a variable; its dimension n
 Zarr v3's dimension_names or v2's _ARRAY_DIMENSIONS attribute, as xarray reads them.
 """
 
+import bisect
 import os
 import shutil
 import warnings
@@ -298,8 +299,15 @@ def total_bytes(path) -> int:
 def chunk_files(path, arrays) -> list:
     """The local files of these arrays' chunks (their metadata documents left out), in key order."""
     keys = sorted(_listing(path))
-    return [os.path.join(str(path), k) for a in arrays for k in keys
-            if k.startswith(a.strip("/") + "/") and os.path.basename(k) not in METADATA_FILES]
+    out = []
+    for a in arrays:   # an array's keys are one run of the sorted listing, found by bisection
+        prefix = a.strip("/") + "/"
+        i = bisect.bisect_left(keys, prefix)
+        while i < len(keys) and keys[i].startswith(prefix):
+            if os.path.basename(keys[i]) not in METADATA_FILES:
+                out.append(os.path.join(str(path), keys[i]))
+            i += 1
+    return out
 
 
 _LISTINGS = {}   # input -> its listing, taken once per command (an input is not written while it is read)
