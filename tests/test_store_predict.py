@@ -223,3 +223,30 @@ def test_the_summary_flags_noisy_configurations():
     assert s["n"] == 2 and s["spread"]["noisy"] == ["b"]
     assert s["max_factor"] == pytest.approx(1.1, rel=1e-9)          # a: 0.1 predicted against 0.11
     assert s["share_now"]["n"] == 2 and s["share_now"]["max_factor"] == pytest.approx(2.0)   # b: 0.2 against 0.1
+
+
+def test_a_gets_cpu_is_split_from_a_chunks_and_paid_per_get():
+    """calibrate --store reads the same 128 chunks as 128 GETs and as 8 whole shards: what the
+    fewer GETs saved is a GET's CPU (split_cpu). A whole shard's one GET then costs one GET's CPU
+    for all its chunks, where the chunk-per-GET store pays it per chunk. Exact numbers."""
+    get, chunk, shard = om.split_cpu((0.128, 128), (8 * 0.8e-3 + 128 * 0.2e-3, 8), 128, 8)
+    assert (get, chunk, shard) == (pytest.approx(0.8e-3), pytest.approx(0.2e-3), pytest.approx(0.0, abs=1e-12))
+    # sharding saved nothing: all of it is the chunk's, the rest a shard's extra
+    assert om.split_cpu((0.128, 128), (0.140, 8), 128, 8) == (0.0, pytest.approx(1e-3), pytest.approx(0.0015))
+    s = om.StackObjectRates(0.001, 1e15, 8.0, chunk_cpu_s=0.2e-3, get_cpu_s=2e-3)
+    rates = om.StoreRates("http://x", 0.001, 1e15, 1e15, {"s": s})
+    whole = om.predict_read([[[8000]]], rates, "s", cpu_units=[(8, 1)])            # one GET, 8 chunks
+    apart = om.predict_read([[[1000]] * 8], rates, "s")                          # 8 GETs, 8 chunks
+    assert whole["cpu_s"] == pytest.approx(2e-3 + 8 * 0.2e-3) and apart["cpu_s"] == pytest.approx(8 * 2.2e-3)
+    assert whole["time_s"] == pytest.approx(3.6e-3) and apart["time_s"] == pytest.approx(17.6e-3)
+
+
+def test_a_chunks_cpu_comes_after_its_get():
+    """A chunk's CPU starts when its bytes have arrived: a hyperslab of one GET pays the wire and
+    then all its chunks' CPU; of many GETs, the wire and the last task's share (exact numbers)."""
+    s = om.StackObjectRates(0.001, 1e15, 8.0, chunk_cpu_s=0.5e-3)
+    rates = om.StoreRates("http://x", 0.001, 1e15, 1e15, {"s": s})
+    one = om.predict_read([[[2000]]], rates, "s", cpu_units=[(2, 1)])        # a whole shard of 2 chunks
+    assert one["time_s"] == pytest.approx(0.001 + 2 * 0.5e-3)
+    many = om.predict_read([[[1000]] * 4], rates, "s")                         # 4 GETs at once, 1 chunk each
+    assert many["time_s"] == pytest.approx(max(0.001 + 0.5e-3, 4 * 0.5e-3))

@@ -42,7 +42,8 @@ class StackObjectRates:
     concurrency: float            # GETs the stack keeps in flight, measured
     aggregate_Bps: float = math.inf      # the best rate the stack reached (many GETs in flight)
     gets_per_s: float = math.inf         # the most GETs per second it completed (small GETs)
-    chunk_cpu_s: float = 0.0             # CPU seconds per chunk decoded (zarr's codec pipeline)
+    chunk_cpu_s: float = 0.0             # CPU seconds per chunk decoded (zarr's codec pipeline), its GET's not
+    #                                      counted where get_cpu_s is measured (older profiles: both in one)
     shard_cpu_s: float = 0.0             # CPU seconds per shard visited beyond its chunks
     # codec label -> B/s of decoded output through this stack's codec pipeline (calibrate --store)
     decode_Bps: dict = field(default_factory=dict)
@@ -51,6 +52,8 @@ class StackObjectRates:
     ranged_latency_s: float = 0.0        # a small byte-range GET's (in a shard), as measured; 0: latency_s
     codec_chunk_s: float = 0.0           # CPU seconds per compressed chunk beyond an uncompressed one's and
     #                                      its decoding (zarr-python's hand-off of each chunk to a codec thread)
+    get_cpu_s: float = 0.0               # CPU seconds per GET (the client's request and response handling):
+    #                                      a whole shard's one GET serves all its chunks
 
 
 @dataclass
@@ -161,6 +164,19 @@ def cpu_units(shape, chunks, shards, start, count) -> tuple:
     return n_chunks, n_shards
 
 
+def split_cpu(plain, sharded, n_chunks: int, n_shards: int) -> tuple:
+    """(CPU s per GET, per chunk, per shard beyond both) from the same `n_chunks` chunks read whole
+    as a plain array and in `n_shards` shards: `plain` and `sharded` are (CPU seconds, GETs). What
+    the fewer GETs saved is each GET's own CPU (s3fs: 2-3 ms a request through its event loop, against
+    0.2 ms a chunk); where sharding saved nothing, all of it is the chunk's and a shard's extra CPU
+    is what the sharded read cost beyond its chunks."""
+    (cpu_p, gets_p), (cpu_s, gets_s) = plain, sharded
+    get = max(0.0, (cpu_p - cpu_s) / (gets_p - gets_s)) if gets_p > gets_s else 0.0
+    chunk = max(0.0, (cpu_p - get * gets_p) / n_chunks)
+    shard = max(0.0, (cpu_s - get * gets_s - chunk * n_chunks) / n_shards)
+    return get, chunk, shard
+
+
 def makespan(durations, slots: float) -> float:
     """Tasks in order on `slots` parallel slots, each taken by the next task when it frees."""
     k = max(1, int(round(slots)))
@@ -211,16 +227,19 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
                    weight / s.gets_per_s)
         # the stack's CPU (one event loop) against the wire: whichever is longer sets the slab's time
         chunks, shards = cpu_units[i] if cpu_units else (len(tasks), 0)
+        n_gets = sum(len(t) for t in tasks)
         decode = chunks * per_chunk
-        last = decode / len(tasks) if tasks else 0.0
-        cpu = chunks * chunk_cpu + shards * s.shard_cpu_s
+        # a chunk's CPU (zarr's pipeline and its decoding) starts when its bytes have arrived: the
+        # last task's share of it comes after the wire (all of it when the slab is one GET)
+        last = (chunks * chunk_cpu + decode) / len(tasks) if tasks else 0.0
+        cpu = n_gets * s.get_cpu_s + chunks * chunk_cpu + shards * s.shard_cpu_s
         # each hyperslab is one call into the stack: its fixed cost is paid before its GETs start
         total += max(wire + cpu_wall(last, share), cpu_wall(cpu + decode, share)) + s.slab_s
         io += max(wire, cpu_wall(cpu, share)) + s.slab_s
         decode_total += decode
         wire_total += wire
         cpu_total += cpu
-        gets += sum(len(t) for t in tasks)
+        gets += n_gets
         nbytes += moved
     # io_s: the same reads with nothing to decode; decode_s: the decoding's CPU seconds (partly hidden)
     # wire_s, cpu_s: the GETs' schedule and the stack's own CPU, each alone (what bounds the read)
@@ -285,7 +304,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
                                              float(probe.get("small_get_s", 0.0)),
-                                             float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)))
+                                             float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)),
+                                             float(probe.get("get_cpu_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     # the share of a core the calibration got: the median of the probes' (1: none measured)

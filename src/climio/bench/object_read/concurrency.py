@@ -2,8 +2,8 @@
 chunks is read whole, in one selection, through the stack with its default settings; the mean
 GETs in flight is Little's law over the read (the GETs' summed time over its wall time) and the
 CPU seconds per chunk its process time over the chunks. The same array in shards (read whole: one
-GET per shard) gives the CPU seconds a shard costs beyond its chunks, and compressed (zstd level 1,
-whose decoding of a 2 KiB chunk takes microseconds) the CPU seconds a compressed chunk costs beyond
+GET per shard) splits that into a GET's CPU and a chunk's (model.object_store.split_cpu), and
+compressed (zstd level 1, whose decoding of a 2 KiB chunk takes microseconds) the CPU seconds a compressed chunk costs beyond
 an uncompressed one: zarr-python hands each compressed chunk to a worker thread and back, a fixed
 cost per chunk that the decode rate (bytes per second, measured on 1 MiB chunks) does not hold.
 One-chunk hyperslabs read one after another give what each hyperslab (each zarr __getitem__) costs
@@ -21,6 +21,7 @@ from ...data.zarr_writer import write_zarr_4d
 from climio.dataset.options import parse_compression
 from climio.measure.object_reads import cpu_share
 from climio.measure.stacks_s3 import OBJECT_STACKS
+from climio.model.object_store import split_cpu
 from ...stores.objects import delete_prefix, upload
 from ...stores.timing import timed_store
 
@@ -69,7 +70,7 @@ def _slab_reads(endpoint, stack, url, n=SLAB_READS) -> dict:
 
 
 def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
-    """stack -> {"median_in_flight", "chunk_cpu_s", "shard_cpu_s", "codec_chunk_s", "slab_s",
+    """stack -> {"median_in_flight", "chunk_cpu_s", "get_cpu_s", "shard_cpu_s", "codec_chunk_s", "slab_s",
     "small_get_s", "ranged_get_s", "cpu_share", "all"} from probe arrays written under `url`
     (removed after); medians over `reps` reads."""
     n_chunks = (PROBE_SHAPE[2] // PROBE_CHUNKS[2]) * (PROBE_SHAPE[3] // PROBE_CHUNKS[3])
@@ -89,9 +90,12 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 plain = [_read(endpoint, stack, f"{base}/{PLAIN}") for _ in range(reps)]
                 sharded = [_read(endpoint, stack, f"{base}/{SHARDED}") for _ in range(reps)]
                 packed = [_read(endpoint, stack, f"{base}/{PACKED}") for _ in range(reps)]
-                chunk_cpu = median(r["cpu_s"] for r in plain) / n_chunks
-                shard_cpu = max(0.0, (median(r["cpu_s"] for r in sharded) - n_chunks * chunk_cpu) / n_shards)
-                codec_cpu = max(0.0, median(r["cpu_s"] for r in packed) / n_chunks - chunk_cpu)
+                get_cpu, chunk_cpu, shard_cpu = split_cpu(
+                    (median(r["cpu_s"] for r in plain), median(r["gets"] for r in plain)),
+                    (median(r["cpu_s"] for r in sharded), median(r["gets"] for r in sharded)), n_chunks, n_shards)
+                # a plain chunk: its GET and its pipeline (the packed and slab probes make one GET a chunk)
+                one_chunk = chunk_cpu + get_cpu
+                codec_cpu = max(0.0, median(r["cpu_s"] for r in packed) / n_chunks - one_chunk)
                 share = median(r["share"] for r in plain + sharded + packed)
                 # once: SLAB_READS hyperslabs are many repetitions already
                 slab = _slab_reads(endpoint, stack, f"{base}/{PLAIN}")
@@ -102,10 +106,11 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 # event loop and back (a shared machine's scheduling delays included, as a user sees them)
                 out[stack] = {"median_in_flight": median(r["mean_in_flight"] for r in plain),
                               "chunk_cpu_s": chunk_cpu, "shard_cpu_s": shard_cpu, "codec_chunk_s": codec_cpu,
+                              "get_cpu_s": get_cpu,
                               "cpu_share": share,
                               # GETs a second the stack completed reading many small chunks in one selection
                               "gets_per_s": median(r["gets"] / r["wall_s"] for r in plain if r["wall_s"] > 0),
-                              "slab_s": max(0.0, read_s - get_s - chunk_cpu), "small_get_s": get_s,
+                              "slab_s": max(0.0, read_s - get_s - one_chunk), "small_get_s": get_s,
                               "ranged_get_s": ranged["get_s"],
                               "all": [round(r["mean_in_flight"], 2) for r in plain]}
         finally:
