@@ -250,3 +250,16 @@ def test_a_chunks_cpu_comes_after_its_get():
     assert one["time_s"] == pytest.approx(0.001 + 2 * 0.5e-3)
     many = om.predict_read([[[1000]] * 4], rates, "s")                         # 4 GETs at once, 1 chunk each
     assert many["time_s"] == pytest.approx(max(0.001 + 0.5e-3, 4 * 0.5e-3))
+
+
+def test_a_decode_rate_is_the_median_paired_difference_never_inside_the_noise():
+    """calibrate --store's decode rate: each compressed read paired with the uncompressed twin's of
+    its repetition, the median difference; a difference inside the twin's own spread is a bound at
+    that spread, never the 84 GB/s a clamp at 0.1 ms gave (seen on a quick calibration through s3fs)."""
+    raw = 8 << 20
+    twin = [0.030, 0.032, 0.031]
+    assert om.decode_rate(raw, twin, [0.041, 0.043, 0.042]) == pytest.approx(raw / 0.011)
+    assert om.decode_rate(raw, twin, [0.041, 0.090, 0.042]) == pytest.approx(raw / 0.011)   # one slow read
+    noisy = [0.030, 0.036, 0.031]
+    assert om.decode_rate(raw, noisy, [0.029, 0.037, 0.031]) == pytest.approx(raw / 0.006)
+    assert om.decode_rate(raw, [0.03, 0.03], [0.03, 0.03]) == pytest.approx(raw / 1e-4)

@@ -23,7 +23,7 @@ def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrenc
     if concurrency is None:
         concurrency = measure_concurrency(endpoint, url, stacks)
         decode = measure_decode(endpoint, url, stacks, DECODE_CODECS["quick" if quick else "full"],
-                                reps=2 if quick else 4)
+                                reps=3 if quick else 4)
         for stack, rates in decode.items():
             concurrency[stack]["decode_Bps"] = rates
     rates = rates_from_cells(cells, latency_ms, endpoint.describe().get("endpoint_url") or str(url), concurrency,

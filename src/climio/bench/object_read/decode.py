@@ -4,7 +4,8 @@ One array per codec (the synthetic field of climio.data.fields, float32, 1 MiB c
 uncompressed twin of the same values are written under the store's prefix; each is read whole
 through the stack, as a user reads it, and the process's CPU seconds are taken: the codec's
 decoding is its CPU time beyond the twin's (the GETs and the stack's own work per chunk are the
-same), so decode_Bps = decoded bytes / that difference, the least CPU of the repetitions each. CPU
+same), so decode_Bps = decoded bytes / that difference, the median over repetitions of each
+read paired with the twin's, never below the twin's own spread. CPU
 seconds, not wall seconds: zarr-python decodes in worker threads beside the event loop, and CPU
 time is what a shared machine's other work does not stretch. Removed after.
 """
@@ -15,6 +16,7 @@ import time
 import numpy as np
 
 from climio.measure.stacks_s3 import OBJECT_STACKS
+from climio.model.object_store import decode_rate
 
 # the settings climio writes to Zarr (climio.dataset.compression.zarr_v3_compressors): gzip,
 # blosc(zlib) with its shuffle, zstd, blosc(zstd) with its shuffle, blosc-lz4
@@ -77,10 +79,9 @@ def measure_decode(endpoint, url: str, stacks, codecs, reps: int = 3) -> dict:
                 order = ["none", *codecs]
                 for label in (order if rep % 2 == 0 else order[::-1]):
                     cpu[label].append(_cpu_of_read(endpoint, stack, where, _name(label)))
-            # the least CPU of the repetitions: the stack's own work varies from read to read (its
-            # garbage, its connections) and only ever adds; few large chunks keep that work small
-            twin = min(cpu["none"])
-            out[stack] = {label: raw / max(min(cpu[label]) - twin, MIN_CPU_S) for label in codecs}
+            # each codec's read paired with the twin's of the same repetition (model.object_store.
+            # decode_rate): the stack's own work varies from read to read (its garbage, its connections)
+            out[stack] = {label: decode_rate(raw, cpu["none"], cpu[label], MIN_CPU_S) for label in codecs}
     finally:
         delete_prefix(endpoint, where + "/")
     return out
