@@ -263,3 +263,18 @@ def test_a_decode_rate_is_the_median_paired_difference_never_inside_the_noise():
     noisy = [0.030, 0.036, 0.031]
     assert om.decode_rate(raw, noisy, [0.029, 0.037, 0.031]) == pytest.approx(raw / 0.006)
     assert om.decode_rate(raw, [0.03, 0.03], [0.03, 0.03]) == pytest.approx(raw / 1e-4)
+
+
+def test_the_bytes_a_read_delivers_cost_cpu_per_byte():
+    """calibrate --store's twin (8 uncompressed chunks of 1 MiB, one GET each) beyond its GETs' and
+    chunks' CPU is the CPU of moving its bytes (byte_cpu); a read pays it per decoded byte, so a
+    4 MiB chunk costs what four 1 MiB chunks do beyond their GETs (exact numbers)."""
+    mb = 1 << 20
+    assert om.byte_cpu(0.030, 8 * mb, 8, 2e-3, 0.5e-3) == pytest.approx(0.010 / (8 * mb))
+    assert om.byte_cpu(0.010, 8 * mb, 8, 2e-3, 0.5e-3) == 0.0        # inside the GETs' own: nothing
+    s = om.StackObjectRates(0.005, 1e15, 1.0, chunk_cpu_s=0.5e-3, get_cpu_s=2e-3, byte_cpu_s=1e-3 / mb)
+    rates = om.StoreRates("http://x", 0.005, 1e15, 1e15, {"s": s})
+    one = om.predict_read([[[4 * mb]]], rates, "s", chunk_raw_bytes=4 * mb)
+    assert one["cpu_s"] == pytest.approx(2e-3 + 0.5e-3 + 4e-3)
+    # the GET (its CPU inside its measured latency), then the chunk's CPU, its bytes' included
+    assert one["time_s"] == pytest.approx(0.005 + 0.5e-3 + 4e-3)

@@ -17,8 +17,8 @@ stack keeps in flight:
                      bandwidth, the whole capped by the aggregate bandwidth; a compressed store's
                      chunks decoded at the codec's calibrated rate, beside the GETs in flight;
                      each hyperslab a call with the stack's fixed cost (slab_s, measured); the CPU
-                     side (the stack's per chunk and shard, a compressed chunk's hand-off to a
-                     codec thread, the decoding) in CPU seconds, its wall time theirs over the
+                     side (the stack's per GET, chunk and shard, per byte delivered, a compressed
+                     chunk's hand-off to a codec thread, the decoding) in CPU seconds, its wall time theirs over the
                      share of a core the process got while calibrating (cpu_share: a loaded
                      machine's CPU-bound reads take longer; its GETs were measured under the same
                      load)
@@ -54,6 +54,8 @@ class StackObjectRates:
     #                                      its decoding (zarr-python's hand-off of each chunk to a codec thread)
     get_cpu_s: float = 0.0               # CPU seconds per GET (the client's request and response handling):
     #                                      a whole shard's one GET serves all its chunks
+    byte_cpu_s: float = 0.0              # CPU seconds per decoded byte delivered (the client's buffers, zarr's
+    #                                      copy into the output): 1-2 ms a MB here, a large chunk's largest part
 
 
 @dataclass
@@ -177,6 +179,12 @@ def split_cpu(plain, sharded, n_chunks: int, n_shards: int) -> tuple:
     return get, chunk, shard
 
 
+def byte_cpu(twin_cpu_s: float, raw_bytes: int, chunks: int, get_cpu_s: float, chunk_cpu_s: float) -> float:
+    """CPU seconds per byte of an uncompressed read of `chunks` chunks of `raw_bytes` in all, one GET
+    each (the decode probe's twin: 8 chunks of 1 MiB), beyond its GETs' and chunks' own CPU."""
+    return max(0.0, twin_cpu_s - chunks * (get_cpu_s + chunk_cpu_s)) / raw_bytes if raw_bytes > 0 else 0.0
+
+
 def decode_rate(raw_bytes: int, twin_cpu, codec_cpu, min_cpu_s: float = 1e-4) -> float:
     """B/s of decoded output from CPU seconds of reads of the same array uncompressed (`twin_cpu`)
     and compressed (`codec_cpu`), made in pairs: the median of the pairs' differences, never below
@@ -225,7 +233,7 @@ def predict_read(tasks_per_slab, rates: StoreRates, stack: str, decode_Bps: floa
     gets = nbytes = 0
     compressed = bool(decode_Bps) and math.isfinite(decode_Bps)
     per_chunk = chunk_raw_bytes / decode_Bps if compressed else 0.0
-    chunk_cpu = s.chunk_cpu_s + (s.codec_chunk_s if compressed else 0.0)
+    chunk_cpu = s.chunk_cpu_s + (s.codec_chunk_s if compressed else 0.0) + chunk_raw_bytes * s.byte_cpu_s
     for i, tasks in enumerate(tasks_per_slab):
         ranged = s.ranged_latency_s or s.latency_s
         durs = [sum((ranged if isinstance(task, Ranged) else s.latency_s) + g / s.per_connection_Bps for g in task)
@@ -317,7 +325,7 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
                                              float(probe.get("small_get_s", 0.0)),
                                              float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)),
-                                             float(probe.get("get_cpu_s", 0.0)))
+                                             float(probe.get("get_cpu_s", 0.0)), float(probe.get("byte_cpu_s", 0.0)))
     for stack, conc in concurrency.items():
         stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
     # the share of a core the calibration got: the median of the probes' (1: none measured)

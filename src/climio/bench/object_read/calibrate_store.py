@@ -5,7 +5,7 @@ peer and the Zarr stacks) measured on the store, then the GETs each stack keeps 
 (concurrency.py) and how fast each decodes each codec climio writes (decode.py), fitted into a
 model.object_store.StoreRates keyed by the endpoint's URL."""
 
-from ...model.object_store import rates_from_cells, store_key
+from ...model.object_store import byte_cpu, rates_from_cells, store_key
 from .summary import summarise
 
 CALIBRATE_GRID = {"sizes": "16KiB,64KiB,256KiB,1MiB", "concurrency": "1,8",
@@ -24,8 +24,12 @@ def store_rates(records, endpoint, url: str, latency_ms: float = 0.0, concurrenc
         concurrency = measure_concurrency(endpoint, url, stacks)
         decode = measure_decode(endpoint, url, stacks, DECODE_CODECS["quick" if quick else "full"],
                                 reps=3 if quick else 4)
-        for stack, rates in decode.items():
-            concurrency[stack]["decode_Bps"] = rates
+        for stack, d in decode.items():
+            c = concurrency[stack]
+            c["decode_Bps"] = d["decode_Bps"]
+            # the twin's 8 MiB beyond its 8 GETs' and chunks' own CPU: moving the bytes
+            c["byte_cpu_s"] = byte_cpu(d["twin_cpu_s"], d["twin_bytes"], d["twin_chunks"],
+                                       c.get("get_cpu_s", 0.0), c.get("chunk_cpu_s", 0.0))
     rates = rates_from_cells(cells, latency_ms, endpoint.describe().get("endpoint_url") or str(url), concurrency,
                              source="climio calibrate --store")
     return store_key(rates.endpoint, latency_ms), rates

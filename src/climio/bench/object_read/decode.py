@@ -12,6 +12,7 @@ time is what a shared machine's other work does not stretch. Removed after.
 
 import math
 import time
+from statistics import median
 
 import numpy as np
 
@@ -63,7 +64,8 @@ def _cpu_of_read(endpoint, stack: str, url: str, var: str) -> float:
 
 
 def measure_decode(endpoint, url: str, stacks, codecs, reps: int = 3) -> dict:
-    """stack -> {codec label: B/s of decoded output}, from probe arrays written under `url`
+    """stack -> {"decode_Bps": {codec label: B/s of decoded output}, "twin_cpu_s": the twin's median
+    CPU seconds, "twin_bytes", "twin_chunks" (one GET each)}, from probe arrays written under `url`
     (removed after); the twin and the codecs read in an order that alternates per repetition."""
     from climio.stores.objects import delete_prefix
     base = url.rstrip("/")
@@ -81,7 +83,9 @@ def measure_decode(endpoint, url: str, stacks, codecs, reps: int = 3) -> dict:
                     cpu[label].append(_cpu_of_read(endpoint, stack, where, _name(label)))
             # each codec's read paired with the twin's of the same repetition (model.object_store.
             # decode_rate): the stack's own work varies from read to read (its garbage, its connections)
-            out[stack] = {label: decode_rate(raw, cpu["none"], cpu[label], MIN_CPU_S) for label in codecs}
+            out[stack] = {"decode_Bps": {label: decode_rate(raw, cpu["none"], cpu[label], MIN_CPU_S) for label in codecs},
+                          "twin_cpu_s": median(cpu["none"]), "twin_bytes": raw,
+                          "twin_chunks": math.prod(PROBE_SHAPE) // math.prod(PROBE_CHUNKS)}
     finally:
         delete_prefix(endpoint, where + "/")
     return out
