@@ -278,3 +278,19 @@ def test_the_bytes_a_read_delivers_cost_cpu_per_byte():
     assert one["cpu_s"] == pytest.approx(2e-3 + 0.5e-3 + 4e-3)
     # the GET (its CPU inside its measured latency), then the chunk's CPU, its bytes' included
     assert one["time_s"] == pytest.approx(0.005 + 0.5e-3 + 4e-3)
+
+
+def test_a_large_reads_rate_lifts_the_aggregate_bandwidth():
+    """The grid's transfers are 4 MiB in all; the probe's 64 MiB read in 4 MiB GETs (bulk_Bps) is
+    the rate a large read reaches: it lifts the stack's and the endpoint's aggregate where higher,
+    never lowers them, and a 64 MiB read is priced at it."""
+    cells = [{"latency_ms": 0.0, "stack": st, "get_bytes": size, "concurrency": c, "rate_MBps": 100.0,
+              "req_p50_ms": 1.0 + size / 1e9} for st in ("raw-obstore", "zarr-obstore", "zarr-fsspec")
+             for size in (16384, 1 << 20) for c in (1, 8)]
+    probe = {"zarr-obstore": {"median_in_flight": 8.0, "bulk_Bps": 400e6},
+             "zarr-fsspec": {"median_in_flight": 8.0, "bulk_Bps": 50e6}}
+    r = om.rates_from_cells(cells, 0.0, "http://x", probe)
+    assert r.aggregate_Bps == 400e6
+    assert r.stacks["zarr-obstore"].aggregate_Bps == 400e6 and r.stacks["zarr-fsspec"].aggregate_Bps == 100e6
+    read = om.predict_read([[[4 << 20]] * 16], r, "zarr-obstore")
+    assert read["wire_s"] == pytest.approx((64 << 20) / 400e6)

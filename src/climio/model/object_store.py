@@ -302,6 +302,9 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
                          if c["stack"] == stack and c["concurrency"] == 1]
     lat, bw = fit_stack(one(peer))
     agg = max(c["rate_MBps"] for c in at if c["stack"] == peer) * 1e6
+    # the endpoint serves at least what a stack got on the probe's large read (64 MiB in 4 MiB GETs)
+    bulk = lambda stack: float(concurrency[stack].get("bulk_Bps", 0.0)) if isinstance(concurrency.get(stack), dict) else 0.0  # noqa: E731
+    agg = max([agg] + [bulk(stack) for stack in concurrency])
     raw = dict(one(peer))
     stacks = {}
     for stack in sorted({c["stack"] for c in at} - {peer}):
@@ -320,7 +323,8 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             # or the probe's: 128 small chunks read in one selection through the stack itself, many times
             # the grid's 16 GETs (whose rate, ramp-up included, came out 29-1230 a second from run to run)
             per_s = max(per_s, float(probe.get("gets_per_s", 0.0)))
-            stacks[stack] = StackObjectRates(lat + extra, bw, conc, max(c["rate_MBps"] for c in mine) * 1e6, per_s,
+            best = max(max(c["rate_MBps"] for c in mine) * 1e6, bulk(stack))
+            stacks[stack] = StackObjectRates(lat + extra, bw, conc, best, per_s,
                                              float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
                                              dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
                                              float(probe.get("small_get_s", 0.0)),

@@ -12,6 +12,7 @@ completes. A busy loop beside each read, and the read's own CPU over its wall ti
 of a core the process got (a shared machine's load): the CPU terms are CPU seconds, a CPU-bound
 read's wall time is theirs over that share."""
 
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -29,17 +30,20 @@ PROBE_SHAPE, PROBE_CHUNKS = [1, 1, 128, 512], [1, 1, 16, 32]     # 128 chunks of
 PROBE_SHARDS = [1, 1, 64, 128]                                     # 8 shards of 16 chunks
 PLAIN, SHARDED = "climio-concurrency-probe.zarr", "climio-shard-probe.zarr"
 PACKED, PACKED_CODEC = "climio-codec-probe.zarr", "zstd1"                 # the plain probe, compressed
+# 64 MiB in 16 chunks of 4 MiB read whole: the rate a stack reaches on a large read (the grid's
+# transfers are 4 MiB in all, mostly ramp-up: 4 MiB chunks were predicted 1.4-2x too slow)
+BULK, BULK_SHAPE, BULK_CHUNKS = "climio-bulk-probe.zarr", [1, 1, 2048, 8192], [1, 1, 128, 8192]
 SLAB_READS = 32
 
 
-def _read(endpoint, stack, url) -> dict:
+def _read(endpoint, stack, url, shape=PROBE_SHAPE) -> dict:
     times = []
     reader = OBJECT_STACKS[stack](endpoint, wrap=lambda st: timed_store(st, times))
     reader.open(url, "ta")
     times.clear()
     try:
         c0, t0 = time.process_time(), time.perf_counter()
-        reader.read_slab([0, 0, 0, 0], PROBE_SHAPE)
+        reader.read_slab([0, 0, 0, 0], shape)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         reader.close()
@@ -70,7 +74,7 @@ def _slab_reads(endpoint, stack, url, n=SLAB_READS) -> dict:
 
 
 def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
-    """stack -> {"median_in_flight", "chunk_cpu_s", "get_cpu_s", "shard_cpu_s", "codec_chunk_s", "slab_s",
+    """stack -> {"median_in_flight", "chunk_cpu_s", "get_cpu_s", "shard_cpu_s", "codec_chunk_s", "bulk_Bps", "slab_s",
     "small_get_s", "ranged_get_s", "cpu_share", "all"} from probe arrays written under `url`
     (removed after); medians over `reps` reads."""
     n_chunks = (PROBE_SHAPE[2] // PROBE_CHUNKS[2]) * (PROBE_SHAPE[3] // PROBE_CHUNKS[3])
@@ -82,7 +86,8 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
         write_zarr_4d(Path(tmp) / SHARDED, PROBE_SHAPE, chunks=PROBE_CHUNKS, shards=PROBE_SHARDS, dtype="f4")
         write_zarr_4d(Path(tmp) / PACKED, PROBE_SHAPE, chunks=PROBE_CHUNKS, dtype="f4",
                       compression=parse_compression(PACKED_CODEC))
-        for name in (PLAIN, SHARDED, PACKED):
+        write_zarr_4d(Path(tmp) / BULK, BULK_SHAPE, chunks=BULK_CHUNKS, dtype="f4")
+        for name in (PLAIN, SHARDED, PACKED, BULK):
             upload(endpoint, Path(tmp) / name, base)     # a directory goes under the URL by its name
         _forget_listings()
         try:
@@ -90,6 +95,7 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 plain = [_read(endpoint, stack, f"{base}/{PLAIN}") for _ in range(reps)]
                 sharded = [_read(endpoint, stack, f"{base}/{SHARDED}") for _ in range(reps)]
                 packed = [_read(endpoint, stack, f"{base}/{PACKED}") for _ in range(reps)]
+                bulk = [_read(endpoint, stack, f"{base}/{BULK}", BULK_SHAPE) for _ in range(reps)]
                 get_cpu, chunk_cpu, shard_cpu = split_cpu(
                     (median(r["cpu_s"] for r in plain), median(r["gets"] for r in plain)),
                     (median(r["cpu_s"] for r in sharded), median(r["gets"] for r in sharded)), n_chunks, n_shards)
@@ -107,6 +113,7 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                 out[stack] = {"median_in_flight": median(r["mean_in_flight"] for r in plain),
                               "chunk_cpu_s": chunk_cpu, "shard_cpu_s": shard_cpu, "codec_chunk_s": codec_cpu,
                               "get_cpu_s": get_cpu,
+                              "bulk_Bps": math.prod(BULK_SHAPE) * 4 / median(r["wall_s"] for r in bulk),
                               "cpu_share": share,
                               # GETs a second the stack completed reading many small chunks in one selection
                               "gets_per_s": median(r["gets"] / r["wall_s"] for r in plain if r["wall_s"] > 0),
@@ -114,7 +121,7 @@ def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
                               "ranged_get_s": ranged["get_s"],
                               "all": [round(r["mean_in_flight"], 2) for r in plain]}
         finally:
-            for name in (PLAIN, SHARDED, PACKED):
+            for name in (PLAIN, SHARDED, PACKED, BULK):
                 delete_prefix(endpoint, f"{base}/{name}/")
     return out
 
