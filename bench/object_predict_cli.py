@@ -57,7 +57,7 @@ def main():
                                      "--read", "xyt", "--check", "--reps", a.reps, "--json"))
                 for r in got["reads"]:
                     errors.append(r["error"])
-                    print(f"{lat:4g} ms {name:18s} {r['read']:4s} {r['gets']:5d} GETs  predicted {r['time_s']:.3f} s  "
+                    print(f"{lat:4g} ms {name:18s} {r['read']:4s} {r['gets']:5.0f} GETs  predicted {r['time_s']:.3f} s  "
                           f"measured {r['measured_s']:.3f} s  error {r['error']:.2f}x", flush=True)
         s3.set_latency(0)
     e = sorted(errors)
