@@ -101,8 +101,10 @@ def _calibrate_store(store, endpoint_url, quick, out, append, force) -> None:
           f"{rates.aggregate_Bps / 1e6:.0f} MB/s aggregate; this process got {rates.cpu_share:.2f} of a core")
     for name, s in sorted(rates.stacks.items()):
         print(f"  {name}: GET {s.latency_s * 1e3:.2f} ms + size / {s.per_connection_Bps / 1e6:.0f} MB/s, "
-              f"{s.concurrency:.1f} GETs in flight (measured), {s.gets_per_s:.0f} GETs/s at most; CPU per GET {s.get_cpu_s * 1e3:.2f} ms, "
-              f"per chunk {s.chunk_cpu_s * 1e3:.2f} ms, per MB {s.byte_cpu_s * 1e9:.2f} ms (+{s.codec_chunk_s * 1e3:.2f} ms compressed), per hyperslab {s.slab_s * 1e3:.2f} ms")
+              f"{s.concurrency:.1f} GETs in flight (measured), {s.gets_per_s:.0f} GETs/s at most; "
+              f"CPU per GET {s.get_cpu_s * 1e3:.2f} ms, per chunk {s.chunk_cpu_s * 1e3:.2f} ms "
+              f"(+{s.codec_chunk_s * 1e3:.2f} ms compressed), per MB {s.byte_cpu_s * 1e9:.2f} ms, "
+              f"per hyperslab {s.slab_s * 1e3:.2f} ms")
         if s.decode_Bps:
             print("    decodes " + ", ".join(f"{k} {v / 1e6:.0f} MB/s" for k, v in sorted(s.decode_Bps.items())))
 

@@ -18,10 +18,10 @@ stack keeps in flight:
                      chunks decoded at the codec's calibrated rate, beside the GETs in flight;
                      each hyperslab a call with the stack's fixed cost (slab_s, measured); the CPU
                      side (the stack's per GET, chunk and shard, per byte delivered, a compressed
-                     chunk's hand-off to a codec thread, the decoding) in CPU seconds, its wall time theirs over the
-                     share of a core the process got while calibrating (cpu_share: a loaded
-                     machine's CPU-bound reads take longer; its GETs were measured under the same
-                     load)
+                     chunk's hand-off to a codec thread, the decoding) in CPU seconds, a chunk's
+                     after its GET, their wall time over the share of a core the process got while
+                     calibrating (cpu_share: a loaded machine's CPU-bound reads take longer; its
+                     GETs were measured under the same load)
 """
 
 import heapq

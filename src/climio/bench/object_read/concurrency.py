@@ -3,9 +3,11 @@ chunks is read whole, in one selection, through the stack with its default setti
 GETs in flight is Little's law over the read (the GETs' summed time over its wall time) and the
 CPU seconds per chunk its process time over the chunks. The same array in shards (read whole: one
 GET per shard) splits that into a GET's CPU and a chunk's (model.object_store.split_cpu), and
-compressed (zstd level 1, whose decoding of a 2 KiB chunk takes microseconds) the CPU seconds a compressed chunk costs beyond
-an uncompressed one: zarr-python hands each compressed chunk to a worker thread and back, a fixed
-cost per chunk that the decode rate (bytes per second, measured on 1 MiB chunks) does not hold.
+compressed (zstd level 1, whose decoding of a 2 KiB chunk takes microseconds) gives the CPU seconds
+a compressed chunk costs beyond an uncompressed one: zarr-python hands each compressed chunk to a
+worker thread and back, a fixed cost per chunk that the decode rate (bytes per second, measured on
+1 MiB chunks) does not hold. 64 MiB in 4 MiB chunks, read whole, gives the rate a large read
+reaches (bulk_Bps).
 One-chunk hyperslabs read one after another give what each hyperslab (each zarr __getitem__) costs
 beyond its GET and chunk; the plain probe's GETs over its wall time the GETs a second the stack
 completes. A busy loop beside each read, and the read's own CPU over its wall time, give the share
@@ -74,8 +76,8 @@ def _slab_reads(endpoint, stack, url, n=SLAB_READS) -> dict:
 
 
 def measure_concurrency(endpoint, url: str, stacks, reps: int = 3) -> dict:
-    """stack -> {"median_in_flight", "chunk_cpu_s", "get_cpu_s", "shard_cpu_s", "codec_chunk_s", "bulk_Bps", "slab_s",
-    "small_get_s", "ranged_get_s", "cpu_share", "all"} from probe arrays written under `url`
+    """stack -> {"median_in_flight", "chunk_cpu_s", "get_cpu_s", "shard_cpu_s", "codec_chunk_s",
+    "bulk_Bps", "slab_s", "small_get_s", "ranged_get_s", "cpu_share", "all"} from probe arrays written under `url`
     (removed after); medians over `reps` reads."""
     n_chunks = (PROBE_SHAPE[2] // PROBE_CHUNKS[2]) * (PROBE_SHAPE[3] // PROBE_CHUNKS[3])
     n_shards = (PROBE_SHAPE[2] // PROBE_SHARDS[2]) * (PROBE_SHAPE[3] // PROBE_SHARDS[3])

@@ -4,10 +4,11 @@ One array per codec (the synthetic field of climio.data.fields, float32, 1 MiB c
 uncompressed twin of the same values are written under the store's prefix; each is read whole
 through the stack, as a user reads it, and the process's CPU seconds are taken: the codec's
 decoding is its CPU time beyond the twin's (the GETs and the stack's own work per chunk are the
-same), so decode_Bps = decoded bytes / that difference, the median over repetitions of each
-read paired with the twin's, never below the twin's own spread. CPU
-seconds, not wall seconds: zarr-python decodes in worker threads beside the event loop, and CPU
-time is what a shared machine's other work does not stretch. Removed after.
+same), so decode_Bps = decoded bytes / that difference, the median over repetitions of each read
+paired with the twin's, never below the twin's own spread. CPU seconds, not wall seconds:
+zarr-python decodes in worker threads beside the event loop, and CPU time is what a shared
+machine's other work does not stretch. The twin's own CPU beyond its GETs and chunks is what moving
+the bytes costs (byte_cpu_s). Removed after.
 """
 
 import math
@@ -83,8 +84,8 @@ def measure_decode(endpoint, url: str, stacks, codecs, reps: int = 3) -> dict:
                     cpu[label].append(_cpu_of_read(endpoint, stack, where, _name(label)))
             # each codec's read paired with the twin's of the same repetition (model.object_store.
             # decode_rate): the stack's own work varies from read to read (its garbage, its connections)
-            out[stack] = {"decode_Bps": {label: decode_rate(raw, cpu["none"], cpu[label], MIN_CPU_S) for label in codecs},
-                          "twin_cpu_s": median(cpu["none"]), "twin_bytes": raw,
+            rates = {label: decode_rate(raw, cpu["none"], cpu[label], MIN_CPU_S) for label in codecs}
+            out[stack] = {"decode_Bps": rates, "twin_cpu_s": median(cpu["none"]), "twin_bytes": raw,
                           "twin_chunks": math.prod(PROBE_SHAPE) // math.prod(PROBE_CHUNKS)}
     finally:
         delete_prefix(endpoint, where + "/")
