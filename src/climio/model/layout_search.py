@@ -42,12 +42,7 @@ SHORTLIST = 12              # candidates simulated after the closed-form screen
 FAST_SAMPLE_REQUESTS, FAST_SAMPLE_VISITS = 1_000, 5_000    # their sample of each pattern's reads
 NEIGHBOUR_SEEDS = 2         # the best sampled shapes whose lattice neighbours are simulated next
 NEIGHBOUR_ROUNDS = 1
-REFINE = 4                  # the best sampled priced on all their reads ...
-# ... on every chunk visit (predict._Steady counts the reads that repeat without walking them), as the
-# workflow's own prediction does: a sample of 30,000 visits scaled to all reads counted the first
-# series' chunk decodes once per sampled share (a t read of a 730-day tas in [1,90,180] maps: 137 s
-# "now" beside the workflow's 47.8 s in the same `climio advise` output)
-FINAL_VISITS = None
+REFINE = 4                  # the best sampled priced on all their reads (_finish)
 
 
 @dataclass
@@ -175,18 +170,21 @@ def _setup(layout, codec, mix, low, high, keep_codec, contiguous_ok) -> tuple:
 
 
 def _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, finalists, searched, bounds, memo,
-            lay_of, candidate, max_visits=None) -> SearchResult:
-    """`finalists` priced on all their reads (up to `max_visits` chunk visits simulated, then scaled)
-    plus conversion, ranked against the current layout priced the same way."""
+            lay_of, candidate) -> SearchResult:
+    """`finalists` priced on every chunk visit of their reads plus conversion, ranked against the
+    current layout priced the same way, as the workflow's own prediction is (predict._Steady counts
+    the reads that repeat without walking them). A sample of 30,000 visits scaled to all reads had
+    counted the first series' decodes once per sampled share: a t read of a 730-day tas in [1,90,180]
+    maps said "now 137 s" beside the workflow's 47.8 s in one `climio advise` output."""
     ranked = []
     for ch in finalists:
         lay = lay_of(ch)
-        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, max_visits, memo)
+        per = _price(lay, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, None, memo)
         same = (layout.chunks is None and ch is None) or (
             layout.chunks is not None and ch is not None and tuple(layout.chunks) == tuple(ch))
         ranked.append(candidate(lay, per, 0.0 if same else float(convert_s(layout, lay, codec))))
     ranked.sort(key=lambda c: c.total_s if math.isfinite(c.total_s) else math.inf)
-    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, max_visits, memo)
+    now = _price(layout, codec, mix, stack, profile, tasks, chunk_cache, model.SIM_REQUESTS, None, memo)
     current = candidate(layout, now, 0.0)
     best = ranked[0] if ranked and ranked[0].total_s < current.total_s else current
     notes = []
@@ -254,7 +252,7 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
     Fast (issue 34): every candidate is estimated in closed form (model.layout_estimate), only the
     SHORTLIST best estimated, each pattern's own best few and the current layout are simulated on
     a sample, the lattice around the best sampled is searched coarse-to-fine (NEIGHBOUR_ROUNDS),
-    and the best `refine` and the current layout are priced on all reads (FINAL_VISITS). Patterns that do not tile a grid, or a pool small
+    and the best `refine` and the current layout are priced on all reads (_finish). Patterns that do not tile a grid, or a pool small
     enough, are simulated whole as search_exhaustive does (its answer, within 2%, is the test)."""
     say = progress or (lambda text: None)
     cands, pool, lay_of, candidate = _setup(layout, codec, mix, low, high, keep_codec, contiguous_ok)
@@ -292,7 +290,7 @@ def search(layout: Layout, codec: str, mix, stack: str, profile, convert_s, task
                   if (tuple(ch) if ch is not None else None) not in ranked_in]
     say(f"pricing the best {len(ranked_in)} on all reads")
     return _finish(layout, codec, mix, stack, profile, convert_s, tasks, chunk_cache, ranked_in, len(cands),
-                   (low, high), memo, lay_of, candidate, FINAL_VISITS)
+                   (low, high), memo, lay_of, candidate)
 
 
 def search_exhaustive(layout: Layout, codec: str, mix, stack: str, profile, convert_s, tasks: int = 1,

@@ -27,6 +27,7 @@ stack keeps in flight:
 import heapq
 import itertools
 import math
+from statistics import median
 from dataclasses import asdict, dataclass, field
 
 from climio.dataset.access import slice_starts
@@ -190,11 +191,9 @@ def decode_rate(raw_bytes: int, twin_cpu, codec_cpu, min_cpu_s: float = 1e-4) ->
     and compressed (`codec_cpu`), made in pairs: the median of the pairs' differences, never below
     the twin's own spread (a difference inside the noise of reading is a bound, not a rate: through
     s3fs a GET's CPU varies by milliseconds, as much as decoding 8 MiB of deflate1 takes)."""
-    diffs = sorted(c - t for t, c in zip(twin_cpu, codec_cpu))
-    n = len(diffs)
-    mid = (diffs[n // 2] + diffs[(n - 1) // 2]) / 2 if n else 0.0
+    diffs = [c - t for t, c in zip(twin_cpu, codec_cpu)]
     spread = max(twin_cpu) - min(twin_cpu) if twin_cpu else 0.0
-    return raw_bytes / max(mid, spread, min_cpu_s)
+    return raw_bytes / max(median(diffs) if diffs else 0.0, spread, min_cpu_s)
 
 
 def makespan(durations, slots: float) -> float:
@@ -289,6 +288,12 @@ def error_ratio(predicted: float, measured: float) -> float:
     return max(predicted / measured, measured / predicted)
 
 
+# StackObjectRates field -> the key calibrate --store's probe (bench/object_read/concurrency.py) gives it
+PROBE_FIELDS = {"chunk_cpu_s": "chunk_cpu_s", "shard_cpu_s": "shard_cpu_s", "slab_s": "slab_s",
+                "small_get_s": "small_get_s", "ranged_latency_s": "ranged_get_s", "codec_chunk_s": "codec_chunk_s",
+                "get_cpu_s": "get_cpu_s", "byte_cpu_s": "byte_cpu_s"}
+
+
 def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict, peer: str = "raw-obstore",
                      source: str = "object-read") -> StoreRates:
     """A store's rates from the object-read study's cells (dicts with latency_ms, stack, get_bytes,
@@ -300,11 +305,12 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
     at = [c for c in cells if float(c["latency_ms"]) == float(latency_ms)]
     one = lambda stack: [(c["get_bytes"], c["req_p50_ms"] / 1e3) for c in at  # noqa: E731
                          if c["stack"] == stack and c["concurrency"] == 1]
+    # each stack's probe as a dict (an older caller gives the GETs in flight alone)
+    probes = {k: (v if isinstance(v, dict) else {"median_in_flight": v}) for k, v in concurrency.items()}
     lat, bw = fit_stack(one(peer))
-    agg = max(c["rate_MBps"] for c in at if c["stack"] == peer) * 1e6
     # the endpoint serves at least what a stack got on the probe's large read (64 MiB in 4 MiB GETs)
-    bulk = lambda stack: float(concurrency[stack].get("bulk_Bps", 0.0)) if isinstance(concurrency.get(stack), dict) else 0.0  # noqa: E731
-    agg = max([agg] + [bulk(stack) for stack in concurrency])
+    agg = max([max(c["rate_MBps"] for c in at if c["stack"] == peer) * 1e6]
+              + [float(p.get("bulk_Bps", 0.0)) for p in probes.values()])
     raw = dict(one(peer))
     stacks = {}
     for stack in sorted({c["stack"] for c in at} - {peer}):
@@ -317,23 +323,20 @@ def rates_from_cells(cells, latency_ms: float, endpoint: str, concurrency: dict,
             # GETs per second: the smallest GETs at the most in flight, scaled up to the stack's own
             # concurrency (a bound: more in flight completes at most proportionally more GETs)
             small = min(mine, key=lambda c: (c["get_bytes"], -c["concurrency"]))
-            probe = concurrency[stack] if isinstance(concurrency[stack], dict) else {"median_in_flight": concurrency[stack]}
+            probe = probes[stack]
             conc = float(probe["median_in_flight"])
             per_s = small["rate_MBps"] * 1e6 / small["get_bytes"] * max(1.0, conc / small["concurrency"])
             # or the probe's: 128 small chunks read in one selection through the stack itself, many times
             # the grid's 16 GETs (whose rate, ramp-up included, came out 29-1230 a second from run to run)
             per_s = max(per_s, float(probe.get("gets_per_s", 0.0)))
-            best = max(max(c["rate_MBps"] for c in mine) * 1e6, bulk(stack))
+            best = max(max(c["rate_MBps"] for c in mine) * 1e6, float(probe.get("bulk_Bps", 0.0)))
+            measured = {field: float(probe.get(key, 0.0)) for field, key in PROBE_FIELDS.items()}
             stacks[stack] = StackObjectRates(lat + extra, bw, conc, best, per_s,
-                                             float(probe.get("chunk_cpu_s", 0.0)), float(probe.get("shard_cpu_s", 0.0)),
-                                             dict(probe.get("decode_Bps") or {}), float(probe.get("slab_s", 0.0)),
-                                             float(probe.get("small_get_s", 0.0)),
-                                             float(probe.get("ranged_get_s", 0.0)), float(probe.get("codec_chunk_s", 0.0)),
-                                             float(probe.get("get_cpu_s", 0.0)), float(probe.get("byte_cpu_s", 0.0)))
-    for stack, conc in concurrency.items():
-        stacks.setdefault(stack, StackObjectRates(lat, bw, float(conc["median_in_flight"] if isinstance(conc, dict) else conc)))
+                                             decode_Bps=dict(probe.get("decode_Bps") or {}), **measured)
+    for stack, probe in probes.items():
+        stacks.setdefault(stack, StackObjectRates(lat, bw, float(probe["median_in_flight"])))
     # the share of a core the calibration got: the median of the probes' (1: none measured)
-    shares = sorted(float(c["cpu_share"]) for c in concurrency.values() if isinstance(c, dict) and c.get("cpu_share"))
+    shares = sorted(float(p["cpu_share"]) for p in probes.values() if p.get("cpu_share"))
     share = shares[len(shares) // 2] if shares else 1.0
     return StoreRates(endpoint, lat, bw, agg, stacks, injected_latency_ms=float(latency_ms), source=source,
                       cpu_share=share)
